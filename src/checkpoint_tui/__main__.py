@@ -1,0 +1,3 @@
+from checkpoint_tui.cli import main
+
+raise SystemExit(main())

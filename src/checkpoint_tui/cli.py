@@ -1,0 +1,132 @@
+"""Command line: the TUI by default; `start`, `status`, `stop` and `--verify` run headless and never
+import Textual."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from enum import IntEnum
+from pathlib import Path
+
+from checkpoint_tui.config import Settings, load_settings
+from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
+
+
+class Exit(IntEnum):
+    OK = 0
+    FAILED = 1  # a run or a verify check failed
+    USAGE = 2  # bad flags
+    UNAVAILABLE = 3  # Temporal (or its binary) cannot be reached
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not a usage dump
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="checkpoint-tui",
+        description="A terminal chaos lab for durable AI-agent execution (Temporal + an exactly-once ledger).",
+    )
+    p.add_argument("--home", help="directory holding run/ and artifacts/ (env CHECKPOINT_HOME; default: cwd)")
+    p.add_argument(
+        "--temporal-address", metavar="HOST:PORT",
+        help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
+    )
+    p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
+    p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
+    p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    start = sub.add_parser("start", help="start a run (headless); prints its run id")
+    start.add_argument("--steps", type=_positive_int, default=30)
+    start.add_argument("--pace", type=_non_negative_float, default=1.0, help="timer/think-time scale (0 = none)")
+    start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
+    start.add_argument(
+        "--fault", action="append", default=[], metavar="SPEC", type=_fault_spec,
+        help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP",
+    )
+
+    status = sub.add_parser("status", help="summary of a run from SQLite + Temporal")
+    status.add_argument("run", nargs="?", help="run id (default: the latest)")
+    status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
+
+    sub.add_parser("stop", help="stop the worker and the dev server this home started")
+    return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _fault_spec(text: str) -> FaultSpec:
+    try:
+        return parse_fault(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = load_settings(args.home, args.temporal_address, args.namespace)
+    try:
+        if args.verify:
+            from checkpoint_tui.verify import run_verify
+
+            return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None))
+        if args.command == "start":
+            return asyncio.run(_start(settings, args))
+        if args.command == "status":
+            return asyncio.run(_status(settings, args.run, args.as_json))
+        if args.command == "stop":
+            return _stop(settings)
+        from checkpoint_tui.tui.app import run_app
+
+        return run_app(settings)
+    except UserFacingError as err:
+        print(f"checkpoint-tui: {err}", file=sys.stderr)
+        return Exit.UNAVAILABLE
+    except KeyboardInterrupt:
+        return Exit.FAILED
+
+
+async def _start(settings: Settings, args: argparse.Namespace) -> int:
+    from checkpoint_tui.headless import start_command
+
+    return await start_command(settings, args.steps, args.pace, args.fault, args.wait)
+
+
+async def _status(settings: Settings, run_id: str | None, as_json: bool) -> int:
+    from checkpoint_tui.headless import status_command
+
+    return await status_command(settings, run_id, as_json)
+
+
+def _stop(settings: Settings) -> int:
+    from checkpoint_tui.headless import stop_command
+
+    return stop_command(settings)
+
+
+def print_json(data: dict) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True))

@@ -1,0 +1,1 @@
+"""Runs inside the worker process: the workflow, its activities and the worker entry point."""

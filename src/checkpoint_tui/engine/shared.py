@@ -1,0 +1,108 @@
+"""Names and dataclass inputs/outputs shared by the workflow, its activities and the starter.
+
+One dataclass per activity input, so fields can be added without breaking recorded histories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+WORKFLOW_NAME = "AgentLoop"
+GUARDRAIL_ERROR = "GuardrailError"
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=2)
+START_TO_CLOSE = timedelta(minutes=3)
+RETRY_INITIAL = timedelta(milliseconds=100)
+RETRY_BACKOFF = 2.0
+RETRY_MAX_INTERVAL = timedelta(seconds=2)
+RETRY_MAX_ATTEMPTS = 8
+HEARTBEAT_EVERY_S = 0.4  # well under the 2 s timeout; the SDK throttles what reaches the server
+
+
+@dataclass
+class ModelRef:
+    """Which model to ask. Never holds a key: the worker reads it from its own environment."""
+
+    url: str | None = None
+    model: str | None = None
+
+
+@dataclass
+class AgentInput:
+    run_id: str
+    total_steps: int
+    pace: float = 1.0
+    model: ModelRef = field(default_factory=ModelRef)
+
+
+@dataclass
+class StepInput:
+    run_id: str
+    step: int
+    total_steps: int
+
+
+@dataclass
+class LlmInput:
+    run_id: str
+    step: int
+    total_steps: int
+    pace: float
+    previous_note: str | None
+    model: ModelRef = field(default_factory=ModelRef)
+
+
+@dataclass
+class Decision:
+    action: str  # "compute" | "note"
+    args: dict[str, str]
+    thought: str
+
+
+@dataclass
+class LlmOutput:
+    decision: Decision
+    provider: str
+    tokens: int
+    cost_usd: float
+
+
+@dataclass
+class ToolInput:
+    run_id: str
+    step: int
+    expression: str
+
+
+@dataclass
+class EffectInput:
+    run_id: str
+    workflow_id: str
+    step: int
+    total_steps: int
+    decision: Decision
+    tool_result: str | None
+
+
+@dataclass
+class FinishInput:
+    run_id: str
+    status: str
+    error: str | None = None
+
+
+@dataclass
+class AgentResult:
+    run_id: str
+    completed_steps: int
+
+
+def timer_ms(step: int, pace: float) -> float:
+    """The pause after a step: derived from the step index so replays schedule identical timers."""
+    return pace * (300 + (step * 137) % 501)
+
+
+def think_ms(step: int, pace: float) -> float:
+    """Simulated model latency of the offline provider (ms), derived from the step index."""
+    return pace * (400 + (step * 71) % 400)

@@ -1,0 +1,142 @@
+"""The headless subcommands: start (optionally supervising until the run ends), status, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+
+from temporalio.client import Client
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.ledger.store import connect, latest_run_id
+from checkpoint_tui.ops import devserver, workers
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.runs import start_run
+from checkpoint_tui.snapshot import Snapshot, build_snapshot, workflow_status
+
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+async def start_command(
+    settings: Settings, steps: int, pace: float, fault_plan: Sequence[FaultSpec], wait: bool
+) -> int:
+    settings.ensure_dirs()
+    address, _ = resolve_address(settings)
+    client = await connect_client(settings, address)
+    sup = Supervisor(settings, address, client, spare=wait)
+    if wait:
+        sup.acquire()  # respawn only if no other supervisor (e.g. the TUI) already owns this home
+    sup.ensure_worker()
+    run_id = await start_run(settings, client, steps, pace, fault_plan)
+    print(run_id, flush=True)
+    if not wait:
+        return 0
+    watch = asyncio.create_task(sup.run())
+    try:
+        status = await wait_for_run(settings, client, run_id, progress=True)
+    finally:
+        await sup.stop(stop_workers=False)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    return 0 if status == "COMPLETED" else 1
+
+
+async def wait_for_run(
+    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+) -> str | None:
+    """Poll until the run's workflow is closed; returns its Temporal status."""
+    conn = connect(settings.db_path)
+    shown = -1
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while deadline is None or loop.time() < deadline:
+        row = conn.execute("SELECT status, total_steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        done = conn.execute(
+            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)
+        ).fetchone()[0]
+        if progress and done != shown:
+            shown = done
+            print(f"{run_id}: {done}/{row['total_steps']} steps completed", file=sys.stderr, flush=True)
+        if row["status"] in TERMINAL:
+            status = await workflow_status(client, run_id)
+            if status not in (None, "RUNNING"):
+                return status
+        await asyncio.sleep(0.2)
+    return await workflow_status(client, run_id)
+
+
+async def status_command(settings: Settings, run_id: str | None, as_json: bool) -> int:
+    conn = connect(settings.db_path)
+    run_id = run_id or latest_run_id(conn)
+    if run_id is None:
+        raise UserFacingError(f"no runs yet in {settings.home}; start one with `checkpoint-tui start`")
+    wf_status = await _peek_workflow_status(settings, run_id)
+    try:
+        snap = build_snapshot(conn, settings, run_id, wf_status)
+    except LookupError as err:
+        raise UserFacingError(str(err)) from None
+    if as_json:
+        print(json.dumps(snap.status_json(), indent=2, sort_keys=True))
+    else:
+        print(format_status(snap))
+    return 0
+
+
+async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
+    """Temporal's view if a server is reachable; status never starts a dev server."""
+    if settings.embedded:
+        ident, rec = devserver.recorded(settings)
+        if ident is None or rec is None:
+            return None
+        address = rec["address"]
+    else:
+        address = settings.temporal_address or ""
+    try:
+        client = await connect_client(settings, address, timeout=3.0)
+    except UserFacingError:
+        return None
+    return await workflow_status(client, run_id)
+
+
+def format_status(snap: Snapshot) -> str:
+    j = snap.status_json()
+    lines = [
+        f"run            {j['run_id']}",
+        f"workflow       {j['workflow_status'] or 'unknown (Temporal not reachable)'}  (ledger: {j['run_status']})",
+        f"steps          {j['completed_steps']}/{j['total_steps']} completed"
+        + (f", missing {j['missing_steps']}" if j["missing_steps"] and j["run_status"] != "running" else ""),
+        f"ledger         {j['ledger_rows']} rows · duplicates {j['duplicates']} · unstamped {j['unstamped_effects']}",
+        "claims         " + " · ".join(f"{k} {v}" for k, v in j["outcomes"].items()),
+        f"outbox         {j['outbox_lines']} lines · {j['outbox_duplicates']} repeated",
+        f"notes          {j['notes_rows']} rows · {j['notes_duplicates']} repeated",
+        f"artifacts      {j['artifact_files']} step files",
+        f"worker pids    {', '.join(map(str, j['worker_pids'])) or '-'}"
+        + (f"  (resumed at step {', '.join(map(str, j['resumed_steps']))})" if j["resumed_steps"] else ""),
+        f"provider       {j['provider']}",
+    ]
+    if j["error"]:
+        lines.append(f"error          {j['error']}")
+    return "\n".join(lines)
+
+
+def stop_command(settings: Settings) -> int:
+    stopped = []
+    for role in ("active", "spare"):
+        worker = workers.load(settings, role)
+        if worker is not None:
+            workers.stop(settings, worker)
+            workers.forget(settings, role)
+            stopped.append(f"{role} worker {worker.pid}")
+    if settings.embedded:
+        pid = devserver.stop_devserver(settings)
+        if pid is not None:
+            stopped.append(f"dev server {pid}")
+    print("stopped " + ", ".join(stopped) if stopped else "nothing of this home was running")
+    return 0

@@ -1,0 +1,1 @@
+"""The durable record (SQLite), shared by the worker and the app processes."""

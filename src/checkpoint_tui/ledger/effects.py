@@ -1,0 +1,150 @@
+"""Exactly-once effects: the claim (INSERT OR IGNORE) is the lock, the stamp (applied_at) comes last.
+
+Three branches, each recorded in `effect_outcomes` so the UI can count them:
+- applied:   we inserted the claim -> physical write -> stamp
+- skipped:   the claim exists and is stamped -> nothing to do
+- recovered: the claim exists but applied_at IS NULL (a writer died in between) -> redo the
+             deterministic write, idempotently, then stamp
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoint_tui.ledger.store import now, transaction
+
+KINDS = ("file", "db", "email")
+
+
+@dataclass(frozen=True)
+class EffectSpec:
+    run_id: str
+    step: int
+    kind: str
+    payload: str
+    attempt: int
+    worker_pid: int
+    workflow_id: str
+
+    @property
+    def id(self) -> str:
+        return effect_id(self.workflow_id, self.step, self.kind)
+
+
+def effect_id(workflow_id: str, step: int, kind: str) -> str:
+    return f"{workflow_id}:{step}:{kind}"
+
+
+# physical(spec, recovering): recovering=True means "a previous writer may have done this already".
+Physical = Callable[[EffectSpec, bool], None]
+
+
+def apply_effect_once(
+    conn: sqlite3.Connection,
+    spec: EffectSpec,
+    physical: Physical,
+    after_claim: Callable[[], None] | None = None,
+) -> str:
+    """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
+    outcome_row = conn.execute(
+        "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, started_at) "
+        "VALUES(?,?,?,?,?,?,?)",
+        (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, now()),
+    ).lastrowid
+    with transaction(conn):
+        claimed = conn.execute(
+            "INSERT OR IGNORE INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+            "VALUES(?,?,?,?,?,?,?,NULL)",
+            (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now()),
+        ).rowcount == 1
+        existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
+
+    if claimed:
+        if after_claim is not None:
+            after_claim()  # fault hook: the real claim -> stamp window
+        physical(spec, False)
+        outcome = "applied"
+    elif existing["applied_at"] is not None:
+        outcome = "skipped"
+    else:
+        physical(spec, True)
+        outcome = "recovered"
+
+    with transaction(conn):
+        if outcome != "skipped":
+            conn.execute(
+                "UPDATE effects SET applied_at = ?, attempt = MAX(attempt, ?) WHERE id = ? AND applied_at IS NULL",
+                (now(), spec.attempt, spec.id),
+            )
+        conn.execute(
+            "UPDATE effect_outcomes SET outcome = ?, finished_at = ? WHERE seq = ?",
+            (outcome, now(), outcome_row),
+        )
+    return outcome
+
+
+# --- the three physical effects ------------------------------------------------------------------
+
+
+def step_file(artifacts_dir: Path, run_id: str, step: int) -> Path:
+    return artifacts_dir / run_id / f"step-{step:03d}.md"
+
+
+def outbox_path(artifacts_dir: Path, run_id: str) -> Path:
+    return artifacts_dir / run_id / "outbox.log"
+
+
+def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> None:
+    """Atomic replace: a retried write produces the same bytes, so redoing it is harmless."""
+    path = step_file(artifacts_dir, spec.run_id, spec.step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(spec.payload, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def insert_note(conn: sqlite3.Connection, spec: EffectSpec, recovering: bool) -> None:
+    with transaction(conn):
+        if recovering and conn.execute(
+            "SELECT 1 FROM notes WHERE run_id = ? AND effect_id = ?", (spec.run_id, spec.id)
+        ).fetchone():
+            return
+        conn.execute(
+            "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?)",
+            (spec.id, spec.run_id, spec.step, spec.payload),
+        )
+
+
+def outbox_line(spec: EffectSpec) -> str:
+    return f"{spec.id}\t{spec.payload}\n"
+
+
+def append_outbox(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> None:
+    """The 'email': one line naming its effect id, so a second send is visible in the file."""
+    path = outbox_path(artifacts_dir, spec.run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = outbox_line(spec)
+    if recovering and path.exists():
+        prefix = f"{spec.id}\t"
+        with path.open(encoding="utf-8") as fh:
+            if any(existing.startswith(prefix) for existing in fh):
+                return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))  # one write(2) with O_APPEND: no torn interleaving
+    finally:
+        os.close(fd)
+
+
+def physical_for(kind: str, conn: sqlite3.Connection, artifacts_dir: Path) -> Physical:
+    if kind == "file":
+        return lambda spec, recovering: write_step_file(artifacts_dir, spec, recovering)
+    if kind == "db":
+        return lambda spec, recovering: insert_note(conn, spec, recovering)
+    if kind == "email":
+        return lambda spec, recovering: append_outbox(artifacts_dir, spec, recovering)
+    raise ValueError(f"unknown effect kind {kind!r}; expected one of {KINDS}")

@@ -1,0 +1,82 @@
+"""The fault plan: rows in `faults`, consumed durably so each fires exactly as often as planned,
+even when the worker that consumed one was killed right after."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from checkpoint_tui.ledger.effects import KINDS
+from checkpoint_tui.ledger.store import now, transaction
+
+FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at")
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    kind: str
+    step: int
+    count: int = 1
+    effect_kind: str | None = None
+
+    def describe(self) -> str:
+        extra = f":{self.effect_kind}" if self.effect_kind else ""
+        times = f"x{self.count}" if self.kind == "transient" else ""
+        return f"{self.kind}@{self.step}{extra}{times}"
+
+
+def parse_fault(text: str) -> FaultSpec:
+    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`."""
+    parts = text.split(":")
+    kind = parts[0].replace("-", "_")
+    if kind not in FAULT_KINDS or len(parts) < 2:
+        raise ValueError(f"bad fault {text!r}: use one of {', '.join(k + ':STEP' for k in FAULT_KINDS)}")
+    try:
+        step = int(parts[1])
+    except ValueError:
+        raise ValueError(f"bad fault {text!r}: STEP must be a whole number") from None
+    if step < 1:
+        raise ValueError(f"bad fault {text!r}: STEP starts at 1")
+    if kind == "transient":
+        count = int(parts[2]) if len(parts) > 2 else 1
+        if count < 1:
+            raise ValueError(f"bad fault {text!r}: COUNT must be >= 1")
+        return FaultSpec(kind, step, count=count)
+    if kind == "crash_after_claim":
+        effect_kind = parts[2] if len(parts) > 2 else "file"
+        if effect_kind not in KINDS:
+            raise ValueError(f"bad fault {text!r}: effect kind must be one of {KINDS}")
+        return FaultSpec(kind, step, effect_kind=effect_kind)
+    if len(parts) > 2:
+        raise ValueError(f"bad fault {text!r}: {kind} takes only a step")
+    return FaultSpec(kind, step)
+
+
+def add_fault(conn: sqlite3.Connection, run_id: str, fault: FaultSpec) -> None:
+    conn.execute(
+        "INSERT INTO faults(run_id, step, kind, effect_kind, count, fired, created_at) VALUES(?,?,?,?,?,0,?)",
+        (run_id, fault.step, fault.kind, fault.effect_kind, fault.count, now()),
+    )
+
+
+def consume(conn: sqlite3.Connection, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
+    """Fire a planned fault once: True if this call used one of its remaining firings."""
+    with transaction(conn):
+        row = conn.execute(
+            "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
+            "AND (effect_kind IS ? OR ? IS NULL) ORDER BY id LIMIT 1",
+            (run_id, step, kind, effect_kind, effect_kind),
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("UPDATE faults SET fired = fired + 1 WHERE id = ?", (row["id"],))
+    return True
+
+
+def armed_kill_steps(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """(run_id, step) of kill_at faults not yet fired, for the supervisor to watch."""
+    rows = conn.execute(
+        "SELECT f.run_id, f.step FROM faults f JOIN runs r ON r.run_id = f.run_id "
+        "WHERE f.kind = 'kill_at' AND f.fired < f.count AND r.status = 'running'"
+    ).fetchall()
+    return [(r["run_id"], r["step"]) for r in rows]

@@ -1,0 +1,60 @@
+"""Resume latencies computed from durable timestamps only (worker_events + activity_log)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Latency:
+    restart_s: float | None  # kill -> first activity of the killed step on another pid
+    next_step_s: float | None  # kill -> the following step's first activity
+
+
+def measure(conn: sqlite3.Connection, run_id: str, killed_at: float, dead_pid: int, step: int | None) -> Latency:
+    """`step` is the step in flight at the kill (None if the kill landed between steps)."""
+    if step is None:
+        row = conn.execute(
+            "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND started_at > ? AND worker_pid != ?",
+            (run_id, killed_at, dead_pid),
+        ).fetchone()
+        first = row["t"] if row else None
+        value = None if first is None else first - killed_at
+        return Latency(value, value)
+    restart = conn.execute(
+        "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND step = ? AND started_at > ? "
+        "AND worker_pid != ?",
+        (run_id, step, killed_at, dead_pid),
+    ).fetchone()["t"]
+    if restart is None:  # the step's remaining activities may all have finished before the kill
+        restart = conn.execute(
+            "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND step > ? AND started_at > ?",
+            (run_id, step, killed_at),
+        ).fetchone()["t"]
+    nxt = conn.execute(
+        "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND step > ? AND started_at > ?",
+        (run_id, step, killed_at),
+    ).fetchone()["t"]
+    return Latency(
+        None if restart is None else restart - killed_at,
+        None if nxt is None else nxt - killed_at,
+    )
+
+
+def in_flight_step(conn: sqlite3.Connection, pid: int) -> tuple[str, int] | None:
+    """The (run, step) a worker pid was working on: a running step it touched last."""
+    row = conn.execute(
+        "SELECT s.run_id, s.step FROM steps s JOIN runs r ON r.run_id = s.run_id "
+        "WHERE s.status = 'running' AND s.worker_pid = ? AND r.status = 'running' "
+        "ORDER BY s.started_at DESC LIMIT 1",
+        (pid,),
+    ).fetchone()
+    return (row["run_id"], row["step"]) if row else None
+
+
+def running_run(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute(
+        "SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1"
+    ).fetchone()
+    return row["run_id"] if row else None

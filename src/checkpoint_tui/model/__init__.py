@@ -1,0 +1,1 @@
+"""Model providers (OpenAI-compatible over httpx, offline), decision parsing and the guardrail."""

@@ -1,0 +1,1 @@
+"""Process control without Textual: identity-checked pids, the dev server, the worker supervisor."""

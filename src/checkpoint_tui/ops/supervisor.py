@@ -1,0 +1,309 @@
+"""The embedded supervisor: keeps one worker polling (plus a warm spare), SIGKILLs it on request,
+notices any death within one tick, promotes or respawns, and helps Temporal notice faster.
+
+Assisted failover: the moment a worker is seen dead, its pending activity attempts (only those whose
+last_worker_identity is the dead worker's) are failed by id so Temporal retries them at once instead
+of waiting for the heartbeat timeout, and the run's sticky task queue is reset so the next workflow
+task does not wait for the dead worker's sticky queue to time out.
+
+Only one supervisor per home may respawn (an flock on run/supervisor.lock); others observe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import signal
+import time
+from dataclasses import asdict, dataclass
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger import faults
+from checkpoint_tui.ledger.latency import in_flight_step, measure, running_run
+from checkpoint_tui.ledger.store import connect, record_worker_event
+from checkpoint_tui.ops import workers
+from checkpoint_tui.ops.procs import send_signal_if_ours
+from checkpoint_tui.ops.workers import WorkerProc
+
+log = logging.getLogger(__name__)
+TICK_S = 0.05
+KILL_WAIT_S = 5.0
+LATENCY_WAIT_S = 60.0
+
+
+@dataclass
+class KillReport:
+    pid: int
+    signal: str | None  # observed for our own child; for an adopted worker, the signal we sent
+    exit_code: int | None  # a SIGKILL leaves none: never invented
+    confirmed: bool  # the pid is gone from the process table
+    run_id: str | None
+    step: int | None
+    at: float
+    observed: bool  # True if `signal` was read from waitpid, False if it is only what we sent
+
+
+class Supervisor:
+    def __init__(
+        self,
+        settings: Settings,
+        address: str,
+        client: Client | None = None,
+        *,
+        spare: bool = True,
+        assist: bool = True,
+        respawn: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.address = address
+        self.client = client
+        self.use_spare = spare
+        self.assist = assist
+        self.respawn = respawn
+        self.active: WorkerProc | None = None
+        self.spare: WorkerProc | None = None
+        self.state = "starting"  # running | worker-dead | respawning | stopped
+        self._lock_fh = None
+        self._killed_pids: set[int] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._stop = asyncio.Event()
+
+    # --- ownership -------------------------------------------------------------------------------
+
+    def acquire(self) -> bool:
+        """Become the home's respawning supervisor; False if another live one holds it."""
+        self.settings.ensure_dirs()
+        fh = open(self.settings.run_dir / "supervisor.lock", "a+")  # noqa: SIM115 - held for our lifetime
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            return False
+        self._lock_fh = fh
+        return True
+
+    def release(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    @property
+    def owner(self) -> bool:
+        return self._lock_fh is not None
+
+    # --- start / adopt ---------------------------------------------------------------------------
+
+    def ensure_worker(self) -> WorkerProc:
+        """Adopt the home's live worker, or spawn one (and a spare, if configured)."""
+        conn = connect(self.settings.db_path)
+        adopted = workers.load(self.settings, "active")
+        if adopted is not None:
+            self.active = adopted
+            record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail="active worker adopted")
+        else:
+            spare = workers.load(self.settings, "spare")
+            if spare is not None and spare.ready(self.settings) and workers.promote(self.settings, spare):
+                self.active = spare
+                record_worker_event(conn, "promote", spare.pid, spare.name, detail="spare promoted at start")
+            else:
+                self.active = workers.spawn(self.settings, self.address, "active")
+                record_worker_event(conn, "spawn", self.active.pid, self.active.name, detail="active worker")
+        if self.use_spare and self.owner:
+            self._ensure_spare()
+        self.state = "running"
+        return self.active
+
+    def _ensure_spare(self) -> None:
+        if self.spare is not None and self.spare.alive():
+            return
+        existing = workers.load(self.settings, "spare")
+        conn = connect(self.settings.db_path)
+        if existing is not None:
+            self.spare = existing
+            record_worker_event(conn, "adopt", existing.pid, existing.name, detail="spare adopted")
+            return
+        self.spare = workers.spawn(self.settings, self.address, "spare")
+        record_worker_event(conn, "spawn", self.spare.pid, self.spare.name, detail="warm spare (standby)")
+
+    # --- kill ------------------------------------------------------------------------------------
+
+    async def kill(self, reason: str = "user") -> KillReport:
+        """A real SIGKILL of the active worker, after checking it is still ours; waits for the exit."""
+        worker = self.active
+        if worker is None:
+            raise RuntimeError("no worker to kill")
+        conn = connect(self.settings.db_path)
+        flight = in_flight_step(conn, worker.pid)
+        run_id, step = flight if flight else (running_run(conn), None)
+        at = time.time()
+        sent = send_signal_if_ours(worker.ident, signal.SIGKILL)
+        if not sent:
+            raise RuntimeError(f"worker pid {worker.pid} is no longer ours; not signalled")
+        self._killed_pids.add(worker.pid)
+        confirmed = await self._wait_exit(worker)
+        sig, code = worker.exit_status()
+        report = KillReport(
+            worker.pid, sig or "SIGKILL", code, confirmed, run_id, step, at, observed=sig is not None
+        )
+        event_id = record_worker_event(
+            conn, "kill", worker.pid, worker.name, run_id, step, json.dumps({**asdict(report), "reason": reason}), at
+        )
+        await self._on_death(worker, event_id, at, run_id, step)
+        return report
+
+    async def _wait_exit(self, worker: WorkerProc) -> bool:
+        deadline = time.monotonic() + KILL_WAIT_S
+        while time.monotonic() < deadline:
+            if not worker.alive():
+                return True
+            await asyncio.sleep(0.002)
+        return not worker.alive()
+
+    # --- watch loop ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Watch until stop(): notice deaths within a tick; fire armed kill_at faults."""
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except Exception:  # a supervisor that crashes helps nobody; report and go on
+                log.exception("supervisor tick failed")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), TICK_S)
+
+    async def tick(self) -> None:
+        worker = self.active
+        if worker is None:
+            return
+        if not worker.alive():
+            if worker.pid in self._killed_pids:
+                return  # kill() is handling it
+            at = time.time()
+            conn = connect(self.settings.db_path)
+            flight = in_flight_step(conn, worker.pid)
+            run_id, step = flight if flight else (running_run(conn), None)
+            sig, code = worker.exit_status()
+            detail = {"signal": sig, "exit_code": code, "observed": sig is not None or code is not None}
+            event_id = record_worker_event(conn, "died", worker.pid, worker.name, run_id, step, json.dumps(detail), at)
+            await self._on_death(worker, event_id, at, run_id, step)
+            return
+        await self._fire_kill_faults(worker)
+        if self.use_spare and self.owner and self.spare is not None and not self.spare.alive():
+            self.spare = None
+            self._ensure_spare()
+
+    async def _fire_kill_faults(self, worker: WorkerProc) -> None:
+        conn = connect(self.settings.db_path)
+        for run_id, step in faults.armed_kill_steps(conn):
+            # "running" = the step's model call is in flight on our worker, so the kill lands inside it
+            row = conn.execute(
+                "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = 'llm' AND worker_pid = ?",
+                (run_id, step, worker.pid),
+            ).fetchone()
+            if row and faults.consume(conn, run_id, step, "kill_at"):
+                await self.kill(reason=f"kill_at fault at step {step}")
+                return
+
+    async def _on_death(self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None) -> None:
+        self.state = "worker-dead"
+        conn = connect(self.settings.db_path)
+        (self.settings.run_dir / f"ready-{dead.name}").unlink(missing_ok=True)
+        self.active = None
+        if not (self.respawn and self.owner):
+            return
+        self.state = "respawning"
+        spare = self.spare
+        if spare is not None and spare.alive() and spare.ready(self.settings) and workers.promote(self.settings, spare):
+            self.active, self.spare = spare, None
+            record_worker_event(conn, "promote", spare.pid, spare.name, run_id, step, f"replaces {dead.pid}")
+        else:
+            if spare is not None and spare.alive():
+                workers.stop(self.settings, spare)  # not ready yet: a fresh active is as quick
+            self.spare = None
+            self.active = workers.spawn(self.settings, self.address, "active")
+            new = self.active
+            record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")
+        self.state = "running"
+        if self.assist and self.client is not None:
+            await self._assist(dead)
+        if self.use_spare:
+            self._ensure_spare()
+        if run_id is not None:
+            self._spawn_task(self._record_latency(event_id, run_id, at, dead.pid, step))
+
+    async def _assist(self, dead: WorkerProc) -> None:
+        """Fail the dead worker's pending activity attempts by id; reset the sticky queue of its runs."""
+        assert self.client is not None
+        conn = connect(self.settings.db_path)
+        failed: list[str] = []
+        for row in conn.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchall():
+            try:
+                handle = self.client.get_workflow_handle(row["run_id"])
+                desc = await handle.describe()
+                for pa in desc.raw_description.pending_activities:
+                    if pa.last_worker_identity != dead.name:
+                        continue
+                    act = self.client.get_async_activity_handle(
+                        workflow_id=row["run_id"], run_id=desc.run_id, activity_id=pa.activity_id
+                    )
+                    err = ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied")
+                    await act.fail(err)
+                    failed.append(f"{row['run_id']}:{pa.activity_type.name}#{pa.activity_id}")
+                await self.client.workflow_service.reset_sticky_task_queue(
+                    ResetStickyTaskQueueRequest(
+                        namespace=self.settings.namespace,
+                        execution=WorkflowExecution(workflow_id=row["run_id"], run_id=desc.run_id),
+                    )
+                )
+            except Exception as err:  # the activity may have completed meanwhile; that is fine
+                log.info("assist for %s: %s", row["run_id"], err)
+        record_worker_event(conn, "assist", dead.pid, dead.name, detail=json.dumps({"failed_activities": failed}))
+
+    async def _record_latency(self, event_id: int, run_id: str, at: float, dead_pid: int, step: int | None) -> None:
+        conn = connect(self.settings.db_path)
+        deadline = time.monotonic() + LATENCY_WAIT_S
+        while time.monotonic() < deadline:
+            lat = measure(conn, run_id, at, dead_pid, step)
+            if lat.next_step_s is not None or self._run_over(conn, run_id):
+                conn.execute(
+                    "UPDATE worker_events SET restart_s = ?, next_step_s = ? WHERE id = ?",
+                    (lat.restart_s, lat.next_step_s, event_id),
+                )
+                return
+            await asyncio.sleep(0.1)
+
+    @staticmethod
+    def _run_over(conn, run_id: str) -> bool:
+        row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return row is not None and row["status"] != "running"
+
+    def _spawn_task(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- shutdown --------------------------------------------------------------------------------
+
+    async def stop(self, stop_workers: bool = False) -> None:
+        """Stop watching. With stop_workers, also SIGTERM the worker and the spare (by identity)."""
+        self._stop.set()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, 5.0)
+        if stop_workers:
+            for w in (self.active, self.spare):
+                if w is not None:
+                    workers.stop(self.settings, w)
+                    workers.forget(self.settings, w.role)
+            self.active = self.spare = None
+            self.state = "stopped"
+        self.release()

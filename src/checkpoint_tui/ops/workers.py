@@ -1,0 +1,132 @@
+"""Worker processes on disk: spawn detached, record identity in run/, adopt, SIGKILL with a report.
+
+run/worker.pid holds the active worker's pid; run/worker.json its identity (pid, create time,
+command line) and its Temporal identity; run/spare.json the same for the warm spare.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ops.procs import (
+    ProcIdentity,
+    identity_after_exec,
+    read_json,
+    send_signal_if_ours,
+    stop_process,
+    write_json,
+)
+
+
+@dataclass
+class WorkerProc:
+    ident: ProcIdentity
+    name: str  # the Temporal worker identity (last_worker_identity of its activities)
+    role: str  # "active" | "spare"
+    proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
+
+    @property
+    def pid(self) -> int:
+        return self.ident.pid
+
+    def alive(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            return False
+        return self.ident.matches_live()
+
+    def exit_status(self) -> tuple[str | None, int | None]:
+        """(signal name, exit code) as observed; only our own child's status can be observed."""
+        if self.proc is None or self.proc.returncode is None:
+            return None, None
+        rc = self.proc.returncode
+        if rc < 0:
+            return signal.Signals(-rc).name, None
+        return None, rc
+
+    def ready(self, settings: Settings) -> bool:
+        return (settings.run_dir / f"ready-{self.name}").exists()
+
+
+def _record(settings: Settings, role: str) -> Path:
+    return settings.run_dir / ("worker.json" if role == "active" else "spare.json")
+
+
+def new_name() -> str:
+    return f"w-{secrets.token_hex(3)}@{socket.gethostname()}"
+
+
+def spawn(settings: Settings, address: str, role: str = "active") -> WorkerProc:
+    settings.ensure_dirs()
+    name = new_name()
+    cmd = [
+        sys.executable, "-m", "checkpoint_tui.worker",
+        "--home", str(settings.home),
+        "--address", address,
+        "--namespace", settings.namespace,
+        "--task-queue", settings.task_queue,
+        "--identity", name,
+    ]
+    if role == "spare":
+        cmd.append("--standby")
+    with open(settings.run_dir / "worker.log", "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home
+        )
+    ident = identity_after_exec(proc.pid, cmd)
+    if ident is None:
+        proc.poll()
+        raise UserFacingError(f"the worker exited at once; see {settings.run_dir / 'worker.log'}")
+    worker = WorkerProc(ident, name, role, proc)
+    save(settings, worker)
+    return worker
+
+
+def save(settings: Settings, worker: WorkerProc) -> None:
+    write_json(
+        _record(settings, worker.role),
+        {"identity": worker.ident.to_dict(), "name": worker.name, "role": worker.role, "saved_at": time.time()},
+    )
+    if worker.role == "active":
+        tmp = settings.run_dir / "worker.pid.tmp"
+        tmp.write_text(f"{worker.pid}\n")
+        os.replace(tmp, settings.run_dir / "worker.pid")
+
+
+def load(settings: Settings, role: str = "active") -> WorkerProc | None:
+    """The recorded worker of this role if it is alive and still ours, else None."""
+    rec = read_json(_record(settings, role))
+    if not rec:
+        return None
+    ident = ProcIdentity.from_dict(rec["identity"])
+    if not ident.matches_live():
+        return None
+    return WorkerProc(ident, rec["name"], role)
+
+
+def forget(settings: Settings, role: str) -> None:
+    _record(settings, role).unlink(missing_ok=True)
+
+
+def promote(settings: Settings, spare: WorkerProc) -> bool:
+    """Tell a ready spare to start polling (SIGUSR1); it becomes the active worker on disk."""
+    if not send_signal_if_ours(spare.ident, signal.SIGUSR1):
+        return False
+    spare.role = "active"
+    save(settings, spare)
+    forget(settings, "spare")
+    return True
+
+
+def stop(settings: Settings, worker: WorkerProc) -> None:
+    stop_process(worker.ident, grace=5.0)
+    (settings.run_dir / f"ready-{worker.name}").unlink(missing_ok=True)

@@ -1,0 +1,56 @@
+"""Starting and cancelling runs (app side): the run row and its fault plan are written before the
+workflow starts, so a worker never sees a run the ledger does not know."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+
+from temporalio.client import Client
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.engine.shared import WORKFLOW_NAME, AgentInput, ModelRef
+from checkpoint_tui.ledger.faults import FaultSpec, add_fault
+from checkpoint_tui.ledger.store import connect, create_run, finish_run, transaction
+from checkpoint_tui.model.offline import PROVIDER as OFFLINE
+
+MAX_STEPS = 100_000
+
+
+def new_run_id() -> str:
+    return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+async def start_run(
+    settings: Settings,
+    client: Client,
+    steps: int,
+    pace: float = 1.0,
+    fault_plan: Sequence[FaultSpec] = (),
+    model: ModelRef | None = None,
+) -> str:
+    if not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps must be between 1 and {MAX_STEPS}")
+    if pace < 0:
+        raise ValueError("pace must be >= 0")
+    run_id = new_run_id()
+    model = model or ModelRef()
+    provider = f"{model.url} ({model.model or 'auto'})" if model.url else OFFLINE
+    conn = connect(settings.db_path)
+    with transaction(conn):
+        create_run(conn, run_id, steps, pace, provider, settings.task_queue)
+        for fault in fault_plan:
+            add_fault(conn, run_id, fault)
+    try:
+        await client.start_workflow(
+            WORKFLOW_NAME, AgentInput(run_id, steps, pace, model), id=run_id, task_queue=settings.task_queue
+        )
+    except Exception as err:
+        finish_run(conn, run_id, "failed", f"could not start the workflow: {err}")
+        raise
+    return run_id
+
+
+async def cancel_run(client: Client, run_id: str) -> None:
+    await client.get_workflow_handle(run_id).cancel()
