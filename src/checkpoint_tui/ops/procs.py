@@ -38,6 +38,14 @@ class ProcIdentity:
     def from_dict(cls, d: dict) -> ProcIdentity:
         return cls(int(d["pid"]), float(d["create_time"]), tuple(d["cmdline"]))
 
+    def exists(self) -> bool:
+        """Still in the process table as the same process (not yet reaped, not a zombie)."""
+        try:
+            p = psutil.Process(self.pid)
+            return abs(p.create_time() - self.create_time) < 0.05 and p.status() != psutil.STATUS_ZOMBIE
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return False
+
     def matches_live(self) -> bool:
         """Alive (not a zombie) and still the very process we recorded."""
         try:
@@ -83,10 +91,10 @@ def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
 def wait_gone(ident: ProcIdentity, timeout: float, poll: float = 0.005) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not ident.matches_live():
+        if not ident.exists():
             return True
         time.sleep(poll)
-    return not ident.matches_live()
+    return not ident.exists()
 
 
 def stop_process(ident: ProcIdentity, grace: float = 5.0) -> bool:

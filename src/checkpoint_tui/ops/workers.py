@@ -42,7 +42,7 @@ class WorkerProc:
     def alive(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
             return False
-        return self.ident.matches_live()
+        return self.ident.exists()
 
     def exit_status(self) -> tuple[str | None, int | None]:
         """(signal name, exit code) as observed; only our own child's status can be observed."""

@@ -1,0 +1,111 @@
+"""Shared fixtures. Every process a test starts lives under one session temp root, so the session-end
+check can prove none was left running (and stop any that was, by identity, before failing)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.ops.temporal import connect_client
+
+_ROOT: Path | None = None
+
+
+@pytest.fixture(scope="session")
+def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    global _ROOT
+    _ROOT = tmp_path_factory.mktemp("ckpt")
+    return _ROOT
+
+
+@pytest.fixture(scope="session")
+def server_home(session_root: Path) -> Iterator[Settings]:
+    """A home that owns the session's embedded dev server (real `temporal server start-dev`)."""
+    settings = Settings(home=session_root / "server-home")
+    settings.ensure_dirs()
+    ensure_devserver(settings)
+    yield settings
+    stop_devserver(settings)
+
+
+@pytest.fixture(scope="session")
+def temporal_address(server_home: Settings) -> str:
+    from checkpoint_tui.ops.procs import read_json
+
+    rec = read_json(server_home.run_dir / "devserver.json")
+    assert rec is not None
+    return rec["address"]
+
+
+_counter = iter(range(10_000))
+
+
+@pytest.fixture
+def home(session_root: Path, temporal_address: str) -> Settings:
+    """A fresh home (own ledger, artifacts, task queue) on the shared dev server."""
+    settings = Settings(home=session_root / f"home-{next(_counter)}", temporal_address=temporal_address)
+    settings.ensure_dirs()
+    return settings
+
+
+@pytest.fixture
+async def client(home: Settings, temporal_address: str):
+    return await connect_client(home, temporal_address)
+
+
+@pytest.fixture
+async def supervisor(home: Settings, client, temporal_address: str) -> AsyncIterator[Supervisor]:
+    sup = Supervisor(home, temporal_address, client)
+    assert sup.acquire()
+    sup.ensure_worker()
+    task = asyncio.create_task(sup.run())
+    yield sup
+    await sup.stop(stop_workers=True)
+    task.cancel()
+
+
+def run_cli(*args: str, home: Settings | None = None, env: dict | None = None, timeout: float = 120):
+    """Run `python -m checkpoint_tui ...` as a user would."""
+    argv = [sys.executable, "-m", "checkpoint_tui"]
+    if home is not None:
+        argv += ["--home", str(home.home)]
+        if home.temporal_address:
+            argv += ["--temporal-address", home.temporal_address]
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def _leftovers(root: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(root) in cmdline and proc.pid != os.getpid():
+            found.append(proc)
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _ROOT is None:
+        return
+    left = [p for p in _leftovers(_ROOT) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    if not left:
+        return
+    lines = []
+    for p in left:
+        try:
+            lines.append(f"{p.pid}: {' '.join(p.cmdline())[:160]}")
+            p.kill()  # ours: its command line names this session's temp root
+        except psutil.Error:
+            pass
+    sys.stderr.write("\nprocesses left running by tests (now killed):\n  " + "\n  ".join(lines) + "\n")
+    session.exitstatus = 1

@@ -1,0 +1,85 @@
+"""The CLI as a user meets it: subprocesses of `python -m checkpoint_tui`."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ops.procs import free_port, read_json
+from conftest import run_cli
+
+STATUS_KEYS = {
+    "run_id", "workflow_status", "completed_steps", "total_steps", "ledger_rows", "duplicates",
+    "outbox_lines", "notes_rows", "artifact_files", "worker_pids",
+}
+
+
+def test_help_works():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for word in ("start", "status", "stop", "--verify", "--home", "--temporal-address"):
+        assert word in out.stdout
+
+
+def test_bad_flag_is_one_line_exit_2():
+    out = run_cli("--bogus")
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "--bogus" in out.stderr
+
+
+def test_bad_fault_spec_is_usage_error(tmp_path):
+    out = run_cli("--home", str(tmp_path), "start", "--fault", "explode:3")
+    assert out.returncode == 2
+    assert "bad fault" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_missing_temporal_binary_is_actionable(tmp_path):
+    out = run_cli("--home", str(tmp_path), "start", "--steps", "1", env={"CHECKPOINT_TEMPORAL_BIN": "/nonexistent/temporal"})
+    assert out.returncode == 3
+    assert "temporal binary not found" in out.stderr and "make run" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unreachable_external_address_is_actionable(tmp_path):
+    port = free_port()  # nothing listens there
+    out = run_cli("--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{port}", "start", "--steps", "1")
+    assert out.returncode == 3
+    assert f"cannot reach Temporal at 127.0.0.1:{port}" in out.stderr and "--temporal-address" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "run" / "devserver.json").exists()  # external: it started nothing
+
+
+def test_status_without_runs(tmp_path):
+    out = run_cli("--home", str(tmp_path), "status")
+    assert out.returncode == 3 and "no runs yet" in out.stderr
+
+
+def test_embedded_start_wait_status_stop(session_root):
+    """A home with no address: start finds no server, starts one, runs, and `stop` stops what it started."""
+    home = Settings(home=session_root / "embedded-home")
+    out = run_cli("start", "--steps", "3", "--pace", "0", "--wait", home=home)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    rec = read_json(home.run_dir / "devserver.json")
+    assert rec is not None and (home.run_dir / "temporal.db").exists()
+
+    status = run_cli("status", "--json", home=home)
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert set(data) >= STATUS_KEYS
+    assert data["run_id"] == run_id and data["workflow_status"] == "COMPLETED"
+    assert (data["completed_steps"], data["ledger_rows"], data["duplicates"], data["outbox_lines"]) == (3, 9, 0, 3)
+
+    # A second start adopts the same dev server and worker instead of starting new ones.
+    worker_pid = int((home.run_dir / "worker.pid").read_text())
+    again = run_cli("start", "--steps", "1", "--pace", "0", "--wait", home=home)
+    assert again.returncode == 0, again.stderr
+    assert read_json(home.run_dir / "devserver.json")["identity"]["pid"] == rec["identity"]["pid"]
+    assert int((home.run_dir / "worker.pid").read_text()) == worker_pid
+
+    stop = run_cli("stop", home=home)
+    assert stop.returncode == 0 and "dev server" in stop.stdout
+    assert not psutil.pid_exists(rec["identity"]["pid"]) or psutil.Process(rec["identity"]["pid"]).status() == "zombie"
+    assert not psutil.pid_exists(worker_pid) or psutil.Process(worker_pid).status() == "zombie"
