@@ -11,8 +11,16 @@ from checkpoint_tui.ops.procs import free_port, read_json
 from conftest import run_cli
 
 STATUS_KEYS = {
-    "run_id", "workflow_status", "completed_steps", "total_steps", "ledger_rows", "duplicates",
-    "outbox_lines", "notes_rows", "artifact_files", "worker_pids",
+    "run_id",
+    "workflow_status",
+    "completed_steps",
+    "total_steps",
+    "ledger_rows",
+    "duplicates",
+    "outbox_lines",
+    "notes_rows",
+    "artifact_files",
+    "worker_pids",
 }
 
 
@@ -36,7 +44,9 @@ def test_bad_fault_spec_is_usage_error(tmp_path):
 
 
 def test_missing_temporal_binary_is_actionable(tmp_path):
-    out = run_cli("--home", str(tmp_path), "start", "--steps", "1", env={"CHECKPOINT_TEMPORAL_BIN": "/nonexistent/temporal"})
+    out = run_cli(
+        "--home", str(tmp_path), "start", "--steps", "1", env={"CHECKPOINT_TEMPORAL_BIN": "/nonexistent/temporal"}
+    )
     assert out.returncode == 3
     assert "temporal binary not found" in out.stderr and "make run" in out.stderr
     assert "Traceback" not in out.stderr

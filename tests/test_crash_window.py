@@ -20,7 +20,9 @@ PAYLOAD = "# Step 007\n\nbytes that must not change: \u00e9\u2603\n"
 def run_child(tmp_path: Path, kind: str, mode: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(CHILD), str(tmp_path / "ck.db"), str(tmp_path / "art"), kind, mode, PAYLOAD],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
 
 

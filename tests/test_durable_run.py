@@ -29,7 +29,9 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
     # The recorded history replays against the current workflow code without nondeterminism.
     replay = subprocess.run(
         [sys.executable, "-m", "checkpoint_tui.engine.replay", "--address", temporal_address, run_id],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "no nondeterminism" in replay.stdout

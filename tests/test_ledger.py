@@ -107,7 +107,9 @@ def test_parse_fault(text, expected):
     assert faults.parse_fault(text) == expected
 
 
-@pytest.mark.parametrize("text", ["boom:1", "transient", "transient:x", "garble:0", "crash_after_claim:2:fax", "kill_at:1:2"])
+@pytest.mark.parametrize(
+    "text", ["boom:1", "transient", "transient:x", "garble:0", "crash_after_claim:2:fax", "kill_at:1:2"]
+)
 def test_parse_fault_rejects(text):
     with pytest.raises(ValueError):
         faults.parse_fault(text)

@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--home", help="directory holding run/ and artifacts/ (env CHECKPOINT_HOME; default: cwd)")
     p.add_argument(
-        "--temporal-address", metavar="HOST:PORT",
+        "--temporal-address",
+        metavar="HOST:PORT",
         help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
     )
     p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
@@ -47,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--pace", type=_non_negative_float, default=1.0, help="timer/think-time scale (0 = none)")
     start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
     start.add_argument(
-        "--fault", action="append", default=[], metavar="SPEC", type=_fault_spec,
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        type=_fault_spec,
         help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP",
     )
 

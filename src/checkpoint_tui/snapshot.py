@@ -137,7 +137,10 @@ class Snapshot:
 
 
 def build_snapshot(
-    conn: sqlite3.Connection, settings: Settings, run_id: str | None, workflow_status: str | None = None,
+    conn: sqlite3.Connection,
+    settings: Settings,
+    run_id: str | None,
+    workflow_status: str | None = None,
     with_events: int = 50,
 ) -> Snapshot:
     if run_id is None:
@@ -146,13 +149,30 @@ def build_snapshot(
     if run is None:
         raise LookupError(f"no run {run_id!r} in {settings.db_path}")
     snap = Snapshot(
-        run_id=run_id, total_steps=run["total_steps"], run_status=run["status"], provider=run["provider"],
-        pace=run["pace"], run_error=run["error"], workflow_status=workflow_status,
+        run_id=run_id,
+        total_steps=run["total_steps"],
+        run_status=run["status"],
+        provider=run["provider"],
+        pace=run["pace"],
+        run_error=run["error"],
+        workflow_status=workflow_status,
     )
     snap.steps = [
         StepRow(
-            r["step"], r["status"], r["attempt"], r["worker_pid"], r["started_pid"], r["provider"], r["action"],
-            r["thought"], r["tool_result"], r["tokens"], r["cost_usd"], r["started_at"], r["ended_at"], r["error"],
+            r["step"],
+            r["status"],
+            r["attempt"],
+            r["worker_pid"],
+            r["started_pid"],
+            r["provider"],
+            r["action"],
+            r["thought"],
+            r["tool_result"],
+            r["tokens"],
+            r["cost_usd"],
+            r["started_at"],
+            r["ended_at"],
+            r["error"],
             r["raw_output"],
         )
         for r in conn.execute("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
@@ -174,7 +194,12 @@ def build_snapshot(
     snap.outcome_counts = {k: tally.get(k, 0) for k in ("applied", "skipped", "recovered", "interrupted")}
     snap.effects = [
         EffectRow(
-            r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
+            r["id"],
+            r["step"],
+            r["kind"],
+            r["attempt"],
+            r["claimed_at"],
+            r["applied_at"],
             ",".join(outcomes.get(r["id"], [])),
         )
         for r in conn.execute("SELECT * FROM effects WHERE run_id = ? ORDER BY step, claimed_at", (run_id,))
@@ -222,8 +247,17 @@ def _events(conn: sqlite3.Connection, run_id: str | None, limit: int) -> list[Wo
         (run_id, run_id, limit),
     ).fetchall()
     return [
-        WorkerEvent(r["id"], r["at"], r["event"], r["pid"], r["run_id"], r["step"], r["detail"], r["restart_s"],
-                    r["next_step_s"])
+        WorkerEvent(
+            r["id"],
+            r["at"],
+            r["event"],
+            r["pid"],
+            r["run_id"],
+            r["step"],
+            r["detail"],
+            r["restart_s"],
+            r["next_step_s"],
+        )
         for r in reversed(rows)
     ]
 

@@ -55,8 +55,14 @@ class AgentActivities:
         conn = connect(self.db_path)
         log_activity(conn, inp.run_id, inp.step, "mark_step_running", attempt, self.pid)
         upsert_step(
-            conn, inp.run_id, inp.step, "running",
-            attempt=attempt, worker_pid=self.pid, started_pid=self.pid, started_at=now(),
+            conn,
+            inp.run_id,
+            inp.step,
+            "running",
+            attempt=attempt,
+            worker_pid=self.pid,
+            started_pid=self.pid,
+            started_at=now(),
         )
 
     @activity.defn(name="llm")
@@ -71,16 +77,30 @@ class AgentActivities:
             decision, tokens, _raw = offline_decision(inp.run_id, inp.step, inp.total_steps, inp.previous_note)
             await asyncio.sleep(think_ms(inp.step, inp.pace) / 1000)
         upsert_step(
-            conn, inp.run_id, inp.step, "running", attempt=attempt, provider=OFFLINE, tokens=tokens,
-            cost_usd=0.0, action=decision.action, thought=decision.thought,
+            conn,
+            inp.run_id,
+            inp.step,
+            "running",
+            attempt=attempt,
+            provider=OFFLINE,
+            tokens=tokens,
+            cost_usd=0.0,
+            action=decision.action,
+            thought=decision.thought,
         )
         return LlmOutput(decision=decision, provider=OFFLINE, tokens=tokens, cost_usd=0.0)
 
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
         error = f"Guardrail: step {inp.step} returned non-JSON output ({reason})"
         upsert_step(
-            connect(self.db_path), inp.run_id, inp.step, "failed",
-            attempt=activity.info().attempt, error=error, raw_output=raw[:RAW_OUTPUT_LIMIT], ended_at=now(),
+            connect(self.db_path),
+            inp.run_id,
+            inp.step,
+            "failed",
+            attempt=activity.info().attempt,
+            error=error,
+            raw_output=raw[:RAW_OUTPUT_LIMIT],
+            ended_at=now(),
         )
         raise ApplicationError(error, raw[:RAW_OUTPUT_LIMIT], type=GUARDRAIL_ERROR, non_retryable=True)
 
@@ -102,11 +122,18 @@ class AgentActivities:
         async with beating():
             for kind in KINDS:
                 spec = EffectSpec(
-                    run_id=inp.run_id, step=inp.step, kind=kind, payload=PAYLOAD_BUILDERS[kind](inp),
-                    attempt=attempt, worker_pid=self.pid, workflow_id=inp.workflow_id,
+                    run_id=inp.run_id,
+                    step=inp.step,
+                    kind=kind,
+                    payload=PAYLOAD_BUILDERS[kind](inp),
+                    attempt=attempt,
+                    worker_pid=self.pid,
+                    workflow_id=inp.workflow_id,
                 )
                 outcomes[kind] = apply_effect_once(
-                    conn, spec, physical_for(kind, conn, self.artifacts_dir),
+                    conn,
+                    spec,
+                    physical_for(kind, conn, self.artifacts_dir),
                     after_claim=lambda k=kind: self._maybe_crash(inp, k),
                 )
         return outcomes
@@ -128,5 +155,10 @@ class AgentActivities:
 
     def all(self) -> list:
         return [
-            self.mark_step_running, self.llm, self.tool, self.effect, self.mark_step_completed, self.finish_run,
+            self.mark_step_running,
+            self.llm,
+            self.tool,
+            self.effect,
+            self.mark_step_completed,
+            self.finish_run,
         ]

@@ -56,11 +56,14 @@ def apply_effect_once(
         (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, now()),
     ).lastrowid
     with transaction(conn):
-        claimed = conn.execute(
-            "INSERT OR IGNORE INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
-            "VALUES(?,?,?,?,?,?,?,NULL)",
-            (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now()),
-        ).rowcount == 1
+        claimed = (
+            conn.execute(
+                "INSERT OR IGNORE INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+                "VALUES(?,?,?,?,?,?,?,NULL)",
+                (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now()),
+            ).rowcount
+            == 1
+        )
         existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
 
     if claimed:
@@ -109,9 +112,12 @@ def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> 
 
 def insert_note(conn: sqlite3.Connection, spec: EffectSpec, recovering: bool) -> None:
     with transaction(conn):
-        if recovering and conn.execute(
-            "SELECT 1 FROM notes WHERE run_id = ? AND effect_id = ?", (spec.run_id, spec.id)
-        ).fetchone():
+        if (
+            recovering
+            and conn.execute(
+                "SELECT 1 FROM notes WHERE run_id = ? AND effect_id = ?", (spec.run_id, spec.id)
+            ).fetchone()
+        ):
             return
         conn.execute(
             "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?)",

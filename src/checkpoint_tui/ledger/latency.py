@@ -54,7 +54,5 @@ def in_flight_step(conn: sqlite3.Connection, pid: int) -> tuple[str, int] | None
 
 
 def running_run(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute(
-        "SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1"
-    ).fetchone()
+    row = conn.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1").fetchone()
     return row["run_id"] if row else None

@@ -153,8 +153,20 @@ _STEP_MERGE: dict[str, str] = {
     "ended_at": "COALESCE(excluded.ended_at, steps.ended_at)",
 }
 _STEP_COLUMNS = (
-    "status", "attempt", "worker_pid", "started_pid", "provider", "action", "thought", "tool_result",
-    "tokens", "cost_usd", "started_at", "ended_at", "error", "raw_output",
+    "status",
+    "attempt",
+    "worker_pid",
+    "started_pid",
+    "provider",
+    "action",
+    "thought",
+    "tool_result",
+    "tokens",
+    "cost_usd",
+    "started_at",
+    "ended_at",
+    "error",
+    "raw_output",
 )
 
 
@@ -185,8 +197,7 @@ def create_run(
     conn: sqlite3.Connection, run_id: str, total_steps: int, pace: float, provider: str, task_queue: str
 ) -> None:
     conn.execute(
-        "INSERT INTO runs(run_id, total_steps, pace, status, provider, task_queue, created_at) "
-        "VALUES(?,?,?,?,?,?,?)",
+        "INSERT INTO runs(run_id, total_steps, pace, status, provider, task_queue, created_at) VALUES(?,?,?,?,?,?,?)",
         (run_id, total_steps, pace, "running", provider, task_queue, now()),
     )
 

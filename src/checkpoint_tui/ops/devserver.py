@@ -107,12 +107,19 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
     port, ui_port = _ports(previous)
     log = open(settings.run_dir / "temporal.log", "ab")  # noqa: SIM115 - the child owns it
     cmd = [
-        str(binary), "server", "start-dev",
-        "--ip", "127.0.0.1",
-        "--port", str(port),
-        "--ui-port", str(ui_port),
-        "--db-filename", str(settings.run_dir / "temporal.db"),
-        "--namespace", settings.namespace,
+        str(binary),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--db-filename",
+        str(settings.run_dir / "temporal.db"),
+        "--namespace",
+        settings.namespace,
     ]
     for value in DYNAMIC_CONFIG:
         cmd += ["--dynamic-config-value", value]

@@ -151,9 +151,7 @@ class Supervisor:
         self._killed_pids.add(worker.pid)
         confirmed = await self._wait_exit(worker)
         sig, code = worker.exit_status()
-        report = KillReport(
-            worker.pid, sig or "SIGKILL", code, confirmed, run_id, step, at, observed=sig is not None
-        )
+        report = KillReport(worker.pid, sig or "SIGKILL", code, confirmed, run_id, step, at, observed=sig is not None)
         event_id = record_worker_event(
             conn, "kill", worker.pid, worker.name, run_id, step, json.dumps({**asdict(report), "reason": reason}), at
         )

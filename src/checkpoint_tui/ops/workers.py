@@ -69,12 +69,19 @@ def spawn(settings: Settings, address: str, role: str = "active") -> WorkerProc:
     settings.ensure_dirs()
     name = new_name()
     cmd = [
-        sys.executable, "-m", "checkpoint_tui.worker",
-        "--home", str(settings.home),
-        "--address", address,
-        "--namespace", settings.namespace,
-        "--task-queue", settings.task_queue,
-        "--identity", name,
+        sys.executable,
+        "-m",
+        "checkpoint_tui.worker",
+        "--home",
+        str(settings.home),
+        "--address",
+        address,
+        "--namespace",
+        settings.namespace,
+        "--task-queue",
+        settings.task_queue,
+        "--identity",
+        name,
     ]
     if role == "spare":
         cmd.append("--standby")
