@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 from collections.abc import Sequence
-
-from temporalio.client import Client
 
 from checkpoint_tui.config import Settings
 from checkpoint_tui.errors import UserFacingError
@@ -17,10 +14,8 @@ from checkpoint_tui.ledger.store import connect, latest_run_id
 from checkpoint_tui.ops import devserver, workers
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.runs import start_run
+from checkpoint_tui.runs import start_run, wait_for_run
 from checkpoint_tui.snapshot import Snapshot, build_snapshot, workflow_status
-
-TERMINAL = {"completed", "failed", "cancelled"}
 
 
 async def start_command(
@@ -46,30 +41,6 @@ async def start_command(
         with contextlib.suppress(asyncio.CancelledError):
             await watch
     return 0 if status == "COMPLETED" else 1
-
-
-async def wait_for_run(
-    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
-) -> str | None:
-    """Poll until the run's workflow is closed; returns its Temporal status."""
-    conn = connect(settings.db_path)
-    shown = -1
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    while deadline is None or loop.time() < deadline:
-        row = conn.execute("SELECT status, total_steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        done = conn.execute(
-            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)
-        ).fetchone()[0]
-        if progress and done != shown:
-            shown = done
-            print(f"{run_id}: {done}/{row['total_steps']} steps completed", file=sys.stderr, flush=True)
-        if row["status"] in TERMINAL:
-            status = await workflow_status(client, run_id)
-            if status not in (None, "RUNNING"):
-                return status
-        await asyncio.sleep(0.2)
-    return await workflow_status(client, run_id)
 
 
 async def status_command(settings: Settings, run_id: str | None, as_json: bool) -> int:

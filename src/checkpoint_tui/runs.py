@@ -3,7 +3,9 @@ workflow starts, so a worker never sees a run the ledger does not know."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import sys
 import time
 from collections.abc import Sequence
 
@@ -14,8 +16,10 @@ from checkpoint_tui.engine.shared import WORKFLOW_NAME, AgentInput, ModelRef
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, transaction
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
+from checkpoint_tui.snapshot import workflow_status
 
 MAX_STEPS = 100_000
+TERMINAL = {"completed", "failed", "cancelled"}
 
 
 def new_run_id() -> str:
@@ -54,3 +58,27 @@ async def start_run(
 
 async def cancel_run(client: Client, run_id: str) -> None:
     await client.get_workflow_handle(run_id).cancel()
+
+
+async def wait_for_run(
+    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+) -> str | None:
+    """Poll until the run's workflow is closed; returns its Temporal status."""
+    conn = connect(settings.db_path)
+    shown = -1
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while deadline is None or loop.time() < deadline:
+        row = conn.execute("SELECT status, total_steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        done = conn.execute(
+            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)
+        ).fetchone()[0]
+        if progress and done != shown:
+            shown = done
+            print(f"{run_id}: {done}/{row['total_steps']} steps completed", file=sys.stderr, flush=True)
+        if row["status"] in TERMINAL:
+            status = await workflow_status(client, run_id)
+            if status not in (None, "RUNNING"):
+                return status
+        await asyncio.sleep(0.2)
+    return await workflow_status(client, run_id)

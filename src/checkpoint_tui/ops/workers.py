@@ -46,8 +46,13 @@ class WorkerProc:
 
     def exit_status(self) -> tuple[str | None, int | None]:
         """(signal name, exit code) as observed; only our own child's status can be observed."""
-        if self.proc is None or self.proc.returncode is None:
+        if self.proc is None:
             return None, None
+        if self.proc.returncode is None:
+            try:
+                self.proc.wait(timeout=1.0)  # it may be a zombie not yet reaped by poll()
+            except subprocess.TimeoutExpired:
+                return None, None
         rc = self.proc.returncode
         if rc < 0:
             return signal.Signals(-rc).name, None

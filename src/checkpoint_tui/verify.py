@@ -1,0 +1,113 @@
+"""`checkpoint-tui --verify`: headless kill / retry / restart scenarios on fresh runs, each check
+printing the value it looked at. Everything checked is read back from SQLite, the artifact files or
+Temporal, never from what this process remembers. Imports no Textual."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.verify_scenarios import SCENARIOS, Context
+
+RESTART_TARGET_S = 0.2  # with the warm spare
+RESTART_TARGET_NO_SPARE_S = 0.6
+NEXT_STEP_SLACK_S = 0.6
+UNASSISTED_RESTART_TARGET_S = 2.5
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    observed: str
+    numbers: dict[str, float | int | str | None] = field(default_factory=dict)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.checks: list[Check] = []
+        self.figures: dict[str, float | None] = {}
+
+    def check(self, name: str, ok: bool, observed: str, **numbers: float | int | str | None) -> bool:
+        self.checks.append(Check(name, bool(ok), observed, numbers))
+        print(f"{'PASS' if ok else 'FAIL'}  {name:<58} {observed}", flush=True)
+        return bool(ok)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+
+async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
+    started = time.monotonic()
+    address, _ = resolve_address(settings)
+    # Verify works in its own home (own ledger, artifacts and task queue) on the same Temporal, so it
+    # never kills or disturbs the user's runs and workers.
+    vhome = Settings(home=settings.run_dir / "verify", temporal_address=address, namespace=settings.namespace)
+    if vhome.home.exists():
+        _stop_leftovers(vhome)
+        shutil.rmtree(vhome.home)
+    vhome.ensure_dirs()
+    client = await connect_client(vhome, address)
+    print(f"verify: Temporal {address} · home {vhome.home}", flush=True)
+    report = Report()
+    ctx = Context(vhome, address, client, report)
+    try:
+        for scenario in SCENARIOS:
+            try:
+                await scenario(ctx)
+            except Exception as err:  # a scenario that crashes is a failure with a diagnosis, not a traceback
+                report.check(f"{scenario.__name__} ran", False, f"{type(err).__name__}: {err}")
+    finally:
+        await ctx.close()
+    _summarise_latencies(report)
+    wall = time.monotonic() - started
+    report.figures["verify_wall_s"] = round(wall, 2)
+    report.check("verify wall time within 90 s", wall <= 90, f"wall={wall:.1f}s", verify_wall_s=wall)
+    total, failed = len(report.checks), len(report.failures)
+    if failed:
+        print(f"CHECKS FAILED — {failed}/{total}: " + ", ".join(c.name for c in report.failures))
+    else:
+        print(f"ALL CHECKS PASS — {total}/{total}")
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(
+                {
+                    "passed": total - failed,
+                    "total": total,
+                    "checks": [asdict(c) for c in report.checks],
+                    **report.figures,
+                },
+                indent=2,
+            )
+        )
+    sys.stdout.flush()
+    return 0 if not failed else 1
+
+
+def _summarise_latencies(report: Report) -> None:
+    def median(key: str) -> float | None:
+        values = [c.numbers[key] for c in report.checks if isinstance(c.numbers.get(key), float | int)]
+        return round(statistics.median(values), 3) if values else None
+
+    report.figures["restart_latency_s"] = median("restart_s")
+    report.figures["next_step_latency_s"] = median("next_step_s")
+    report.figures["next_step_excess_s"] = median("next_step_excess_s")
+    report.figures["unassisted_restart_latency_s"] = median("unassisted_restart_s")
+
+
+def _stop_leftovers(vhome: Settings) -> None:
+    from checkpoint_tui.ops import workers
+
+    for role in ("active", "spare"):
+        w = workers.load(vhome, role)
+        if w is not None:
+            workers.stop(vhome, w)

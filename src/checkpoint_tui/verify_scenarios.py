@@ -1,0 +1,378 @@
+"""The --verify scenarios. Each starts a fresh run, lets it end, then reads the evidence back from
+SQLite / files / Temporal and reports one check per claim with the values it looked at."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import statistics
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+import psutil
+from temporalio.client import Client
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.engine.shared import timer_ms
+from checkpoint_tui.ledger.effects import step_file
+from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.ledger.latency import measure
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import workers
+from checkpoint_tui.ops.procs import ProcIdentity
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.runs import start_run, wait_for_run
+from checkpoint_tui.snapshot import Snapshot, build_snapshot
+
+if TYPE_CHECKING:
+    from checkpoint_tui.verify import Report
+
+PACE = 0.3
+RUN_TIMEOUT_S = 60.0
+
+
+class Context:
+    def __init__(self, settings: Settings, address: str, client: Client, report: Report) -> None:
+        self.settings = settings
+        self.address = address
+        self.client = client
+        self.report = report
+        self.sup: Supervisor | None = None
+        self._watch: asyncio.Task | None = None
+        self.completions: list[tuple[str, int, int]] = []
+
+    async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
+        await self.unsupervise(stop_workers=False)
+        sup = Supervisor(self.settings, self.address, self.client, assist=assist, spare=spare)
+        if not sup.acquire():
+            raise RuntimeError("another supervisor owns the verify home")
+        sup.ensure_worker()
+        await _wait_ready(self.settings, sup)
+        self.sup = sup
+        self._watch = asyncio.create_task(sup.run())
+        return sup
+
+    async def unsupervise(self, stop_workers: bool) -> None:
+        if self.sup is not None:
+            await self.sup.stop(stop_workers=stop_workers)
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        self.sup, self._watch = None, None
+
+    async def run(self, steps: int, faults: Sequence[FaultSpec] = (), pace: float = PACE) -> tuple[str, str | None]:
+        run_id = await start_run(self.settings, self.client, steps, pace, faults)
+        status = await wait_for_run(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
+        return run_id, status
+
+    def snapshot(self, run_id: str, status: str | None) -> Snapshot:
+        return build_snapshot(connect(self.settings.db_path), self.settings, run_id, status)
+
+    def completed(self, scenario: str, snap: Snapshot) -> None:
+        self.completions.append((scenario, snap.completed_steps, snap.total_steps))
+
+    async def close(self) -> None:
+        await self.unsupervise(stop_workers=True)
+
+
+async def _wait_ready(settings: Settings, sup: Supervisor, timeout: float = 20.0) -> None:
+    """Scenarios measure failover, so start them with the worker (and spare) connected."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        pending = [w for w in (sup.active, sup.spare) if w is not None and not w.ready(settings)]
+        if not pending:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("worker did not connect within 20 s; see run/worker.log")
+
+
+def _kill_events(settings: Settings, run_id: str) -> list[dict]:
+    conn = connect(settings.db_path)
+    rows = conn.execute(
+        "SELECT * FROM worker_events WHERE run_id = ? AND event IN ('kill', 'died') ORDER BY id", (run_id,)
+    ).fetchall()
+    return [dict(r) | {"detail": json.loads(r["detail"] or "{}")} for r in rows]
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _normal_work_s(snap: Snapshot, disturbed: set[int]) -> float:
+    durations = [s.duration_s for s in snap.steps if s.step not in disturbed and s.duration_s is not None]
+    return statistics.median(durations) if durations else 0.0
+
+
+def _check_run_integrity(ctx: Context, tag: str, snap: Snapshot) -> None:
+    r = ctx.report
+    n = snap.total_steps
+    r.check(
+        f"{tag} workflow COMPLETED, all steps done",
+        snap.workflow_status == "COMPLETED" and snap.completed_steps == n,
+        f"status={snap.workflow_status} completed={snap.completed_steps}/{n}",
+    )
+    r.check(f"{tag} step log has no gaps", not snap.missing_steps, f"steps 1..{n} missing={snap.missing_steps}")
+    r.check(
+        f"{tag} ledger exactly-once",
+        snap.ledger_rows == 3 * n and snap.duplicates == 0 and snap.unstamped == 0,
+        f"rows={snap.ledger_rows} (expect {3 * n}) duplicates={snap.duplicates} unstamped={snap.unstamped}",
+    )
+    r.check(
+        f"{tag} outbox/notes/files once per step",
+        (snap.outbox_lines, snap.outbox_duplicates, snap.notes_rows, snap.notes_duplicates, snap.artifact_files)
+        == (n, 0, n, 0, n),
+        f"outbox={snap.outbox_lines} repeated={snap.outbox_duplicates} notes={snap.notes_rows} "
+        f"files={snap.artifact_files}",
+    )
+    ctx.completed(tag, snap)
+
+
+async def kill_mid_run(ctx: Context) -> None:
+    steps, kill_steps = 9, (3, 5, 7)
+    sup = await ctx.supervise()
+    run_id, status = await ctx.run(steps, [FaultSpec("kill_at", s) for s in kill_steps])
+    snap = ctx.snapshot(run_id, status)
+    kills = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "kill"]
+    r = ctx.report
+    r.check(
+        "1. worker really dies: SIGKILL, no exit code, confirmed",
+        len(kills) == len(kill_steps)
+        and all(
+            k["detail"].get("signal") == "SIGKILL"
+            and k["detail"].get("observed")
+            and k["detail"].get("exit_code") is None
+            and k["detail"].get("confirmed")
+            for k in kills
+        ),
+        "; ".join(
+            f"pid={k['pid']} signal={k['detail'].get('signal')} exit_code={k['detail'].get('exit_code') or 'none'} "
+            f"confirmed={k['detail'].get('confirmed')} step={k['step']}"
+            for k in kills
+        )
+        or "no kill recorded",
+    )
+    killed = [k["pid"] for k in kills]
+    r.check("1b. killed pids are gone from the process table", all(_pid_gone(p) for p in killed), f"pids={killed}")
+    finisher = snap.steps[-1].worker_pid if snap.steps else None
+    r.check(
+        "1c. a different worker pid finished the run",
+        finisher is not None and finisher not in killed and len(snap.worker_pids) >= 2,
+        f"worker pids: {', '.join(map(str, snap.worker_pids))}; last step by {finisher}; "
+        f"resumed at {snap.resumed_steps}",
+    )
+    _check_run_integrity(ctx, "1d.", snap)
+    conn = connect(ctx.settings.db_path)
+    work = _normal_work_s(snap, {k["step"] for k in kills})
+    target = 0.2 if sup.use_spare else 0.6
+    for i, k in enumerate(kills, 1):
+        lat = measure(conn, run_id, k["at"], k["pid"], k["step"])
+        budget = work + timer_ms(k["step"] or 0, PACE) / 1000
+        excess = None if lat.next_step_s is None else lat.next_step_s - budget
+        r.check(
+            f"1e. kill #{i} at step {k['step']}: restart and next step in time",
+            lat.restart_s is not None and lat.restart_s <= target and excess is not None and excess <= 0.6,
+            f"restart={_s(lat.restart_s)} (≤{target}s) next_step={_s(lat.next_step_s)} "
+            f"(≤ work {work:.2f}s + timer {budget - work:.2f}s + 0.6s)",
+            restart_s=lat.restart_s,
+            next_step_s=lat.next_step_s,
+            next_step_excess_s=excess,
+        )
+
+
+async def transient_retry(ctx: Context) -> None:
+    await ctx.supervise()
+    run_id, status = await ctx.run(4, [FaultSpec("transient", 2, count=2)])
+    snap = ctx.snapshot(run_id, status)
+    step2 = next((s for s in snap.steps if s.step == 2), None)
+    effects2 = [e for e in snap.effects if e.step == 2]
+    ctx.report.check(
+        "2. retried step shows attempt >= 2, no duplicate effect",
+        step2 is not None and step2.attempt >= 2 and len(effects2) == 3 and len({e.id for e in effects2}) == 3,
+        f"step 2: attempt={step2.attempt if step2 else None} effects={len(effects2)} "
+        f"uniqueIds={len({e.id for e in effects2})}",
+    )
+    _check_run_integrity(ctx, "2b.", snap)
+
+
+async def crash_in_claim_window(ctx: Context) -> None:
+    await ctx.supervise()
+    faults = [
+        FaultSpec("crash_after_claim", 2, effect_kind="email"),
+        FaultSpec("crash_after_claim", 3, effect_kind="file"),
+    ]
+    run_id, status = await ctx.run(4, faults)
+    snap = ctx.snapshot(run_id, status)
+    recovered = [e.id for e in snap.effects if "recovered" in e.outcomes.split(",")]
+    conn = connect(ctx.settings.db_path)
+    mismatched = []
+    for row in conn.execute("SELECT step, payload FROM effects WHERE run_id = ? AND kind = 'file'", (run_id,)):
+        path = step_file(ctx.settings.artifacts_dir, run_id, row["step"])
+        if not path.exists() or path.read_bytes() != row["payload"].encode():
+            mismatched.append(row["step"])
+    died = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "died"]
+    ctx.report.check(
+        "3. crash in the claim->stamp window is recovered",
+        len(recovered) == 2 and snap.outcome_counts.get("interrupted") == 2 and len(died) == 2,
+        f"worker deaths={len(died)} interrupted={snap.outcome_counts.get('interrupted')} recovered={recovered}",
+    )
+    ctx.report.check(
+        "3b. file bytes identical to the ledger payload",
+        not mismatched and snap.artifact_files == 4,
+        f"files={snap.artifact_files} mismatched={mismatched}",
+    )
+    _check_run_integrity(ctx, "3c.", snap)
+
+
+async def garble(ctx: Context) -> None:
+    await ctx.supervise()
+    run_id, status = await ctx.run(5, [FaultSpec("garble", 3)])
+    snap = ctx.snapshot(run_id, status)
+    bad = snap.guardrail_step
+    conn = connect(ctx.settings.db_path)
+    ended = conn.execute("SELECT ended_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()["ended_at"]
+    took = None if bad is None or bad.started_at is None or ended is None else ended - bad.started_at
+    ctx.report.check(
+        "4. garbled model output fails fast with the guardrail",
+        status == "FAILED"
+        and bad is not None
+        and bad.step == 3
+        and "Guardrail" in (bad.error or "")
+        and took is not None
+        and took < 5.0,
+        f"status={status} step={bad.step if bad else None} error={(bad.error or '')[:60]!r} step->failed={_s(took)}",
+    )
+    raw = bad.raw_output if bad else None
+    ctx.report.check(
+        "4b. raw output stored on the step row (<= 500 chars)",
+        bool(raw) and len(raw) <= 500,
+        f"raw={len(raw or '')} chars {(raw or '')[:40]!r}",
+    )
+    step3 = [e for e in snap.effects if e.step == 3]
+    earlier = [s for s in snap.steps if s.step < 3 and s.status == "completed"]
+    ctx.report.check(
+        "4c. no effects for the failed step, earlier steps intact",
+        not step3 and len(earlier) == 2 and snap.ledger_rows == 6 and snap.duplicates == 0,
+        f"effects@3={len(step3)} completed before={len(earlier)} rows={snap.ledger_rows}",
+    )
+
+
+async def supervisor_killed(ctx: Context) -> None:
+    """A separate supervisor process spawns the worker; SIGKILL the supervisor; the worker survives and
+    a fresh supervisor adopts the same pid; the run completes."""
+    await ctx.unsupervise(stop_workers=True)
+    steps = 8
+    log = open(ctx.settings.run_dir / "verify-supervisor.log", "ab")  # noqa: SIM115 - closed below
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "checkpoint_tui",
+        "--home",
+        str(ctx.settings.home),
+        "--temporal-address",
+        ctx.address,
+        "--namespace",
+        ctx.settings.namespace,
+        "start",
+        "--steps",
+        str(steps),
+        "--pace",
+        str(PACE),
+        "--wait",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdout is not None
+        run_id = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
+        conn = connect(ctx.settings.db_path)
+        await _wait_until(
+            lambda: (
+                conn.execute(
+                    "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)
+                ).fetchone()[0]
+                >= 2
+            )
+        )
+        worker = workers.load(ctx.settings, "active")
+        proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse is possible before we reap it
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        log.close()
+    survived = worker is not None and ProcIdentity.exists(worker.ident)
+    ctx.report.check(
+        "5. supervisor process SIGKILLed, its worker survived",
+        proc.returncode == -signal.SIGKILL and survived,
+        f"supervisor pid {proc.pid} rc={proc.returncode}; worker pid {worker.pid if worker else None} alive={survived}",
+    )
+    sup = await ctx.supervise()
+    adopted = sup.active.pid if sup.active else None
+    ctx.report.check(
+        "5b. a new supervisor adopted the same worker",
+        worker is not None and adopted == worker.pid,
+        f"new supervisor adopted worker {adopted} (was {worker.pid if worker else None})",
+    )
+    status = await wait_for_run(ctx.settings, ctx.client, run_id, timeout=RUN_TIMEOUT_S)
+    _check_run_integrity(ctx, "5c.", ctx.snapshot(run_id, status))
+
+
+async def unassisted(ctx: Context) -> None:
+    """Timeouts only (no failing of the dead worker's activities, no sticky reset): still bounded."""
+    await ctx.supervise(assist=False)
+    run_id, status = await ctx.run(6, [FaultSpec("kill_at", 3)])
+    snap = ctx.snapshot(run_id, status)
+    conn = connect(ctx.settings.db_path)
+    kills = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "kill"]
+    lat = measure(conn, run_id, kills[0]["at"], kills[0]["pid"], kills[0]["step"]) if kills else None
+    restart = lat.restart_s if lat else None
+    ctx.report.check(
+        "6. unassisted restart (heartbeat timeout only) within 2.5 s",
+        restart is not None and restart <= 2.5,
+        f"restart={_s(restart)} next_step={_s(lat.next_step_s if lat else None)}",
+        unassisted_restart_s=restart,
+    )
+    _check_run_integrity(ctx, "6b.", snap)
+
+
+async def completions(ctx: Context) -> None:
+    ok = bool(ctx.completions) and all(done == total for _, done, total in ctx.completions)
+    ctx.report.check(
+        "7. completed step count equals the target in every scenario",
+        ok,
+        "  ".join(f"{name.rstrip('.')}={done}/{total}" for name, done, total in ctx.completions),
+    )
+
+
+async def _wait_until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise TimeoutError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def _s(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}s"
+
+
+SCENARIOS: list[Callable[[Context], Awaitable[None]]] = [
+    kill_mid_run,
+    transient_retry,
+    crash_in_claim_window,
+    garble,
+    supervisor_killed,
+    unassisted,
+    completions,
+]
