@@ -8,6 +8,7 @@ import secrets
 import sys
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 
 from temporalio.client import Client
 
@@ -20,6 +21,13 @@ from checkpoint_tui.snapshot import workflow_status
 
 MAX_STEPS = 100_000
 TERMINAL = {"completed", "failed", "cancelled"}
+
+
+def workflow_task_timeout(steps: int) -> timedelta:
+    """A worker killed while it holds a workflow task stalls the run for this long (default 10 s).
+    Short, but grown with the run so a cold worker can still replay a long history in one task
+    (replay costs a few ms per step)."""
+    return timedelta(seconds=min(10.0, 2.0 + 0.005 * steps))
 
 
 def new_run_id() -> str:
@@ -48,7 +56,11 @@ async def start_run(
             add_fault(conn, run_id, fault)
     try:
         await client.start_workflow(
-            WORKFLOW_NAME, AgentInput(run_id, steps, pace, model), id=run_id, task_queue=settings.task_queue
+            WORKFLOW_NAME,
+            AgentInput(run_id, steps, pace, model),
+            id=run_id,
+            task_queue=settings.task_queue,
+            task_timeout=workflow_task_timeout(steps),
         )
     except Exception as err:
         finish_run(conn, run_id, "failed", f"could not start the workflow: {err}")

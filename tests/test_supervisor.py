@@ -1,0 +1,104 @@
+"""The supervisor against real processes: identity checks, external kill -9, adoption."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import workers
+from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, write_json
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.runs import start_run, wait_for_run
+from checkpoint_tui.snapshot import build_snapshot
+from conftest import run_cli
+
+
+def test_foreign_pid_is_never_signalled(home, temporal_address):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        real = ProcIdentity.of(sleeper.pid)
+        assert real is not None
+        forged_time = ProcIdentity(real.pid, real.create_time - 100, real.cmdline)
+        forged_cmd = ProcIdentity(real.pid, real.create_time, ("python", "-m", "checkpoint_tui.worker"))
+        assert not send_signal_if_ours(forged_time, signal.SIGKILL)
+        assert not send_signal_if_ours(forged_cmd, signal.SIGKILL)
+
+        # A worker record naming the sleeper (as after pid reuse) is not adopted, and not signalled.
+        write_json(home.run_dir / "worker.json", {"identity": forged_cmd.to_dict(), "name": "w-x", "role": "active"})
+        (home.run_dir / "worker.pid").write_text(f"{sleeper.pid}\n")
+        assert workers.load(home, "active") is None
+        sup = Supervisor(home, temporal_address, spare=False)
+        try:
+            worker = sup.ensure_worker()
+            assert worker.pid != sleeper.pid
+        finally:
+            workers.stop(home, worker)
+        assert sleeper.poll() is None, "the foreign process was signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+async def test_external_kill_is_noticed_within_200ms(home, client, supervisor):
+    run_id = await start_run(home, client, steps=6, pace=0.3)
+    conn = connect(home.db_path)
+    await _until(
+        lambda: conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]
+    )
+    victim = supervisor.active
+    assert victim is not None
+    killed_at = time.time()
+    os.kill(victim.pid, signal.SIGKILL)  # "kill -9 from another terminal"
+    assert await wait_for_run(home, client, run_id, timeout=60) == "COMPLETED"
+    died = conn.execute("SELECT * FROM worker_events WHERE event = 'died' AND pid = ?", (victim.pid,)).fetchone()
+    assert died is not None
+    assert died["at"] - killed_at <= 0.2, f"noticed after {died['at'] - killed_at:.3f}s"
+    replacement = conn.execute(
+        "SELECT * FROM worker_events WHERE event IN ('promote','respawn') AND id > ?", (died["id"],)
+    ).fetchone()
+    assert replacement is not None and replacement["pid"] != victim.pid
+    snap = build_snapshot(conn, home, run_id)
+    assert snap.duplicates == 0 and snap.outbox_lines == 6 and snap.completed_steps == 6
+
+
+def test_start_wait_survives_outside_kill(home):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "checkpoint_tui", "--home", str(home.home), "--temporal-address", home.temporal_address,
+         "start", "--steps", "6", "--pace", "0.3", "--wait"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        run_id = proc.stdout.readline().strip()
+        conn = connect(home.db_path)
+        deadline = time.monotonic() + 30
+        while not conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((home.run_dir / "worker.pid").read_text())
+        os.kill(pid, signal.SIGKILL)  # kill -9 $(cat run/worker.pid)
+        assert proc.wait(timeout=90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    status = json.loads(run_cli("status", run_id, "--json", home=home).stdout)
+    assert status["workflow_status"] == "COMPLETED" and status["duplicates"] == 0 and status["outbox_lines"] == 6
+    assert pid in status["worker_pids"] and len(status["worker_pids"]) >= 2
+    events = [
+        r["event"] for r in connect(home.db_path).execute("SELECT event FROM worker_events WHERE pid = ?", (pid,))
+    ]
+    assert "died" in events
+    run_cli("stop", home=home)
+
+
+async def _until(cond, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)

@@ -1,0 +1,41 @@
+"""`checkpoint-tui --verify --json` end to end against the real dev server."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+EXPECTED = [
+    "1. worker really dies: SIGKILL, no exit code, confirmed",
+    "1b. killed pids are gone from the process table",
+    "1c. a different worker pid finished the run",
+    "1d. ledger exactly-once",
+    "2. retried step shows attempt >= 2, no duplicate effect",
+    "3. crash in the claim->stamp window is recovered",
+    "3b. file bytes identical to the ledger payload",
+    "4. garbled model output fails fast with the guardrail",
+    "4b. raw output stored on the step row (<= 500 chars)",
+    "4c. no effects for the failed step, earlier steps intact",
+    "5. supervisor process SIGKILLed, its worker survived",
+    "5b. a new supervisor adopted the same worker",
+    "5c. ledger exactly-once",
+    "6. unassisted restart (heartbeat timeout only) within 2.5 s",
+    "7. completed step count equals the target in every scenario",
+]
+
+
+def test_verify_passes_with_figures(home):
+    out_path = home.home / "verify.json"
+    out = run_cli("--verify", "--json", str(out_path), home=home, timeout=180)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "ALL CHECKS PASS" in out.stdout
+    report = json.loads(out_path.read_text())
+    by_name = {c["name"]: c for c in report["checks"]}
+    for name in EXPECTED:
+        assert name in by_name, f"missing check {name!r}"
+        assert by_name[name]["ok"], by_name[name]
+    assert report["passed"] == report["total"]
+    assert any("restart" in k for k in report) and any("next_step" in k for k in report)
+    assert report["restart_latency_s"] <= 0.6
+    assert report["unassisted_restart_latency_s"] <= 2.5
