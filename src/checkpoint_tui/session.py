@@ -1,0 +1,148 @@
+"""A lab session: what the TUI drives, with no Textual in it. It boots the dev server, the client and
+the embedded supervisor, and turns durable data into one `View` per poll."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+from temporalio.client import Client
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger.faults import FaultSpec, add_fault
+from checkpoint_tui.ledger.store import connect, latest_run_id
+from checkpoint_tui.ops.devserver import DevServer
+from checkpoint_tui.ops.supervisor import KillReport, Supervisor
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.runs import cancel_run, start_run
+from checkpoint_tui.snapshot import HistoryCursor, HistoryEvent, Snapshot, build_snapshot, workflow_status
+
+NEXT_RUN = "next"  # faults planned for the next run are stored under this run id until it starts
+
+
+@dataclass
+class View:
+    snapshot: Snapshot
+    history: list[HistoryEvent] = field(default_factory=list)  # only events not delivered before
+    history_reset: bool = False  # the viewed run changed: start the event log afresh
+    address: str = ""
+    ui_url: str | None = None
+    namespace: str = "default"
+    supervisor_state: str = "starting"
+    worker_pid: int | None = None
+    spare_pid: int | None = None
+    owner: bool = False
+    planned_faults: list[str] = field(default_factory=list)
+
+
+class LabSession:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.address = ""
+        self.server: DevServer | None = None
+        self.client: Client | None = None
+        self.supervisor: Supervisor | None = None
+        self.run_id: str | None = None
+        self._cursor: HistoryCursor | None = None
+        self._watch: asyncio.Task | None = None
+
+    async def boot(self) -> None:
+        self.settings.ensure_dirs()
+        self.address, self.server = await asyncio.to_thread(resolve_address, self.settings)
+        self.client = await connect_client(self.settings, self.address)
+        sup = Supervisor(self.settings, self.address, self.client)
+        sup.acquire()  # if another supervisor owns the home we only observe (no respawn, no spare)
+        await asyncio.to_thread(sup.ensure_worker)
+        self.supervisor = sup
+        self._watch = asyncio.create_task(sup.run())
+        self.run_id = latest_run_id(connect(self.settings.db_path))
+
+    async def poll(self) -> View:
+        run_id = self.run_id
+        snap = await asyncio.to_thread(self._build, run_id)
+        history: list[HistoryEvent] = []
+        reset = False
+        if run_id is not None and self.client is not None:
+            snap.workflow_status = await workflow_status(self.client, run_id)
+            if self._cursor is None or self._cursor.run_id != run_id:
+                self._cursor, reset = HistoryCursor(run_id), True
+            with contextlib.suppress(Exception):  # a history hiccup must not stop the poller
+                history = await self._cursor.fetch_new(self.client)
+        sup = self.supervisor
+        return View(
+            snapshot=snap,
+            history=history,
+            history_reset=reset,
+            address=self.address,
+            ui_url=self.server.ui_url if self.server else None,
+            namespace=self.settings.namespace,
+            supervisor_state=sup.state if sup else "starting",
+            worker_pid=sup.active.pid if sup and sup.active else None,
+            spare_pid=sup.spare.pid if sup and sup.spare else None,
+            owner=bool(sup and sup.owner),
+            planned_faults=self._planned(),
+        )
+
+    def _build(self, run_id: str | None) -> Snapshot:
+        return build_snapshot(connect(self.settings.db_path), self.settings, run_id)
+
+    def _planned(self) -> list[str]:
+        rows = connect(self.settings.db_path).execute(
+            "SELECT kind, step, effect_kind, count FROM faults WHERE run_id IN (?, ?) AND fired < count ORDER BY id",
+            (NEXT_RUN, self.run_id or ""),
+        )
+        return [FaultSpec(r["kind"], r["step"], r["count"], r["effect_kind"]).describe() for r in rows]
+
+    async def new_run(self, steps: int, pace: float) -> str:
+        assert self.client is not None
+        conn = connect(self.settings.db_path)
+        planned = [
+            FaultSpec(r["kind"], r["step"], r["count"], r["effect_kind"])
+            for r in conn.execute("SELECT * FROM faults WHERE run_id = ? AND fired < count", (NEXT_RUN,))
+        ]
+        self.run_id = await start_run(self.settings, self.client, steps, pace, planned)
+        conn.execute("DELETE FROM faults WHERE run_id = ?", (NEXT_RUN,))
+        return self.run_id
+
+    def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
+        target = self.run_id if for_current_run and self.run_id else NEXT_RUN
+        add_fault(connect(self.settings.db_path), target, fault)
+        return target
+
+    async def kill(self) -> KillReport:
+        if self.supervisor is None or self.supervisor.active is None:
+            raise RuntimeError("no worker to kill")
+        if not self.supervisor.owner:
+            raise RuntimeError("another supervisor owns this home; kill from there")
+        return await self.supervisor.kill(reason="user pressed k")
+
+    async def cancel(self) -> None:
+        if self.client is not None and self.run_id is not None:
+            await cancel_run(self.client, self.run_id)
+
+    def runs(self, limit: int = 200) -> list[dict]:
+        rows = connect(self.settings.db_path).execute(
+            "SELECT r.run_id, r.status, r.total_steps, r.created_at, "
+            "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id AND s.status = 'completed') AS done "
+            "FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [dict(r) for r in rows]
+
+    def view_run(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    async def shutdown(self, stop_everything: bool = False) -> None:
+        """`q` leaves the worker and the dev server running (the next start adopts them);
+        `ctrl+q` stops them too."""
+        if self.supervisor is not None:
+            await self.supervisor.stop(stop_workers=stop_everything)
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        if stop_everything and self.settings.embedded:
+            from checkpoint_tui.ops.devserver import stop_devserver
+
+            await asyncio.to_thread(stop_devserver, self.settings)

@@ -1,0 +1,227 @@
+"""The Textual app: a thin client over a LabSession. One poller builds a View off the UI's critical
+path (SQLite in a thread, Temporal async), polls never overlap, and the handler applies it by key
+inside a batch update. The app holds no run state: quit and restart and every pane shows the same."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.session import LabSession, View
+from checkpoint_tui.tui.panes.history import HistoryPane
+from checkpoint_tui.tui.panes.ledger import LedgerPane
+from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.panes.timeline import TimelinePane
+from checkpoint_tui.tui.panes.workers import WorkerEventsPane
+from checkpoint_tui.tui.screens import FaultScreen, HelpScreen, NewRunScreen, RunsScreen
+
+POLL_INTERVAL_S = 0.5
+
+
+class Session(Protocol):
+    """What the app needs from a lab session (LabSession, or a fixed-data one in snapshot tests)."""
+
+    async def boot(self) -> None: ...
+    async def poll(self) -> View: ...
+    async def new_run(self, steps: int, pace: float) -> str: ...
+    async def kill(self): ...
+    async def cancel(self) -> None: ...
+    def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str: ...
+    def runs(self) -> list[dict]: ...
+    def view_run(self, run_id: str) -> None: ...
+    async def shutdown(self, stop_everything: bool = False) -> None: ...
+
+
+class ViewReady(Message):
+    def __init__(self, view: View) -> None:
+        super().__init__()
+        self.view = view
+
+
+class CheckpointApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "checkpoint-tui"
+    BINDINGS = [
+        Binding("n", "new_run", "New run", id="new-run", tooltip="Start a run (asks for the step count)"),
+        Binding("k", "kill_worker", "Kill worker", id="kill-worker", tooltip="A real SIGKILL of the worker"),
+        Binding("c", "cancel_run", "Cancel", id="cancel-run"),
+        Binding("f", "faults", "Faults", id="faults"),
+        Binding("r", "runs", "Runs", id="runs"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("f1", "help", "Help", show=False, id="help-f1"),
+        Binding("q", "quit_keep", "Quit", id="quit"),
+        Binding("ctrl+q", "quit_stop", "Quit + stop all", id="quit-stop", priority=True),
+    ]
+
+    def __init__(self, session: Session, poll_interval: float = POLL_INTERVAL_S) -> None:
+        super().__init__()
+        self.session = session
+        self.poll_interval = poll_interval
+        self._stop_everything = False
+        self._booted = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        yield Static("", id="banner")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield TimelinePane()
+                yield WorkerEventsPane()
+            with Vertical(id="right"):
+                yield LedgerPane()
+                yield HistoryPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(TimelinePane).focus()
+        self.boot_and_poll()
+
+    @work(exclusive=False, group="poller", exit_on_error=False)
+    async def boot_and_poll(self) -> None:
+        status = self.query_one(StatusBar)
+        try:
+            await self.session.boot()
+        except UserFacingError as err:
+            status.set_pill("temporal-down")
+            status.say(str(err))
+            return
+        self._booted.set()
+        status.say("ready — n new run · k kill worker · f faults · ? help")
+        while True:  # the next poll starts only when the last one has been applied: no overlap
+            try:
+                view = await self.session.poll()
+                self.post_message(ViewReady(view))
+            except Exception as err:  # report, keep polling (Temporal may come back)
+                status.say(f"poll failed: {type(err).__name__}: {err}")
+                status.set_pill("temporal-down")
+            await asyncio.sleep(self.poll_interval)
+
+    @on(ViewReady)
+    def apply_view(self, message: ViewReady) -> None:
+        view = message.view
+        with self.batch_update():
+            self.query_one(StatusBar).show(view)
+            self.query_one(TimelinePane).apply(view.snapshot)
+            self.query_one(LedgerPane).apply(view.snapshot)
+            self.query_one(HistoryPane).apply(view.history, view.history_reset)
+            self.query_one(WorkerEventsPane).apply(view.snapshot.worker_events)
+            self._banner(view)
+
+    def _banner(self, view: View) -> None:
+        banner = self.query_one("#banner", Static)
+        bad = view.snapshot.guardrail_step
+        if bad is None:
+            banner.set_class(False, "shown")
+            return
+        text = Text(f"guardrail failure at step {bad.step}: {bad.error or ''}\nraw model output: ", style="bold")
+        text.append(bad.raw_output or "", style="not bold")  # plain text: never parsed as markup
+        banner.update(text)
+        banner.set_class(True, "shown")
+
+    # --- actions -----------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_new_run(self) -> None:
+        def started(result: tuple[int, float] | None) -> None:
+            if result is not None:
+                self._start_run(*result)
+
+        self.push_screen(NewRunScreen(), started)
+
+    @work(group="actions", exit_on_error=False)
+    async def _start_run(self, steps: int, pace: float) -> None:
+        await self._booted.wait()
+        status = self.query_one(StatusBar)
+        try:
+            run_id = await self.session.new_run(steps, pace)
+        except Exception as err:
+            status.say(f"could not start a run: {err}")
+            return
+        status.say(f"started {run_id} ({steps} steps, pace {pace})")
+
+    @work(group="actions", exit_on_error=False)
+    async def action_kill_worker(self) -> None:
+        status = self.query_one(StatusBar)
+        if not self._booted.is_set():
+            status.say("not ready yet")
+            return
+        status.set_pill("worker-dead")
+        try:
+            report = await self.session.kill()
+        except Exception as err:
+            status.say(f"kill refused: {err}")
+            return
+        code = "none" if report.exit_code is None else report.exit_code
+        where = f" at step {report.step}" if report.step else ""
+        status.say(
+            f"worker {report.pid} killed · {'observed ' if report.observed else ''}signal {report.signal}"
+            f" · exit code {code}{where} · confirmed gone={report.confirmed}"
+        )
+
+    @work(group="actions", exit_on_error=False)
+    async def action_cancel_run(self) -> None:
+        try:
+            await self.session.cancel()
+            self.query_one(StatusBar).say("cancel requested")
+        except Exception as err:
+            self.query_one(StatusBar).say(f"cancel failed: {err}")
+
+    def action_faults(self) -> None:
+        def planned(result: tuple[FaultSpec, bool] | None) -> None:
+            if result is None:
+                return
+            fault, current = result
+            target = self.session.plan_fault(fault, current)
+            self.query_one(StatusBar).say(f"planned {fault.describe()} for {target}")
+
+        self.push_screen(FaultScreen(), planned)
+
+    def action_runs(self) -> None:
+        def chosen(run_id: str | None) -> None:
+            if run_id:
+                self.session.view_run(run_id)
+                for pane in (TimelinePane, LedgerPane, WorkerEventsPane):
+                    self.query_one(pane).reset()
+                self.query_one(StatusBar).say(f"viewing {run_id}")
+
+        self.push_screen(RunsScreen(self.session.runs()), chosen)
+
+    async def action_quit_keep(self) -> None:
+        await self.session.shutdown(stop_everything=False)
+        self.exit(0)
+
+    async def action_quit_stop(self) -> None:
+        self.query_one(StatusBar).say("stopping the worker and the dev server…")
+        await self.session.shutdown(stop_everything=True)
+        self.exit(0)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("New run", "Start a run (asks for the step count)", self.action_new_run)
+        yield SystemCommand("Kill worker", "A real SIGKILL of the worker process", self.action_kill_worker)
+        yield SystemCommand("Cancel run", "Cancel the viewed run", self.action_cancel_run)
+        yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", self.action_faults)
+        yield SystemCommand("Runs", "Switch the viewed run", self.action_runs)
+        yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
+
+
+def run_app(settings: Settings) -> int:
+    app = CheckpointApp(LabSession(settings))
+    result = app.run()
+    return int(result or 0)

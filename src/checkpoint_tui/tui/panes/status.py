@@ -1,0 +1,89 @@
+"""The status bar: run, workflow status, the pill, worker pid, progress, Temporal address, provider."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from checkpoint_tui.session import View
+
+PILLS = ("starting", "idle", "running", "worker-dead", "respawning", "completed", "failed", "temporal-down")
+PILL_STYLE = {
+    "running": "black on green", "completed": "black on bright_green", "worker-dead": "white on red",
+    "respawning": "black on yellow", "failed": "white on dark_red", "idle": "black on grey70",
+    "starting": "black on grey70", "temporal-down": "white on red",
+}  # fmt: skip
+BAR_WIDTH = 20
+
+
+def pill_for(view: View) -> str:
+    status = view.snapshot.workflow_status
+    if status == "COMPLETED":
+        return "completed"
+    if status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED"):
+        return "failed"
+    if view.supervisor_state in ("worker-dead", "respawning"):
+        return view.supervisor_state
+    if view.snapshot.run_id is None:
+        return "idle"
+    return "running" if view.worker_pid else "worker-dead"
+
+
+class StatusBar(Static):
+    pill: reactive[str] = reactive("starting")
+
+    def __init__(self) -> None:
+        super().__init__(id="status")
+        self._view: View | None = None
+        self.message = "starting: finding the dev server and the worker…"
+
+    def show(self, view: View) -> None:
+        self._view = view
+        self.pill = pill_for(view)
+        self.refresh_text()
+
+    def set_pill(self, pill: str) -> None:
+        self.pill = pill
+        self.refresh_text()
+
+    def say(self, message: str) -> None:
+        self.message = message
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        self.update(render_status(self._view, self.pill, self.message))
+
+
+def render_status(view: View | None, pill: str, message: str) -> Text:
+    t = Text()
+    t.append(f" {pill} ", style=PILL_STYLE.get(pill, ""))
+    if view is None:
+        t.append(f"  {message}")
+        return t
+    snap = view.snapshot
+    if snap.run_id:
+        t.append(f"  {snap.run_id}", style="bold")
+        t.append(f" · {snap.workflow_status or snap.run_status or '?'}")
+        done, total = snap.completed_steps, snap.total_steps
+        filled = int(BAR_WIDTH * done / total) if total else 0
+        t.append(f" · {done}/{total} ")
+        t.append("█" * filled, style="green")
+        t.append("░" * (BAR_WIDTH - filled), style="grey50")
+    else:
+        t.append("  no runs yet — press n to start a run")
+    t.append(f" · worker {view.worker_pid or '—'}")
+    if view.spare_pid:
+        t.append(f" (spare {view.spare_pid})", style="grey62")
+    if not view.owner:
+        t.append(" · observing (another supervisor owns this home)", style="yellow")
+    t.append("\n")
+    t.append(f" temporal {view.address} ns {view.namespace}", style="grey70")
+    if view.ui_url:
+        t.append(f" · web ui {view.ui_url}", style="grey70")
+    t.append(f" · provider {snap.provider or 'offline'}", style="grey70")
+    if view.planned_faults:
+        t.append(f" · faults: {', '.join(view.planned_faults)}", style="yellow")
+    t.append("\n")
+    t.append(f" {message}", style="italic")
+    return t

@@ -1,0 +1,144 @@
+"""Modal screens: help, new run, fault menu, runs list."""
+
+from __future__ import annotations
+
+import time
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from checkpoint_tui.ledger.faults import FAULT_KINDS, FaultSpec, parse_fault
+
+HELP = """\
+[b]checkpoint-tui[/b] — a chaos lab for durable agent runs
+
+  n        new run (asks for the step count; default 30)
+  k        kill the worker: a real SIGKILL via the supervisor
+  c        cancel the viewed run
+  f        fault menu: transient / garble / crash-after-claim / kill-at-step
+  r        runs list: switch the viewed run (past runs stay viewable)
+  tab      cycle panes
+  ? / F1   this help
+  ctrl+p   command palette (the same actions)
+  q        quit; the worker and the dev server keep running, the next start adopts them
+  ctrl+q   quit and stop the worker and the dev server this home started
+
+[b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid),
+ledger (effects; the title's duplicates is COUNT(*) − COUNT(DISTINCT id), computed by SQL),
+temporal history (raw events, fetched incrementally), worker events (spawn/kill/promote…).
+Everything shown is read from SQLite, the artifact files or Temporal on every refresh.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(HELP, id="help-text")
+            yield Button("Close", id="close")
+
+    @on(Button.Pressed, "#close")
+    def close(self) -> None:
+        self.dismiss(None)
+
+
+class NewRunScreen(ModalScreen[tuple[int, float] | None]):
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("New run")
+            yield Label("steps")
+            yield Input("30", id="steps", type="integer")
+            yield Label("pace (scales timers and think time; 0 = none)")
+            yield Input("1.0", id="pace", type="number")
+            yield Label("", id="error")
+            with Horizontal():
+                yield Button("Start", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def submit(self) -> None:
+        try:
+            steps = int(self.query_one("#steps", Input).value)
+            pace = float(self.query_one("#pace", Input).value)
+            if steps < 1 or pace < 0:
+                raise ValueError
+        except ValueError:
+            self.query_one("#error", Label).update("steps must be ≥ 1 and pace ≥ 0")
+            return
+        self.dismiss((steps, pace))
+
+
+class FaultScreen(ModalScreen[tuple[FaultSpec, bool] | None]):
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("Plan a fault")
+            yield Select([(k, k) for k in FAULT_KINDS], value="kill_at", id="kind", allow_blank=False)
+            yield Label("step")
+            yield Input("3", id="step", type="integer")
+            yield Label("count (transient) or effect kind file|db|email (crash_after_claim)")
+            yield Input("", id="extra")
+            yield Select([("current run", True), ("next run", False)], value=True, id="target", allow_blank=False)
+            yield Label("", id="error")
+            with Horizontal():
+                yield Button("Plan", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def submit(self) -> None:
+        kind = self.query_one("#kind", Select).value
+        step = self.query_one("#step", Input).value.strip()
+        extra = self.query_one("#extra", Input).value.strip()
+        text = f"{kind}:{step}" + (f":{extra}" if extra else "")
+        try:
+            fault = parse_fault(text)
+        except ValueError as err:
+            self.query_one("#error", Label).update(str(err))
+            return
+        self.dismiss((fault, bool(self.query_one("#target", Select).value)))
+
+
+class RunsScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "dismiss", "Close")]
+
+    def __init__(self, runs: list[dict]) -> None:
+        super().__init__()
+        self.runs = runs
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(f"Runs ({len(self.runs)}) — enter to view")
+            yield OptionList(
+                *[
+                    Option(
+                        f"{r['run_id']}  {r['status']:<9} {r['done']}/{r['total_steps']}  "
+                        f"{time.strftime('%H:%M:%S', time.localtime(r['created_at']))}",
+                        id=r["run_id"],
+                    )
+                    for r in self.runs
+                ],
+                id="runs",
+            )
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
