@@ -1,0 +1,124 @@
+"""The app against the real dev server and real worker processes, driven by Pilot."""
+
+from __future__ import annotations
+
+import time
+
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.session import LabSession
+from checkpoint_tui.tui.app import CheckpointApp
+from checkpoint_tui.tui.panes.status import StatusBar
+
+SIZE = (180, 50)
+
+
+async def wait_for(pilot, cond, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)
+
+
+def cell_text(table, row_key: str, column: str) -> str:
+    value = table.get_cell(row_key, column)
+    return getattr(value, "plain", str(value))
+
+
+async def start_run_via_keys(pilot, steps: int, pace: float) -> None:
+    await pilot.press("n")
+    await pilot.pause()
+    steps_input = pilot.app.screen.query_one("#steps")
+    steps_input.value = str(steps)
+    pilot.app.screen.query_one("#pace").value = str(pace)
+    await pilot.press("enter")
+
+
+async def test_kill_from_the_keyboard(home):
+    session = LabSession(home)
+    app = CheckpointApp(session, poll_interval=0.1)
+    pills: list[str] = []
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            status = app.query_one(StatusBar)
+            app.watch(status, "pill", lambda value: pills.append(value), init=False)
+            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
+            first_pid = session.supervisor.active.pid
+            await start_run_via_keys(pilot, steps=6, pace=0.3)
+            await wait_for(pilot, lambda: session.run_id is not None, what="run start")
+            run_id = session.run_id
+            conn = connect(home.db_path)
+            await wait_for(
+                pilot,
+                lambda: conn.execute(
+                    "SELECT 1 FROM activity_log WHERE run_id=? AND step=3 AND activity='llm'", (run_id,)
+                ).fetchone(),
+                what="step 3 model call in flight",
+            )
+            await pilot.press("k")
+            await wait_for(pilot, lambda: "worker-dead" in pills, what="worker-dead pill")
+            await wait_for(
+                pilot, lambda: status.pill == "running" and session.supervisor.active.pid != first_pid, what="new pid"
+            )
+            await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=60)
+            await wait_for(
+                pilot,
+                lambda: any(
+                    "WORKFLOW_EXECUTION_COMPLETED" in cell_text(app.query_one("#history"), k.value, "event")
+                    for k in app.query_one("#history").rows
+                ),
+                what="history shows completion",
+            )
+            kill = conn.execute("SELECT * FROM worker_events WHERE event='kill' AND run_id=?", (run_id,)).fetchone()
+            assert kill is not None and kill["pid"] == first_pid
+            ledger = app.query_one("#ledger")
+            assert "duplicates 0" in str(ledger.border_title) and "18 rows" in str(ledger.border_title)
+            timeline = app.query_one("#timeline")
+            killed_step = kill["step"]
+            assert killed_step is not None, "the kill landed inside step 3's model call"
+            assert "resumed here" in cell_text(timeline, str(killed_step), "mark")
+            marked = [k.value for k in timeline.rows if "resumed" in cell_text(timeline, k.value, "mark")]
+            assert marked == [str(killed_step)]
+            i_dead = pills.index("worker-dead")
+            assert "running" in pills[i_dead:] or "completed" in pills[i_dead:]
+    finally:
+        await session.shutdown(stop_everything=True)
+
+
+async def test_quit_and_restart_adopts_the_same_worker(home):
+    first = LabSession(home)
+    app = CheckpointApp(first, poll_interval=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: first.supervisor is not None, what="boot")
+        await start_run_via_keys(pilot, steps=12, pace=0.3)
+        await wait_for(pilot, lambda: first.run_id is not None, what="run start")
+        conn = connect(home.db_path)
+        await wait_for(
+            pilot,
+            lambda: (
+                conn.execute(
+                    "SELECT COUNT(*) FROM steps WHERE run_id=? AND status='completed'", (first.run_id,)
+                ).fetchone()[0]
+                >= 2
+            ),
+            what="two steps",
+        )
+        pid = first.supervisor.active.pid
+        run_id = first.run_id
+        await pilot.press("q")
+    second = LabSession(home)
+    app2 = CheckpointApp(second, poll_interval=0.1)
+    try:
+        async with app2.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: second.supervisor is not None, what="second boot")
+            assert second.supervisor.active.pid == pid  # adopted, not respawned
+            assert second.run_id == run_id
+            timeline = app2.query_one("#timeline")
+            await wait_for(pilot, lambda: timeline.row_count >= 2, what="steps shown")
+            done = conn.execute(
+                "SELECT step FROM steps WHERE run_id=? AND status='completed' ORDER BY step", (run_id,)
+            ).fetchall()
+            shown = {k.value for k in timeline.rows}
+            assert {str(r["step"]) for r in done} <= shown
+            assert f"worker {pid}" in str(app2.query_one(StatusBar).render())
+    finally:
+        await second.shutdown(stop_everything=True)

@@ -1,0 +1,71 @@
+"""SVG snapshots of the app on fixed data (fixed size, fixed clock, no cursor blink)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from checkpoint_tui.tui.app import CheckpointApp
+from tui_fixtures import FixedSession, after_kill_view, empty_view, guardrail_view, running_view
+
+SIZE = (160, 44)
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.delenv("TZ")
+    time.tzset()
+
+
+def make_app(view) -> CheckpointApp:
+    app = CheckpointApp(FixedSession(view), poll_interval=3600)
+    app.animation_level = "none"
+    return app
+
+
+async def settle(pilot) -> None:
+    """Let the first poll (the only one: the interval is an hour) be applied."""
+    session = pilot.app.session
+    for _ in range(100):
+        if session.polls:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def test_empty_state(snap_compare):
+    assert snap_compare(make_app(empty_view()), terminal_size=SIZE, run_before=settle)
+
+
+def test_running_run(snap_compare):
+    assert snap_compare(make_app(running_view()), terminal_size=SIZE, run_before=settle)
+
+
+def test_after_kill(snap_compare):
+    assert snap_compare(make_app(after_kill_view()), terminal_size=SIZE, run_before=settle)
+
+
+def test_guardrail_failure(snap_compare):
+    assert snap_compare(make_app(guardrail_view()), terminal_size=SIZE, run_before=settle)
+
+
+def test_help_screen(snap_compare):
+    assert snap_compare(make_app(running_view()), terminal_size=SIZE, press=["question_mark"], run_before=settle)
+
+
+async def test_markup_in_model_output_is_literal():
+    app = make_app(guardrail_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        banner = app.query_one("#banner")
+        text = banner.render()
+        plain = getattr(text, "plain", str(text))
+        assert "[bold]Here[/]" in plain and "[red]explain[/red]" in plain
+        assert "shown" in banner.classes
+        # history attributes with brackets are literal too
+        history = app.query_one("#history")
+        assert history.row_count > 0
