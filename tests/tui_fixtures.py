@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from checkpoint_tui.session import View
-from checkpoint_tui.snapshot import EffectRow, HistoryEvent, Snapshot, StepRow, WorkerEvent, resumed_steps
+from checkpoint_tui.snapshot import EffectRow, HistoryEvent, Snapshot, StepRow, WorkerEvent
 
 T0 = 1_795_000_000.0  # a fixed clock
 RUN = "run-20261129-120000-abcd"
@@ -23,7 +23,7 @@ class FixedSession:
         self.polls += 1
         view = self.view
         if self.polls > 1:  # history is incremental: later polls bring no new events
-            view = View(**{**view.__dict__, "history": [], "history_reset": False})
+            view = View(**{**view.__dict__, "history": [], "run_changed": False})
         return view
 
     async def new_run(self, steps: int, pace: float) -> str:
@@ -82,7 +82,7 @@ def history(n: int) -> list[HistoryEvent]:
 
 def view(snapshot: Snapshot, **kw) -> View:
     base = dict(
-        snapshot=snapshot, history=[], history_reset=True, address="127.0.0.1:7233",
+        snapshot=snapshot, history=[], run_changed=True, address="127.0.0.1:7233",
         ui_url="http://127.0.0.1:8233", namespace="default", supervisor_state="running",
         worker_pid=4121, spare_pid=4122, owner=True, planned_faults=[],
     )  # fmt: skip
@@ -99,7 +99,10 @@ def snap(steps: list[StepRow], total: int, status: str = "RUNNING", **kw) -> Sna
         outbox_lines=len([e for e in effs if e.kind == "email"]), notes_rows=len(effs) // 3,
         artifact_files=len(effs) // 3, worker_events=kw.pop("events", []),
     )  # fmt: skip
-    s.resumed_steps = resumed_steps(steps)
+    s.resumed_steps = [b.step for a, b in zip(steps, steps[1:], strict=False) if a.worker_pid != b.worker_pid]
+    s.completed_steps = sum(1 for x in steps if x.status == "completed")
+    s.missing_steps = [i for i in range(1, total + 1) if i > s.completed_steps]
+    s.guardrail_step = next((x for x in steps if x.status == "failed" and x.raw_output), None)
     for k, v in kw.items():
         setattr(s, k, v)
     return s

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 from temporalio.client import Client
@@ -16,8 +17,9 @@ from checkpoint_tui.ops.devserver import DevServer
 from checkpoint_tui.ops.supervisor import KillReport, Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.runs import cancel_run, start_run
-from checkpoint_tui.snapshot import HistoryCursor, HistoryEvent, Snapshot, build_snapshot, workflow_status
+from checkpoint_tui.snapshot import HistoryEvent, HistoryFollower, Snapshot, build_snapshot, workflow_status
 
+SINCE_MARGIN_S = 2.0
 NEXT_RUN = "next"  # faults planned for the next run are stored under this run id until it starts
 
 
@@ -25,7 +27,7 @@ NEXT_RUN = "next"  # faults planned for the next run are stored under this run i
 class View:
     snapshot: Snapshot
     history: list[HistoryEvent] = field(default_factory=list)  # only events not delivered before
-    history_reset: bool = False  # the viewed run changed: start the event log afresh
+    run_changed: bool = False  # a different run than the last View: panes start afresh
     address: str = ""
     ui_url: str | None = None
     namespace: str = "default"
@@ -44,7 +46,8 @@ class LabSession:
         self.client: Client | None = None
         self.supervisor: Supervisor | None = None
         self.run_id: str | None = None
-        self._cursor: HistoryCursor | None = None
+        self._history: HistoryFollower | None = None
+        self._since: float | None = None  # rows written before this were delivered already
         self._watch: asyncio.Task | None = None
 
     async def boot(self) -> None:
@@ -59,21 +62,29 @@ class LabSession:
         self.run_id = latest_run_id(connect(self.settings.db_path))
 
     async def poll(self) -> View:
+        """One View. The first poll of a run carries all its rows; later ones only rows written since
+        the previous poll began (minus a margin for writes committed just after they were stamped)."""
         run_id = self.run_id
-        snap = await asyncio.to_thread(self._build, run_id)
+        reset = self._history is None or self._history.run_id != run_id
+        since = None if reset else self._since
+        started = time.time()
+        snap = await asyncio.to_thread(self._build, run_id, since)
+        self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
-        reset = False
+        if reset and self._history is not None:
+            await self._history.stop()
+            self._history = None
         if run_id is not None and self.client is not None:
             snap.workflow_status = await workflow_status(self.client, run_id)
-            if self._cursor is None or self._cursor.run_id != run_id:
-                self._cursor, reset = HistoryCursor(run_id), True
-            with contextlib.suppress(Exception):  # a history hiccup must not stop the poller
-                history = await self._cursor.fetch_new(self.client)
+            if self._history is None:
+                self._history = HistoryFollower(self.client, run_id)
+            self._history.ensure_following()
+            history = self._history.drain()
         sup = self.supervisor
         return View(
             snapshot=snap,
             history=history,
-            history_reset=reset,
+            run_changed=reset,
             address=self.address,
             ui_url=self.server.ui_url if self.server else None,
             namespace=self.settings.namespace,
@@ -84,8 +95,8 @@ class LabSession:
             planned_faults=self._planned(),
         )
 
-    def _build(self, run_id: str | None) -> Snapshot:
-        return build_snapshot(connect(self.settings.db_path), self.settings, run_id)
+    def _build(self, run_id: str | None, since: float | None) -> Snapshot:
+        return build_snapshot(connect(self.settings.db_path), self.settings, run_id, since=since)
 
     def _planned(self) -> list[str]:
         rows = connect(self.settings.db_path).execute(
@@ -131,13 +142,15 @@ class LabSession:
         return [dict(r) for r in rows]
 
     def view_run(self, run_id: str) -> None:
-        self.run_id = run_id
+        self.run_id = run_id  # the next poll sees a new run and delivers it whole
 
     async def shutdown(self, stop_everything: bool = False) -> None:
         """`q` leaves the worker and the dev server running (the next start adopts them);
         `ctrl+q` stops them too."""
         if self.supervisor is not None:
             await self.supervisor.stop(stop_workers=stop_everything)
+        if self._history is not None:
+            await self._history.stop()
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):

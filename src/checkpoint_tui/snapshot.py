@@ -4,8 +4,9 @@ except the history cursor (which events were already fetched)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,19 +98,10 @@ class Snapshot:
     worker_pids: list[int] = field(default_factory=list)
     resumed_steps: list[int] = field(default_factory=list)
     worker_events: list[WorkerEvent] = field(default_factory=list)
-
-    @property
-    def completed_steps(self) -> int:
-        return sum(1 for s in self.steps if s.status == "completed")
-
-    @property
-    def missing_steps(self) -> list[int]:
-        done = {s.step for s in self.steps if s.status == "completed"}
-        return [i for i in range(1, self.total_steps + 1) if i not in done]
-
-    @property
-    def guardrail_step(self) -> StepRow | None:
-        return next((s for s in self.steps if s.status == "failed" and s.raw_output), None)
+    completed_steps: int = 0
+    missing_steps: list[int] = field(default_factory=list)
+    guardrail_step: StepRow | None = None
+    partial: bool = False  # steps/effects hold only rows changed since the previous build
 
     def status_json(self) -> dict:
         """The stable keys of `checkpoint-tui status --json` (documented in the README)."""
@@ -142,7 +134,10 @@ def build_snapshot(
     run_id: str | None,
     workflow_status: str | None = None,
     with_events: int = 50,
+    since: float | None = None,
 ) -> Snapshot:
+    """All figures are computed by SQL over the whole run. With `since`, the row lists (steps,
+    effects) hold only rows written at or after it, for a poller that updates tables by key."""
     if run_id is None:
         return Snapshot(run_id=None, worker_events=_events(conn, None, with_events))
     run = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -156,79 +151,118 @@ def build_snapshot(
         pace=run["pace"],
         run_error=run["error"],
         workflow_status=workflow_status,
+        partial=since is not None,
     )
-    snap.steps = [
-        StepRow(
-            r["step"],
-            r["status"],
-            r["attempt"],
-            r["worker_pid"],
-            r["started_pid"],
-            r["provider"],
-            r["action"],
-            r["thought"],
-            r["tool_result"],
-            r["tokens"],
-            r["cost_usd"],
-            r["started_at"],
-            r["ended_at"],
-            r["error"],
-            r["raw_output"],
-        )
-        for r in conn.execute("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
-    ]
+    step_sql = "SELECT * FROM steps WHERE run_id = ?" + (" AND touched_at >= ?" if since is not None else "")
+    step_args = (run_id,) if since is None else (run_id, since)
+    snap.steps = [_step_row(r) for r in conn.execute(step_sql + " ORDER BY step", step_args)]
+    done = [r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,))]
+    snap.completed_steps = len(done)
+    done_set = set(done)
+    snap.missing_steps = [i for i in range(1, snap.total_steps + 1) if i not in done_set]
+    failed = conn.execute(
+        "SELECT * FROM steps WHERE run_id = ? AND status = 'failed' AND raw_output IS NOT NULL LIMIT 1", (run_id,)
+    ).fetchone()
+    snap.guardrail_step = _step_row(failed) if failed else None
+
     counts = conn.execute(
         "SELECT COUNT(*) AS n, COUNT(*) - COUNT(DISTINCT id) AS dup, "
         "SUM(CASE WHEN applied_at IS NULL THEN 1 ELSE 0 END) AS unstamped FROM effects WHERE run_id = ?",
         (run_id,),
     ).fetchone()
     snap.ledger_rows, snap.duplicates, snap.unstamped = counts["n"], counts["dup"], counts["unstamped"] or 0
-    outcomes: dict[str, list[str]] = {}
-    tally: Counter[str] = Counter()
+    snap.outcome_counts = {k: 0 for k in ("applied", "skipped", "recovered", "interrupted")}
     for r in conn.execute(
-        "SELECT effect_id, COALESCE(outcome, 'interrupted') AS o FROM effect_outcomes WHERE run_id = ? ORDER BY seq",
+        "SELECT COALESCE(outcome, 'interrupted') AS o, COUNT(*) AS n FROM effect_outcomes WHERE run_id = ? GROUP BY o",
         (run_id,),
     ):
-        outcomes.setdefault(r["effect_id"], []).append(r["o"])
-        tally[r["o"]] += 1
-    snap.outcome_counts = {k: tally.get(k, 0) for k in ("applied", "skipped", "recovered", "interrupted")}
-    snap.effects = [
-        EffectRow(
-            r["id"],
-            r["step"],
-            r["kind"],
-            r["attempt"],
-            r["claimed_at"],
-            r["applied_at"],
-            ",".join(outcomes.get(r["id"], [])),
-        )
-        for r in conn.execute("SELECT * FROM effects WHERE run_id = ? ORDER BY step, claimed_at", (run_id,))
-    ]
+        snap.outcome_counts[r["o"]] = r["n"]
+    snap.effects = _effect_rows(conn, run_id, since)
     notes = conn.execute(
         "SELECT COUNT(*) AS n, COUNT(*) - COUNT(DISTINCT effect_id) AS dup FROM notes WHERE run_id = ?", (run_id,)
     ).fetchone()
     snap.notes_rows, snap.notes_duplicates = notes["n"], notes["dup"]
     snap.outbox_lines, snap.outbox_duplicates = outbox_counts(outbox_path(settings.artifacts_dir, run_id))
-    run_dir = settings.artifacts_dir / run_id
-    snap.artifact_files = len(list(run_dir.glob("step-*.md"))) if run_dir.is_dir() else 0
-    pids: list[int] = []
-    for s in snap.steps:
-        for pid in (s.started_pid, s.worker_pid):
-            if pid is not None and pid not in pids:
-                pids.append(pid)
-    snap.worker_pids = pids
-    snap.resumed_steps = resumed_steps(snap.steps)
+    snap.artifact_files = _count_step_files(settings.artifacts_dir / run_id)
+    snap.worker_pids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT pid FROM (SELECT started_pid AS pid, step FROM steps WHERE run_id = ? "
+            "UNION ALL SELECT worker_pid, step FROM steps WHERE run_id = ?) "
+            "WHERE pid IS NOT NULL GROUP BY pid ORDER BY MIN(step)",
+            (run_id, run_id),
+        )
+    ]
+    snap.resumed_steps = [
+        r[0]
+        for r in conn.execute(
+            "SELECT step FROM (SELECT step, worker_pid, LAG(worker_pid) OVER (ORDER BY step) AS prev "
+            "FROM steps WHERE run_id = ?) WHERE prev IS NOT NULL AND worker_pid IS NOT NULL AND worker_pid != prev",
+            (run_id,),
+        )
+    ]
     snap.worker_events = _events(conn, run_id, with_events)
     return snap
 
 
-def resumed_steps(steps: list[StepRow]) -> list[int]:
-    """Steps whose completing pid differs from the step before: derived, never remembered."""
-    out = []
-    for prev, cur in zip(steps, steps[1:], strict=False):
-        if prev.worker_pid is not None and cur.worker_pid is not None and cur.worker_pid != prev.worker_pid:
-            out.append(cur.step)
-    return out
+def _step_row(r: sqlite3.Row) -> StepRow:
+    return StepRow(
+        r["step"], r["status"], r["attempt"], r["worker_pid"], r["started_pid"], r["provider"], r["action"],
+        r["thought"], r["tool_result"], r["tokens"], r["cost_usd"], r["started_at"], r["ended_at"], r["error"],
+        r["raw_output"],
+    )  # fmt: skip
+
+
+def _effect_rows(conn: sqlite3.Connection, run_id: str, since: float | None) -> list[EffectRow]:
+    if since is None:
+        rows = conn.execute("SELECT * FROM effects WHERE run_id = ? ORDER BY step, claimed_at", (run_id,)).fetchall()
+        outcome_rows = conn.execute(
+            "SELECT effect_id, COALESCE(outcome, 'interrupted') AS o FROM effect_outcomes "
+            "WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+    else:
+        changed = conn.execute(
+            "SELECT effect_id FROM effect_outcomes WHERE run_id = ? AND (started_at >= ? OR finished_at >= ?)",
+            (run_id, since, since),
+        ).fetchall()
+        ids = sorted({r[0] for r in changed})
+        if not ids:
+            return []
+        marks = ",".join("?" for _ in ids)
+        rows = conn.execute(f"SELECT * FROM effects WHERE id IN ({marks}) ORDER BY step, claimed_at", ids).fetchall()
+        outcome_rows = conn.execute(
+            f"SELECT effect_id, COALESCE(outcome, 'interrupted') AS o FROM effect_outcomes "
+            f"WHERE effect_id IN ({marks}) ORDER BY seq",
+            ids,
+        ).fetchall()
+    outcomes: dict[str, list[str]] = {}
+    for r in outcome_rows:
+        outcomes.setdefault(r["effect_id"], []).append(r["o"])
+    return [
+        EffectRow(
+            r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
+            ",".join(outcomes.get(r["id"], [])),
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+_dir_counts: dict[Path, tuple[float, int]] = {}
+
+
+def _count_step_files(run_dir: Path) -> int:
+    """Count step files; re-listed only when the directory changed (its mtime moves on every add/replace)."""
+    try:
+        mtime = run_dir.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
+    cached = _dir_counts.get(run_dir)
+    if cached and cached[0] == mtime:
+        return cached[1]
+    count = sum(1 for p in run_dir.iterdir() if p.name.startswith("step-") and p.name.endswith(".md"))
+    _dir_counts[run_dir] = (mtime, count)
+    return count
 
 
 def outbox_counts(path: Path) -> tuple[int, int]:
@@ -271,22 +305,43 @@ async def workflow_status(client: Client, run_id: str) -> str | None:
     return status.name if isinstance(status, WorkflowExecutionStatus) else None
 
 
-class HistoryCursor:
-    """Fetches a run's Temporal history incrementally: only events after the last one seen."""
+class HistoryFollower:
+    """Follows a run's Temporal history with a long poll (wait_new_event), so each event is fetched
+    once; `drain()` hands over what arrived since the last call."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, client: Client, run_id: str) -> None:
+        self.client = client
         self.run_id = run_id
         self.last_event_id = 0
+        self._buffer: list[HistoryEvent] = []
+        self._task: asyncio.Task | None = None
+        self.error: str | None = None
 
-    async def fetch_new(self, client: Client) -> list[HistoryEvent]:
-        handle = client.get_workflow_handle(self.run_id)
-        out: list[HistoryEvent] = []
-        async for ev in handle.fetch_history_events(page_size=1000):
+    def ensure_following(self) -> None:
+        """(Re)start the follower unless it is running or has seen the workflow close."""
+        if self._task is None or (self._task.done() and self._task.exception() is not None):
+            if self._task is not None:
+                self.error = str(self._task.exception())
+            self._task = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        handle = self.client.get_workflow_handle(self.run_id)
+        async for ev in handle.fetch_history_events(page_size=1000, wait_new_event=True):
             if ev.event_id <= self.last_event_id:
                 continue
-            out.append(to_history_event(ev))
+            self._buffer.append(to_history_event(ev))
             self.last_event_id = ev.event_id
+        self.error = None
+
+    def drain(self) -> list[HistoryEvent]:
+        out, self._buffer = self._buffer, []
         return out
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
 
 def to_history_event(ev) -> HistoryEvent:

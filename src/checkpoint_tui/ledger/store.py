@@ -39,8 +39,10 @@ CREATE TABLE IF NOT EXISTS steps (
     ended_at REAL,
     error TEXT,
     raw_output TEXT,
+    touched_at REAL,
     PRIMARY KEY (run_id, step)
 );
+CREATE INDEX IF NOT EXISTS steps_touched ON steps(run_id, touched_at);
 CREATE TABLE IF NOT EXISTS activity_log (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL,
@@ -124,9 +126,17 @@ def connect(db_path: Path | str) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=10000")
+        _migrate(conn)
         conn.executescript(SCHEMA)
         cache[key] = conn
     return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Columns added after a ledger was first created (CREATE TABLE IF NOT EXISTS does not add them)."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(steps)")}
+    if cols and "touched_at" not in cols:
+        conn.execute("ALTER TABLE steps ADD COLUMN touched_at REAL")
 
 
 def close_all() -> None:
@@ -151,6 +161,7 @@ _STEP_MERGE: dict[str, str] = {
     "worker_pid": "CASE WHEN steps.status = 'completed' THEN steps.worker_pid "
     "ELSE COALESCE(excluded.worker_pid, steps.worker_pid) END",
     "ended_at": "COALESCE(excluded.ended_at, steps.ended_at)",
+    "touched_at": "excluded.touched_at",  # every write: lets a poller fetch only changed rows
 }
 _STEP_COLUMNS = (
     "status",
@@ -175,7 +186,7 @@ def upsert_step(conn: sqlite3.Connection, run_id: str, step: int, status: str, *
     unknown = set(fields) - set(_STEP_COLUMNS)
     if unknown:
         raise ValueError(f"unknown step columns: {sorted(unknown)}")
-    fields = {"status": status, "attempt": fields.pop("attempt", 1), **fields}
+    fields = {"status": status, "attempt": fields.pop("attempt", 1), **fields, "touched_at": now()}
     cols = list(fields)
     updates = [f"{c} = {_STEP_MERGE.get(c, f'COALESCE(excluded.{c}, steps.{c})')}" for c in cols]
     sql = (

@@ -114,10 +114,13 @@ class CheckpointApp(App[int]):
     def apply_view(self, message: ViewReady) -> None:
         view = message.view
         with self.batch_update():
+            if view.run_changed:
+                for pane in (TimelinePane, LedgerPane, HistoryPane):
+                    self.query_one(pane).reset()
             self.query_one(StatusBar).show(view)
             self.query_one(TimelinePane).apply(view.snapshot)
             self.query_one(LedgerPane).apply(view.snapshot)
-            self.query_one(HistoryPane).apply(view.history, view.history_reset)
+            self.query_one(HistoryPane).apply(view.history)
             self.query_one(WorkerEventsPane).apply(view.snapshot.worker_events)
             self._banner(view)
 
@@ -196,8 +199,6 @@ class CheckpointApp(App[int]):
         def chosen(run_id: str | None) -> None:
             if run_id:
                 self.session.view_run(run_id)
-                for pane in (TimelinePane, LedgerPane, WorkerEventsPane):
-                    self.query_one(pane).reset()
                 self.query_one(StatusBar).say(f"viewing {run_id}")
 
         self.push_screen(RunsScreen(self.session.runs()), chosen)

@@ -17,9 +17,7 @@ class HistoryPane(KeyedTable):
         super().__init__(COLUMNS, id="history")
         self.border_title = "temporal history"
 
-    def apply(self, events: list[HistoryEvent], reset: bool) -> None:
-        if reset:
-            self.reset()
+    def apply(self, events: list[HistoryEvent]) -> None:
         self.sync(((str(ev.event_id), _cells(ev)) for ev in events), follow=True)
         self.border_title = f"temporal history · {self.row_count} events"
 
