@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
     )
     p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
+    p.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080 (env CHECKPOINT_MODEL_URL; "
+        "key from CHECKPOINT_API_KEY or OPENAI_API_KEY); default: the offline provider",
+    )
+    p.add_argument("--model", help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL)")
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
     p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    settings = load_settings(args.home, args.temporal_address, args.namespace)
+    settings = load_settings(args.home, args.temporal_address, args.namespace, args.model_url, args.model)
     try:
         if args.verify:
             from checkpoint_tui.verify import run_verify

@@ -16,6 +16,8 @@ class Settings:
     home: Path
     temporal_address: str | None = None  # None: the home's embedded dev server
     namespace: str = DEFAULT_NAMESPACE
+    model_url: str | None = None  # an OpenAI-compatible server; None: the offline provider
+    model: str | None = None  # preferred model id (checked against /v1/models)
 
     @property
     def run_dir(self) -> Path:
@@ -62,9 +64,17 @@ def load_settings(
     home: str | Path | None = None,
     temporal_address: str | None = None,
     namespace: str | None = None,
+    model_url: str | None = None,
+    model: str | None = None,
 ) -> Settings:
     """Flags win over env vars, env vars over defaults (home = current directory)."""
     home_path = Path(home or os.environ.get("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
     address = temporal_address or os.environ.get("CHECKPOINT_TEMPORAL_ADDRESS") or None
     ns = namespace or os.environ.get("CHECKPOINT_NAMESPACE") or DEFAULT_NAMESPACE
-    return Settings(home=home_path, temporal_address=address, namespace=ns)
+    return Settings(
+        home=home_path,
+        temporal_address=address,
+        namespace=ns,
+        model_url=model_url or os.environ.get("CHECKPOINT_MODEL_URL") or None,
+        model=model or os.environ.get("CHECKPOINT_MODEL") or None,
+    )

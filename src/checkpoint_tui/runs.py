@@ -47,8 +47,8 @@ async def start_run(
     if pace < 0:
         raise ValueError("pace must be >= 0")
     run_id = new_run_id()
-    model = model or ModelRef()
-    provider = f"{model.url} ({model.model or 'auto'})" if model.url else OFFLINE
+    model = model or ModelRef(settings.model_url, settings.model)
+    provider = f"{model.url} · {model.model or 'first listed model'}" if model.url else OFFLINE
     conn = connect(settings.db_path)
     with transaction(conn):
         create_run(conn, run_id, steps, pace, provider, settings.task_queue)

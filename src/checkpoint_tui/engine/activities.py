@@ -30,6 +30,7 @@ from checkpoint_tui.ledger.store import connect, log_activity, now, upsert_step
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
+from checkpoint_tui.model.openai_compat import Answer, GuardrailFailure, ProviderUnavailable, ask_model
 
 RAW_OUTPUT_LIMIT = 500
 GARBLED = "I think the next step is probably to compute something, but let me explain at length first..."
@@ -74,24 +75,40 @@ class AgentActivities:
                 raise ApplicationError(f"injected transient model failure (attempt {attempt})", type="TransientFault")
             if faults.consume(conn, inp.run_id, inp.step, "garble"):
                 self._guardrail(inp, GARBLED, "garble fault: the model returned non-JSON (repair bypassed)")
-            decision, tokens, _raw = offline_decision(inp.run_id, inp.step, inp.total_steps, inp.previous_note)
-            await asyncio.sleep(think_ms(inp.step, inp.pace) / 1000)
+            answer = await self._decide(inp)
         upsert_step(
             conn,
             inp.run_id,
             inp.step,
             "running",
             attempt=attempt,
-            provider=OFFLINE,
-            tokens=tokens,
-            cost_usd=0.0,
-            action=decision.action,
-            thought=decision.thought,
+            provider=answer.provider,
+            tokens=answer.tokens,
+            cost_usd=answer.cost_usd,
+            action=answer.decision.action,
+            thought=answer.decision.thought,
+            answer_note=answer.note,
         )
-        return LlmOutput(decision=decision, provider=OFFLINE, tokens=tokens, cost_usd=0.0)
+        return LlmOutput(
+            decision=answer.decision, provider=answer.provider, tokens=answer.tokens, cost_usd=answer.cost_usd
+        )
+
+    async def _decide(self, inp: LlmInput) -> Answer:
+        """The configured model if it answers; otherwise the offline provider, saying why."""
+        fallback = ""
+        if inp.model.url:
+            try:
+                return await ask_model(inp.model.url, inp.model.model, inp.step, inp.total_steps, inp.previous_note)
+            except ProviderUnavailable as err:
+                fallback = f" (fallback: {err})"
+            except GuardrailFailure as err:
+                self._guardrail(inp, err.raw, str(err))
+        decision, tokens, _raw = offline_decision(inp.run_id, inp.step, inp.total_steps, inp.previous_note)
+        await asyncio.sleep(think_ms(inp.step, inp.pace) / 1000)
+        return Answer(decision, OFFLINE + fallback, tokens, 0.0, "offline")
 
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
-        error = f"Guardrail: step {inp.step} returned non-JSON output ({reason})"
+        error = f"Guardrail: step {inp.step} returned no valid decision ({reason})"
         upsert_step(
             connect(self.db_path),
             inp.run_id,

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS steps (
     error TEXT,
     raw_output TEXT,
     touched_at REAL,
+    answer_note TEXT,
     PRIMARY KEY (run_id, step)
 );
 CREATE INDEX IF NOT EXISTS steps_touched ON steps(run_id, touched_at);
@@ -135,8 +136,9 @@ def connect(db_path: Path | str) -> sqlite3.Connection:
 def _migrate(conn: sqlite3.Connection) -> None:
     """Columns added after a ledger was first created (CREATE TABLE IF NOT EXISTS does not add them)."""
     cols = {r[1] for r in conn.execute("PRAGMA table_info(steps)")}
-    if cols and "touched_at" not in cols:
-        conn.execute("ALTER TABLE steps ADD COLUMN touched_at REAL")
+    for name, decl in (("touched_at", "REAL"), ("answer_note", "TEXT")):
+        if cols and name not in cols:
+            conn.execute(f"ALTER TABLE steps ADD COLUMN {name} {decl}")
 
 
 def close_all() -> None:
@@ -178,6 +180,7 @@ _STEP_COLUMNS = (
     "ended_at",
     "error",
     "raw_output",
+    "answer_note",
 )
 
 
