@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 
 from temporalio.client import Client
 
@@ -47,7 +48,12 @@ class LabSession:
         self.supervisor: Supervisor | None = None
         self.run_id: str | None = None
         self._history: HistoryFollower | None = None
-        self._since: float | None = None  # rows written before this were delivered already
+        # One thread for all of this session's SQLite reads: one connection, so PRAGMA data_version
+        # tells whether anything was committed since the last poll.
+        self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
+        self._last: tuple[str | None, int, Snapshot] | None = None  # (run, data_version, snapshot)
+        self._since: float | None = None
+        self._closed: dict[str, str] = {}  # rows written before this were delivered already
         self._watch: asyncio.Task | None = None
 
     async def boot(self) -> None:
@@ -68,14 +74,15 @@ class LabSession:
         reset = self._history is None or self._history.run_id != run_id
         since = None if reset else self._since
         started = time.time()
-        snap = await asyncio.to_thread(self._build, run_id, since)
+        loop = asyncio.get_running_loop()
+        snap = await loop.run_in_executor(self._db_thread, self._build, run_id, since)
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
         if reset and self._history is not None:
             await self._history.stop()
             self._history = None
         if run_id is not None and self.client is not None:
-            snap.workflow_status = await workflow_status(self.client, run_id)
+            snap.workflow_status = await self._workflow_status(run_id)
             if self._history is None:
                 self._history = HistoryFollower(self.client, run_id)
             self._history.ensure_following()
@@ -96,7 +103,26 @@ class LabSession:
         )
 
     def _build(self, run_id: str | None, since: float | None) -> Snapshot:
-        return build_snapshot(connect(self.settings.db_path), self.settings, run_id, since=since)
+        conn = connect(self.settings.db_path)
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        last = self._last
+        if since is not None and last is not None and last[0] == run_id and last[1] == version:
+            # Nothing was committed since the last poll: same figures, no changed rows.
+            return replace(last[2], steps=[], effects=[], partial=True)
+        snap = build_snapshot(conn, self.settings, run_id, since=since)
+        self._last = (run_id, version, snap)
+        return snap
+
+    async def _workflow_status(self, run_id: str) -> str | None:
+        """Temporal's status; a closed workflow's status is final, so it is asked once."""
+        cached = self._closed.get(run_id)
+        if cached:
+            return cached
+        assert self.client is not None
+        status = await workflow_status(self.client, run_id)
+        if status not in (None, "RUNNING"):
+            self._closed[run_id] = status
+        return status
 
     def _planned(self) -> list[str]:
         rows = connect(self.settings.db_path).execute(
@@ -155,6 +181,7 @@ class LabSession:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
+        self._db_thread.shutdown(wait=False)
         if stop_everything and self.settings.embedded:
             from checkpoint_tui.ops.devserver import stop_devserver
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -265,14 +266,24 @@ def _count_step_files(run_dir: Path) -> int:
     return count
 
 
+_outbox_counts: dict[Path, tuple[tuple[int, int], tuple[int, int]]] = {}
+
+
 def outbox_counts(path: Path) -> tuple[int, int]:
-    """(lines, lines beyond the first per effect id)."""
+    """(lines, lines beyond the first per effect id). Re-read only when the file changed."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        st = path.stat()
     except FileNotFoundError:
         return 0, 0
+    key = (st.st_size, st.st_mtime_ns)
+    cached = _outbox_counts.get(path)
+    if cached and cached[0] == key:
+        return cached[1]
+    lines = path.read_text(encoding="utf-8").splitlines()
     ids = [line.split("\t", 1)[0] for line in lines if line]
-    return len(ids), len(ids) - len(set(ids))
+    counts = (len(ids), len(ids) - len(set(ids)))
+    _outbox_counts[path] = (key, counts)
+    return counts
 
 
 def _events(conn: sqlite3.Connection, run_id: str | None, limit: int) -> list[WorkerEvent]:
@@ -309,11 +320,11 @@ class HistoryFollower:
     """Follows a run's Temporal history with a long poll (wait_new_event), so each event is fetched
     once; `drain()` hands over what arrived since the last call."""
 
-    def __init__(self, client: Client, run_id: str) -> None:
+    def __init__(self, client: Client, run_id: str, keep: int = 2000) -> None:
         self.client = client
         self.run_id = run_id
         self.last_event_id = 0
-        self._buffer: list[HistoryEvent] = []
+        self._buffer: deque[HistoryEvent] = deque(maxlen=keep)  # a viewer shows the newest `keep` at most
         self._task: asyncio.Task | None = None
         self.error: str | None = None
 
@@ -334,8 +345,14 @@ class HistoryFollower:
         self.error = None
 
     def drain(self) -> list[HistoryEvent]:
-        out, self._buffer = self._buffer, []
+        out = list(self._buffer)
+        self._buffer.clear()
         return out
+
+    @property
+    def caught_up(self) -> bool:
+        """The follower has seen the workflow close and everything was drained."""
+        return self._task is not None and self._task.done() and not self._buffer
 
     async def stop(self) -> None:
         if self._task is not None and not self._task.done():

@@ -40,8 +40,8 @@ class WorkerProc:
         return self.ident.pid
 
     def alive(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            return False
+        if self.proc is not None:  # our own child: waitpid(WNOHANG) is exact and cheap
+            return self.proc.poll() is None
         return self.ident.exists()
 
     def exit_status(self) -> tuple[str | None, int | None]:

@@ -5,7 +5,8 @@ inside a batch update. The app holds no run state: quit and restart and every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -47,9 +48,10 @@ class Session(Protocol):
 
 
 class ViewReady(Message):
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, poll_s: float) -> None:
         super().__init__()
         self.view = view
+        self.poll_s = poll_s  # how long building the View took
 
 
 class CheckpointApp(App[int]):
@@ -67,10 +69,16 @@ class CheckpointApp(App[int]):
         Binding("ctrl+q", "quit_stop", "Quit + stop all", id="quit-stop", priority=True),
     ]
 
-    def __init__(self, session: Session, poll_interval: float = POLL_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        session: Session,
+        poll_interval: float = POLL_INTERVAL_S,
+        tick_observer: Callable[[float, float], None] | None = None,
+    ) -> None:
         super().__init__()
         self.session = session
         self.poll_interval = poll_interval
+        self.tick_observer = tick_observer  # (poll seconds, apply seconds) per tick, for bench/tui_tick.py
         self._stop_everything = False
         self._booted = asyncio.Event()
 
@@ -103,8 +111,9 @@ class CheckpointApp(App[int]):
         status.say("ready — n new run · k kill worker · f faults · ? help")
         while True:  # the next poll starts only when the last one has been applied: no overlap
             try:
+                started = time.perf_counter()
                 view = await self.session.poll()
-                self.post_message(ViewReady(view))
+                self.post_message(ViewReady(view, time.perf_counter() - started))
             except Exception as err:  # report, keep polling (Temporal may come back)
                 status.say(f"poll failed: {type(err).__name__}: {err}")
                 status.set_pill("temporal-down")
@@ -112,6 +121,7 @@ class CheckpointApp(App[int]):
 
     @on(ViewReady)
     def apply_view(self, message: ViewReady) -> None:
+        started = time.perf_counter()
         view = message.view
         with self.batch_update():
             if view.run_changed:
@@ -123,6 +133,8 @@ class CheckpointApp(App[int]):
             self.query_one(HistoryPane).apply(view.history)
             self.query_one(WorkerEventsPane).apply(view.snapshot.worker_events)
             self._banner(view)
+        if self.tick_observer is not None:
+            self.tick_observer(message.poll_s, time.perf_counter() - started)
 
     def _banner(self, view: View) -> None:
         banner = self.query_one("#banner", Static)

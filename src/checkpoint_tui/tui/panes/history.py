@@ -10,6 +10,7 @@ from checkpoint_tui.snapshot import HistoryEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 COLUMNS = [("id", "id"), ("time", "time"), ("event", "event"), ("attrs", "attributes")]
+MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k, which a table should not hold
 
 
 class HistoryPane(KeyedTable):
@@ -18,8 +19,19 @@ class HistoryPane(KeyedTable):
         self.border_title = "temporal history"
 
     def apply(self, events: list[HistoryEvent]) -> None:
-        self.sync(((str(ev.event_id), _cells(ev)) for ev in events), follow=True)
-        self.border_title = f"temporal history · {self.row_count} events"
+        if not events:
+            return
+        if len(events) >= MAX_ROWS // 2:
+            self.reset()  # catching up: rebuilding is cheaper than removing row by row
+        self.sync(((str(ev.event_id), _cells(ev)) for ev in events[-MAX_ROWS:]), follow=True)
+        excess = self.row_count - MAX_ROWS
+        if excess > 0:
+            for key in list(self.rows)[:excess]:
+                self.remove_row(key)
+                self._shown.pop(key.value, None)
+        last = events[-1].event_id
+        shown = f"last {self.row_count} of {last}" if self.row_count < last else str(last)
+        self.set_titles(f"temporal history · {shown} events")
 
 
 def _cells(ev: HistoryEvent) -> tuple:

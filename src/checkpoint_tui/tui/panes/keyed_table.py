@@ -40,6 +40,13 @@ class KeyedTable(DataTable):
         if added and follow:
             self.move_cursor(row=self.row_count - 1)
 
+    def set_titles(self, title: str, subtitle: str | None = None) -> None:
+        """Set border titles only when they change (each set costs a refresh)."""
+        if self.border_title != title:
+            self.border_title = title
+        if subtitle is not None and self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
+
     def reset(self) -> None:
         self.clear()
         self._shown.clear()

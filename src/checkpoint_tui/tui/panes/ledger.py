@@ -24,10 +24,11 @@ class LedgerPane(KeyedTable):
     def apply(self, snap: Snapshot) -> None:
         self.sync((e.id, _cells(e)) for e in snap.effects)
         c = snap.outcome_counts
-        self.border_title = f"ledger · {snap.ledger_rows} rows · duplicates {snap.duplicates}"
-        self.border_subtitle = (
+        self.set_titles(
+            f"ledger · {snap.ledger_rows} rows · duplicates {snap.duplicates}",
             f"applied {c.get('applied', 0)} · skipped {c.get('skipped', 0)} · recovered {c.get('recovered', 0)}"
-            f" · interrupted {c.get('interrupted', 0)} · outbox {snap.outbox_lines} (repeated {snap.outbox_duplicates})"
+            f" · interrupted {c.get('interrupted', 0)}"
+            f" · outbox {snap.outbox_lines} (repeated {snap.outbox_duplicates})",
         )
         self.set_class(snap.duplicates != 0 or snap.outbox_duplicates != 0, "dup-bad")
         self.set_class(snap.duplicates == 0 and snap.outbox_duplicates == 0, "dup-ok")

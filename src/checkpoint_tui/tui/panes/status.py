@@ -37,6 +37,7 @@ class StatusBar(Static):
         super().__init__(id="status")
         self._view: View | None = None
         self.message = "starting: finding the dev server and the worker…"
+        self._shown_text: Text | None = None
 
     def show(self, view: View) -> None:
         self._view = view
@@ -52,7 +53,10 @@ class StatusBar(Static):
         self.refresh_text()
 
     def refresh_text(self) -> None:
-        self.update(render_status(self._view, self.pill, self.message))
+        text = render_status(self._view, self.pill, self.message)
+        if text != self._shown_text:  # an unchanged update would still cost a layout pass
+            self._shown_text = text
+            self.update(text)
 
 
 def render_status(view: View | None, pill: str, message: str) -> Text:

@@ -23,7 +23,7 @@ class TimelinePane(KeyedTable):
         resumed = set(snap.resumed_steps)
         self.sync(((str(s.step), _cells(s, s.step in resumed)) for s in snap.steps), follow=True)
         done = snap.completed_steps
-        self.border_title = f"timeline · {done}/{snap.total_steps} steps" if snap.run_id else "timeline"
+        self.set_titles(f"timeline · {done}/{snap.total_steps} steps" if snap.run_id else "timeline")
 
 
 def _cells(s: StepRow, resumed: bool) -> tuple:
