@@ -82,7 +82,7 @@ async def measure(home, run_id: str, seconds: float, interval: float) -> dict:
         live_apply = [a * 1000 for _, a in ticks]
         await session.cancel()
         with contextlib.suppress(Exception):
-            await session.shutdown(stop_everything=False)
+            await session.shutdown(stop_everything=True)  # the bench leaves nothing running
     total = [(p + a) * 1000 for p, a in steady]
     return {
         "run_id": run_id,
