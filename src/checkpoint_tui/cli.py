@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("run", nargs="?", help="run id (default: the latest)")
     status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
 
-    sub.add_parser("stop", help="stop the worker and the dev server this home started")
+    sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started")
+    sub.add_parser("model-server", help="start (or find) the opt-in local llama.cpp model server; prints its URL")
     return p
 
 
@@ -121,6 +122,11 @@ def _main(argv: list[str] | None) -> int:
             return asyncio.run(_status(settings, args.run, args.as_json))
         if args.command == "stop":
             return _stop(settings)
+        if args.command == "model-server":
+            from checkpoint_tui.ops.modelserver import ensure_model_server
+
+            print(ensure_model_server(settings))
+            return Exit.OK
         from checkpoint_tui.tui.app import run_app
 
         return run_app(settings)

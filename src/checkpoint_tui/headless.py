@@ -12,6 +12,7 @@ from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.store import connect, latest_run_id
 from checkpoint_tui.ops import devserver, workers
+from checkpoint_tui.ops.modelserver import stop_model_server
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.runs import start_run, wait_for_run
@@ -109,5 +110,8 @@ def stop_command(settings: Settings) -> int:
         pid = devserver.stop_devserver(settings)
         if pid is not None:
             stopped.append(f"dev server {pid}")
+    pid = stop_model_server(settings)
+    if pid is not None:
+        stopped.append(f"model server {pid}")
     print("stopped " + ", ".join(stopped) if stopped else "nothing of this home was running")
     return 0
