@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import time
@@ -14,7 +15,7 @@ from checkpoint_tui.config import Settings
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT_DIR = ROOT / "run" / "bench"
+OUT_DIR = Path(os.environ.get("CHECKPOINT_BENCH_DIR") or ROOT / "run" / "bench")
 
 
 def bench_home(name: str, address: str | None) -> Settings:

@@ -30,6 +30,17 @@ def workflow_task_timeout(steps: int) -> timedelta:
     return timedelta(seconds=min(10.0, 2.0 + 0.005 * steps))
 
 
+def agent_input(
+    run_id: str, steps: int, pace: float, model: ModelRef, heartbeat_s: float | None, retry_s: float | None
+) -> AgentInput:
+    inp = AgentInput(run_id, steps, pace, model)
+    if heartbeat_s is not None:
+        inp.heartbeat_timeout_s = heartbeat_s
+    if retry_s is not None:
+        inp.retry_initial_s = retry_s
+    return inp
+
+
 def new_run_id() -> str:
     return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
@@ -41,6 +52,9 @@ async def start_run(
     pace: float = 1.0,
     fault_plan: Sequence[FaultSpec] = (),
     model: ModelRef | None = None,
+    heartbeat_timeout_s: float | None = None,
+    retry_initial_s: float | None = None,
+    task_timeout: timedelta | None = None,
 ) -> str:
     if not 1 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must be between 1 and {MAX_STEPS}")
@@ -57,10 +71,10 @@ async def start_run(
     try:
         await client.start_workflow(
             WORKFLOW_NAME,
-            AgentInput(run_id, steps, pace, model),
+            agent_input(run_id, steps, pace, model, heartbeat_timeout_s, retry_initial_s),
             id=run_id,
             task_queue=settings.task_queue,
-            task_timeout=workflow_task_timeout(steps),
+            task_timeout=task_timeout or workflow_task_timeout(steps),
         )
     except Exception as err:
         finish_run(conn, run_id, "failed", f"could not start the workflow: {err}")

@@ -34,6 +34,12 @@ class AgentInput:
     total_steps: int
     pace: float = 1.0
     model: ModelRef = field(default_factory=ModelRef)
+    # Activity timeouts are inputs (not constants) so bench/resume_latency.py can run a textbook
+    # baseline (5 s heartbeat timeout, 1 s first retry) beside ours on the same server.
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT.total_seconds()
+    retry_initial_s: float = RETRY_INITIAL.total_seconds()
+    # Run mark_step_running / mark_step_completed as local activities (no server round trip each).
+    local_bookkeeping: bool = False
 
 
 @dataclass

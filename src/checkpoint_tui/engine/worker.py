@@ -31,6 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--namespace", default="default")
     p.add_argument("--task-queue", required=True)
     p.add_argument("--identity", required=True)
+    p.add_argument("--sticky-timeout", type=float, default=STICKY_TIMEOUT.total_seconds(), metavar="S")
     p.add_argument("--standby", action="store_true", help="connect, then wait for SIGUSR1 before polling")
     return p.parse_args(argv)
 
@@ -51,7 +52,7 @@ async def run_worker(args: argparse.Namespace) -> None:
         workflows=[AgentLoop],
         activities=acts.all(),
         identity=args.identity,
-        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=args.sticky_timeout),
         graceful_shutdown_timeout=timedelta(seconds=1),
     )
     ready = args.home / "run" / f"ready-{args.identity}"

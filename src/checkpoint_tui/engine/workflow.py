@@ -14,9 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from checkpoint_tui.engine.activities import AgentActivities
     from checkpoint_tui.engine.shared import (
         GUARDRAIL_ERROR,
-        HEARTBEAT_TIMEOUT,
         RETRY_BACKOFF,
-        RETRY_INITIAL,
         RETRY_MAX_ATTEMPTS,
         RETRY_MAX_INTERVAL,
         START_TO_CLOSE,
@@ -31,14 +29,20 @@ with workflow.unsafe.imports_passed_through():
         timer_ms,
     )
 
-RETRY = RetryPolicy(
-    initial_interval=RETRY_INITIAL,
-    backoff_coefficient=RETRY_BACKOFF,
-    maximum_interval=RETRY_MAX_INTERVAL,
-    maximum_attempts=RETRY_MAX_ATTEMPTS,
-    non_retryable_error_types=[GUARDRAIL_ERROR],
-)
-OPTIONS = dict(start_to_close_timeout=START_TO_CLOSE, heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=RETRY)
+
+def activity_options(inp: AgentInput) -> dict:
+    retry = RetryPolicy(
+        initial_interval=timedelta(seconds=inp.retry_initial_s),
+        backoff_coefficient=RETRY_BACKOFF,
+        maximum_interval=max(RETRY_MAX_INTERVAL, timedelta(seconds=inp.retry_initial_s)),
+        maximum_attempts=RETRY_MAX_ATTEMPTS,
+        non_retryable_error_types=[GUARDRAIL_ERROR],
+    )
+    return dict(
+        start_to_close_timeout=START_TO_CLOSE,
+        heartbeat_timeout=timedelta(seconds=inp.heartbeat_timeout_s),
+        retry_policy=retry,
+    )
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -52,6 +56,7 @@ class AgentLoop:
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
+        self._options = activity_options(inp)
         try:
             await self._loop(inp)
         except ActivityError as err:
@@ -72,30 +77,38 @@ class AgentLoop:
         for step in range(1, inp.total_steps + 1):
             self._step = step
             step_input = StepInput(inp.run_id, step, inp.total_steps)
-            await workflow.execute_activity_method(AgentActivities.mark_step_running, step_input, **OPTIONS)
+            await self._bookkeeping(inp, AgentActivities.mark_step_running, step_input)
             out = await workflow.execute_activity_method(
                 AgentActivities.llm,
                 LlmInput(inp.run_id, step, inp.total_steps, inp.pace, previous_note, inp.model),
-                **OPTIONS,
+                **self._options,
             )
             decision = out.decision
             tool_result = None
             if decision.action == "compute":
                 tool_result = await workflow.execute_activity_method(
-                    AgentActivities.tool, ToolInput(inp.run_id, step, decision.args["expression"]), **OPTIONS
+                    AgentActivities.tool, ToolInput(inp.run_id, step, decision.args["expression"]), **self._options
                 )
             await workflow.execute_activity_method(
                 AgentActivities.effect,
                 EffectInput(inp.run_id, workflow_id, step, inp.total_steps, decision, tool_result),
-                **OPTIONS,
+                **self._options,
             )
-            await workflow.execute_activity_method(AgentActivities.mark_step_completed, step_input, **OPTIONS)
+            await self._bookkeeping(inp, AgentActivities.mark_step_completed, step_input)
             previous_note = decision.args.get("text") or f"{decision.args.get('expression')} = {tool_result}"
             pause = timer_ms(step, inp.pace)
             if pause > 0 and step < inp.total_steps:
                 await workflow.sleep(timedelta(milliseconds=pause))
 
+    async def _bookkeeping(self, inp: AgentInput, method, step_input: StepInput) -> None:
+        if inp.local_bookkeeping:
+            await workflow.execute_local_activity_method(
+                method, step_input, start_to_close_timeout=START_TO_CLOSE, retry_policy=self._options["retry_policy"]
+            )
+        else:
+            await workflow.execute_activity_method(method, step_input, **self._options)
+
     async def _finish(self, inp: AgentInput, status: str, error: str | None) -> None:
         await workflow.execute_activity_method(
-            AgentActivities.finish_run, FinishInput(inp.run_id, status, error), **OPTIONS
+            AgentActivities.finish_run, FinishInput(inp.run_id, status, error), **self._options
         )

@@ -61,6 +61,7 @@ class Supervisor:
         spare: bool = True,
         assist: bool = True,
         respawn: bool = True,
+        worker_args: tuple[str, ...] = (),
     ) -> None:
         self.settings = settings
         self.address = address
@@ -68,6 +69,7 @@ class Supervisor:
         self.use_spare = spare
         self.assist = assist
         self.respawn = respawn
+        self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
         self.active: WorkerProc | None = None
         self.spare: WorkerProc | None = None
         self.state = "starting"  # running | worker-dead | respawning | stopped
@@ -115,7 +117,7 @@ class Supervisor:
                 self.active = spare
                 record_worker_event(conn, "promote", spare.pid, spare.name, detail="spare promoted at start")
             else:
-                self.active = workers.spawn(self.settings, self.address, "active")
+                self.active = workers.spawn(self.settings, self.address, "active", self.worker_args)
                 record_worker_event(conn, "spawn", self.active.pid, self.active.name, detail="active worker")
         if self.use_spare and self.owner:
             self._ensure_spare()
@@ -131,7 +133,7 @@ class Supervisor:
             self.spare = existing
             record_worker_event(conn, "adopt", existing.pid, existing.name, detail="spare adopted")
             return
-        self.spare = workers.spawn(self.settings, self.address, "spare")
+        self.spare = workers.spawn(self.settings, self.address, "spare", self.worker_args)
         record_worker_event(conn, "spawn", self.spare.pid, self.spare.name, detail="warm spare (standby)")
 
     # --- kill ------------------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class Supervisor:
             if spare is not None and spare.alive():
                 workers.stop(self.settings, spare)  # not ready yet: a fresh active is as quick
             self.spare = None
-            self.active = workers.spawn(self.settings, self.address, "active")
+            self.active = workers.spawn(self.settings, self.address, "active", self.worker_args)
             new = self.active
             record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")
         self.state = "running"

@@ -70,7 +70,7 @@ def new_name() -> str:
     return f"w-{secrets.token_hex(3)}@{socket.gethostname()}"
 
 
-def spawn(settings: Settings, address: str, role: str = "active") -> WorkerProc:
+def spawn(settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = ()) -> WorkerProc:
     settings.ensure_dirs()
     name = new_name()
     cmd = [
@@ -88,6 +88,7 @@ def spawn(settings: Settings, address: str, role: str = "active") -> WorkerProc:
         "--identity",
         name,
     ]
+    cmd += list(extra_args)
     if role == "spare":
         cmd.append("--standby")
     with open(settings.run_dir / "worker.log", "ab") as log:

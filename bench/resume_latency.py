@@ -1,0 +1,140 @@
+"""Resume latency after SIGKILL, four ways, in one invocation on one dev server:
+
+  baseline   textbook settings: heartbeat timeout 5 s, first retry 1 s, SDK sticky timeout 10 s,
+             workflow task timeout 10 s, no supervisor assistance (the replacement is spawned at once)
+  tuned      our timeouts (heartbeat 2 s, retry 100 ms, sticky 1 s, short task timeout), no assistance
+  assisted   tuned + the supervisor fails the dead worker's activities by id and resets the sticky queue
+  spare      assisted + a warm spare promoted instead of a cold start
+
+    .venv/bin/python bench/resume_latency.py [--steps 24] [--kills 10] [--pace 0.3] [--temporal-address H:P]
+
+Kills are `kill_at` faults: the supervisor SIGKILLs the worker while that step's model call is in
+flight. Latencies come from durable timestamps (worker_events + activity_log). For each mode: min /
+median / max of kill -> killed step restarts and of the next-step stall (kill -> next step starts,
+minus the step's own work and timer), and each median's ratio to the baseline's. For context only:
+the TypeScript predecessor measured ~12 s kill -> next step."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import bench_home, connect, summary, write_result  # noqa: E402
+from checkpoint_tui.config import Settings  # noqa: E402
+from checkpoint_tui.engine.shared import timer_ms  # noqa: E402
+from checkpoint_tui.ledger.faults import FaultSpec  # noqa: E402
+from checkpoint_tui.ledger.latency import measure  # noqa: E402
+from checkpoint_tui.ledger.store import connect as db  # noqa: E402
+from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
+from checkpoint_tui.runs import start_run, wait_for_run  # noqa: E402
+
+MODES = {
+    "baseline": dict(assist=False, spare=False, worker_args=("--sticky-timeout", "10"), heartbeat=5.0, retry=1.0,
+                     task_timeout=timedelta(seconds=10)),
+    "tuned": dict(assist=False, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
+    "assisted": dict(assist=True, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
+    "spare": dict(assist=True, spare=True, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
+}  # fmt: skip
+
+
+async def run_mode(name: str, address: str, steps: int, kills: int, pace: float) -> dict:
+    cfg = MODES[name]
+    home = bench_home(f"resume-{name}", address)
+    _, client = await connect(home)
+    sup = Supervisor(home, address, client, assist=cfg["assist"], spare=cfg["spare"], worker_args=cfg["worker_args"])
+    assert sup.acquire(), f"another supervisor owns {home.home}"
+    sup.ensure_worker()
+    await wait_ready(home, sup)
+    watch = asyncio.create_task(sup.run())
+    kill_steps = [round(2 + i * (steps - 3) / max(1, kills - 1)) for i in range(kills)]
+    started = time.monotonic()
+    try:
+        run_id = await start_run(
+            home, client, steps, pace, [FaultSpec("kill_at", s) for s in sorted(set(kill_steps))],
+            heartbeat_timeout_s=cfg["heartbeat"], retry_initial_s=cfg["retry"], task_timeout=cfg["task_timeout"],
+        )  # fmt: skip
+        status = await wait_for_run(home, client, run_id, timeout=1800)
+    finally:
+        await sup.stop(stop_workers=True)
+        watch.cancel()
+    return {"mode": name, "status": status, "wall_s": time.monotonic() - started, **figures(home, run_id, pace)}
+
+
+async def wait_ready(home: Settings, sup: Supervisor) -> None:
+    while any(w is not None and not w.ready(home) for w in (sup.active, sup.spare)):
+        await asyncio.sleep(0.05)
+
+
+def figures(home: Settings, run_id: str, pace: float) -> dict:
+    conn = db(home.db_path)
+    kills = conn.execute("SELECT * FROM worker_events WHERE run_id = ? AND event = 'kill'", (run_id,)).fetchall()
+    killed = {k["step"] for k in kills}
+    work = statistics.median(
+        r[0]
+        for r in conn.execute(
+            "SELECT ended_at - started_at FROM steps WHERE run_id = ? AND ended_at IS NOT NULL", (run_id,)
+        )
+        if r[0] is not None
+    )  # the step's own work, measured on this run (kills inflate only a few of the steps)
+    restart, stall = [], []
+    for k in kills:
+        lat = measure(conn, run_id, k["at"], k["pid"], k["step"])
+        if lat.restart_s is not None:
+            restart.append(lat.restart_s)
+        if lat.next_step_s is not None:
+            stall.append(max(0.0, lat.next_step_s - work - timer_ms(k["step"] or 0, pace) / 1000))
+    return {"kills": len(kills), "killed_steps": sorted(killed), "step_work_s": work,
+            "restart_s": summary(restart), "next_step_stall_s": summary(stall)}  # fmt: skip
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=24)
+    p.add_argument("--kills", type=int, default=10)
+    p.add_argument("--pace", type=float, default=0.3)
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--temporal-address")
+    args = p.parse_args()
+    server_home = bench_home("resume-server", args.temporal_address)
+    address, _ = await connect(server_home)
+    results = [await run_mode(m, address, args.steps, args.kills, args.pace) for m in args.modes.split(",")]
+    base = next((r for r in results if r["mode"] == "baseline"), None)
+    print(f"{'mode':<10} {'kills':>5}  {'restart min/median/max (s)':<28} {'ratio':>6}  "
+          f"{'next-step stall min/median/max (s)':<36} {'ratio':>6}  status")  # fmt: skip
+    for r in results:
+        rs, ns = r["restart_s"], r["next_step_stall_s"]
+        r["restart_ratio_to_baseline"] = ratio(rs["median"], base and base["restart_s"]["median"])
+        r["stall_ratio_to_baseline"] = ratio(ns["median"], base and base["next_step_stall_s"]["median"])
+        print(f"{r['mode']:<10} {r['kills']:>5}  {triple(rs):<28} {fmt(r['restart_ratio_to_baseline']):>6}  "
+              f"{triple(ns):<36} {fmt(r['stall_ratio_to_baseline']):>6}  {r['status']}")  # fmt: skip
+    print("for context: the TypeScript predecessor measured ~12 s kill -> next step")
+    path = write_result("resume_latency", {"args": vars(args), "results": results})
+    print(f"wrote {path}")
+    if args.temporal_address is None:
+        from checkpoint_tui.ops.devserver import stop_devserver
+
+        stop_devserver(server_home)
+
+
+def ratio(value: float | None, base: float | None) -> float | None:
+    return None if value is None or not base else value / base
+
+
+def triple(s: dict) -> str:
+    return "—" if s["median"] is None else f"{s['min']:.2f} / {s['median']:.2f} / {s['max']:.2f}"
+
+
+def fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.stdout.flush()
+    __import__("os")._exit(0)

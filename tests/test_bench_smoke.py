@@ -1,0 +1,43 @@
+"""The benchmark scripts still run (tiny sizes, against the session's dev server). Not measurements."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def run_bench(script: str, *args: str, out: Path, address: str) -> dict:
+    env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(out)}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), "--temporal-address", address, *args],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads((out / f"{Path(script).stem}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "script,args",
+    [
+        ("step_overhead.py", ["--steps", "4", "--repeats", "1"]),
+        ("resume_latency.py", ["--steps", "6", "--kills", "2", "--modes", "tuned,spare"]),
+        ("tui_tick.py", ["--steps", "4", "--seconds", "1"]),
+    ],
+)
+def test_bench_script_runs(script, args, tmp_path, temporal_address):
+    result = run_bench(script, *args, out=tmp_path, address=temporal_address)
+    assert result["machine"]["cores"] >= 1
+    if script == "resume_latency.py":
+        assert [r["mode"] for r in result["results"]] == ["tuned", "spare"]
+        assert all(r["status"] == "COMPLETED" and r["kills"] == 2 for r in result["results"])
+    elif script == "step_overhead.py":
+        assert set(result["median_steps_per_s"]) == {"bare", "agent", "agent_local_bookkeeping"}
+    else:
+        assert result["tick_ms"]["n"] >= 1 and result["rows"]["#timeline"] == 4
