@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
 
     sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started")
+    sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM")
+    chaos = sub.add_parser("chaos", help="a seeded schedule of SIGKILLs of every process, then Jepsen-style counts")
+    chaos.add_argument("--seed", type=int, default=1)
+    chaos.add_argument("--steps", type=_positive_int, default=30)
+    chaos.add_argument("--kills", type=_positive_int, default=8)
+    chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
     sub.add_parser("model-server", help="start (or find) the opt-in local llama.cpp model server; prints its URL")
     return p
 
@@ -122,6 +128,15 @@ def _main(argv: list[str] | None) -> int:
             return asyncio.run(_status(settings, args.run, args.as_json))
         if args.command == "stop":
             return _stop(settings)
+        if args.command == "supervise":
+            from checkpoint_tui.headless import supervise_command
+
+            return asyncio.run(supervise_command(settings))
+        if args.command == "chaos":
+            from checkpoint_tui.chaos import chaos_command
+
+            json_out = Path(args.chaos_json) if args.chaos_json else None
+            return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out))
         if args.command == "model-server":
             from checkpoint_tui.ops.modelserver import ensure_model_server
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import Sequence
 
 from checkpoint_tui.config import Settings
@@ -114,4 +115,27 @@ def stop_command(settings: Settings) -> int:
     if pid is not None:
         stopped.append(f"model server {pid}")
     print("stopped " + ", ".join(stopped) if stopped else "nothing of this home was running")
+    return 0
+
+
+async def supervise_command(settings: Settings) -> int:
+    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server)."""
+    settings.ensure_dirs()
+    address, _ = resolve_address(settings)
+    client = await connect_client(settings, address)
+    sup = Supervisor(settings, address, client)
+    if not sup.acquire():
+        raise UserFacingError(f"another supervisor already owns {settings.home}")
+    worker = sup.ensure_worker()
+    print(f"supervising {settings.home}: worker {worker.pid}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    watch = asyncio.create_task(sup.run())
+    await stop.wait()
+    await sup.stop(stop_workers=False)  # the worker keeps running; the next supervisor adopts it
+    watch.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watch
     return 0

@@ -141,8 +141,14 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
 
 
 def _ports(previous: dict | None) -> tuple[int, int]:
-    if previous and port_is_free(previous["port"]) and port_is_free(previous["ui_port"]):
-        return previous["port"], previous["ui_port"]
+    """The recorded ports when they can be had (workers and clients reconnect to the same address);
+    a server killed a moment ago may hold them for a little while."""
+    if previous:
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            if port_is_free(previous["port"]) and port_is_free(previous["ui_port"]):
+                return previous["port"], previous["ui_port"]
+            time.sleep(0.1)
     port = free_port()
     ui_port = free_port()
     while ui_port == port:

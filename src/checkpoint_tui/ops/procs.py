@@ -128,7 +128,9 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """Free to listen on, as a server would bind it (SO_REUSEADDR: TIME_WAIT does not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -29,7 +29,7 @@ from checkpoint_tui.config import Settings
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.latency import in_flight_step, measure, running_run
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import workers
+from checkpoint_tui.ops import devserver, workers
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.workers import WorkerProc
 
@@ -77,6 +77,8 @@ class Supervisor:
         self._killed_pids: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
+        self._ticks = 0
+        self.temporal_restarts = 0
 
     # --- ownership -------------------------------------------------------------------------------
 
@@ -181,6 +183,9 @@ class Supervisor:
                 await asyncio.wait_for(self._stop.wait(), TICK_S)
 
     async def tick(self) -> None:
+        self._ticks += 1
+        if self.settings.embedded and self.owner and self._ticks % 5 == 0:
+            await self._watch_devserver()
         worker = self.active
         if worker is None:
             return
@@ -200,6 +205,29 @@ class Supervisor:
         if self.use_spare and self.owner and self.spare is not None and not self.spare.alive():
             self.spare = None
             self._ensure_spare()
+
+    async def _watch_devserver(self) -> None:
+        """The home's dev server is ours: if it died, start it again on the same ports and database.
+        Workers and clients reconnect by themselves; the run continues from persisted history."""
+        ident, rec = devserver.recorded(self.settings)
+        if ident is not None or rec is None:
+            return
+        died_at = time.time()
+        previous = self.state
+        self.state = "temporal-down"
+        conn = connect(self.settings.db_path)
+        record_worker_event(conn, "temporal-died", rec["identity"]["pid"], None, detail=rec.get("address"), at=died_at)
+        try:
+            server = await asyncio.to_thread(devserver.ensure_devserver, self.settings)
+        except Exception as err:  # UserFacingError and friends: say so, retry on a later tick
+            record_worker_event(conn, "temporal-restart-failed", None, None, detail=str(err))
+            return
+        self.temporal_restarts += 1
+        record_worker_event(
+            conn, "temporal-restart", server.pid, None,
+            detail=f"{server.address} back after {time.time() - died_at:.2f} s",
+        )  # fmt: skip
+        self.state = previous if previous != "temporal-down" else "running"
 
     async def _fire_kill_faults(self, worker: WorkerProc) -> None:
         conn = connect(self.settings.db_path)

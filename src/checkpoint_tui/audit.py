@@ -1,0 +1,100 @@
+"""Jepsen-style counts for a run, computed only from durable data: the ledger (SQLite), the artifact
+files and the workflow status in Temporal. Used by `chaos`; any lost, duplicated or missing step is a
+failure."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+
+from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger.effects import KINDS, effect_id, outbox_path, step_file
+
+
+@dataclass
+class Audit:
+    run_id: str
+    workflow_status: str | None
+    total_steps: int
+    claims_attempted: int = 0
+    applied: int = 0
+    skipped: int = 0
+    recovered: int = 0
+    interrupted: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    step_gaps: list[int] = field(default_factory=list)
+    lost_detail: list[str] = field(default_factory=list)
+    duplicated_detail: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.workflow_status == "COMPLETED" and self.lost == 0 and self.duplicated == 0 and not self.step_gaps
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+def audit_run(conn: sqlite3.Connection, settings: Settings, run_id: str, workflow_status: str | None) -> Audit:
+    total = conn.execute("SELECT total_steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()["total_steps"]
+    a = Audit(run_id, workflow_status, total)
+    for r in conn.execute(
+        "SELECT COALESCE(outcome, 'interrupted') AS o, COUNT(*) AS n FROM effect_outcomes WHERE run_id = ? GROUP BY o",
+        (run_id,),
+    ):
+        setattr(a, r["o"], r["n"])
+        a.claims_attempted += r["n"]
+
+    done = {r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,))}
+    a.step_gaps = [s for s in range(1, total + 1) if s not in done]
+
+    effects = {r["id"]: r for r in conn.execute("SELECT * FROM effects WHERE run_id = ?", (run_id,))}
+    dup_ids = conn.execute("SELECT COUNT(*) - COUNT(DISTINCT id) FROM effects WHERE run_id = ?", (run_id,)).fetchone()[
+        0
+    ]
+    if dup_ids:
+        a.duplicated_detail.append(f"{dup_ids} duplicate effect ids")
+    outbox = _outbox_ids(settings, run_id)
+    notes: dict[str, int] = {}
+    for r in conn.execute("SELECT effect_id, COUNT(*) AS n FROM notes WHERE run_id = ? GROUP BY effect_id", (run_id,)):
+        notes[r["effect_id"]] = r["n"]
+
+    for step in range(1, total + 1):
+        for kind in KINDS:
+            eid = effect_id(run_id, step, kind)
+            row = effects.get(eid)
+            if row is None or row["applied_at"] is None:
+                a.lost_detail.append(f"{eid}: no stamped ledger row")
+                continue
+            if kind == "file":
+                path = step_file(settings.artifacts_dir, run_id, step)
+                if not path.exists() or path.read_bytes() != row["payload"].encode():
+                    a.lost_detail.append(f"{eid}: file bytes differ from the payload")
+            elif kind == "email":
+                count = outbox.get(eid, 0)
+                if count == 0:
+                    a.lost_detail.append(f"{eid}: outbox line missing")
+                elif count > 1:
+                    a.duplicated_detail.append(f"{eid}: {count} outbox lines")
+            else:
+                count = notes.get(eid, 0)
+                if count == 0:
+                    a.lost_detail.append(f"{eid}: notes row missing")
+                elif count > 1:
+                    a.duplicated_detail.append(f"{eid}: {count} notes rows")
+    a.lost = len(a.lost_detail)
+    a.duplicated = len(a.duplicated_detail) + dup_ids
+    if dup_ids:
+        a.duplicated_detail.append(f"{dup_ids} duplicate effect ids")
+    return a
+
+
+def _outbox_ids(settings: Settings, run_id: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    path = outbox_path(settings.artifacts_dir, run_id)
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line:
+                eid = line.split("\t", 1)[0]
+                counts[eid] = counts.get(eid, 0) + 1
+    return counts
