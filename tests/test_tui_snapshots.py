@@ -69,3 +69,13 @@ async def test_markup_in_model_output_is_literal():
         # history attributes with brackets are literal too
         history = app.query_one("#history")
         assert history.row_count > 0
+
+
+async def test_comparison_view_shows_counts():
+    app = make_app(running_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("v")
+        await pilot.pause(0.1)
+        text = str(app.screen.query_one("#comparison").render())
+        assert "naive loop" in text and "emails sent   9 · sent twice  3" in text
+        assert "durable run" in text and "ledger duplicates 0" in text

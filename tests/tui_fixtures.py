@@ -44,6 +44,11 @@ class FixedSession:
     def view_run(self, run_id: str) -> None:
         return None
 
+    def comparison(self):
+        from checkpoint_tui.compare import Comparison, Side
+
+        return Comparison(6, 3, Side("naive-x", 9, 3, 3, None), Side(RUN, 6, 0, 0, 0))
+
     async def shutdown(self, stop_everything: bool = False) -> None:
         return None
 

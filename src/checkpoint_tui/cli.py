@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--steps", type=_positive_int, default=30)
     chaos.add_argument("--kills", type=_positive_int, default=8)
     chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
+    compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
+    compare.add_argument("--steps", type=_positive_int, default=6)
+    compare.add_argument("--kill-at", type=_positive_int, default=3, help="kill right after this step's email")
     sub.add_parser("model-server", help="start (or find) the opt-in local llama.cpp model server; prints its URL")
     return p
 
@@ -137,6 +140,10 @@ def _main(argv: list[str] | None) -> int:
 
             json_out = Path(args.chaos_json) if args.chaos_json else None
             return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out))
+        if args.command == "compare":
+            from checkpoint_tui.compare import compare_command
+
+            return asyncio.run(compare_command(settings, args.steps, args.kill_at))
         if args.command == "model-server":
             from checkpoint_tui.ops.modelserver import ensure_model_server
 

@@ -167,6 +167,17 @@ class LabSession:
         )
         return [dict(r) for r in rows]
 
+    def comparison(self):
+        """The latest naive-vs-durable comparison, counted now from the outbox files and SQLite."""
+        from checkpoint_tui.compare import read_comparison
+
+        return read_comparison(self.settings)
+
+    async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None:
+        from checkpoint_tui.compare import compare_command
+
+        await compare_command(self.settings, steps, kill_step)
+
     def view_run(self, run_id: str) -> None:
         self.run_id = run_id  # the next poll sees a new run and delivers it whole
 

@@ -28,7 +28,7 @@ from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.workers import WorkerEventsPane
-from checkpoint_tui.tui.screens import FaultScreen, HelpScreen, NewRunScreen, RunsScreen
+from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
 
 POLL_INTERVAL_S = 0.5
 
@@ -63,6 +63,7 @@ class CheckpointApp(App[int]):
         Binding("c", "cancel_run", "Cancel", id="cancel-run"),
         Binding("f", "faults", "Faults", id="faults"),
         Binding("r", "runs", "Runs", id="runs"),
+        Binding("v", "compare", "Naive vs durable", id="compare"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
         Binding("q", "quit_keep", "Quit", id="quit"),
@@ -207,6 +208,9 @@ class CheckpointApp(App[int]):
 
         self.push_screen(FaultScreen(), planned)
 
+    def action_compare(self) -> None:
+        self.push_screen(ComparisonScreen(self.session))
+
     def action_runs(self) -> None:
         def chosen(run_id: str | None) -> None:
             if run_id:
@@ -231,6 +235,9 @@ class CheckpointApp(App[int]):
         yield SystemCommand("Cancel run", "Cancel the viewed run", self.action_cancel_run)
         yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", self.action_faults)
         yield SystemCommand("Runs", "Switch the viewed run", self.action_runs)
+        yield SystemCommand(
+            "Naive vs durable", "The same kill applied to a naive loop and a durable run", self.action_compare
+        )
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +23,7 @@ HELP = """\
   c        cancel the viewed run
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
+  v        naive loop vs durable run under the same kill (counts from the outbox files and SQLite)
   tab      cycle panes
   ? / F1   this help
   ctrl+p   command palette (the same actions)
@@ -142,3 +144,61 @@ class RunsScreen(ModalScreen[str | None]):
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+
+class ComparisonScreen(ModalScreen[None]):
+    """Naive loop vs durable loop under the same kill; counts re-read from files and SQLite each second."""
+
+    BINDINGS = [Binding("escape,q,v", "dismiss", "Close")]
+
+    def __init__(self, session) -> None:
+        super().__init__()
+        self.session = session
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static("", id="comparison")
+            with Horizontal():
+                yield Button("Run a comparison (6 steps, kill after step 3's email)", variant="primary", id="run")
+                yield Button("Close", id="close")
+
+    def on_mount(self) -> None:
+        self.refresh_counts()
+        self.set_interval(1.0, self.refresh_counts)
+
+    def refresh_counts(self) -> None:
+        c = self.session.comparison()
+        if c is None:
+            text = "No comparison yet. Run one: the same task in a naive in-memory loop and as a durable run,\n"
+            text += "each SIGKILLed right after an email went out, then restarted."
+        else:
+            lines = [
+                f"Same task ({c.steps} steps), same SIGKILL right after step {c.kill_step}'s email, then a restart",
+                "",
+            ]
+            for name, side in (("naive loop", c.naive), ("durable run", c.durable)):
+                ledger = (
+                    "no ledger" if side.ledger_duplicates is None else f"ledger duplicates {side.ledger_duplicates}"
+                )
+                lines.append(
+                    f"{name:<12} emails sent {side.emails:>3} · sent twice {side.repeated:>2} · "
+                    f"notes repeated {side.notes_repeated:>2} · {ledger}"
+                )
+            text = "\n".join(lines)
+        self.query_one("#comparison", Static).update(Text(text))
+
+    @on(Button.Pressed, "#close")
+    def close(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#run")
+    def run_comparison(self) -> None:
+        self.query_one("#run", Button).disabled = True
+        self.run_worker(self._run(), exclusive=True, exit_on_error=False)
+
+    async def _run(self) -> None:
+        try:
+            await self.session.run_comparison()
+        finally:
+            self.query_one("#run", Button).disabled = False
+            self.refresh_counts()

@@ -1,0 +1,51 @@
+"""The naive loop: the same agent task and the same effect functions, but progress lives in memory and
+there is no ledger. Kill it and restart it and it does the work again (the lesson of the durable
+version). Run as a child process: `python -m checkpoint_tui.naive --home H --run R --steps N --pace P`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from checkpoint_tui.engine.payloads import PAYLOAD_BUILDERS
+from checkpoint_tui.engine.shared import EffectInput, timer_ms
+from checkpoint_tui.engine.tools import evaluate_arithmetic
+from checkpoint_tui.ledger.effects import KINDS, EffectSpec, physical_for
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.model.offline import offline_decision
+
+
+def naive_loop(home: Path, run_id: str, steps: int, pace: float) -> None:
+    conn = connect(home / "run" / "checkpoint.db")
+    artifacts = home / "artifacts"
+    completed: list[int] = []  # the only record of progress: gone with the process
+    previous = None
+    for step in range(1, steps + 1):
+        decision, _tokens, _raw = offline_decision(run_id, step, steps, previous)
+        tool = evaluate_arithmetic(decision.args["expression"]) if decision.action == "compute" else None
+        inp = EffectInput(run_id, run_id, step, steps, decision, tool)
+        for kind in KINDS:  # draft (file), note (db), send the email (outbox) — no claim, no stamp
+            spec = EffectSpec(run_id, step, kind, PAYLOAD_BUILDERS[kind](inp), 1, os.getpid(), run_id)
+            physical_for(kind, conn, artifacts)(spec, False)
+        completed.append(step)  # "mark complete", in memory
+        print(f"naive {run_id}: step {step} done", flush=True)
+        previous = decision.args.get("text") or f"{decision.args.get('expression')} = {tool}"
+        time.sleep(timer_ms(step, pace) / 1000)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="checkpoint_tui.naive", description=__doc__)
+    p.add_argument("--home", type=Path, required=True)
+    p.add_argument("--run", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--pace", type=float, default=0.3)
+    a = p.parse_args()
+    naive_loop(a.home, a.run, a.steps, a.pace)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
