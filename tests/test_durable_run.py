@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
-from checkpoint_tui.headless import wait_for_run
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.runs import start_run
+from checkpoint_tui.runs import start_run, wait_for_run
 from checkpoint_tui.snapshot import build_snapshot
 
 
@@ -26,7 +26,8 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
     assert all(s.status == "completed" and s.worker_pid for s in snap.steps)
     assert snap.outcome_counts["applied"] == 36
 
-    # The recorded history replays against the current workflow code without nondeterminism.
+    # The recorded history (the last execution of the continue-as-new chain) replays against the
+    # current workflow code without nondeterminism.
     replay = subprocess.run(
         [sys.executable, "-m", "checkpoint_tui.engine.replay", "--address", temporal_address, run_id],
         capture_output=True,
@@ -35,3 +36,31 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
     )
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "no nondeterminism" in replay.stdout
+
+
+async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):
+    """steps_per_run=4: a 10-step run is three executions; the ledger and the history reader span them."""
+    from checkpoint_tui.engine.shared import AgentInput
+    from checkpoint_tui.ledger.store import create_run
+    from checkpoint_tui.snapshot import HistoryFollower
+
+    conn = connect(home.db_path)
+    run_id = "run-can-test"
+    create_run(conn, run_id, 10, 0.0, "offline", home.task_queue)
+    handle = await client.start_workflow(
+        "AgentLoop", AgentInput(run_id, 10, 0.0, steps_per_run=4), id=run_id, task_queue=home.task_queue
+    )
+    assert await wait_for_run(home, client, run_id, timeout=120) == "COMPLETED"
+    snap = build_snapshot(conn, home, run_id)
+    assert (snap.completed_steps, snap.ledger_rows, snap.duplicates, snap.outbox_lines) == (10, 30, 0, 10)
+
+    follower = HistoryFollower(client, run_id, handle.result_run_id)
+    follower.ensure_following()
+    for _ in range(200):
+        if follower.caught_up:
+            break
+        await asyncio.sleep(0.05)
+    events = follower.drain()
+    assert [e.segment for e in events if e.name == "WORKFLOW_EXECUTION_STARTED"] == [0, 1, 2]
+    assert sum(e.name == "WORKFLOW_EXECUTION_CONTINUED_AS_NEW" for e in events) == 2
+    assert events[-1].name == "WORKFLOW_EXECUTION_COMPLETED"

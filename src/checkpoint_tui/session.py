@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -84,7 +86,12 @@ class LabSession:
         if run_id is not None and self.client is not None:
             snap.workflow_status = await self._workflow_status(run_id)
             if self._history is None:
-                self._history = HistoryFollower(self.client, run_id)
+                row = (
+                    connect(self.settings.db_path)
+                    .execute("SELECT first_execution FROM runs WHERE run_id = ?", (run_id,))
+                    .fetchone()
+                )
+                self._history = HistoryFollower(self.client, run_id, row["first_execution"] if row else None)
             self._history.ensure_following()
             history = self._history.drain()
         sup = self.supervisor
@@ -177,6 +184,21 @@ class LabSession:
         from checkpoint_tui.compare import compare_command
 
         await compare_command(self.settings, steps, kill_step)
+
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict:
+        """A chaos schedule in a home of its own (run/chaos): it kills a supervisor and the dev server,
+        which must not be this app's. Returns the report chaos wrote to disk."""
+        chaos_home = self.settings.run_dir / "chaos"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "checkpoint_tui", "--home", str(chaos_home), "chaos",
+            "--seed", str(seed), "--steps", str(steps), "--kills", str(kills),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        await proc.wait()
+        report = chaos_home / "run" / f"chaos-seed{seed}.json"
+        if not report.exists():
+            raise RuntimeError(f"chaos wrote no report (exit {proc.returncode}); see {chaos_home / 'run'}")
+        return json.loads(report.read_text())
 
     def view_run(self, run_id: str) -> None:
         self.run_id = run_id  # the next poll sees a new run and delivers it whole

@@ -74,6 +74,11 @@ class HistoryEvent:
     time: float
     name: str
     attrs: str
+    segment: int = 0  # which execution of the continue-as-new chain (0 = the first)
+
+    @property
+    def key(self) -> str:
+        return f"{self.segment}:{self.event_id}"
 
 
 @dataclass
@@ -320,9 +325,11 @@ class HistoryFollower:
     """Follows a run's Temporal history with a long poll (wait_new_event), so each event is fetched
     once; `drain()` hands over what arrived since the last call."""
 
-    def __init__(self, client: Client, run_id: str, keep: int = 2000) -> None:
+    def __init__(self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000) -> None:
         self.client = client
         self.run_id = run_id
+        self.execution = first_execution  # the Temporal run being read; None: the latest
+        self.segment = 0
         self.last_event_id = 0
         self._buffer: deque[HistoryEvent] = deque(maxlen=keep)  # a viewer shows the newest `keep` at most
         self._task: asyncio.Task | None = None
@@ -336,12 +343,20 @@ class HistoryFollower:
             self._task = asyncio.create_task(self._follow())
 
     async def _follow(self) -> None:
-        handle = self.client.get_workflow_handle(self.run_id)
-        async for ev in handle.fetch_history_events(page_size=1000, wait_new_event=True):
-            if ev.event_id <= self.last_event_id:
-                continue
-            self._buffer.append(to_history_event(ev))
-            self.last_event_id = ev.event_id
+        """Read each execution of the chain to its end; a continue-as-new event names the next one."""
+        while True:
+            handle = self.client.get_workflow_handle(self.run_id, run_id=self.execution)
+            next_execution = None
+            async for ev in handle.fetch_history_events(page_size=1000, wait_new_event=True):
+                if ev.event_id <= self.last_event_id:
+                    continue
+                self._buffer.append(to_history_event(ev, self.segment))
+                self.last_event_id = ev.event_id
+                if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
+                    next_execution = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if next_execution is None:
+                break
+            self.execution, self.segment, self.last_event_id = next_execution, self.segment + 1, 0
         self.error = None
 
     def drain(self) -> list[HistoryEvent]:
@@ -361,13 +376,13 @@ class HistoryFollower:
                 await self._task
 
 
-def to_history_event(ev) -> HistoryEvent:
+def to_history_event(ev, segment: int = 0) -> HistoryEvent:
     name = EventType.Name(ev.event_type).removeprefix("EVENT_TYPE_")
     attr_field = ev.WhichOneof("attributes")
     attrs = ""
     if attr_field:
         attrs = _short_attrs(name, getattr(ev, attr_field))
-    return HistoryEvent(ev.event_id, ev.event_time.ToSeconds() + ev.event_time.nanos / 1e9, name, attrs)
+    return HistoryEvent(ev.event_id, ev.event_time.ToSeconds() + ev.event_time.nanos / 1e9, name, attrs, segment)
 
 
 def _short_attrs(name: str, attrs) -> str:

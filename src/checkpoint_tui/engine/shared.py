@@ -40,6 +40,11 @@ class AgentInput:
     retry_initial_s: float = RETRY_INITIAL.total_seconds()
     # Run mark_step_running / mark_step_completed as local activities (no server round trip each).
     local_bookkeeping: bool = False
+    # Continue-as-new every `steps_per_run` steps: a replacement worker replays at most that many
+    # steps of history (replay costs ~15-30 ms a step here), so failover stays fast on long runs.
+    steps_per_run: int = 25
+    start_step: int = 1
+    previous_note: str | None = None
 
 
 @dataclass

@@ -4,6 +4,7 @@ the pause between steps is derived from the step index."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
@@ -73,8 +74,8 @@ class AgentLoop:
 
     async def _loop(self, inp: AgentInput) -> None:
         workflow_id = workflow.info().workflow_id
-        previous_note: str | None = None
-        for step in range(1, inp.total_steps + 1):
+        previous_note = inp.previous_note
+        for step in range(inp.start_step, inp.total_steps + 1):
             self._step = step
             step_input = StepInput(inp.run_id, step, inp.total_steps)
             await self._bookkeeping(inp, AgentActivities.mark_step_running, step_input)
@@ -99,6 +100,8 @@ class AgentLoop:
             pause = timer_ms(step, inp.pace)
             if pause > 0 and step < inp.total_steps:
                 await workflow.sleep(timedelta(milliseconds=pause))
+            if step < inp.total_steps and step - inp.start_step + 1 >= max(1, inp.steps_per_run):
+                workflow.continue_as_new(replace(inp, start_step=step + 1, previous_note=previous_note))
 
     async def _bookkeeping(self, inp: AgentInput, method, step_input: StepInput) -> None:
         if inp.local_bookkeeping:

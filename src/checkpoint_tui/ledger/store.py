@@ -20,7 +20,8 @@ CREATE TABLE IF NOT EXISTS runs (
     task_queue TEXT,
     error TEXT,
     created_at REAL NOT NULL,
-    ended_at REAL
+    ended_at REAL,
+    first_execution TEXT
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL,
@@ -135,10 +136,14 @@ def connect(db_path: Path | str) -> sqlite3.Connection:
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Columns added after a ledger was first created (CREATE TABLE IF NOT EXISTS does not add them)."""
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(steps)")}
-    for name, decl in (("touched_at", "REAL"), ("answer_note", "TEXT")):
+    for table, name, decl in (
+        ("steps", "touched_at", "REAL"),
+        ("steps", "answer_note", "TEXT"),
+        ("runs", "first_execution", "TEXT"),
+    ):
+        cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         if cols and name not in cols:
-            conn.execute(f"ALTER TABLE steps ADD COLUMN {name} {decl}")
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
 
 
 def close_all() -> None:

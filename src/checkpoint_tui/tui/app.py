@@ -44,6 +44,9 @@ class Session(Protocol):
     def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str: ...
     def runs(self) -> list[dict]: ...
     def view_run(self, run_id: str) -> None: ...
+    def comparison(self): ...
+    async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None: ...
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict: ...
     async def shutdown(self, stop_everything: bool = False) -> None: ...
 
 
@@ -210,6 +213,22 @@ class CheckpointApp(App[int]):
 
     def action_compare(self) -> None:
         self.push_screen(ComparisonScreen(self.session))
+
+    @work(group="actions", exit_on_error=False)
+    async def action_chaos(self) -> None:
+        status = self.query_one(StatusBar)
+        seed = int(time.time()) % 100_000
+        status.say(f"chaos seed {seed}: 12 steps, 6 kills (worker, claim window, supervisor, dev server) in run/chaos…")
+        try:
+            report = await self.session.run_chaos(seed)
+        except Exception as err:
+            status.say(f"chaos failed to run: {err}")
+            return
+        a = report["audit"]
+        status.say(
+            f"chaos seed {seed}: {a['workflow_status']} · lost {a['lost']} · duplicated {a['duplicated']} · "
+            f"gaps {len(a['step_gaps'])} · {len(report['kills'])} kills · {'PASS' if a['ok'] else 'FAIL'}"
+        )
 
     def action_runs(self) -> None:
         def chosen(run_id: str | None) -> None:

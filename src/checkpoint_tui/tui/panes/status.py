@@ -23,7 +23,7 @@ def pill_for(view: View) -> str:
         return "completed"
     if status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED"):
         return "failed"
-    if view.supervisor_state in ("worker-dead", "respawning"):
+    if view.supervisor_state in ("worker-dead", "respawning", "temporal-down"):
         return view.supervisor_state
     if view.snapshot.run_id is None:
         return "idle"
