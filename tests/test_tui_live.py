@@ -43,7 +43,7 @@ async def test_kill_from_the_keyboard(home):
             app.watch(status, "pill", lambda value: pills.append(value), init=False)
             await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
             first_pid = session.supervisor.active.pid
-            await start_run_via_keys(pilot, steps=6, pace=0.3)
+            await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
             await wait_for(pilot, lambda: session.run_id is not None, what="run start")
             run_id = session.run_id
             conn = connect(home.db_path)
@@ -71,7 +71,7 @@ async def test_kill_from_the_keyboard(home):
             kill = conn.execute("SELECT * FROM worker_events WHERE event='kill' AND run_id=?", (run_id,)).fetchone()
             assert kill is not None and kill["pid"] == first_pid
             ledger = app.query_one("#ledger")
-            assert "duplicates 0" in str(ledger.border_title) and "18 rows" in str(ledger.border_title)
+            assert "duplicates 0" in str(ledger.border_title) and "15 rows" in str(ledger.border_title)
             timeline = app.query_one("#timeline")
             killed_step = kill["step"]
             assert killed_step is not None, "the kill landed inside step 3's model call"

@@ -8,6 +8,8 @@ import json
 import signal
 from collections.abc import Sequence
 
+from temporalio.service import RPCError
+
 from checkpoint_tui.config import Settings
 from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.faults import FaultSpec
@@ -73,9 +75,9 @@ async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
         address = settings.temporal_address or ""
     try:
         client = await connect_client(settings, address, timeout=3.0)
-    except UserFacingError:
+        return await workflow_status(client, run_id)
+    except (UserFacingError, RPCError):
         return None
-    return await workflow_status(client, run_id)
 
 
 def format_status(snap: Snapshot) -> str:

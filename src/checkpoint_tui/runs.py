@@ -4,6 +4,7 @@ workflow starts, so a worker never sees a run the ledger does not know."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import sys
 import time
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from checkpoint_tui.config import Settings
 from checkpoint_tui.engine.shared import WORKFLOW_NAME, AgentInput, ModelRef
@@ -104,8 +106,12 @@ async def wait_for_run(
             shown = done
             print(f"{run_id}: {done}/{row['total_steps']} steps completed", file=sys.stderr, flush=True)
         if row["status"] in TERMINAL:
-            status = await workflow_status(client, run_id)
-            if status not in (None, "RUNNING"):
-                return status
+            with contextlib.suppress(RPCError):  # Temporal restarting: ask again on the next round
+                status = await workflow_status(client, run_id)
+                if status not in (None, "RUNNING"):
+                    return status
         await asyncio.sleep(0.2)
-    return await workflow_status(client, run_id)
+    try:
+        return await workflow_status(client, run_id)
+    except RPCError:
+        return None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.config import Settings
 from checkpoint_tui.ledger.effects import outbox_path
@@ -313,10 +313,14 @@ def _events(conn: sqlite3.Connection, run_id: str | None, limit: int) -> list[Wo
 
 
 async def workflow_status(client: Client, run_id: str) -> str | None:
+    """Temporal's status of the run (None if Temporal does not know it). An unreachable server
+    raises RPCError: callers decide whether that is `temporal-down` or something to wait out."""
     try:
         desc = await client.get_workflow_handle(run_id).describe()
-    except RPCError:
-        return None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
     status = desc.status
     return status.name if isinstance(status, WorkflowExecutionStatus) else None
 

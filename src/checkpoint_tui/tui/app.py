@@ -119,7 +119,12 @@ class CheckpointApp(App[int]):
                 view = await self.session.poll()
                 self.post_message(ViewReady(view, time.perf_counter() - started))
             except Exception as err:  # report, keep polling (Temporal may come back)
-                status.say(f"poll failed: {type(err).__name__}: {err}")
+                settings = getattr(self.session, "settings", None)
+                if settings is not None and not settings.embedded:
+                    hint = f"the external server {settings.temporal_address} is not ours to restart: check it"
+                else:
+                    hint = "the supervisor restarts the embedded dev server"
+                status.say(f"Temporal unreachable ({type(err).__name__}); {hint}. Still polling.")
                 status.set_pill("temporal-down")
             await asyncio.sleep(self.poll_interval)
 
