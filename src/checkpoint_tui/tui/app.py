@@ -132,6 +132,8 @@ class CheckpointApp(App[int]):
     def apply_view(self, message: ViewReady) -> None:
         started = time.perf_counter()
         view = message.view
+        if not self.query(StatusBar):  # a View that arrives while the app is shutting down
+            return
         with self.batch_update():
             if view.run_changed:
                 for pane in (TimelinePane, LedgerPane, HistoryPane):
