@@ -11,6 +11,7 @@ from enum import IntEnum
 from pathlib import Path
 
 from checkpoint_tui.config import Settings, load_settings
+from checkpoint_tui.connection import API_KEY_ENV, ConnectionOptions
 from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 
@@ -39,6 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
     )
     p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
+    p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mTLS to a Temporal cluster")
+    p.add_argument("--tls-key", metavar="PEM", help="client private key for mTLS")
+    p.add_argument("--tls-ca", metavar="PEM", help="CA certificate to verify the server (default: system roots)")
+    p.add_argument(
+        "--temporal-api-key",
+        metavar="KEY",
+        help="API key (prefer env TEMPORAL_API_KEY: a flag is visible in the process list); implies TLS",
+    )
     p.add_argument(
         "--model-url",
         metavar="URL",
@@ -119,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    settings = load_settings(args.home, args.temporal_address, args.namespace, args.model_url, args.model)
+    if args.temporal_api_key:  # handed on through the environment only, never a file or command line
+        os.environ[API_KEY_ENV] = args.temporal_api_key
+    connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca)
+    settings = load_settings(args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection)
     try:
         if args.verify:
             from checkpoint_tui.verify import run_verify

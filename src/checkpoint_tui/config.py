@@ -8,6 +8,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkpoint_tui.connection import ConnectionOptions
+
 DEFAULT_NAMESPACE = "default"
 
 
@@ -18,6 +20,7 @@ class Settings:
     namespace: str = DEFAULT_NAMESPACE
     model_url: str | None = None  # an OpenAI-compatible server; None: the offline provider
     model: str | None = None  # preferred model id (checked against /v1/models)
+    connection: ConnectionOptions = ConnectionOptions()
 
     @property
     def run_dir(self) -> Path:
@@ -66,6 +69,7 @@ def load_settings(
     namespace: str | None = None,
     model_url: str | None = None,
     model: str | None = None,
+    connection: ConnectionOptions | None = None,
 ) -> Settings:
     """Flags win over env vars, env vars over defaults (home = current directory)."""
     home_path = Path(home or os.environ.get("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
@@ -77,4 +81,5 @@ def load_settings(
         namespace=ns,
         model_url=model_url or os.environ.get("CHECKPOINT_MODEL_URL") or None,
         model=model or os.environ.get("CHECKPOINT_MODEL") or None,
+        connection=connection or ConnectionOptions(),
     )

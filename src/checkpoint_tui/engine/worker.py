@@ -18,6 +18,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from checkpoint_tui.connection import ConnectionOptions
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.workflow import AgentLoop
 
@@ -31,6 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--namespace", default="default")
     p.add_argument("--task-queue", required=True)
     p.add_argument("--identity", required=True)
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--tls-ca")
     p.add_argument("--sticky-timeout", type=float, default=STICKY_TIMEOUT.total_seconds(), metavar="S")
     p.add_argument("--standby", action="store_true", help="connect, then wait for SIGUSR1 before polling")
     return p.parse_args(argv)
@@ -44,7 +48,10 @@ async def run_worker(args: argparse.Namespace) -> None:
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGUSR1, promote.set)
 
-    client = await Client.connect(args.address, namespace=args.namespace, identity=args.identity)
+    options = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca)  # API key: TEMPORAL_API_KEY env
+    client = await Client.connect(
+        args.address, namespace=args.namespace, identity=args.identity, **options.client_kwargs()
+    )
     acts = AgentActivities(args.home / "run" / "checkpoint.db", args.home / "artifacts")
     worker = Worker(
         client,

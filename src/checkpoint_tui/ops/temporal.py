@@ -30,7 +30,11 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
     while time.monotonic() < deadline:
         try:
             remaining = max(0.5, deadline - time.monotonic())
-            return await asyncio.wait_for(Client.connect(address, namespace=settings.namespace), remaining)
+            return await asyncio.wait_for(
+                Client.connect(address, namespace=settings.namespace, **settings.connection.client_kwargs()), remaining
+            )
+        except UserFacingError:
+            raise
         except Exception as err:  # RuntimeError from the bridge, TimeoutError, ...
             last = err
             await asyncio.sleep(0.2)

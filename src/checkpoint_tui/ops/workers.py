@@ -88,6 +88,7 @@ def spawn(settings: Settings, address: str, role: str = "active", extra_args: tu
         "--identity",
         name,
     ]
+    cmd += settings.connection.worker_args()  # file paths only; the API key stays in the environment
     cmd += list(extra_args)
     if role == "spare":
         cmd.append("--standby")

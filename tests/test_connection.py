@@ -1,0 +1,57 @@
+"""Cluster connection options: mTLS files and the API key reach the SDK, and only there."""
+
+from __future__ import annotations
+
+from temporalio.service import TLSConfig
+
+from checkpoint_tui.connection import API_KEY_ENV, ConnectionOptions
+from checkpoint_tui.ops.procs import free_port
+from conftest import run_cli
+
+
+def test_tls_files_and_api_key_become_client_options(tmp_path, monkeypatch):
+    cert, key, ca = (tmp_path / n for n in ("c.pem", "k.pem", "ca.pem"))
+    cert.write_bytes(b"CERT")
+    key.write_bytes(b"KEY")
+    ca.write_bytes(b"CA")
+    opts = ConnectionOptions(str(cert), str(key), str(ca))
+    monkeypatch.setenv(API_KEY_ENV, "tk-not-a-real-key")
+    kwargs = opts.client_kwargs()
+    assert isinstance(kwargs["tls"], TLSConfig)
+    assert (kwargs["tls"].client_cert, kwargs["tls"].client_private_key, kwargs["tls"].server_root_ca_cert) == (
+        b"CERT",
+        b"KEY",
+        b"CA",
+    )
+    assert kwargs["api_key"] == "tk-not-a-real-key"
+    args = opts.worker_args()
+    assert args == ["--tls-cert", str(cert), "--tls-key", str(key), "--tls-ca", str(ca)]
+    assert "tk-not-a-real-key" not in " ".join(args)  # the key never goes on a command line
+
+
+def test_api_key_alone_implies_tls(monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, "tk-x")
+    assert ConnectionOptions().client_kwargs() == {"api_key": "tk-x", "tls": True}
+    monkeypatch.delenv(API_KEY_ENV)
+    assert ConnectionOptions().client_kwargs() == {}
+
+
+def test_bad_certificate_path_is_a_clear_error(tmp_path):
+    out = run_cli(
+        "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}",
+        "--tls-cert", "/nonexistent/client.pem", "--tls-key", "/nonexistent/client.key", "start", "--steps", "1",
+    )  # fmt: skip
+    assert out.returncode == 3
+    assert "cannot read --tls-cert /nonexistent/client.pem" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cert_without_key_is_a_clear_error(tmp_path):
+    cert = tmp_path / "c.pem"
+    cert.write_bytes(b"CERT")
+    out = run_cli("--home", str(tmp_path), "--temporal-address", "127.0.0.1:1", "--tls-cert", str(cert), "status")
+    assert out.returncode == 3 and "no runs yet" in out.stderr  # status needs no connection to say so
+    out = run_cli(
+        "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}", "--tls-cert", str(cert),
+        "start", "--steps", "1",
+    )  # fmt: skip
+    assert out.returncode == 3 and "needs both --tls-cert and --tls-key" in out.stderr
