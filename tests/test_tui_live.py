@@ -62,10 +62,7 @@ async def test_kill_from_the_keyboard(home):
             await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=60)
             await wait_for(
                 pilot,
-                lambda: any(
-                    "WORKFLOW_EXECUTION_COMPLETED" in cell_text(app.query_one("#history"), k.value, "event")
-                    for k in app.query_one("#history").rows
-                ),
+                lambda: "WORKFLOW_EXECUTION_COMPLETED" in app.query_one("#history").names,
                 what="history shows completion",
             )
             kill = conn.execute("SELECT * FROM worker_events WHERE event='kill' AND run_id=?", (run_id,)).fetchone()
