@@ -64,3 +64,20 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
     assert [e.segment for e in events if e.name == "WORKFLOW_EXECUTION_STARTED"] == [0, 1, 2]
     assert sum(e.name == "WORKFLOW_EXECUTION_CONTINUED_AS_NEW" for e in events) == 2
     assert events[-1].name == "WORKFLOW_EXECUTION_COMPLETED"
+
+
+async def test_cancel_ends_the_run_cancelled(home, client, supervisor):
+    from checkpoint_tui.runs import cancel_run
+
+    run_id = await start_run(home, client, steps=10, pace=0.5)
+    conn = connect(home.db_path)
+    for _ in range(300):
+        if conn.execute("SELECT COUNT(*) FROM steps WHERE run_id=? AND status='completed'", (run_id,)).fetchone()[0]:
+            break
+        await asyncio.sleep(0.02)
+    await cancel_run(client, run_id)
+    assert await wait_for_run(home, client, run_id, timeout=60) == "CANCELED"
+    row = conn.execute("SELECT status, error FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    assert row["status"] == "cancelled" and "cancelled" in row["error"]
+    snap = build_snapshot(conn, home, run_id)
+    assert 1 <= snap.completed_steps < 10 and snap.duplicates == 0

@@ -8,11 +8,21 @@ from textual.widgets import Static
 
 from checkpoint_tui.session import View
 
-PILLS = ("starting", "idle", "running", "worker-dead", "respawning", "completed", "failed", "temporal-down")
+PILLS = (
+    "starting",
+    "idle",
+    "running",
+    "worker-dead",
+    "respawning",
+    "completed",
+    "failed",
+    "cancelled",
+    "temporal-down",
+)
 PILL_STYLE = {
     "running": "black on green", "completed": "black on bright_green", "worker-dead": "white on red",
     "respawning": "black on yellow", "failed": "white on dark_red", "idle": "black on grey70",
-    "starting": "black on grey70", "temporal-down": "white on red",
+    "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
 }  # fmt: skip
 BAR_WIDTH = 20
 
@@ -21,7 +31,9 @@ def pill_for(view: View) -> str:
     status = view.snapshot.workflow_status
     if status == "COMPLETED":
         return "completed"
-    if status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED"):
+    if status == "CANCELED":
+        return "cancelled"
+    if status in ("FAILED", "TERMINATED", "TIMED_OUT"):
         return "failed"
     if view.supervisor_state in ("worker-dead", "respawning", "temporal-down"):
         return view.supervisor_state
