@@ -79,3 +79,22 @@ async def test_comparison_view_shows_counts():
         text = str(app.screen.query_one("#comparison").render())
         assert "naive loop" in text and "emails sent   9 · sent twice  3" in text
         assert "durable run" in text and "ledger duplicates 0" in text
+
+
+async def test_fault_menu_plans_a_fault_and_rejects_bad_input():
+    from checkpoint_tui.ledger.faults import FaultSpec
+
+    app = make_app(running_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f")
+        await pilot.pause()
+        step = app.screen.query_one("#step")
+        step.focus()
+        step.value = "0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "STEP starts at 1" in str(app.screen.query_one("#error").render())
+        step.value = "7"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.session.planned == [(FaultSpec("kill_at", 7), True)]

@@ -15,6 +15,7 @@ class FixedSession:
     def __init__(self, view: View) -> None:
         self.view = view
         self.polls = 0
+        self.planned: list = []
 
     async def boot(self) -> None:
         return None
@@ -36,6 +37,7 @@ class FixedSession:
         return None
 
     def plan_fault(self, fault, for_current_run: bool) -> str:
+        self.planned.append((fault, for_current_run))
         return RUN
 
     def runs(self) -> list[dict]:

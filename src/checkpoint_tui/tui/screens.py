@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from checkpoint_tui.ledger.faults import FAULT_KINDS, FaultSpec, parse_fault
+from checkpoint_tui.ledger.faults import FAULT_KINDS, parse_fault
 
 HELP = """\
 [b]checkpoint-tui[/b] — a chaos lab for durable agent runs
@@ -50,20 +50,27 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class NewRunScreen(ModalScreen[tuple[int, float] | None]):
+class FormScreen(ModalScreen):
+    """A small dialog: fields, an error line, OK and Cancel; subclasses yield fields and submit."""
+
     BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+    HEADING = ""
+    OK = "OK"
+
+    def fields(self) -> ComposeResult:
+        raise NotImplementedError
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label("New run")
-            yield Label("steps")
-            yield Input("30", id="steps", type="integer")
-            yield Label("pace (scales timers and think time; 0 = none)")
-            yield Input("1.0", id="pace", type="number")
+            yield Label(self.HEADING)
+            yield from self.fields()
             yield Label("", id="error")
             with Horizontal():
-                yield Button("Start", variant="primary", id="ok")
+                yield Button(self.OK, variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
+
+    def fail(self, message: str) -> None:
+        self.query_one("#error", Label).update(message)
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -71,6 +78,22 @@ class NewRunScreen(ModalScreen[tuple[int, float] | None]):
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
+    def ok(self) -> None:
+        self.submit()
+
+    def submit(self) -> None:
+        raise NotImplementedError
+
+
+class NewRunScreen(FormScreen):
+    HEADING, OK = "New run", "Start"
+
+    def fields(self) -> ComposeResult:
+        yield Label("steps")
+        yield Input("30", id="steps", type="integer")
+        yield Label("pace (scales timers and think time; 0 = none)")
+        yield Input("1.0", id="pace", type="number")
+
     def submit(self) -> None:
         try:
             steps = int(self.query_one("#steps", Input).value)
@@ -78,34 +101,22 @@ class NewRunScreen(ModalScreen[tuple[int, float] | None]):
             if steps < 1 or pace < 0:
                 raise ValueError
         except ValueError:
-            self.query_one("#error", Label).update("steps must be ≥ 1 and pace ≥ 0")
+            self.fail("steps must be ≥ 1 and pace ≥ 0")
             return
         self.dismiss((steps, pace))
 
 
-class FaultScreen(ModalScreen[tuple[FaultSpec, bool] | None]):
-    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+class FaultScreen(FormScreen):
+    HEADING, OK = "Plan a fault", "Plan"
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label("Plan a fault")
-            yield Select([(k, k) for k in FAULT_KINDS], value="kill_at", id="kind", allow_blank=False)
-            yield Label("step")
-            yield Input("3", id="step", type="integer")
-            yield Label("count (transient) or effect kind file|db|email (crash_after_claim)")
-            yield Input("", id="extra")
-            yield Select([("current run", True), ("next run", False)], value=True, id="target", allow_blank=False)
-            yield Label("", id="error")
-            with Horizontal():
-                yield Button("Plan", variant="primary", id="ok")
-                yield Button("Cancel", id="cancel")
+    def fields(self) -> ComposeResult:
+        yield Select([(k, k) for k in FAULT_KINDS], value="kill_at", id="kind", allow_blank=False)
+        yield Label("step")
+        yield Input("3", id="step", type="integer")
+        yield Label("count (transient) or effect kind file|db|email (crash_after_claim)")
+        yield Input("", id="extra")
+        yield Select([("current run", True), ("next run", False)], value=True, id="target", allow_blank=False)
 
-    @on(Button.Pressed, "#cancel")
-    def cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#ok")
     def submit(self) -> None:
         kind = self.query_one("#kind", Select).value
         step = self.query_one("#step", Input).value.strip()
@@ -114,7 +125,7 @@ class FaultScreen(ModalScreen[tuple[FaultSpec, bool] | None]):
         try:
             fault = parse_fault(text)
         except ValueError as err:
-            self.query_one("#error", Label).update(str(err))
+            self.fail(str(err))
             return
         self.dismiss((fault, bool(self.query_one("#target", Select).value)))
 
