@@ -195,6 +195,11 @@ class LabSession:
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         await proc.wait()
+        stop = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "checkpoint_tui", "--home", str(chaos_home), "stop",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        await stop.wait()  # the chaos home's worker and dev server are not the app's: leave nothing running
         report = chaos_home / "run" / f"chaos-seed{seed}.json"
         if not report.exists():
             raise RuntimeError(f"chaos wrote no report (exit {proc.returncode}); see {chaos_home / 'run'}")
