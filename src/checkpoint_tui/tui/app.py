@@ -267,7 +267,7 @@ class CheckpointApp(App[int]):
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
 
 
-def run_app(settings: Settings) -> int:
-    app = CheckpointApp(LabSession(settings))
+def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S) -> int:
+    app = CheckpointApp(LabSession(settings), poll_interval=refresh)
     result = app.run()
     return int(result or 0)
