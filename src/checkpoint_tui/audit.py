@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from checkpoint_tui.config import Settings
 from checkpoint_tui.ledger.effects import KINDS, effect_id, outbox_path, step_file
+from checkpoint_tui.snapshot import Snapshot
 
 
 @dataclass
@@ -35,25 +36,18 @@ class Audit:
         return {**asdict(self), "ok": self.ok}
 
 
-def audit_run(conn: sqlite3.Connection, settings: Settings, run_id: str, workflow_status: str | None) -> Audit:
-    total = conn.execute("SELECT total_steps FROM runs WHERE run_id = ?", (run_id,)).fetchone()["total_steps"]
-    a = Audit(run_id, workflow_status, total)
-    for r in conn.execute(
-        "SELECT COALESCE(outcome, 'interrupted') AS o, COUNT(*) AS n FROM effect_outcomes WHERE run_id = ? GROUP BY o",
-        (run_id,),
-    ):
-        setattr(a, r["o"], r["n"])
-        a.claims_attempted += r["n"]
-
-    done = {r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,))}
-    a.step_gaps = [s for s in range(1, total + 1) if s not in done]
-
+def audit_run(conn: sqlite3.Connection, settings: Settings, snap: Snapshot) -> Audit:
+    """`snap` (a full build_snapshot) supplies the claim outcomes, the gaps and the duplicate ids;
+    this adds the checks of every expected effect against the ledger, the files and the outbox."""
+    run_id = snap.run_id or ""
+    c = snap.outcome_counts
+    a = Audit(
+        run_id, snap.workflow_status, snap.total_steps, claims_attempted=sum(c.values()),
+        applied=c.get("applied", 0), skipped=c.get("skipped", 0), recovered=c.get("recovered", 0),
+        interrupted=c.get("interrupted", 0), step_gaps=list(snap.missing_steps),
+    )  # fmt: skip
+    total, dup_ids = snap.total_steps, snap.duplicates
     effects = {r["id"]: r for r in conn.execute("SELECT * FROM effects WHERE run_id = ?", (run_id,))}
-    dup_ids = conn.execute("SELECT COUNT(*) - COUNT(DISTINCT id) FROM effects WHERE run_id = ?", (run_id,)).fetchone()[
-        0
-    ]
-    if dup_ids:
-        a.duplicated_detail.append(f"{dup_ids} duplicate effect ids")
     outbox = _outbox_ids(settings, run_id)
     notes: dict[str, int] = {}
     for r in conn.execute("SELECT effect_id, COUNT(*) AS n FROM notes WHERE run_id = ? GROUP BY effect_id", (run_id,)):

@@ -26,6 +26,7 @@ from checkpoint_tui.ops import devserver, workers
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.runs import start_run, wait_for_run
+from checkpoint_tui.snapshot import build_snapshot
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
 REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
@@ -98,7 +99,8 @@ class Chaos:
             status = await wait_for_run(settings, client, run_id, timeout=60 + self.steps * 5)
         finally:
             await self._stop_supervisor()
-        audit = audit_run(connect(settings.db_path), settings, run_id, status)
+        conn = connect(settings.db_path)
+        audit = audit_run(conn, settings, build_snapshot(conn, settings, run_id, status))
         return self._report(run_id, audit, time.monotonic() - started)
 
     async def _fire(self, ev: ChaosEvent, run_id: str) -> None:

@@ -19,17 +19,6 @@ from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.runs import new_run_id, start_run, wait_for_run
 from checkpoint_tui.snapshot import outbox_counts
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS comparisons (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    naive_run TEXT NOT NULL,
-    durable_run TEXT NOT NULL,
-    steps INTEGER NOT NULL,
-    kill_step INTEGER NOT NULL,
-    created_at REAL NOT NULL
-);
-"""
-
 
 @dataclass(frozen=True)
 class Side:
@@ -51,7 +40,6 @@ class Comparison:
 def read_comparison(settings: Settings) -> Comparison | None:
     """The latest comparison, its counts computed now from the files and SQLite."""
     conn = connect(settings.db_path)
-    conn.executescript(SCHEMA)
     row = conn.execute("SELECT * FROM comparisons ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
         return None
@@ -136,7 +124,6 @@ async def compare_command(settings: Settings, steps: int, kill_step: int, pace: 
     naive = await _naive_side(settings, steps, kill_step, pace)
     durable = await _durable_side(settings, steps, kill_step, pace)
     conn = connect(settings.db_path)
-    conn.executescript(SCHEMA)
     conn.execute(
         "INSERT INTO comparisons(naive_run, durable_run, steps, kill_step, created_at) VALUES(?,?,?,?,?)",
         (naive, durable, steps, kill_step, now()),

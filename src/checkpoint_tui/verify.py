@@ -16,11 +16,6 @@ from checkpoint_tui.config import Settings
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.verify_scenarios import SCENARIOS, Context
 
-RESTART_TARGET_S = 0.2  # with the warm spare
-RESTART_TARGET_NO_SPARE_S = 0.6
-NEXT_STEP_SLACK_S = 0.6
-UNASSISTED_RESTART_TARGET_S = 2.5
-
 
 @dataclass
 class Check:

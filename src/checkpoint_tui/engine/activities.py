@@ -42,29 +42,17 @@ class AgentActivities:
         self.artifacts_dir = artifacts_dir
         self.pid = os.getpid()
 
-    def _touch(self, run_id: str, step: int, name: str) -> int:
-        """Log this attempt and stamp the step with our pid; returns the attempt number."""
+    def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
+        """Log this attempt and stamp the step with our pid (plus `fields`); returns the attempt number."""
         attempt = activity.info().attempt
         conn = connect(self.db_path)
         log_activity(conn, run_id, step, name, attempt, self.pid)
-        upsert_step(conn, run_id, step, "running", attempt=attempt, worker_pid=self.pid)
+        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=self.pid, **fields)
         return attempt
 
     @activity.defn(name="mark_step_running")
     async def mark_step_running(self, inp: StepInput) -> None:
-        attempt = activity.info().attempt
-        conn = connect(self.db_path)
-        log_activity(conn, inp.run_id, inp.step, "mark_step_running", attempt, self.pid)
-        upsert_step(
-            conn,
-            inp.run_id,
-            inp.step,
-            "running",
-            attempt=attempt,
-            worker_pid=self.pid,
-            started_pid=self.pid,
-            started_at=now(),
-        )
+        self._touch(inp.run_id, inp.step, "mark_step_running", started_pid=self.pid, started_at=now())
 
     @activity.defn(name="llm")
     async def llm(self, inp: LlmInput) -> LlmOutput:
@@ -161,10 +149,7 @@ class AgentActivities:
 
     @activity.defn(name="mark_step_completed")
     async def mark_step_completed(self, inp: StepInput) -> None:
-        attempt = activity.info().attempt
-        conn = connect(self.db_path)
-        log_activity(conn, inp.run_id, inp.step, "mark_step_completed", attempt, self.pid)
-        upsert_step(conn, inp.run_id, inp.step, "completed", attempt=attempt, worker_pid=self.pid, ended_at=now())
+        self._touch(inp.run_id, inp.step, "mark_step_completed", "completed", ended_at=now())
 
     @activity.defn(name="finish_run")
     async def finish_run(self, inp: FinishInput) -> None:

@@ -98,6 +98,14 @@ CREATE TABLE IF NOT EXISTS faults (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS faults_run ON faults(run_id, step);
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    naive_run TEXT NOT NULL,
+    durable_run TEXT NOT NULL,
+    steps INTEGER NOT NULL,
+    kill_step INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS worker_events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
