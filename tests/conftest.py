@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,9 +15,11 @@ import psutil
 import pytest
 
 from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger.store import close_all
 from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
+from pg_server import SKIP_ENV, PgServer, pg_bindir
 
 _ROOT: Path | None = None
 
@@ -45,6 +48,42 @@ def temporal_address(server_home: Settings) -> str:
     rec = read_json(server_home.run_dir / "devserver.json")
     assert rec is not None
     return rec["address"]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One real PostgreSQL server for the session (see pg_server.py)."""
+    bindir = pg_bindir()
+    if bindir is None:
+        if os.environ.get(SKIP_ENV):
+            pytest.skip(f"PostgreSQL binaries not found and {SKIP_ENV} is set")
+        pytest.fail(
+            "PostgreSQL server binaries (Debian's postgresql package) not found: `make test` installs them "
+            f"when run as root; set {SKIP_ENV}=1 to skip the PostgreSQL half of the suite"
+        )
+    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-")))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh PostgreSQL database for one test."""
+    yield pg_server.new_database()
+    close_all()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The same test against both ledger backends."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "run" / "checkpoint.db")
+    else:
+        yield request.getfixturevalue("pg_url")
+    close_all()
 
 
 _counter = iter(range(10_000))

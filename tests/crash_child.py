@@ -17,7 +17,7 @@ def die() -> None:
 
 
 def main(db: str, artifacts: str, kind: str, mode: str, payload: str) -> None:
-    conn = connect(Path(db))
+    conn = connect(db)  # a SQLite path or a postgresql:// URL
     spec = EffectSpec("run-c", 7, kind, payload, 1, os.getpid(), "run-c")
     write = physical_for(kind, conn, Path(artifacts))
 

@@ -1,5 +1,5 @@
 """A real process dies inside the claim -> stamp window; the next attempt finishes the effect
-(`recovered`) with byte-identical content and no duplicate."""
+(`recovered`) with byte-identical content and no duplicate. On both ledger backends."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ CHILD = Path(__file__).with_name("crash_child.py")
 PAYLOAD = "# Step 007\n\nbytes that must not change: \u00e9\u2603\n"
 
 
-def run_child(tmp_path: Path, kind: str, mode: str) -> subprocess.CompletedProcess:
+def run_child(target: str, tmp_path: Path, kind: str, mode: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(CHILD), str(tmp_path / "ck.db"), str(tmp_path / "art"), kind, mode, PAYLOAD],
+        [sys.executable, str(CHILD), target, str(tmp_path / "art"), kind, mode, PAYLOAD],
         capture_output=True,
         text=True,
         timeout=30,
@@ -28,11 +28,11 @@ def run_child(tmp_path: Path, kind: str, mode: str) -> subprocess.CompletedProce
 
 @pytest.mark.parametrize("kind", ["file", "db", "email"])
 @pytest.mark.parametrize("mode", ["after_claim", "after_write"])
-def test_killed_writer_is_recovered(tmp_path: Path, kind: str, mode: str) -> None:
-    child = run_child(tmp_path, kind, mode)
+def test_killed_writer_is_recovered(ledger_target: str, tmp_path: Path, kind: str, mode: str) -> None:
+    child = run_child(ledger_target, tmp_path, kind, mode)
     assert child.returncode == -signal.SIGKILL, child.stderr
 
-    conn = connect(tmp_path / "ck.db")
+    conn = connect(ledger_target)
     row = conn.execute("SELECT applied_at FROM effects WHERE id = 'run-c:7:' || ?", (kind,)).fetchone()
     assert row is not None and row["applied_at"] is None  # the claim is there, the stamp is not
 

@@ -1,13 +1,16 @@
-"""The ledger in-process: the three branches of apply_effect_once, the merge rules, fault plans."""
+"""The ledger in-process, on both backends (SQLite and a real PostgreSQL): the three branches of
+apply_effect_once, concurrent claims, the merge rules, fault plans, versioned schema creation."""
 
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
+import threading
 
 import pytest
 
+from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger import faults
+from checkpoint_tui.ledger.backend import Ledger, open_ledger, redact_url
 from checkpoint_tui.ledger.effects import (
     EffectSpec,
     append_outbox,
@@ -16,19 +19,21 @@ from checkpoint_tui.ledger.effects import (
     physical_for,
     step_file,
 )
-from checkpoint_tui.ledger.store import connect, upsert_step
+from checkpoint_tui.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ensure_schema
+from checkpoint_tui.ledger.store import close_all, connect, upsert_step
+from checkpoint_tui.ops.procs import free_port
 
 
 @pytest.fixture
-def conn(tmp_path: Path) -> sqlite3.Connection:
-    return connect(tmp_path / "run" / "checkpoint.db")
+def conn(ledger_target: str) -> Ledger:
+    return connect(ledger_target)
 
 
 def spec(kind: str = "file", attempt: int = 1, payload: str = "hello\n") -> EffectSpec:
     return EffectSpec("run-x", 3, kind, payload, attempt, 111, "run-x")
 
 
-def outcomes(conn: sqlite3.Connection) -> list[str]:
+def outcomes(conn: Ledger) -> list[str]:
     return [r[0] for r in conn.execute("SELECT COALESCE(outcome, 'interrupted') FROM effect_outcomes ORDER BY seq")]
 
 
@@ -56,8 +61,8 @@ def test_unstamped_claim_is_recovered(conn):
 
 def test_outbox_recovery_does_not_append_twice(tmp_path):
     s = spec("email", payload="to=x\tsubject=y")
-    append_outbox(tmp_path, s, recovering=False)
-    append_outbox(tmp_path, s, recovering=True)  # the first writer appended, then died before the stamp
+    append_outbox(tmp_path, s, check=False)
+    append_outbox(tmp_path, s, check=True)  # the first writer appended, then died before the stamp
     lines = outbox_path(tmp_path, "run-x").read_text().splitlines()
     assert lines == ["run-x:3:email\tto=x\tsubject=y"]
 
@@ -120,3 +125,80 @@ def test_faults_fire_exactly_count_times(conn):
     fired = [faults.consume(conn, "r", 2, "transient") for _ in range(4)]
     assert fired == [True, True, False, False]
     assert not faults.consume(conn, "r", 3, "transient")
+
+
+def _in_threads(n: int, fn) -> list:
+    """Run fn(i) in n threads released at once, each with its own ledger connection."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = fn(i)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            close_all()
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    return results
+
+
+@pytest.mark.parametrize("kind", ["file", "db", "email"])
+def test_concurrent_writers_apply_once(ledger_target, tmp_path, kind):
+    """Eight writers (as if on several hosts) race for one effect: one claim, one row, one line."""
+    art = tmp_path / "shared-artifacts"
+
+    def write(i: int) -> str:
+        conn = connect(ledger_target)
+        return apply_effect_once(conn, spec(kind, attempt=i + 1, payload="p"), physical_for(kind, conn, art))
+
+    outcomes_seen = _in_threads(8, write)
+    assert outcomes_seen.count("applied") == 1
+    assert set(outcomes_seen) <= {"applied", "skipped", "recovered"}
+    conn = connect(ledger_target)
+    assert conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0] == 1
+    assert conn.execute("SELECT COUNT(*) FROM effects WHERE applied_at IS NULL").fetchone()[0] == 0
+    if kind == "db":
+        assert conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 1
+    if kind == "email":
+        assert len(outbox_path(art, "run-x").read_text().splitlines()) == 1
+
+
+def test_schema_created_once_when_hosts_start_together(ledger_target):
+    versions = _in_threads(6, lambda i: ensure_schema(open_ledger(ledger_target)))
+    assert versions == [SCHEMA_VERSION] * 6
+    rows = connect(ledger_target).execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+    assert [r[0] for r in rows] == [v for v, _, _ in MIGRATIONS]
+
+
+def test_legacy_sqlite_ledger_is_migrated(tmp_path):
+    """A ledger made before versioned migrations: tables without the later columns, no version table."""
+    path = tmp_path / "old.db"
+    raw = sqlite3.connect(path)
+    raw.executescript(
+        "CREATE TABLE steps (run_id TEXT NOT NULL, step INTEGER NOT NULL, status TEXT NOT NULL, "
+        "attempt INTEGER NOT NULL DEFAULT 1, worker_pid INTEGER, PRIMARY KEY (run_id, step));"
+        "INSERT INTO steps(run_id, step, status) VALUES('old', 1, 'completed');"
+    )
+    raw.close()
+    conn = connect(path)
+    assert {"touched_at", "answer_note", "worker_host"} <= conn.columns("steps")
+    assert conn.execute("SELECT status FROM steps WHERE run_id = 'old'").fetchone()[0] == "completed"
+    assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_unreachable_postgres_is_a_clear_error_without_the_password():
+    url = f"postgresql://ck:s3cret@127.0.0.1:{free_port()}/ledger?connect_timeout=2"
+    with pytest.raises(UserFacingError) as info:
+        connect(url)
+    assert "cannot open the PostgreSQL ledger" in str(info.value)
+    assert "s3cret" not in str(info.value)
+    assert redact_url(url).startswith("postgresql://ck:***@127.0.0.1:")

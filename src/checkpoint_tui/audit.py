@@ -4,10 +4,10 @@ failure."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS, effect_id, outbox_path, step_file
 from checkpoint_tui.snapshot import Snapshot
 
@@ -36,7 +36,7 @@ class Audit:
         return {**asdict(self), "ok": self.ok}
 
 
-def audit_run(conn: sqlite3.Connection, settings: Settings, snap: Snapshot) -> Audit:
+def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> Audit:
     """`snap` (a full build_snapshot) supplies the claim outcomes, the gaps and the duplicate ids;
     this adds the checks of every expected effect against the ledger, the files and the outbox."""
     run_id = snap.run_id or ""

@@ -99,12 +99,12 @@ class Chaos:
             status = await wait_for_run(settings, client, run_id, timeout=60 + self.steps * 5)
         finally:
             await self._stop_supervisor()
-        conn = connect(settings.db_path)
+        conn = connect(settings.ledger)
         audit = audit_run(conn, settings, build_snapshot(conn, settings, run_id, status))
         return self._report(run_id, audit, time.monotonic() - started)
 
     async def _fire(self, ev: ChaosEvent, run_id: str) -> None:
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         if ev.kind == "claim-window-crash":
             await _until(lambda: _steps_done(conn, run_id) >= ev.step)  # the worker kills itself; just wait
             return
@@ -147,7 +147,7 @@ class Chaos:
 
     def _record(self, ev: ChaosEvent, run_id: str, pid: int, at: float) -> None:
         record_worker_event(
-            connect(self.settings.db_path), f"chaos:{ev.kind}", pid, None, run_id, ev.step,
+            connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, ev.step,
             json.dumps({"seed": self.seed, "delay_ms": ev.delay_ms, "signal": "SIGKILL"}), at,
         )  # fmt: skip
         self.kills.append({"kind": ev.kind, "step": ev.step, "pid": pid, "at": at})
@@ -162,7 +162,7 @@ class Chaos:
                 await self.supervisor.wait()
 
     def _report(self, run_id: str, audit: Audit, wall: float) -> dict:
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         for k in self.kills:
             if k["kind"].startswith("worker"):
                 lat = measure(conn, run_id, k["at"], k["pid"], None)

@@ -49,6 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="API key (prefer env TEMPORAL_API_KEY: a flag is visible in the process list); implies TLS",
     )
     p.add_argument(
+        "--ledger",
+        metavar="URL",
+        help="postgresql://... ledger shared by several hosts (env CHECKPOINT_LEDGER_URL; default: SQLite in run/)",
+    )
+    p.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        help="artifacts root all hosts share (env CHECKPOINT_ARTIFACTS; default: artifacts/)",
+    )
+    p.add_argument(
+        "--task-queue",
+        metavar="NAME",
+        help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home, or one per shared ledger)",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, default=1, metavar="N", help="local workers the supervisor keeps polling"
+    )
+    p.add_argument(
         "--model-url",
         metavar="URL",
         help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080 (env CHECKPOINT_MODEL_URL; "
@@ -82,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started")
     sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM")
+    sub.add_parser(
+        "worker",
+        help="run a pool of --workers N on this host against a shared cluster and ledger until SIGTERM",
+    )
     chaos = sub.add_parser("chaos", help="a seeded schedule of SIGKILLs of every process, then Jepsen-style counts")
     chaos.add_argument("--seed", type=int, default=1)
     chaos.add_argument("--steps", type=_positive_int, default=30)
@@ -142,8 +164,11 @@ def _main(argv: list[str] | None) -> int:
     if args.temporal_api_key:  # handed on through the environment only, never a file or command line
         os.environ[API_KEY_ENV] = args.temporal_api_key
     connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca)
-    settings = load_settings(args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection)
     try:
+        settings = load_settings(
+            args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection,
+            ledger_url=args.ledger, artifacts=args.artifacts, task_queue=args.task_queue, workers=args.workers,
+        )  # fmt: skip
         if args.verify:
             from checkpoint_tui.verify import run_verify
 
@@ -158,6 +183,10 @@ def _main(argv: list[str] | None) -> int:
             from checkpoint_tui.headless import supervise_command
 
             return asyncio.run(supervise_command(settings))
+        if args.command == "worker":
+            from checkpoint_tui.headless import supervise_command
+
+            return asyncio.run(supervise_command(settings, pool=True))
         if args.command == "chaos":
             from checkpoint_tui.chaos import chaos_command
 

@@ -39,7 +39,7 @@ class Comparison:
 
 def read_comparison(settings: Settings) -> Comparison | None:
     """The latest comparison, its counts computed now from the files and SQLite."""
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     row = conn.execute("SELECT * FROM comparisons ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
         return None
@@ -48,7 +48,7 @@ def read_comparison(settings: Settings) -> Comparison | None:
 
 
 def _side(settings: Settings, run_id: str, ledger: bool) -> Side:
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     lines, repeated = outbox_counts(outbox_path(settings.artifacts_dir, run_id))
     notes = conn.execute(
         "SELECT COUNT(*) - COUNT(DISTINCT effect_id) FROM notes WHERE run_id = ?", (run_id,)
@@ -123,7 +123,7 @@ async def compare_command(settings: Settings, steps: int, kill_step: int, pace: 
     settings.ensure_dirs()
     naive = await _naive_side(settings, steps, kill_step, pace)
     durable = await _durable_side(settings, steps, kill_step, pace)
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     conn.execute(
         "INSERT INTO comparisons(naive_run, durable_run, steps, kill_step, created_at) VALUES(?,?,?,?,?)",
         (naive, durable, steps, kill_step, now()),

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from checkpoint_tui.connection import ConnectionOptions
+from checkpoint_tui.errors import UserFacingError
 
 DEFAULT_NAMESPACE = "default"
+LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,10 @@ class Settings:
     model_url: str | None = None  # an OpenAI-compatible server; None: the offline provider
     model: str | None = None  # preferred model id (checked against /v1/models)
     connection: ConnectionOptions = ConnectionOptions()
+    ledger_url: str | None = None  # postgresql://...: a ledger shared by several hosts; None: SQLite in run/
+    artifacts_root: Path | None = None  # a path all hosts share; None: HOME/artifacts
+    task_queue_name: str | None = None  # None: derived (see task_queue)
+    workers: int = 1  # local workers the supervisor keeps polling
 
     @property
     def run_dir(self) -> Path:
@@ -28,11 +36,24 @@ class Settings:
 
     @property
     def artifacts_dir(self) -> Path:
-        return self.home / "artifacts"
+        return self.artifacts_root or self.home / "artifacts"
 
     @property
     def db_path(self) -> Path:
         return self.run_dir / "checkpoint.db"
+
+    @property
+    def ledger(self) -> str | Path:
+        """What ledger.store.connect opens: the shared PostgreSQL URL, else this home's SQLite file."""
+        return self.ledger_url or self.db_path
+
+    @property
+    def ledger_label(self) -> str:
+        """The ledger for messages and the status bar: never the URL's password."""
+        if self.ledger_url:
+            parts = urlsplit(self.ledger_url)
+            return f"postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
+        return str(self.db_path)
 
     @property
     def embedded(self) -> bool:
@@ -60,6 +81,14 @@ class Settings:
 
     @property
     def task_queue(self) -> str:
+        """Per home by default, so two homes never share tasks; hosts sharing a PostgreSQL ledger share a
+        queue by default (named after the database, not its password), so their pools serve the same runs."""
+        if self.task_queue_name:
+            return self.task_queue_name
+        if self.ledger_url:
+            parts = urlsplit(self.ledger_url)
+            where = f"{parts.hostname}:{parts.port}{parts.path}"
+            return f"checkpoint-pg-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
         return f"checkpoint-{self.home_id}"
 
 
@@ -70,8 +99,19 @@ def load_settings(
     model_url: str | None = None,
     model: str | None = None,
     connection: ConnectionOptions | None = None,
+    ledger_url: str | None = None,
+    artifacts: str | Path | None = None,
+    task_queue: str | None = None,
+    workers: int = 1,
 ) -> Settings:
     """Flags win over env vars, env vars over defaults (home = current directory)."""
+    ledger_url = ledger_url or os.environ.get(LEDGER_URL_ENV) or None
+    if ledger_url and not ledger_url.startswith(("postgresql://", "postgres://")):
+        raise UserFacingError(
+            f"--ledger takes a postgresql:// URL (got {ledger_url.split(':', 1)[0]}:...); "
+            "without it the ledger is SQLite under run/"
+        )
+    artifacts = artifacts or os.environ.get("CHECKPOINT_ARTIFACTS") or None
     home_path = Path(home or os.environ.get("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
     address = temporal_address or os.environ.get("CHECKPOINT_TEMPORAL_ADDRESS") or None
     ns = namespace or os.environ.get("CHECKPOINT_NAMESPACE") or DEFAULT_NAMESPACE
@@ -82,4 +122,8 @@ def load_settings(
         model_url=model_url or os.environ.get("CHECKPOINT_MODEL_URL") or None,
         model=model or os.environ.get("CHECKPOINT_MODEL") or None,
         connection=connection or ConnectionOptions(),
+        ledger_url=ledger_url,
+        artifacts_root=Path(artifacts).expanduser().resolve() if artifacts else None,
+        task_queue_name=task_queue or os.environ.get("CHECKPOINT_TASK_QUEUE") or None,
+        workers=workers,
     )

@@ -13,7 +13,7 @@ from temporalio.service import RPCError
 from checkpoint_tui.config import Settings
 from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.faults import FaultSpec
-from checkpoint_tui.ledger.store import connect, latest_run_id
+from checkpoint_tui.ledger.store import HOST, connect, latest_run_id
 from checkpoint_tui.ops import devserver, workers
 from checkpoint_tui.ops.modelserver import stop_model_server
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -48,7 +48,7 @@ async def start_command(
 
 
 async def status_command(settings: Settings, run_id: str | None, as_json: bool) -> int:
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     run_id = run_id or latest_run_id(conn)
     if run_id is None:
         raise UserFacingError(f"no runs yet in {settings.home}; start one with `checkpoint-tui start`")
@@ -92,7 +92,7 @@ def format_status(snap: Snapshot) -> str:
         f"outbox         {j['outbox_lines']} lines · {j['outbox_duplicates']} repeated",
         f"notes          {j['notes_rows']} rows · {j['notes_duplicates']} repeated",
         f"artifacts      {j['artifact_files']} step files",
-        f"worker pids    {', '.join(map(str, j['worker_pids'])) or '-'}"
+        f"workers        {', '.join(j['workers']) or '-'}"
         + (f"  (resumed at step {', '.join(map(str, j['resumed_steps']))})" if j["resumed_steps"] else ""),
         f"provider       {j['provider']}",
     ]
@@ -103,12 +103,10 @@ def format_status(snap: Snapshot) -> str:
 
 def stop_command(settings: Settings) -> int:
     stopped = []
-    for role in ("active", "spare"):
-        worker = workers.load(settings, role)
-        if worker is not None:
-            workers.stop(settings, worker)
-            workers.forget(settings, role)
-            stopped.append(f"{role} worker {worker.pid}")
+    for worker in workers.load_all(settings):
+        workers.stop(settings, worker)
+        workers.forget(settings, worker.role, worker.slot)
+        stopped.append(f"{worker.role} worker {worker.pid}")
     if settings.embedded:
         pid = devserver.stop_devserver(settings)
         if pid is not None:
@@ -120,23 +118,32 @@ def stop_command(settings: Settings) -> int:
     return 0
 
 
-async def supervise_command(settings: Settings) -> int:
-    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server)."""
+async def supervise_command(settings: Settings, pool: bool = False) -> int:
+    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server).
+    As `checkpoint-tui worker` (pool=True) it is one host's pool of a shared cluster and ledger."""
     settings.ensure_dirs()
     address, _ = resolve_address(settings)
     client = await connect_client(settings, address)
     sup = Supervisor(settings, address, client)
     if not sup.acquire():
         raise UserFacingError(f"another supervisor already owns {settings.home}")
-    worker = sup.ensure_worker()
-    print(f"supervising {settings.home}: worker {worker.pid}", flush=True)
+    sup.ensure_worker()
+    pids = ", ".join(str(w.pid) for w in sup.workers())
+    if pool:
+        print(
+            f"pool on {HOST}: workers {pids} · task queue {settings.task_queue} · {address} "
+            f"({settings.namespace}) · ledger {settings.ledger_label} · artifacts {settings.artifacts_dir}",
+            flush=True,
+        )
+    else:
+        print(f"supervising {settings.home}: worker {pids}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     watch = asyncio.create_task(sup.run())
     await stop.wait()
-    await sup.stop(stop_workers=False)  # the worker keeps running; the next supervisor adopts it
+    await sup.stop(stop_workers=pool)  # supervise: the worker keeps running and the next supervisor adopts it
     watch.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await watch

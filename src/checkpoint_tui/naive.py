@@ -29,7 +29,7 @@ def naive_loop(home: Path, run_id: str, steps: int, pace: float) -> None:
         inp = EffectInput(run_id, run_id, step, steps, decision, tool)
         for kind in KINDS:  # draft (file), note (db), send the email (outbox) — no claim, no stamp
             spec = EffectSpec(run_id, step, kind, PAYLOAD_BUILDERS[kind](inp), 1, os.getpid(), run_id)
-            physical_for(kind, conn, artifacts)(spec, False)
+            physical_for(kind, conn, artifacts, guarded=False)(spec, False)
         completed.append(step)  # "mark complete", in memory
         print(f"naive {run_id}: step {step} done", flush=True)
         previous = decision.args.get("text") or f"{decision.args.get('expression')} = {tool}"

@@ -64,7 +64,7 @@ async def start_run(
     run_id = new_run_id()
     model = model or ModelRef(settings.model_url, settings.model)
     provider = f"{model.url} · {model.model or 'first listed model'}" if model.url else OFFLINE
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     with transaction(conn):
         create_run(conn, run_id, steps, pace, provider, settings.task_queue)
         for fault in fault_plan:
@@ -93,7 +93,7 @@ async def wait_for_run(
     settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
 ) -> str | None:
     """Poll until the run's workflow is closed; returns its Temporal status."""
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     shown = -1
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout

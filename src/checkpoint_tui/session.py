@@ -50,10 +50,10 @@ class LabSession:
         self.supervisor: Supervisor | None = None
         self.run_id: str | None = None
         self._history: HistoryFollower | None = None
-        # One thread for all of this session's SQLite reads: one connection, so PRAGMA data_version
+        # One thread for all of this session's ledger reads: one connection, so its data_version
         # tells whether anything was committed since the last poll.
         self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot")
-        self._last: tuple[str | None, int, Snapshot] | None = None  # (run, data_version, snapshot)
+        self._last: tuple[str | None, object, Snapshot] | None = None  # (run, data_version, snapshot)
         self._since: float | None = None
         self._closed: dict[str, str] = {}  # rows written before this were delivered already
         self._watch: asyncio.Task | None = None
@@ -67,7 +67,7 @@ class LabSession:
         await asyncio.to_thread(sup.ensure_worker)
         self.supervisor = sup
         self._watch = asyncio.create_task(sup.run())
-        self.run_id = latest_run_id(connect(self.settings.db_path))
+        self.run_id = latest_run_id(connect(self.settings.ledger))
 
     async def poll(self) -> View:
         """One View. The first poll of a run carries all its rows; later ones only rows written since
@@ -87,7 +87,7 @@ class LabSession:
             snap.workflow_status = await self._workflow_status(run_id)
             if self._history is None:
                 row = (
-                    connect(self.settings.db_path)
+                    connect(self.settings.ledger)
                     .execute("SELECT first_execution FROM runs WHERE run_id = ?", (run_id,))
                     .fetchone()
                 )
@@ -110,8 +110,8 @@ class LabSession:
         )
 
     def _build(self, run_id: str | None, since: float | None) -> Snapshot:
-        conn = connect(self.settings.db_path)
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        conn = connect(self.settings.ledger)
+        version = conn.data_version()
         last = self._last
         if since is not None and last is not None and last[0] == run_id and last[1] == version:
             # Nothing was committed since the last poll: same figures, no changed rows.
@@ -132,7 +132,7 @@ class LabSession:
         return status
 
     def _planned(self) -> list[str]:
-        rows = connect(self.settings.db_path).execute(
+        rows = connect(self.settings.ledger).execute(
             "SELECT kind, step, effect_kind, count FROM faults WHERE run_id IN (?, ?) AND fired < count ORDER BY id",
             (NEXT_RUN, self.run_id or ""),
         )
@@ -140,7 +140,7 @@ class LabSession:
 
     async def new_run(self, steps: int, pace: float) -> str:
         assert self.client is not None
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         planned = [
             FaultSpec(r["kind"], r["step"], r["count"], r["effect_kind"])
             for r in conn.execute("SELECT * FROM faults WHERE run_id = ? AND fired < count", (NEXT_RUN,))
@@ -151,7 +151,7 @@ class LabSession:
 
     def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
         target = self.run_id if for_current_run and self.run_id else NEXT_RUN
-        add_fault(connect(self.settings.db_path), target, fault)
+        add_fault(connect(self.settings.ledger), target, fault)
         return target
 
     async def kill(self) -> KillReport:
@@ -166,7 +166,7 @@ class LabSession:
             await cancel_run(self.client, self.run_id)
 
     def runs(self, limit: int = 200) -> list[dict]:
-        rows = connect(self.settings.db_path).execute(
+        rows = connect(self.settings.ledger).execute(
             "SELECT r.run_id, r.status, r.total_steps, r.created_at, "
             "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id AND s.status = 'completed') AS done "
             "FROM runs r ORDER BY r.created_at DESC LIMIT ?",

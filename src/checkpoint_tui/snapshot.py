@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.config import Settings
+from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import outbox_path
+from checkpoint_tui.ledger.store import HOST
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class StepRow:
     ended_at: float | None
     error: str | None
     raw_output: str | None
+    worker_host: str | None = None
+
+    @property
+    def worker_label(self) -> str:
+        return worker_label(self.worker_pid, self.worker_host)
 
     @property
     def duration_s(self) -> float | None:
@@ -66,6 +73,18 @@ class WorkerEvent:
     detail: str | None
     restart_s: float | None
     next_step_s: float | None
+    host: str | None = None
+
+    @property
+    def pid_label(self) -> str:
+        return worker_label(self.pid, self.host)
+
+
+def worker_label(pid: int | None, host: str | None) -> str:
+    """A pid on this host reads as itself; a pid on another host (a shared ledger) as host/pid."""
+    if pid is None:
+        return ""
+    return str(pid) if host in (None, HOST) else f"{host}/{pid}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,7 @@ class Snapshot:
     notes_duplicates: int = 0
     artifact_files: int = 0
     worker_pids: list[int] = field(default_factory=list)
+    workers: list[str] = field(default_factory=list)  # worker_label of each pid that touched a step
     resumed_steps: list[int] = field(default_factory=list)
     worker_events: list[WorkerEvent] = field(default_factory=list)
     completed_steps: int = 0
@@ -128,6 +148,7 @@ class Snapshot:
             "notes_duplicates": self.notes_duplicates,
             "artifact_files": self.artifact_files,
             "worker_pids": self.worker_pids,
+            "workers": self.workers,
             "resumed_steps": self.resumed_steps,
             "provider": self.provider,
             "error": self.run_error,
@@ -135,7 +156,7 @@ class Snapshot:
 
 
 def build_snapshot(
-    conn: sqlite3.Connection,
+    conn: Ledger,
     settings: Settings,
     run_id: str | None,
     workflow_status: str | None = None,
@@ -148,7 +169,7 @@ def build_snapshot(
         return Snapshot(run_id=None, worker_events=_events(conn, None, with_events))
     run = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if run is None:
-        raise LookupError(f"no run {run_id!r} in {settings.db_path}")
+        raise LookupError(f"no run {run_id!r} in {settings.ledger_label}")
     snap = Snapshot(
         run_id=run_id,
         total_steps=run["total_steps"],
@@ -190,20 +211,21 @@ def build_snapshot(
     snap.notes_rows, snap.notes_duplicates = notes["n"], notes["dup"]
     snap.outbox_lines, snap.outbox_duplicates = outbox_counts(outbox_path(settings.artifacts_dir, run_id))
     snap.artifact_files = _count_step_files(settings.artifacts_dir / run_id)
-    snap.worker_pids = [
-        r[0]
-        for r in conn.execute(
-            "SELECT pid FROM (SELECT started_pid AS pid, step FROM steps WHERE run_id = ? "
-            "UNION ALL SELECT worker_pid, step FROM steps WHERE run_id = ?) "
-            "WHERE pid IS NOT NULL GROUP BY pid ORDER BY MIN(step)",
-            (run_id, run_id),
-        )
-    ]
+    workers = conn.execute(
+        "SELECT host, pid FROM (SELECT started_host AS host, started_pid AS pid, step FROM steps WHERE run_id = ? "
+        "UNION ALL SELECT worker_host, worker_pid, step FROM steps WHERE run_id = ?) AS u "
+        "WHERE pid IS NOT NULL GROUP BY host, pid ORDER BY MIN(step)",
+        (run_id, run_id),
+    ).fetchall()
+    snap.worker_pids = list(dict.fromkeys(r["pid"] for r in workers))
+    snap.workers = [worker_label(r["pid"], r["host"]) for r in workers]
     snap.resumed_steps = [
         r[0]
         for r in conn.execute(
-            "SELECT step FROM (SELECT step, worker_pid, LAG(worker_pid) OVER (ORDER BY step) AS prev "
-            "FROM steps WHERE run_id = ?) WHERE prev IS NOT NULL AND worker_pid IS NOT NULL AND worker_pid != prev",
+            "SELECT step FROM (SELECT step, worker_pid, LAG(worker_pid) OVER (ORDER BY step) AS prev, "
+            "worker_host, LAG(worker_host) OVER (ORDER BY step) AS prev_host FROM steps WHERE run_id = ?) AS w "
+            "WHERE prev IS NOT NULL AND worker_pid IS NOT NULL "
+            "AND (worker_pid != prev OR COALESCE(worker_host, '') != COALESCE(prev_host, ''))",
             (run_id,),
         )
     ]
@@ -211,15 +233,15 @@ def build_snapshot(
     return snap
 
 
-def _step_row(r: sqlite3.Row) -> StepRow:
+def _step_row(r: Any) -> StepRow:
     return StepRow(
         r["step"], r["status"], r["attempt"], r["worker_pid"], r["started_pid"], r["provider"], r["action"],
         r["thought"], r["tool_result"], r["tokens"], r["cost_usd"], r["started_at"], r["ended_at"], r["error"],
-        r["raw_output"],
+        r["raw_output"], r["worker_host"],
     )  # fmt: skip
 
 
-def _effect_rows(conn: sqlite3.Connection, run_id: str, since: float | None) -> list[EffectRow]:
+def _effect_rows(conn: Ledger, run_id: str, since: float | None) -> list[EffectRow]:
     if since is None:
         rows = conn.execute("SELECT * FROM effects WHERE run_id = ? ORDER BY step, claimed_at", (run_id,)).fetchall()
         outcome_rows = conn.execute(
@@ -291,9 +313,10 @@ def outbox_counts(path: Path) -> tuple[int, int]:
     return counts
 
 
-def _events(conn: sqlite3.Connection, run_id: str | None, limit: int) -> list[WorkerEvent]:
+def _events(conn: Ledger, run_id: str | None, limit: int) -> list[WorkerEvent]:
     rows = conn.execute(
-        "SELECT * FROM worker_events WHERE run_id IS NULL OR run_id = ? OR ? IS NULL ORDER BY id DESC LIMIT ?",
+        "SELECT * FROM worker_events WHERE run_id IS NULL OR run_id = ? OR CAST(? AS TEXT) IS NULL "
+        "ORDER BY id DESC LIMIT ?",
         (run_id, run_id, limit),
     ).fetchall()
     return [
@@ -307,6 +330,7 @@ def _events(conn: sqlite3.Connection, run_id: str | None, limit: int) -> list[Wo
             r["detail"],
             r["restart_s"],
             r["next_step_s"],
+            r["host"],
         )
         for r in reversed(rows)
     ]

@@ -74,7 +74,7 @@ class Context:
         return run_id, status
 
     def snapshot(self, run_id: str, status: str | None) -> Snapshot:
-        return build_snapshot(connect(self.settings.db_path), self.settings, run_id, status)
+        return build_snapshot(connect(self.settings.ledger), self.settings, run_id, status)
 
     def completed(self, scenario: str, snap: Snapshot) -> None:
         self.completions.append((scenario, snap.completed_steps, snap.total_steps))
@@ -96,7 +96,7 @@ async def _wait_ready(settings: Settings, sup: Supervisor, timeout: float = 20.0
 
 
 def _kill_events(settings: Settings, run_id: str) -> list[dict]:
-    conn = connect(settings.db_path)
+    conn = connect(settings.ledger)
     rows = conn.execute(
         "SELECT * FROM worker_events WHERE run_id = ? AND event IN ('kill', 'died') ORDER BY id", (run_id,)
     ).fetchall()
@@ -173,7 +173,7 @@ async def kill_mid_run(ctx: Context) -> None:
         f"resumed at {snap.resumed_steps}",
     )
     _check_run_integrity(ctx, "1d.", snap)
-    conn = connect(ctx.settings.db_path)
+    conn = connect(ctx.settings.ledger)
     work = _normal_work_s(snap, {k["step"] for k in kills})
     target = RESTART_TARGET_S if sup.use_spare else RESTART_TARGET_NO_SPARE_S
     for i, k in enumerate(kills, 1):
@@ -218,7 +218,7 @@ async def crash_in_claim_window(ctx: Context) -> None:
     run_id, status = await ctx.run(4, faults)
     snap = ctx.snapshot(run_id, status)
     recovered = [e.id for e in snap.effects if "recovered" in e.outcomes.split(",")]
-    conn = connect(ctx.settings.db_path)
+    conn = connect(ctx.settings.ledger)
     mismatched = []
     for row in conn.execute("SELECT step, payload FROM effects WHERE run_id = ? AND kind = 'file'", (run_id,)):
         path = step_file(ctx.settings.artifacts_dir, run_id, row["step"])
@@ -243,7 +243,7 @@ async def garble(ctx: Context) -> None:
     run_id, status = await ctx.run(5, [FaultSpec("garble", 3)])
     snap = ctx.snapshot(run_id, status)
     bad = snap.guardrail_step
-    conn = connect(ctx.settings.db_path)
+    conn = connect(ctx.settings.ledger)
     ended = conn.execute("SELECT ended_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()["ended_at"]
     took = None if bad is None or bad.started_at is None or ended is None else ended - bad.started_at
     ctx.report.check(
@@ -300,7 +300,7 @@ async def supervisor_killed(ctx: Context) -> None:
     try:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
-        conn = connect(ctx.settings.db_path)
+        conn = connect(ctx.settings.ledger)
         await _wait_until(
             lambda: (
                 conn.execute(
@@ -339,7 +339,7 @@ async def unassisted(ctx: Context) -> None:
     await ctx.supervise(assist=False)
     run_id, status = await ctx.run(6, [FaultSpec("kill_at", 3)])
     snap = ctx.snapshot(run_id, status)
-    conn = connect(ctx.settings.db_path)
+    conn = connect(ctx.settings.ledger)
     kills = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "kill"]
     lat = measure(conn, run_id, kills[0]["at"], kills[0]["pid"], kills[0]["step"]) if kills else None
     restart = lat.restart_s if lat else None

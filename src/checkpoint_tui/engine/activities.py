@@ -26,7 +26,7 @@ from checkpoint_tui.engine.shared import (
 from checkpoint_tui.engine.tools import evaluate_arithmetic
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once, physical_for
-from checkpoint_tui.ledger.store import connect, log_activity, now, upsert_step
+from checkpoint_tui.ledger.store import HOST, connect, log_activity, now, upsert_step
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
@@ -37,27 +37,29 @@ GARBLED = "I think the next step is probably to compute something, but let me ex
 
 
 class AgentActivities:
-    def __init__(self, db_path: Path, artifacts_dir: Path) -> None:
-        self.db_path = db_path
+    def __init__(self, ledger: str | Path, artifacts_dir: Path) -> None:
+        self.ledger = ledger  # a SQLite path or a postgresql:// URL
         self.artifacts_dir = artifacts_dir
         self.pid = os.getpid()
 
     def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
         """Log this attempt and stamp the step with our pid (plus `fields`); returns the attempt number."""
         attempt = activity.info().attempt
-        conn = connect(self.db_path)
+        conn = connect(self.ledger)
         log_activity(conn, run_id, step, name, attempt, self.pid)
-        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=self.pid, **fields)
+        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=self.pid, worker_host=HOST, **fields)
         return attempt
 
     @activity.defn(name="mark_step_running")
     async def mark_step_running(self, inp: StepInput) -> None:
-        self._touch(inp.run_id, inp.step, "mark_step_running", started_pid=self.pid, started_at=now())
+        self._touch(
+            inp.run_id, inp.step, "mark_step_running", started_pid=self.pid, started_host=HOST, started_at=now()
+        )
 
     @activity.defn(name="llm")
     async def llm(self, inp: LlmInput) -> LlmOutput:
         attempt = self._touch(inp.run_id, inp.step, "llm")
-        conn = connect(self.db_path)
+        conn = connect(self.ledger)
         async with beating():
             if faults.consume(conn, inp.run_id, inp.step, "transient"):
                 raise ApplicationError(f"injected transient model failure (attempt {attempt})", type="TransientFault")
@@ -98,7 +100,7 @@ class AgentActivities:
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
         error = f"Guardrail: step {inp.step} returned no valid decision ({reason})"
         upsert_step(
-            connect(self.db_path),
+            connect(self.ledger),
             inp.run_id,
             inp.step,
             "failed",
@@ -116,13 +118,13 @@ class AgentActivities:
             result = evaluate_arithmetic(inp.expression)
         except ValueError as err:
             result = f"error: {err}"  # the agent sees the tool's error; it is not a step failure
-        upsert_step(connect(self.db_path), inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)
+        upsert_step(connect(self.ledger), inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)
         return result
 
     @activity.defn(name="effect")
     async def effect(self, inp: EffectInput) -> dict[str, str]:
         attempt = self._touch(inp.run_id, inp.step, "effect")
-        conn = connect(self.db_path)
+        conn = connect(self.ledger)
         outcomes: dict[str, str] = {}
         async with beating():
             for kind in KINDS:
@@ -144,7 +146,7 @@ class AgentActivities:
         return outcomes
 
     def _maybe_crash(self, inp: EffectInput, kind: str) -> None:
-        if faults.consume(connect(self.db_path), inp.run_id, inp.step, "crash_after_claim", kind):
+        if faults.consume(connect(self.ledger), inp.run_id, inp.step, "crash_after_claim", kind):
             os.kill(os.getpid(), signal.SIGKILL)  # the claim is committed, the write never happens
 
     @activity.defn(name="mark_step_completed")
@@ -153,7 +155,7 @@ class AgentActivities:
 
     @activity.defn(name="finish_run")
     async def finish_run(self, inp: FinishInput) -> None:
-        finish_run_row(connect(self.db_path), inp.run_id, inp.status, inp.error)
+        finish_run_row(connect(self.ledger), inp.run_id, inp.status, inp.error)
 
     def all(self) -> list:
         return [

@@ -18,6 +18,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from checkpoint_tui.config import LEDGER_URL_ENV
 from checkpoint_tui.connection import ConnectionOptions
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.workflow import AgentLoop
@@ -32,6 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--namespace", default="default")
     p.add_argument("--task-queue", required=True)
     p.add_argument("--identity", required=True)
+    p.add_argument("--artifacts", type=Path, help="artifacts root (default: HOME/artifacts)")
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--tls-ca")
@@ -52,7 +54,9 @@ async def run_worker(args: argparse.Namespace) -> None:
     client = await Client.connect(
         args.address, namespace=args.namespace, identity=args.identity, **options.client_kwargs()
     )
-    acts = AgentActivities(args.home / "run" / "checkpoint.db", args.home / "artifacts")
+    # The ledger URL comes through the environment only: it may carry a password.
+    ledger = os.environ.get(LEDGER_URL_ENV) or args.home / "run" / "checkpoint.db"
+    acts = AgentActivities(ledger, args.artifacts or args.home / "artifacts")
     worker = Worker(
         client,
         task_queue=args.task_queue,

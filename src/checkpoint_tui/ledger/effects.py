@@ -1,4 +1,4 @@
-"""Exactly-once effects: the claim (INSERT OR IGNORE) is the lock, the stamp (applied_at) comes last.
+"""Exactly-once effects: the claim (INSERT ... ON CONFLICT DO NOTHING) is the lock, the stamp (applied_at) comes last.
 
 Three branches, each recorded in `effect_outcomes` so the UI can count them:
 - applied:   we inserted the claim -> physical write -> stamp
@@ -9,13 +9,15 @@ Three branches, each recorded in `effect_outcomes` so the UI can count them:
 
 from __future__ import annotations
 
+import fcntl
 import os
-import sqlite3
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from checkpoint_tui.ledger.store import now, transaction
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.store import HOST, now, transaction
 
 KINDS = ("file", "db", "email")
 
@@ -44,22 +46,22 @@ Physical = Callable[[EffectSpec, bool], None]
 
 
 def apply_effect_once(
-    conn: sqlite3.Connection,
+    conn: Ledger,
     spec: EffectSpec,
     physical: Physical,
     after_claim: Callable[[], None] | None = None,
 ) -> str:
     """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
     outcome_row = conn.execute(
-        "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, started_at) "
-        "VALUES(?,?,?,?,?,?,?)",
-        (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, now()),
-    ).lastrowid
+        "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
+        "VALUES(?,?,?,?,?,?,?,?) RETURNING seq",
+        (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now()),
+    ).fetchone()[0]
     with transaction(conn):
         claimed = (
             conn.execute(
-                "INSERT OR IGNORE INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
-                "VALUES(?,?,?,?,?,?,?,NULL)",
+                "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+                "VALUES(?,?,?,?,?,?,?,NULL) ON CONFLICT(id) DO NOTHING",
                 (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now()),
             ).rowcount
             == 1
@@ -80,8 +82,9 @@ def apply_effect_once(
     with transaction(conn):
         if outcome != "skipped":
             conn.execute(
-                "UPDATE effects SET applied_at = ?, attempt = MAX(attempt, ?) WHERE id = ? AND applied_at IS NULL",
-                (now(), spec.attempt, spec.id),
+                "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "
+                "WHERE id = ? AND applied_at IS NULL",
+                (now(), spec.attempt, spec.attempt, spec.id),
             )
         conn.execute(
             "UPDATE effect_outcomes SET outcome = ?, finished_at = ? WHERE seq = ?",
@@ -105,15 +108,16 @@ def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> 
     """Atomic replace: a retried write produces the same bytes, so redoing it is harmless."""
     path = step_file(artifacts_dir, spec.run_id, spec.step)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp = path.with_suffix(f".tmp{os.getpid()}-{secrets.token_hex(4)}")  # unique across hosts and threads
     tmp.write_text(spec.payload, encoding="utf-8")
     os.replace(tmp, path)
 
 
-def insert_note(conn: sqlite3.Connection, spec: EffectSpec, recovering: bool) -> None:
+def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
+    """With `check`, look and insert under the write lock."""
     with transaction(conn):
         if (
-            recovering
+            check
             and conn.execute(
                 "SELECT 1 FROM notes WHERE run_id = ? AND effect_id = ?", (spec.run_id, spec.id)
             ).fetchone()
@@ -129,28 +133,33 @@ def outbox_line(spec: EffectSpec) -> str:
     return f"{spec.id}\t{spec.payload}\n"
 
 
-def append_outbox(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> None:
-    """The 'email': one line naming its effect id, so a second send is visible in the file."""
+def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool) -> None:
+    """The 'email': one line naming its effect id, so a second send is visible in the file. With `check`,
+    look and append under an exclusive lock."""
     path = outbox_path(artifacts_dir, spec.run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = outbox_line(spec)
-    if recovering and path.exists():
-        prefix = f"{spec.id}\t"
-        with path.open(encoding="utf-8") as fh:
-            if any(existing.startswith(prefix) for existing in fh):
-                return
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    prefix = f"{spec.id}\t".encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line.encode("utf-8"))  # one write(2) with O_APPEND: no torn interleaving
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if check:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                if any(existing.startswith(prefix) for existing in fh):
+                    return
+        os.write(fd, outbox_line(spec).encode("utf-8"))  # one write(2) with O_APPEND: no torn interleaving
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
 
 
-def physical_for(kind: str, conn: sqlite3.Connection, artifacts_dir: Path) -> Physical:
+def physical_for(kind: str, conn: Ledger, artifacts_dir: Path, guarded: bool = True) -> Physical:
+    """The write for one kind. Guarded (the durable path), the note and the email check for their own
+    earlier copy on every write, not only when recovering: a writer Temporal gave up on may still be
+    alive (a partitioned host) while its retry recovers, and only one of them may add the row or line.
+    Unguarded is the naive loop's plain send."""
     if kind == "file":
         return lambda spec, recovering: write_step_file(artifacts_dir, spec, recovering)
     if kind == "db":
-        return lambda spec, recovering: insert_note(conn, spec, recovering)
+        return lambda spec, recovering: insert_note(conn, spec, guarded or recovering)
     if kind == "email":
-        return lambda spec, recovering: append_outbox(artifacts_dir, spec, recovering)
+        return lambda spec, recovering: append_outbox(artifacts_dir, spec, guarded or recovering)
     raise ValueError(f"unknown effect kind {kind!r}; expected one of {KINDS}")

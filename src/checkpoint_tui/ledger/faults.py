@@ -3,9 +3,9 @@ even when the worker that consumed one was killed right after."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
+from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now, transaction
 
@@ -52,19 +52,19 @@ def parse_fault(text: str) -> FaultSpec:
     return FaultSpec(kind, step)
 
 
-def add_fault(conn: sqlite3.Connection, run_id: str, fault: FaultSpec) -> None:
+def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
     conn.execute(
         "INSERT INTO faults(run_id, step, kind, effect_kind, count, fired, created_at) VALUES(?,?,?,?,?,0,?)",
         (run_id, fault.step, fault.kind, fault.effect_kind, fault.count, now()),
     )
 
 
-def consume(conn: sqlite3.Connection, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
+def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
     """Fire a planned fault once: True if this call used one of its remaining firings."""
     with transaction(conn):
         row = conn.execute(
             "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
-            "AND (effect_kind IS ? OR ? IS NULL) ORDER BY id LIMIT 1",
+            "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1",
             (run_id, step, kind, effect_kind, effect_kind),
         ).fetchone()
         if row is None:
@@ -73,7 +73,7 @@ def consume(conn: sqlite3.Connection, run_id: str, step: int, kind: str, effect_
     return True
 
 
-def armed_kill_steps(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+def armed_kill_steps(conn: Ledger) -> list[tuple[str, int]]:
     """(run_id, step) of kill_at faults not yet fired, for the supervisor to watch."""
     rows = conn.execute(
         "SELECT f.run_id, f.step FROM faults f JOIN runs r ON r.run_id = f.run_id "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
+
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.store import HOST
 
 
 @dataclass(frozen=True)
@@ -12,20 +14,21 @@ class Latency:
     next_step_s: float | None  # kill -> the following step's first activity
 
 
-def measure(conn: sqlite3.Connection, run_id: str, killed_at: float, dead_pid: int, step: int | None) -> Latency:
+def measure(conn: Ledger, run_id: str, killed_at: float, dead_pid: int, step: int | None) -> Latency:
     """`step` is the step in flight at the kill (None if the kill landed between steps)."""
     if step is None:
         row = conn.execute(
-            "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND started_at > ? AND worker_pid != ?",
-            (run_id, killed_at, dead_pid),
+            "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND started_at > ? "
+            "AND NOT (worker_pid = ? AND host = ?)",
+            (run_id, killed_at, dead_pid, HOST),
         ).fetchone()
         first = row["t"] if row else None
         value = None if first is None else first - killed_at
         return Latency(value, value)
     restart = conn.execute(
         "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND step = ? AND started_at > ? "
-        "AND worker_pid != ?",
-        (run_id, step, killed_at, dead_pid),
+        "AND NOT (worker_pid = ? AND host = ?)",
+        (run_id, step, killed_at, dead_pid, HOST),
     ).fetchone()["t"]
     if restart is None:  # the step's remaining activities may all have finished before the kill
         restart = conn.execute(
@@ -42,17 +45,17 @@ def measure(conn: sqlite3.Connection, run_id: str, killed_at: float, dead_pid: i
     )
 
 
-def in_flight_step(conn: sqlite3.Connection, pid: int) -> tuple[str, int] | None:
-    """The (run, step) a worker pid was working on: a running step it touched last."""
+def in_flight_step(conn: Ledger, pid: int, host: str | None = None) -> tuple[str, int] | None:
+    """The (run, step) a worker (pid on host, default this one) was working on: a running step it touched last."""
     row = conn.execute(
         "SELECT s.run_id, s.step FROM steps s JOIN runs r ON r.run_id = s.run_id "
-        "WHERE s.status = 'running' AND s.worker_pid = ? AND r.status = 'running' "
+        "WHERE s.status = 'running' AND s.worker_pid = ? AND s.worker_host = ? AND r.status = 'running' "
         "ORDER BY s.started_at DESC LIMIT 1",
-        (pid,),
+        (pid, host or HOST),
     ).fetchone()
     return (row["run_id"], row["step"]) if row else None
 
 
-def running_run(conn: sqlite3.Connection) -> str | None:
+def running_run(conn: Ledger) -> str | None:
     row = conn.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1").fetchone()
     return row["run_id"] if row else None

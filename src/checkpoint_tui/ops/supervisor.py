@@ -1,5 +1,6 @@
-"""The embedded supervisor: keeps one worker polling (plus a warm spare), SIGKILLs it on request,
-notices any death within one tick, promotes or respawns, and helps Temporal notice faster.
+"""The embedded supervisor: keeps a pool of N workers polling (plus a warm spare), SIGKILLs one on
+request, notices any death within one tick, promotes or respawns into the dead worker's slot, and
+helps Temporal notice faster.
 
 Assisted failover: the moment a worker is seen dead, its pending activity attempts (only those whose
 last_worker_identity is the dead worker's) are failed by id so Temporal retries them at once instead
@@ -28,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 from checkpoint_tui.config import Settings
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.latency import in_flight_step, measure, running_run
-from checkpoint_tui.ledger.store import connect, record_worker_event
+from checkpoint_tui.ledger.store import HOST, connect, record_worker_event
 from checkpoint_tui.ops import devserver, workers
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.workers import WorkerProc
@@ -70,7 +71,8 @@ class Supervisor:
         self.assist = assist
         self.respawn = respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
-        self.active: WorkerProc | None = None
+        self.size = max(1, settings.workers)
+        self.pool: dict[int, WorkerProc] = {}  # slot -> active worker
         self.spare: WorkerProc | None = None
         self.state = "starting"  # running | worker-dead | respawning | stopped
         self._lock_fh = None
@@ -106,31 +108,47 @@ class Supervisor:
 
     # --- start / adopt ---------------------------------------------------------------------------
 
+    @property
+    def active(self) -> WorkerProc | None:
+        """The first slot's worker (the pool's only one unless --workers N)."""
+        return self.pool.get(min(self.pool)) if self.pool else None
+
+    def workers(self) -> list[WorkerProc]:
+        return [self.pool[slot] for slot in sorted(self.pool)]
+
     def ensure_worker(self) -> WorkerProc:
-        """Adopt the home's live worker, or spawn one (and a spare, if configured)."""
-        conn = connect(self.settings.db_path)
-        adopted = workers.load(self.settings, "active")
-        if adopted is not None:
-            self.active = adopted
-            record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail="active worker adopted")
-        else:
-            spare = workers.load(self.settings, "spare")
-            if spare is not None and spare.ready(self.settings) and workers.promote(self.settings, spare):
-                self.active = spare
-                record_worker_event(conn, "promote", spare.pid, spare.name, detail="spare promoted at start")
-            else:
-                self.active = workers.spawn(self.settings, self.address, "active", self.worker_args)
-                record_worker_event(conn, "spawn", self.active.pid, self.active.name, detail="active worker")
+        """Adopt the home's live workers, or start them (and a spare, if configured); returns slot 0's."""
+        conn = connect(self.settings.ledger)
+        live_slots = [s for s in workers.recorded_slots(self.settings) if s >= self.size]
+        for slot in [*range(self.size), *live_slots]:
+            worker = self._adopt_or_start(conn, slot, required=slot < self.size)
+            if worker is not None:
+                self.pool[slot] = worker
         if self.use_spare and self.owner:
             self._ensure_spare()
         self.state = "running"
-        return self.active
+        return self.pool[0]
+
+    def _adopt_or_start(self, conn, slot: int, required: bool) -> WorkerProc | None:
+        adopted = workers.load(self.settings, "active", slot)
+        if adopted is not None:
+            record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail=f"active worker adopted (slot {slot})")
+            return adopted
+        if not required:
+            return None
+        spare = workers.load(self.settings, "spare")
+        if spare is not None and spare.ready(self.settings) and workers.promote(self.settings, spare, slot):
+            record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
+            return spare
+        worker = workers.spawn(self.settings, self.address, "active", self.worker_args, slot)
+        record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker (slot {slot})")
+        return worker
 
     def _ensure_spare(self) -> None:
         if self.spare is not None and self.spare.alive():
             return
         existing = workers.load(self.settings, "spare")
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         if existing is not None:
             self.spare = existing
             record_worker_event(conn, "adopt", existing.pid, existing.name, detail="spare adopted")
@@ -140,12 +158,21 @@ class Supervisor:
 
     # --- kill ------------------------------------------------------------------------------------
 
-    async def kill(self, reason: str = "user") -> KillReport:
-        """A real SIGKILL of the active worker, after checking it is still ours; waits for the exit."""
-        worker = self.active
+    def kill_target(self) -> WorkerProc | None:
+        """The worker running the live step if one of ours is, else the first slot's."""
+        conn = connect(self.settings.ledger)
+        for worker in self.workers():
+            if in_flight_step(conn, worker.pid) is not None:
+                return worker
+        return self.active
+
+    async def kill(self, reason: str = "user", worker: WorkerProc | None = None) -> KillReport:
+        """A real SIGKILL of one worker (default: kill_target()), after checking it is still ours; waits
+        for the exit."""
+        worker = worker or self.kill_target()
         if worker is None:
             raise RuntimeError("no worker to kill")
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         flight = in_flight_step(conn, worker.pid)
         run_id, step = flight if flight else (running_run(conn), None)
         at = time.time()
@@ -186,25 +213,24 @@ class Supervisor:
         self._ticks += 1
         if self.settings.embedded and self.owner and self._ticks % 5 == 0:
             await self._watch_devserver()
-        worker = self.active
-        if worker is None:
+        for worker in self.workers():
+            if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
+                await self._on_unexpected_death(worker)
+        if await self._fire_kill_faults():
             return
-        if not worker.alive():
-            if worker.pid in self._killed_pids:
-                return  # kill() is handling it
-            at = time.time()
-            conn = connect(self.settings.db_path)
-            flight = in_flight_step(conn, worker.pid)
-            run_id, step = flight if flight else (running_run(conn), None)
-            sig, code = worker.exit_status()
-            detail = {"signal": sig, "exit_code": code, "observed": sig is not None or code is not None}
-            event_id = record_worker_event(conn, "died", worker.pid, worker.name, run_id, step, json.dumps(detail), at)
-            await self._on_death(worker, event_id, at, run_id, step)
-            return
-        await self._fire_kill_faults(worker)
         if self.use_spare and self.owner and self.spare is not None and not self.spare.alive():
             self.spare = None
             self._ensure_spare()
+
+    async def _on_unexpected_death(self, worker: WorkerProc) -> None:
+        at = time.time()
+        conn = connect(self.settings.ledger)
+        flight = in_flight_step(conn, worker.pid)
+        run_id, step = flight if flight else (running_run(conn), None)
+        sig, code = worker.exit_status()
+        detail = {"signal": sig, "exit_code": code, "observed": sig is not None or code is not None}
+        event_id = record_worker_event(conn, "died", worker.pid, worker.name, run_id, step, json.dumps(detail), at)
+        await self._on_death(worker, event_id, at, run_id, step)
 
     async def _watch_devserver(self) -> None:
         """The home's dev server is ours: if it died, start it again on the same ports and database.
@@ -215,7 +241,7 @@ class Supervisor:
         died_at = time.time()
         previous = self.state
         self.state = "temporal-down"
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         record_worker_event(conn, "temporal-died", rec["identity"]["pid"], None, detail=rec.get("address"), at=died_at)
         try:
             server = await asyncio.to_thread(devserver.ensure_devserver, self.settings)
@@ -229,36 +255,46 @@ class Supervisor:
         )  # fmt: skip
         self.state = previous if previous != "temporal-down" else "running"
 
-    async def _fire_kill_faults(self, worker: WorkerProc) -> None:
-        conn = connect(self.settings.db_path)
+    async def _fire_kill_faults(self) -> bool:
+        conn = connect(self.settings.ledger)
         for run_id, step in faults.armed_kill_steps(conn):
-            # "running" = the step's model call is in flight on our worker, so the kill lands inside it
-            row = conn.execute(
-                "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = 'llm' AND worker_pid = ?",
-                (run_id, step, worker.pid),
-            ).fetchone()
-            if row and faults.consume(conn, run_id, step, "kill_at"):
-                await self.kill(reason=f"kill_at fault at step {step}")
-                return
+            for worker in self.workers():
+                # the step's model call is in flight on one of our workers, so the kill lands inside it
+                row = conn.execute(
+                    "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = 'llm' "
+                    "AND worker_pid = ? AND host = ?",
+                    (run_id, step, worker.pid, HOST),
+                ).fetchone()
+                if row and worker.alive() and faults.consume(conn, run_id, step, "kill_at"):
+                    await self.kill(reason=f"kill_at fault at step {step}", worker=worker)
+                    return True
+        return False
 
     async def _on_death(self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None) -> None:
         self.state = "worker-dead"
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         (self.settings.run_dir / f"ready-{dead.name}").unlink(missing_ok=True)
-        self.active = None
+        slot = dead.slot
+        if self.pool.get(slot) is dead:
+            del self.pool[slot]
         if not (self.respawn and self.owner):
             return
         self.state = "respawning"
         spare = self.spare
-        if spare is not None and spare.alive() and spare.ready(self.settings) and workers.promote(self.settings, spare):
-            self.active, self.spare = spare, None
+        if (
+            spare is not None
+            and spare.alive()
+            and spare.ready(self.settings)
+            and workers.promote(self.settings, spare, slot)
+        ):
+            self.pool[slot], self.spare = spare, None
             record_worker_event(conn, "promote", spare.pid, spare.name, run_id, step, f"replaces {dead.pid}")
         else:
             if spare is not None and spare.alive():
                 workers.stop(self.settings, spare)  # not ready yet: a fresh active is as quick
             self.spare = None
-            self.active = workers.spawn(self.settings, self.address, "active", self.worker_args)
-            new = self.active
+            new = workers.spawn(self.settings, self.address, "active", self.worker_args, slot)
+            self.pool[slot] = new
             record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")
         self.state = "running"
         if self.assist and self.client is not None:
@@ -271,7 +307,7 @@ class Supervisor:
     async def _assist(self, dead: WorkerProc) -> None:
         """Fail the dead worker's pending activity attempts by id; reset the sticky queue of its runs."""
         assert self.client is not None
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         failed: list[str] = []
         for row in conn.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchall():
             try:
@@ -297,7 +333,7 @@ class Supervisor:
         record_worker_event(conn, "assist", dead.pid, dead.name, detail=json.dumps({"failed_activities": failed}))
 
     async def _record_latency(self, event_id: int, run_id: str, at: float, dead_pid: int, step: int | None) -> None:
-        conn = connect(self.settings.db_path)
+        conn = connect(self.settings.ledger)
         deadline = time.monotonic() + LATENCY_WAIT_S
         while time.monotonic() < deadline:
             lat = measure(conn, run_id, at, dead_pid, step)
@@ -328,10 +364,10 @@ class Supervisor:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 5.0)
         if stop_workers:
-            for w in (self.active, self.spare):
+            for w in [*self.workers(), self.spare]:
                 if w is not None:
                     workers.stop(self.settings, w)
-                    workers.forget(self.settings, w.role)
-            self.active = self.spare = None
+                    workers.forget(self.settings, w.role, w.slot)
+            self.pool, self.spare = {}, None
             self.state = "stopped"
         self.release()

@@ -1,23 +1,25 @@
 """Worker processes on disk: spawn detached, record identity in run/, adopt, SIGKILL with a report.
 
-run/worker.pid holds the active worker's pid; run/worker.json its identity (pid, create time,
-command line) and its Temporal identity; run/spare.json the same for the warm spare.
+run/worker.pid holds the first active worker's pid; run/worker.json its identity (pid, create time,
+command line) and its Temporal identity; run/worker-<slot>.json the same for the other workers of a
+pool (--workers N); run/spare.json the same for the warm spare.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.config import Settings
+from checkpoint_tui.config import LEDGER_URL_ENV, Settings
 from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.store import HOST
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     identity_after_exec,
@@ -33,6 +35,7 @@ class WorkerProc:
     ident: ProcIdentity
     name: str  # the Temporal worker identity (last_worker_identity of its activities)
     role: str  # "active" | "spare"
+    slot: int = 0  # which of the pool's active workers (0 .. N-1); a promoted spare takes the dead one's
     proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
 
     @property
@@ -62,15 +65,28 @@ class WorkerProc:
         return (settings.run_dir / f"ready-{self.name}").exists()
 
 
-def _record(settings: Settings, role: str) -> Path:
-    return settings.run_dir / ("worker.json" if role == "active" else "spare.json")
+def _record(settings: Settings, role: str, slot: int = 0) -> Path:
+    if role == "spare":
+        return settings.run_dir / "spare.json"
+    return settings.run_dir / ("worker.json" if slot == 0 else f"worker-{slot}.json")
+
+
+def recorded_slots(settings: Settings) -> list[int]:
+    """Slots with an active-worker record on disk (live or not)."""
+    slots = [0] if _record(settings, "active").exists() else []
+    for path in settings.run_dir.glob("worker-*.json"):
+        with contextlib.suppress(ValueError):
+            slots.append(int(path.stem.split("-", 1)[1]))
+    return sorted(slots)
 
 
 def new_name() -> str:
-    return f"w-{secrets.token_hex(3)}@{socket.gethostname()}"
+    return f"w-{secrets.token_hex(3)}@{HOST}"
 
 
-def spawn(settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = ()) -> WorkerProc:
+def spawn(
+    settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = (), slot: int = 0
+) -> WorkerProc:
     settings.ensure_dirs()
     name = new_name()
     cmd = [
@@ -87,55 +103,74 @@ def spawn(settings: Settings, address: str, role: str = "active", extra_args: tu
         settings.task_queue,
         "--identity",
         name,
+        "--artifacts",
+        str(settings.artifacts_dir),
     ]
     cmd += settings.connection.worker_args()  # file paths only; the API key stays in the environment
     cmd += list(extra_args)
     if role == "spare":
         cmd.append("--standby")
+    env = dict(os.environ)
+    env.pop(LEDGER_URL_ENV, None)
+    if settings.ledger_url:  # through the environment only: the URL may carry a password
+        env[LEDGER_URL_ENV] = settings.ledger_url
     with open(settings.run_dir / "worker.log", "ab") as log:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home, env=env
         )
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
         proc.poll()
         raise UserFacingError(f"the worker exited at once; see {settings.run_dir / 'worker.log'}")
-    worker = WorkerProc(ident, name, role, proc)
+    worker = WorkerProc(ident, name, role, slot, proc)
     save(settings, worker)
     return worker
 
 
 def save(settings: Settings, worker: WorkerProc) -> None:
     write_json(
-        _record(settings, worker.role),
-        {"identity": worker.ident.to_dict(), "name": worker.name, "role": worker.role, "saved_at": time.time()},
+        _record(settings, worker.role, worker.slot),
+        {
+            "identity": worker.ident.to_dict(),
+            "name": worker.name,
+            "role": worker.role,
+            "slot": worker.slot,
+            "saved_at": time.time(),
+        },
     )
-    if worker.role == "active":
+    if worker.role == "active" and worker.slot == 0:
         tmp = settings.run_dir / "worker.pid.tmp"
         tmp.write_text(f"{worker.pid}\n")
         os.replace(tmp, settings.run_dir / "worker.pid")
 
 
-def load(settings: Settings, role: str = "active") -> WorkerProc | None:
-    """The recorded worker of this role if it is alive and still ours, else None."""
-    rec = read_json(_record(settings, role))
+def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc | None:
+    """The recorded worker of this role (and slot) if it is alive and still ours, else None."""
+    rec = read_json(_record(settings, role, slot))
     if not rec:
         return None
     ident = ProcIdentity.from_dict(rec["identity"])
     if not ident.matches_live():
         return None
-    return WorkerProc(ident, rec["name"], role)
+    return WorkerProc(ident, rec["name"], role, slot)
 
 
-def forget(settings: Settings, role: str) -> None:
-    _record(settings, role).unlink(missing_ok=True)
+def load_all(settings: Settings) -> list[WorkerProc]:
+    """Every live worker of this home recorded on disk: the pool's active workers, then the spare."""
+    found = [w for slot in recorded_slots(settings) if (w := load(settings, "active", slot)) is not None]
+    spare = load(settings, "spare")
+    return found + ([spare] if spare is not None else [])
 
 
-def promote(settings: Settings, spare: WorkerProc) -> bool:
-    """Tell a ready spare to start polling (SIGUSR1); it becomes the active worker on disk."""
+def forget(settings: Settings, role: str, slot: int = 0) -> None:
+    _record(settings, role, slot).unlink(missing_ok=True)
+
+
+def promote(settings: Settings, spare: WorkerProc, slot: int = 0) -> bool:
+    """Tell a ready spare to start polling (SIGUSR1); it becomes the slot's active worker on disk."""
     if not send_signal_if_ours(spare.ident, signal.SIGUSR1):
         return False
-    spare.role = "active"
+    spare.role, spare.slot = "active", slot
     save(settings, spare)
     forget(settings, "spare")
     return True

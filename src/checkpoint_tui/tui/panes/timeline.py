@@ -36,6 +36,6 @@ def _cells(s: StepRow, resumed: bool) -> tuple:
         str(s.tokens or ""),
         f"{s.cost_usd:.4f}" if s.cost_usd else "0",
         duration,
-        str(s.worker_pid or ""),
+        s.worker_label,
         Text("⚑ resumed here", style="bold magenta") if resumed else "",
     )

@@ -41,16 +41,15 @@ def describe(e: WorkerEvent) -> str:
         how = "killed" if e.event == "kill" else "died"
         seen = "observed signal" if detail.get("observed") else "signal"
         code = detail.get("exit_code")
-        return (
-            f"worker {e.pid} {how} · {seen} {sig} · exit code {code if code is not None else 'none'}{at_step}{latency}"
-        )
+        code_text = code if code is not None else "none"
+        return f"worker {e.pid_label} {how} · {seen} {sig} · exit code {code_text}{at_step}{latency}"
     if e.event in ("promote", "respawn"):
         how = "warm spare promoted" if e.event == "promote" else "respawned"
-        return f"replacement {e.pid} polling ({how}) · {e.detail}"
+        return f"replacement {e.pid_label} polling ({how}) · {e.detail}"
     if e.event == "assist":
         failed = detail.get("failed_activities", [])
-        return f"assist for {e.pid}: failed {len(failed)} pending activity attempt(s) by id, reset sticky queue"
-    return f"{e.event} {e.pid} · {e.detail or ''}"
+        return f"assist for {e.pid_label}: failed {len(failed)} pending activity attempt(s) by id, reset sticky queue"
+    return f"{e.event} {e.pid_label} · {e.detail or ''}"
 
 
 def _cells(e: WorkerEvent) -> tuple:

@@ -1,0 +1,195 @@
+"""One ledger interface, two backends: SQLite (the embedded default) and PostgreSQL (shared across hosts).
+
+The SQL in this package is written once, in the subset both engines run the same way (`?` placeholders,
+`INSERT ... ON CONFLICT`, `RETURNING`, CASE instead of two-argument MAX). The PostgreSQL backend only
+rewrites placeholders and the two DDL spellings that differ (autoincrement keys, 8-byte floats).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from checkpoint_tui.errors import UserFacingError
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# Every transaction() on PostgreSQL holds this advisory lock, the stand-in for SQLite's single writer
+# lock (BEGIN IMMEDIATE): a check-then-write block is serialised the same way on both backends.
+_PG_WRITE_LOCK = 0x636B7074  # "ckpt"
+
+
+def is_postgres_url(target: str | Path) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for errors, logs and the status bar."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Ledger(Protocol):
+    dialect: str
+    target: str
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+
+    def transaction(self) -> Any: ...
+
+    def data_version(self) -> object:
+        """Changes whenever another connection commits; equal values mean nothing new to read."""
+
+    def columns(self, table: str) -> set[str]: ...
+
+    def ddl(self, statement: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class SqliteLedger:
+    dialect = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.target = str(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.raw = sqlite3.connect(self.target, timeout=10.0, isolation_level=None, check_same_thread=True)
+        self.raw.row_factory = sqlite3.Row
+        self._set_wal()
+        self.raw.execute("PRAGMA synchronous=NORMAL")
+        self.raw.execute("PRAGMA busy_timeout=10000")
+
+    def _set_wal(self) -> None:
+        """WAL, so readers never block the worker. Switching a new file to WAL while another process
+        does the same answers 'database is locked' at once (the busy timeout does not apply): retry."""
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                self.raw.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.raw.execute(sql, params)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE takes the write lock up front, so check-then-write inside is atomic."""
+        self.raw.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.raw.execute("ROLLBACK")
+            raise
+        self.raw.execute("COMMIT")
+
+    def data_version(self) -> object:
+        return self.raw.execute("PRAGMA data_version").fetchone()[0]
+
+    def columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.raw.execute(f"PRAGMA table_info({table})")}
+
+    def ddl(self, statement: str) -> str:
+        return statement
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class Row(tuple):
+    """A result row readable by position and by column name, like sqlite3.Row."""
+
+    _index: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], index: dict[str, int]) -> Row:
+        row = super().__new__(cls, values)
+        row._index = index
+        return row
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+def _row_factory(cursor: Any) -> Any:
+    index = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return lambda values: Row(values, index)
+
+
+@functools.lru_cache(maxsize=512)
+def _pg_sql(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresLedger:
+    dialect = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        import psycopg  # imported here: the embedded default never needs it
+
+        self.target = redact_url(url)
+        try:
+            self.raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise UserFacingError(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.raw.execute(_pg_sql(sql), tuple(params))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.raw.transaction():
+            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_WRITE_LOCK,))
+            yield
+
+    def data_version(self) -> object:
+        # Moves on every write anywhere in the cluster: a conservative "something may have changed".
+        return self.raw.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+
+    def columns(self, table: str) -> set[str]:
+        rows = self.raw.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s",
+            (table,),
+        )
+        return {r[0] for r in rows}
+
+    def ddl(self, statement: str) -> str:
+        statement = statement.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY")
+        return re.sub(r"\bREAL\b", "DOUBLE PRECISION", statement)  # PostgreSQL's REAL is 4 bytes
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def open_ledger(target: str | Path) -> Ledger:
+    if is_postgres_url(target):
+        return PostgresLedger(str(target))
+    return SqliteLedger(Path(target))

@@ -1,0 +1,181 @@
+"""The ledger's tables and their versioned migrations, the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from checkpoint_tui.ledger.backend import Ledger
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    total_steps INTEGER NOT NULL,
+    pace REAL NOT NULL,
+    status TEXT NOT NULL,
+    provider TEXT,
+    task_queue TEXT,
+    error TEXT,
+    created_at REAL NOT NULL,
+    ended_at REAL,
+    first_execution TEXT
+);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 1,
+    worker_pid INTEGER,
+    started_pid INTEGER,
+    worker_host TEXT,
+    started_host TEXT,
+    provider TEXT,
+    action TEXT,
+    thought TEXT,
+    tool_result TEXT,
+    tokens INTEGER,
+    cost_usd REAL,
+    started_at REAL,
+    ended_at REAL,
+    error TEXT,
+    raw_output TEXT,
+    touched_at REAL,
+    answer_note TEXT,
+    PRIMARY KEY (run_id, step)
+);
+CREATE INDEX IF NOT EXISTS steps_touched ON steps(run_id, touched_at);
+CREATE TABLE IF NOT EXISTS activity_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    activity TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    worker_pid INTEGER NOT NULL,
+    host TEXT,
+    started_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS activity_log_run ON activity_log(run_id, step);
+CREATE TABLE IF NOT EXISTS effects (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    claimed_at REAL NOT NULL,
+    applied_at REAL
+);
+CREATE INDEX IF NOT EXISTS effects_run ON effects(run_id, step);
+CREATE TABLE IF NOT EXISTS effect_outcomes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    effect_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    worker_pid INTEGER NOT NULL,
+    host TEXT,
+    outcome TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS effect_outcomes_run ON effect_outcomes(run_id);
+CREATE TABLE IF NOT EXISTS notes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    effect_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notes_run ON notes(run_id, effect_id);
+CREATE TABLE IF NOT EXISTS faults (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    effect_kind TEXT,
+    count INTEGER NOT NULL DEFAULT 1,
+    fired INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS faults_run ON faults(run_id, step);
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    naive_run TEXT NOT NULL,
+    durable_run TEXT NOT NULL,
+    steps INTEGER NOT NULL,
+    kill_step INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS worker_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    event TEXT NOT NULL,
+    pid INTEGER,
+    host TEXT,
+    identity TEXT,
+    run_id TEXT,
+    step INTEGER,
+    detail TEXT,
+    restart_s REAL,
+    next_step_s REAL
+);
+"""
+
+# Columns added after a table was first shipped: a ledger made before migrations were versioned has
+# the table without them, and CREATE TABLE IF NOT EXISTS does not add them.
+LATER_COLUMNS = (
+    ("steps", "touched_at", "REAL"),
+    ("steps", "answer_note", "TEXT"),
+    ("runs", "first_execution", "TEXT"),
+    ("steps", "worker_host", "TEXT"),
+    ("steps", "started_host", "TEXT"),
+    ("activity_log", "host", "TEXT"),
+    ("effect_outcomes", "host", "TEXT"),
+    ("worker_events", "host", "TEXT"),
+)
+
+
+def _create_tables(ledger: Ledger) -> None:
+    for table, name, decl in LATER_COLUMNS:
+        existing = ledger.columns(table)
+        if existing and name not in existing:  # before the indexes below, which may name them
+            ledger.execute(ledger.ddl(f"ALTER TABLE {table} ADD COLUMN {name} {decl}"))
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            ledger.execute(ledger.ddl(statement))
+
+
+# Append only: (version, what it does, how). A host applies the ones its ledger lacks, in order.
+MIGRATIONS: tuple[tuple[int, str, Callable[[Ledger], None]], ...] = ((1, "tables", _create_tables),)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def ensure_schema(ledger: Ledger) -> int:
+    """Apply the migrations this ledger lacks, in one locked transaction: two hosts starting at once
+    queue on the lock instead of racing to create the same tables. Returns the schema version."""
+    if _current_version(ledger) == SCHEMA_VERSION:
+        return SCHEMA_VERSION  # the common case: no write lock taken
+    with ledger.transaction():
+        ledger.execute(
+            ledger.ddl(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+        )
+        done = {r[0] for r in ledger.execute("SELECT version FROM schema_migrations")}
+        for version, name, apply in MIGRATIONS:
+            if version not in done:
+                apply(ledger)
+                ledger.execute(
+                    "INSERT INTO schema_migrations(version, name, applied_at) VALUES(?,?,?)",
+                    (version, name, time.time()),
+                )
+    return SCHEMA_VERSION
+
+
+def _current_version(ledger: Ledger) -> int:
+    if "version" not in ledger.columns("schema_migrations"):
+        return 0
+    row = ledger.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)

@@ -1,0 +1,79 @@
+"""A real PostgreSQL server for the tests: Debian's binaries, `initdb` into a temp dir, `pg_ctl` on a
+free loopback port, stopped by the fixture's finalizer. PostgreSQL refuses to run as root, so as root
+(CI) the server runs as the `postgres` user the Debian package creates."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoint_tui.ops.procs import free_port
+
+SKIP_ENV = "CHECKPOINT_SKIP_POSTGRES"
+
+
+def pg_bindir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(os.path.realpath(found)).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+@dataclass
+class PgServer:
+    bindir: Path
+    root: Path
+    port: int = 0
+    user: str | None = None  # the OS user the server runs as (None: us)
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def _run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        cmd = list(argv)
+        if self.user is not None:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            self.user = "postgres"
+            pw = pwd.getpwnam(self.user)
+            os.chown(self.root, pw.pw_uid, pw.pw_gid)
+        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "checkpoint", "-E", "UTF8",
+                  "--no-sync")  # fmt: skip
+        self.port = free_port()
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"),
+                  "-o", options, "-w", "-t", "60", "start")  # fmt: skip
+
+    def stop(self) -> None:
+        if self.data.exists():
+            subprocess.run(
+                (["runuser", "-u", self.user, "--"] if self.user else [])
+                + [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://checkpoint@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; returns its URL."""
+        import psycopg
+
+        name = f"t_{secrets.token_hex(4)}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
