@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint verify clean-run
+.PHONY: run test lint verify clean-run postgres-binaries
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "checkpoint-tui needs Python 3.11+"'
@@ -15,9 +15,25 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/checkpoint-tui
 
-test: $(STAMP)
+test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+# The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
+# stopped by the tests). As root, install Debian's server package when missing, without a default
+# cluster: nothing is left running.
+postgres-binaries:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's postgresql package for the ledger tests"; \
+	    mkdir -p /etc/postgresql-common; \
+	    grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf || \
+	      echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q postgresql >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }; \
+	  else \
+	    echo "PostgreSQL server binaries missing: install Debian's postgresql package (or set CHECKPOINT_SKIP_POSTGRES=1)"; \
+	  fi; }
 
 verify: $(STAMP)
 	$(VENV)/bin/checkpoint-tui --verify

@@ -93,3 +93,31 @@ def test_embedded_start_wait_status_stop(session_root):
     assert stop.returncode == 0 and "dev server" in stop.stdout
     assert not psutil.pid_exists(rec["identity"]["pid"]) or psutil.Process(rec["identity"]["pid"]).status() == "zombie"
     assert not psutil.pid_exists(worker_pid) or psutil.Process(worker_pid).status() == "zombie"
+
+
+def test_ledger_flag_rejects_non_postgres_urls(tmp_path):
+    out = run_cli("--home", str(tmp_path), "--ledger", "mysql://u:pw@host/db", "status")
+    assert out.returncode == 2 and "postgresql://" in out.stderr and "pw" not in out.stderr
+
+
+def test_shared_ledger_run_keeps_the_password_out(session_root, temporal_address, pg_server):
+    """start/status/stop on a PostgreSQL ledger; the URL's password reaches no output, record or log."""
+    secret = "pw-must-not-leak"
+    url = pg_server.new_database().replace("checkpoint@", f"checkpoint:{secret}@")
+    home = Settings(home=session_root / "pg-cli-home", temporal_address=temporal_address)
+    env = {"CHECKPOINT_LEDGER_URL": url}
+    try:
+        out = run_cli("--workers", "2", "start", "--steps", "3", "--pace", "0", "--wait", home=home, env=env)
+        assert out.returncode == 0, out.stderr
+        status = run_cli("status", "--json", home=home, env=env)
+        assert status.returncode == 0, status.stderr
+        data = json.loads(status.stdout)
+        assert (data["completed_steps"], data["duplicates"], data["outbox_lines"]) == (3, 0, 3)
+        assert not (home.run_dir / "checkpoint.db").exists()  # the ledger is PostgreSQL, not SQLite
+        records = [p.read_text() for p in home.run_dir.glob("*.json")] + [(home.run_dir / "worker.log").read_text()]
+        assert len(list(home.run_dir.glob("worker*.json"))) == 2  # --workers 2
+        for text in [out.stdout, out.stderr, status.stdout, status.stderr, *records]:
+            assert secret not in text
+    finally:
+        stop = run_cli("stop", home=home, env=env)
+    assert stop.returncode == 0 and stop.stdout.count("active worker") == 2

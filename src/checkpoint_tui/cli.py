@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ledger",
         metavar="URL",
+        type=_ledger_url,
         help="postgresql://... ledger shared by several hosts (env CHECKPOINT_LEDGER_URL; default: SQLite in run/)",
     )
     p.add_argument(
@@ -141,6 +142,12 @@ def _non_negative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} must be >= 0")
     return value
+
+
+def _ledger_url(text: str) -> str:
+    if not text.startswith(("postgresql://", "postgres://")):
+        raise argparse.ArgumentTypeError(f"takes a postgresql:// URL, not {text.split(':', 1)[0]}:...")
+    return text
 
 
 def _fault_spec(text: str) -> FaultSpec:

@@ -37,6 +37,8 @@ class View:
     supervisor_state: str = "starting"
     worker_pid: int | None = None
     spare_pid: int | None = None
+    pool_pids: list[int] = field(default_factory=list)  # every active worker of a --workers N pool
+    ledger: str | None = None  # a shared ledger's label; None: this home's SQLite file
     owner: bool = False
     planned_faults: list[str] = field(default_factory=list)
 
@@ -105,6 +107,8 @@ class LabSession:
             supervisor_state=sup.state if sup else "starting",
             worker_pid=sup.active.pid if sup and sup.active else None,
             spare_pid=sup.spare.pid if sup and sup.spare else None,
+            pool_pids=[w.pid for w in sup.workers()] if sup else [],
+            ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owner=bool(sup and sup.owner),
             planned_faults=self._planned(),
         )

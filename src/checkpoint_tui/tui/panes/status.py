@@ -1,4 +1,5 @@
-"""The status bar: run, workflow status, the pill, worker pid, progress, Temporal address, provider."""
+"""The status bar: run, workflow status, the pill, worker pids, progress, Temporal address and namespace,
+a shared ledger, provider."""
 
 from __future__ import annotations
 
@@ -88,7 +89,10 @@ def render_status(view: View | None, pill: str, message: str) -> Text:
         t.append("░" * (BAR_WIDTH - filled), style="grey50")
     else:
         t.append("  no runs yet — press n to start a run")
-    t.append(f" · worker {view.worker_pid or '—'}")
+    if len(view.pool_pids) > 1:
+        t.append(f" · workers {', '.join(map(str, view.pool_pids))}")
+    else:
+        t.append(f" · worker {view.worker_pid or '—'}")
     if view.spare_pid:
         t.append(f" (spare {view.spare_pid})", style="grey62")
     if not view.owner:
@@ -97,6 +101,8 @@ def render_status(view: View | None, pill: str, message: str) -> Text:
     t.append(f" temporal {view.address} ns {view.namespace}", style="grey70")
     if view.ui_url:
         t.append(f" · web ui {view.ui_url}", style="grey70")
+    if view.ledger:
+        t.append(f" · ledger {view.ledger}", style="grey70")
     t.append(f" · provider {snap.provider or 'offline'}", style="grey70")
     if view.planned_faults:
         t.append(f" · faults: {', '.join(view.planned_faults)}", style="yellow")

@@ -1,0 +1,173 @@
+"""Scale-out on real parts: two pools (two homes standing in for two hosts) share one Temporal dev
+server, one PostgreSQL ledger and one artifacts root; a local pool of N workers loses one of them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from checkpoint_tui.config import LEDGER_URL_ENV, Settings
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import workers
+from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, stop_process, wait_gone
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.ops.temporal import connect_client
+from checkpoint_tui.runs import start_run, wait_for_run
+from checkpoint_tui.snapshot import build_snapshot
+
+STEPS = 20
+
+
+class Pool:
+    """`checkpoint-tui worker --workers 2` as its own process group, as on another host."""
+
+    def __init__(self, home: Settings, name: str) -> None:
+        self.home, self.name = home, name
+        argv = [
+            sys.executable, "-m", "checkpoint_tui", "--home", str(home.home),
+            "--temporal-address", str(home.temporal_address), "--artifacts", str(home.artifacts_dir),
+            "--workers", "2", "worker",
+        ]  # fmt: skip
+        env = {**os.environ, "CHECKPOINT_HOST": name, LEDGER_URL_ENV: str(home.ledger_url)}
+        self.log = home.home / "pool.log"
+        home.ensure_dirs()
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.ident = ProcIdentity.of(self.proc.pid)
+
+    def wait_ready(self, timeout: float = 60) -> list[workers.WorkerProc]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            if "pool on" in self.log.read_text():
+                found = workers.load_all(self.home)
+                if len(found) == 3 and all(w.ready(self.home) for w in found):  # 2 active + the spare
+                    return found
+            time.sleep(0.05)
+        raise AssertionError(f"pool {self.name} not ready: {self.log.read_text()}")
+
+    def kill_all(self) -> list[int]:
+        """SIGKILL the pool's supervisor first (so nothing respawns), then every worker of it."""
+        killed = []
+        members = workers.load_all(self.home)
+        if self.ident is not None and send_signal_if_ours(self.ident, signal.SIGKILL):
+            killed.append(self.proc.pid)
+        self.proc.wait(10)
+        for w in members:
+            if send_signal_if_ours(w.ident, signal.SIGKILL):
+                killed.append(w.pid)
+        return killed
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the pool stops its own workers
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        for w in workers.load_all(self.home):
+            stop_process(w.ident, grace=2.0)
+
+
+@pytest.fixture
+def pools(session_root: Path, temporal_address: str, pg_url: str) -> Iterator[tuple[Pool, Pool]]:
+    shared = session_root / f"shared-artifacts-{os.getpid()}-{time.monotonic_ns()}"
+    homes = [
+        Settings(
+            home=session_root / f"host-{name}-{time.monotonic_ns()}",
+            temporal_address=temporal_address,
+            ledger_url=pg_url,
+            artifacts_root=shared,
+        )
+        for name in ("a", "b")
+    ]
+    started: list[Pool] = []
+    try:
+        for home, name in zip(homes, ("pool-a", "pool-b"), strict=True):
+            started.append(Pool(home, name))
+        yield started[0], started[1]
+    finally:
+        for pool in started:
+            pool.stop()
+
+
+def _hosts_done(conn, run_id: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT worker_host, COUNT(*) AS n FROM steps WHERE run_id = ? AND status = 'completed' GROUP BY worker_host",
+        (run_id,),
+    ).fetchall()
+    return {r["worker_host"]: r["n"] for r in rows}
+
+
+async def test_two_pools_one_killed_entirely(pools, temporal_address):
+    """The pool running the run dies whole (supervisor, workers, spare); the other pool finishes it.
+    One run's steps stay on the worker holding its sticky workflow (activities are dispatched eagerly
+    to it), so the pool to kill is the one doing the work."""
+    ready = {pool.home.home: pool.wait_ready() for pool in pools}
+    assert pools[0].home.task_queue == pools[1].home.task_queue  # one shared ledger -> one shared queue
+
+    client = await connect_client(pools[0].home, temporal_address)
+    run_id = await start_run(pools[0].home, client, steps=STEPS, pace=0.3)
+    conn = connect(pools[0].home.ledger)
+    deadline = time.monotonic() + 120
+    while sum((done := _hosts_done(conn, run_id)).values()) < 6:
+        assert time.monotonic() < deadline, done
+        await asyncio.sleep(0.05)
+    busy = max(done, key=lambda h: done[h])
+    victim, survivor = pools if busy == pools[0].name else pools[::-1]
+
+    killed = victim.kill_all()
+    members = ready[victim.home.home]
+    assert set(killed) >= {victim.proc.pid, *(w.pid for w in members)}
+    assert all(wait_gone(w.ident, timeout=5) for w in members)
+
+    assert await wait_for_run(survivor.home, client, run_id, timeout=240) == "COMPLETED"
+    snap = build_snapshot(conn, survivor.home, run_id, "COMPLETED")
+    assert snap.completed_steps == STEPS and snap.missing_steps == []
+    assert snap.duplicates == 0 and snap.unstamped == 0
+    assert (snap.outbox_lines, snap.outbox_duplicates) == (STEPS, 0)
+    assert (snap.notes_rows, snap.notes_duplicates) == (STEPS, 0)
+    assert snap.artifact_files == STEPS
+    hosts = _hosts_done(conn, run_id)
+    assert set(hosts) == {"pool-a", "pool-b"}, hosts
+    labels = set(snap.workers)
+    assert any(label.startswith("pool-a/") for label in labels) and any(label.startswith("pool-b/") for label in labels)
+    # the survivor saw no worker die (the victim's supervisor died first): it failed nobody's activities
+    assert conn.execute("SELECT COUNT(*) FROM worker_events WHERE event = 'assist'").fetchone()[0] == 0
+
+
+async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, temporal_address: str):
+    """--workers 3: SIGKILL one; the other two keep their pids and the slot is refilled."""
+    settings = replace(home, workers=3)
+    client = await connect_client(settings, temporal_address)
+    sup = Supervisor(settings, temporal_address, client)
+    assert sup.acquire()
+    try:
+        sup.ensure_worker()
+        task = asyncio.create_task(sup.run())
+        pool = sup.workers()
+        assert len({w.pid for w in pool}) == 3 and [w.slot for w in pool] == [0, 1, 2]
+        run_id = await start_run(settings, client, steps=8, pace=0.2)
+        victim = pool[1]
+        report = await sup.kill(worker=victim)
+        assert report.confirmed and report.pid == victim.pid
+        assert [w.pid for w in sup.workers() if w.slot != 1] == [pool[0].pid, pool[2].pid]
+        assert sup.pool[1].pid != victim.pid and sup.pool[1].alive()
+        assert all(w.alive() for w in sup.workers())
+        assert await wait_for_run(settings, client, run_id, timeout=120) == "COMPLETED"
+        snap = build_snapshot(connect(settings.ledger), settings, run_id, "COMPLETED")
+        assert snap.completed_steps == 8 and snap.duplicates == 0 and snap.outbox_lines == 8
+        assert victim.pid not in {w.pid for w in sup.workers()}
+        task.cancel()
+    finally:
+        await sup.stop(stop_workers=True)
