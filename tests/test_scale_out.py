@@ -126,6 +126,7 @@ async def test_two_pools_one_killed_entirely(pools, temporal_address):
     busy = max(done, key=lambda h: done[h])
     victim, survivor = pools if busy == pools[0].name else pools[::-1]
 
+    killed_at = time.time()
     killed = victim.kill_all()
     members = ready[victim.home.home]
     assert set(killed) >= {victim.proc.pid, *(w.pid for w in members)}
@@ -142,6 +143,12 @@ async def test_two_pools_one_killed_entirely(pools, temporal_address):
     assert set(hosts) == {"pool-a", "pool-b"}, hosts
     labels = set(snap.workers)
     assert any(label.startswith("pool-a/") for label in labels) and any(label.startswith("pool-b/") for label in labels)
+    resumed = conn.execute(
+        "SELECT MIN(started_at) FROM activity_log WHERE run_id = ? AND host = ? AND started_at > ?",
+        (run_id, survivor.name, killed_at),
+    ).fetchone()[0]
+    print(f"\ntwo pools: {victim.name} killed whole at step {sum(done.values())}; {survivor.name} resumed "
+          f"the run {resumed - killed_at:.2f} s later (no assist: timeouts only)")  # fmt: skip
     # the survivor saw no worker die (the victim's supervisor died first): it failed nobody's activities
     assert conn.execute("SELECT COUNT(*) FROM worker_events WHERE event = 'assist'").fetchone()[0] == 0
 

@@ -19,7 +19,7 @@ HELP = """\
 [b]checkpoint-tui[/b] — a chaos lab for durable agent runs
 
   n        new run (asks for the step count; default 30)
-  k        kill the worker: a real SIGKILL via the supervisor
+  k        kill the worker (with --workers N: the one running the live step): a real SIGKILL
   c        cancel the viewed run
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
@@ -30,10 +30,12 @@ HELP = """\
   q        quit; the worker and the dev server keep running, the next start adopts them
   ctrl+q   quit and stop the worker and the dev server this home started
 
-[b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid),
+[b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid; host/pid when
+the step ran on another host of a shared ledger),
 ledger (effects; the title's duplicates is COUNT(*) − COUNT(DISTINCT id), computed by SQL),
 temporal history (raw events, fetched incrementally), worker events (spawn/kill/promote…).
-Everything shown is read from SQLite, the artifact files or Temporal on every refresh.
+Everything shown is read from the ledger (SQLite or PostgreSQL), the artifact files or Temporal on
+every refresh.
 """
 
 
