@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = Path(os.environ.get("CHECKPOINT_BENCH_DIR") or ROOT / "run" / "bench")
 
 
-def bench_home(name: str, address: str | None) -> Settings:
-    home = Settings(home=OUT_DIR / name, temporal_address=address)
+def bench_home(name: str, address: str | None, ledger_url: str | None = None) -> Settings:
+    home = Settings(home=OUT_DIR / name, temporal_address=address, ledger_url=ledger_url)
     home.ensure_dirs()
     return home
 

@@ -3,6 +3,7 @@ bookkeeping) against a bare loop with the same activities as no-ops, on the same
 same invocation; plus AgentLoop with the two bookkeeping activities as local activities.
 
     .venv/bin/python bench/step_overhead.py [--steps 200] [--repeats 3] [--temporal-address H:P]
+                                            [--ledger postgresql://...]
 
 Prints steps/s of each (median of --repeats runs) and the ratios. Target: AgentLoop <= 1.3x the bare
 loop's time per step."""
@@ -33,7 +34,7 @@ async def agent_rate(home, address, client, steps: int, local: bool) -> float:
         from checkpoint_tui.ledger.store import create_run
 
         run_id = new_run_id()
-        create_run(db(home.db_path), run_id, steps, 0.0, "offline", home.task_queue)
+        create_run(db(home.ledger), run_id, steps, 0.0, "offline", home.task_queue)
         inp = AgentInput(run_id, steps, 0.0, ModelRef(), local_bookkeeping=True)
         await client.start_workflow("AgentLoop", inp, id=run_id, task_queue=home.task_queue)
     else:
@@ -56,8 +57,9 @@ async def main() -> None:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--temporal-address")
+    p.add_argument("--ledger", help="a PostgreSQL ledger URL (default: the home's SQLite file)")
     args = p.parse_args()
-    home = bench_home("overhead", args.temporal_address)
+    home = bench_home("overhead", args.temporal_address, args.ledger)
     address, client = await connect(home)
     sup = Supervisor(home, address, client, spare=False)
     sup.acquire()
@@ -91,8 +93,14 @@ async def main() -> None:
         print(
             f"{k:<26} {v:>16.2f} {1000 / v:>9.1f} {med['bare'] / v:>7.2f}   {', '.join(f'{x:.2f}' for x in rates[k])}"
         )
-    path = write_result("step_overhead", {"args": vars(args), "rates": rates, "median_steps_per_s": med,
-                                          "ratio_to_bare": {k: med["bare"] / v for k, v in med.items()}})  # fmt: skip
+    print(f"ledger: {home.ledger_label}")
+    result = {
+        "args": {**vars(args), "ledger": home.ledger_label},
+        "rates": rates,
+        "median_steps_per_s": med,
+        "ratio_to_bare": {k: med["bare"] / v for k, v in med.items()},
+    }
+    path = write_result("step_overhead", result)
     print(f"wrote {path}")
 
 

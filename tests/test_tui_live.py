@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+
+import pytest
 
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.session import LabSession
@@ -33,7 +36,10 @@ async def start_run_via_keys(pilot, steps: int, pace: float) -> None:
     await pilot.press("enter")
 
 
-async def test_kill_from_the_keyboard(home):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_kill_from_the_keyboard(home, backend, request):
+    if backend == "postgresql":
+        home = replace(home, ledger_url=request.getfixturevalue("pg_url"))
     session = LabSession(home)
     app = CheckpointApp(session, poll_interval=0.1)
     pills: list[str] = []
@@ -46,7 +52,7 @@ async def test_kill_from_the_keyboard(home):
             await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
             await wait_for(pilot, lambda: session.run_id is not None, what="run start")
             run_id = session.run_id
-            conn = connect(home.db_path)
+            conn = connect(home.ledger)
             await wait_for(
                 pilot,
                 lambda: conn.execute(
@@ -77,6 +83,8 @@ async def test_kill_from_the_keyboard(home):
             assert marked == [str(killed_step)]
             i_dead = pills.index("worker-dead")
             assert "running" in pills[i_dead:] or "completed" in pills[i_dead:]
+            shown = status._shown_text.plain if status._shown_text else ""
+            assert ("ledger postgresql://127.0.0.1:" in shown) == (backend == "postgresql"), shown
     finally:
         await session.shutdown(stop_everything=True)
 

@@ -20,9 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 from checkpoint_tui.errors import UserFacingError
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-# Every transaction() on PostgreSQL holds this advisory lock, the stand-in for SQLite's single writer
-# lock (BEGIN IMMEDIATE): a check-then-write block is serialised the same way on both backends.
-_PG_WRITE_LOCK = 0x636B7074  # "ckpt"
+# A transaction() on PostgreSQL holds an advisory lock, the stand-in for SQLite's single writer lock
+# (BEGIN IMMEDIATE), so a check-then-write block is serialised on both backends. Given a key (an
+# effect id, a run) only blocks on that key queue behind each other, so hosts writing different
+# effects do not wait for one another; without a key, this one lock is taken.
+_PG_WRITE_LOCK = "checkpoint-ledger"
 
 
 def is_postgres_url(target: str | Path) -> bool:
@@ -55,7 +57,7 @@ class Ledger(Protocol):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
 
-    def transaction(self) -> Any: ...
+    def transaction(self, key: str | None = None) -> Any: ...
 
     def data_version(self) -> object:
         """Changes whenever another connection commits; equal values mean nothing new to read."""
@@ -96,8 +98,8 @@ class SqliteLedger:
         return self.raw.execute(sql, params)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE takes the write lock up front, so check-then-write inside is atomic."""
+    def transaction(self, key: str | None = None) -> Iterator[None]:
+        """BEGIN IMMEDIATE takes the (one) write lock up front, so check-then-write inside is atomic."""
         self.raw.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -164,9 +166,9 @@ class PostgresLedger:
         return self.raw.execute(_pg_sql(sql), tuple(params))
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, key: str | None = None) -> Iterator[None]:
         with self.raw.transaction():
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_WRITE_LOCK,))
+            self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key or _PG_WRITE_LOCK,))
             yield
 
     def data_version(self) -> object:

@@ -57,7 +57,7 @@ def apply_effect_once(
         "VALUES(?,?,?,?,?,?,?,?) RETURNING seq",
         (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now()),
     ).fetchone()[0]
-    with transaction(conn):
+    with transaction(conn, spec.id):
         claimed = (
             conn.execute(
                 "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
@@ -79,7 +79,7 @@ def apply_effect_once(
         physical(spec, True)
         outcome = "recovered"
 
-    with transaction(conn):
+    with transaction(conn, spec.id):
         if outcome != "skipped":
             conn.execute(
                 "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "
@@ -115,7 +115,7 @@ def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> 
 
 def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
     """With `check`, look and insert under the write lock."""
-    with transaction(conn):
+    with transaction(conn, spec.id):
         if (
             check
             and conn.execute(

@@ -61,7 +61,7 @@ def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
 
 def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
     """Fire a planned fault once: True if this call used one of its remaining firings."""
-    with transaction(conn):
+    with transaction(conn, f"faults:{run_id}"):
         row = conn.execute(
             "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
             "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1",

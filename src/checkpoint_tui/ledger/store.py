@@ -142,7 +142,8 @@ def latest_run_id(conn: Ledger) -> str | None:
 
 
 @contextmanager
-def transaction(conn: Ledger) -> Iterator[Ledger]:
-    """A write transaction that serialises check-then-write blocks on both backends."""
-    with conn.transaction():
+def transaction(conn: Ledger, key: str | None = None) -> Iterator[Ledger]:
+    """A write transaction that serialises check-then-write blocks on both backends; on PostgreSQL,
+    only against other transactions with the same key (None: one ledger-wide lock)."""
+    with conn.transaction(key):
         yield conn

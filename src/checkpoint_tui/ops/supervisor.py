@@ -305,11 +305,16 @@ class Supervisor:
             self._spawn_task(self._record_latency(event_id, run_id, at, dead.pid, step))
 
     async def _assist(self, dead: WorkerProc) -> None:
-        """Fail the dead worker's pending activity attempts by id; reset the sticky queue of its runs."""
+        """Fail the dead worker's pending activity attempts by id; reset the sticky queue of the runs it
+        was holding. Only runs of our task queue: a shared ledger also lists other labs' runs."""
         assert self.client is not None
         conn = connect(self.settings.ledger)
         failed: list[str] = []
-        for row in conn.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchall():
+        reset: list[str] = []
+        rows = conn.execute(
+            "SELECT run_id FROM runs WHERE status = 'running' AND task_queue = ?", (self.settings.task_queue,)
+        ).fetchall()
+        for row in rows:
             try:
                 handle = self.client.get_workflow_handle(row["run_id"])
                 desc = await handle.describe()
@@ -322,15 +327,19 @@ class Supervisor:
                     err = ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied")
                     await act.fail(err)
                     failed.append(f"{row['run_id']}:{pa.activity_type.name}#{pa.activity_id}")
+                if not _last_toucher_was(conn, row["run_id"], dead.pid):
+                    continue  # its sticky worker is alive: a reset would only cost a full replay
                 await self.client.workflow_service.reset_sticky_task_queue(
                     ResetStickyTaskQueueRequest(
                         namespace=self.settings.namespace,
                         execution=WorkflowExecution(workflow_id=row["run_id"], run_id=desc.run_id),
                     )
                 )
+                reset.append(row["run_id"])
             except Exception as err:  # the activity may have completed meanwhile; that is fine
                 log.info("assist for %s: %s", row["run_id"], err)
-        record_worker_event(conn, "assist", dead.pid, dead.name, detail=json.dumps({"failed_activities": failed}))
+        detail = json.dumps({"failed_activities": failed, "sticky_reset": reset})
+        record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
 
     async def _record_latency(self, event_id: int, run_id: str, at: float, dead_pid: int, step: int | None) -> None:
         conn = connect(self.settings.ledger)
@@ -371,3 +380,12 @@ class Supervisor:
             self.pool, self.spare = {}, None
             self.state = "stopped"
         self.release()
+
+
+def _last_toucher_was(conn, run_id: str, pid: int) -> bool:
+    """Whether the run's most recently touched step was last touched by this local pid (so the dead
+    worker held its sticky workflow; activities go eagerly to that worker). True if no step yet."""
+    row = conn.execute(
+        "SELECT worker_pid, worker_host FROM steps WHERE run_id = ? ORDER BY touched_at DESC LIMIT 1", (run_id,)
+    ).fetchone()
+    return row is None or (row["worker_pid"] == pid and row["worker_host"] in (None, HOST))

@@ -48,7 +48,9 @@ def describe(e: WorkerEvent) -> str:
         return f"replacement {e.pid_label} polling ({how}) · {e.detail}"
     if e.event == "assist":
         failed = detail.get("failed_activities", [])
-        return f"assist for {e.pid_label}: failed {len(failed)} pending activity attempt(s) by id, reset sticky queue"
+        reset = detail.get("sticky_reset")
+        sticky = "reset sticky queue" if reset is None else f"reset {len(reset)} run(s)' sticky queue"
+        return f"assist for {e.pid_label}: failed {len(failed)} pending activity attempt(s) by id, {sticky}"
     return f"{e.event} {e.pid_label} · {e.detail or ''}"
 
 
