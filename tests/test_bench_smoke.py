@@ -41,3 +41,15 @@ def test_bench_script_runs(script, args, tmp_path, temporal_address):
         assert set(result["median_steps_per_s"]) == {"bare", "agent", "agent_local_bookkeeping"}
     else:
         assert result["tick_ms"]["n"] >= 1 and result["rows"]["#timeline"] == 4
+
+
+def test_ledger_ops_bench_runs_on_both_backends(tmp_path, pg_url):
+    env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "ledger_ops.py"), "--steps", "3", "--repeats", "1", "--ledger", pg_url],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "ledger_ops.json").read_text())
+    assert set(result["median_ms_per_step"]) == {"sqlite", "postgresql"}
+    assert all(v > 0 for v in result["median_ms_per_step"].values())

@@ -202,3 +202,9 @@ def test_unreachable_postgres_is_a_clear_error_without_the_password():
     assert "cannot open the PostgreSQL ledger" in str(info.value)
     assert "s3cret" not in str(info.value)
     assert redact_url(url).startswith("postgresql://ck:***@127.0.0.1:")
+
+
+def test_concurrent_fault_consumers_fire_exactly_count_times(ledger_target):
+    faults.add_fault(connect(ledger_target), "r", faults.FaultSpec("transient", 2, count=3))
+    fired = _in_threads(8, lambda i: faults.consume(connect(ledger_target), "r", 2, "transient"))
+    assert fired.count(True) == 3

@@ -10,7 +10,7 @@ import sys
 from enum import IntEnum
 from pathlib import Path
 
-from checkpoint_tui.config import Settings, load_settings
+from checkpoint_tui.config import LEDGER_URL_ENV, Settings, load_settings
 from checkpoint_tui.connection import API_KEY_ENV, ConnectionOptions
 from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
@@ -176,6 +176,7 @@ def _main(argv: list[str] | None) -> int:
             args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection,
             ledger_url=args.ledger, artifacts=args.artifacts, task_queue=args.task_queue, workers=args.workers,
         )  # fmt: skip
+        _export_for_children(settings)
         if args.verify:
             from checkpoint_tui.verify import run_verify
 
@@ -216,6 +217,17 @@ def _main(argv: list[str] | None) -> int:
         return Exit.UNAVAILABLE
     except KeyboardInterrupt:
         return Exit.FAILED
+
+
+def _export_for_children(settings: Settings) -> None:
+    """Hand the shared-ledger settings on through the environment, so every `python -m checkpoint_tui`
+    this process starts (chaos's supervisor, compare's sides) uses the same ledger and artifacts root."""
+    if settings.ledger_url:
+        os.environ[LEDGER_URL_ENV] = settings.ledger_url
+    if settings.artifacts_root:
+        os.environ["CHECKPOINT_ARTIFACTS"] = str(settings.artifacts_root)
+    if settings.task_queue_name:
+        os.environ["CHECKPOINT_TASK_QUEUE"] = settings.task_queue_name
 
 
 async def _start(settings: Settings, args: argparse.Namespace) -> int:

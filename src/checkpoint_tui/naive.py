@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from checkpoint_tui.config import load_settings
 from checkpoint_tui.engine.payloads import PAYLOAD_BUILDERS
 from checkpoint_tui.engine.shared import EffectInput, timer_ms
 from checkpoint_tui.engine.tools import evaluate_arithmetic
@@ -19,8 +20,9 @@ from checkpoint_tui.model.offline import offline_decision
 
 
 def naive_loop(home: Path, run_id: str, steps: int, pace: float) -> None:
-    conn = connect(home / "run" / "checkpoint.db")
-    artifacts = home / "artifacts"
+    settings = load_settings(home)  # the ledger and artifacts root the parent handed on (env)
+    conn = connect(settings.ledger)
+    artifacts = settings.artifacts_dir
     completed: list[int] = []  # the only record of progress: gone with the process
     previous = None
     for step in range(1, steps + 1):

@@ -45,7 +45,15 @@ async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
     address, _ = resolve_address(settings)
     # Verify works in its own home (own ledger, artifacts and task queue) on the same Temporal, so it
     # never kills or disturbs the user's runs and workers.
-    vhome = Settings(home=settings.run_dir / "verify", temporal_address=address, namespace=settings.namespace)
+    # With a shared ledger the checks run on it (the same proof on PostgreSQL), on a queue of their own.
+    vhome = Settings(
+        home=settings.run_dir / "verify",
+        temporal_address=address,
+        namespace=settings.namespace,
+        connection=settings.connection,
+        ledger_url=settings.ledger_url,
+        task_queue_name=f"checkpoint-verify-{settings.home_id}" if settings.ledger_url else None,
+    )
     if vhome.home.exists():
         _stop_leftovers(vhome)
         shutil.rmtree(vhome.home)

@@ -26,7 +26,7 @@ from checkpoint_tui.engine.shared import (
 from checkpoint_tui.engine.tools import evaluate_arithmetic
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once, physical_for
-from checkpoint_tui.ledger.store import HOST, connect, log_activity, now, upsert_step
+from checkpoint_tui.ledger.store import HOST, connect, now, touch_step, upsert_step
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
@@ -45,9 +45,7 @@ class AgentActivities:
     def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
         """Log this attempt and stamp the step with our pid (plus `fields`); returns the attempt number."""
         attempt = activity.info().attempt
-        conn = connect(self.ledger)
-        log_activity(conn, run_id, step, name, attempt, self.pid)
-        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=self.pid, worker_host=HOST, **fields)
+        touch_step(connect(self.ledger), run_id, step, name, attempt, self.pid, status, **fields)
         return attempt
 
     @activity.defn(name="mark_step_running")

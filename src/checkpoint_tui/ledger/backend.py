@@ -20,11 +20,9 @@ from urllib.parse import urlsplit, urlunsplit
 from checkpoint_tui.errors import UserFacingError
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-# A transaction() on PostgreSQL holds an advisory lock, the stand-in for SQLite's single writer lock
-# (BEGIN IMMEDIATE), so a check-then-write block is serialised on both backends. Given a key (an
-# effect id, a run) only blocks on that key queue behind each other, so hosts writing different
-# effects do not wait for one another; without a key, this one lock is taken.
-_PG_WRITE_LOCK = "checkpoint-ledger"
+# transaction(key) on PostgreSQL takes an advisory lock on the key, the stand-in for SQLite's single
+# writer lock (BEGIN IMMEDIATE), so a check-then-write block is serialised on both backends; only
+# blocks with the same key queue behind each other. Without a key it is a plain transaction.
 
 
 def is_postgres_url(target: str | Path) -> bool:
@@ -73,6 +71,10 @@ class SqliteLedger:
     dialect = "sqlite"
 
     def __init__(self, path: Path) -> None:
+        if sqlite3.sqlite_version_info < (3, 35):
+            raise UserFacingError(
+                f"the ledger needs SQLite 3.35 or newer (RETURNING); this Python has {sqlite3.sqlite_version}"
+            )
         self.target = str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.raw = sqlite3.connect(self.target, timeout=10.0, isolation_level=None, check_same_thread=True)
@@ -168,7 +170,8 @@ class PostgresLedger:
     @contextmanager
     def transaction(self, key: str | None = None) -> Iterator[None]:
         with self.raw.transaction():
-            self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key or _PG_WRITE_LOCK,))
+            if key is not None:
+                self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             yield
 
     def data_version(self) -> object:

@@ -52,12 +52,12 @@ def apply_effect_once(
     after_claim: Callable[[], None] | None = None,
 ) -> str:
     """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
-    outcome_row = conn.execute(
-        "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
-        "VALUES(?,?,?,?,?,?,?,?) RETURNING seq",
-        (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now()),
-    ).fetchone()[0]
-    with transaction(conn, spec.id):
+    with transaction(conn):  # the insert is the lock: ON CONFLICT decides, no other lock needed
+        outcome_row = conn.execute(
+            "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
+            "VALUES(?,?,?,?,?,?,?,?) RETURNING seq",
+            (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now()),
+        ).fetchone()[0]
         claimed = (
             conn.execute(
                 "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
@@ -66,7 +66,8 @@ def apply_effect_once(
             ).rowcount
             == 1
         )
-        existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
+        if not claimed:
+            existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
 
     if claimed:
         if after_claim is not None:
@@ -79,7 +80,7 @@ def apply_effect_once(
         physical(spec, True)
         outcome = "recovered"
 
-    with transaction(conn, spec.id):
+    with transaction(conn):  # the stamp and the outcome together: a crash leaves neither
         if outcome != "skipped":
             conn.execute(
                 "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
-from checkpoint_tui.ledger.store import now, transaction
+from checkpoint_tui.ledger.store import now
 
 FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at")
 
@@ -60,17 +60,17 @@ def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
 
 
 def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
-    """Fire a planned fault once: True if this call used one of its remaining firings."""
-    with transaction(conn, f"faults:{run_id}"):
-        row = conn.execute(
+    """Fire a planned fault once: True if this call used one of its remaining firings. One statement,
+    so it is atomic on both backends (PostgreSQL re-checks `fired < count` after a concurrent update)."""
+    return (
+        conn.execute(
+            "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
             "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
-            "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1",
+            "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1)",
             (run_id, step, kind, effect_kind, effect_kind),
-        ).fetchone()
-        if row is None:
-            return False
-        conn.execute("UPDATE faults SET fired = fired + 1 WHERE id = ?", (row["id"],))
-    return True
+        ).rowcount
+        == 1
+    )
 
 
 def armed_kill_steps(conn: Ledger) -> list[tuple[str, int]]:

@@ -156,7 +156,7 @@ def ensure_schema(ledger: Ledger) -> int:
     queue on the lock instead of racing to create the same tables. Returns the schema version."""
     if _current_version(ledger) == SCHEMA_VERSION:
         return SCHEMA_VERSION  # the common case: no write lock taken
-    with ledger.transaction():
+    with ledger.transaction("checkpoint-schema"):
         ledger.execute(
             ledger.ddl(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "

@@ -103,6 +103,16 @@ def log_activity(conn: Ledger, run_id: str, step: int, activity: str, attempt: i
     )
 
 
+def touch_step(
+    conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
+) -> None:
+    """What every activity writes first: its attempt in the activity log, its pid on the step row;
+    one transaction, so one commit."""
+    with transaction(conn):
+        log_activity(conn, run_id, step, activity, attempt, pid)
+        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=pid, worker_host=HOST, **fields)
+
+
 def create_run(conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str, task_queue: str) -> None:
     conn.execute(
         "INSERT INTO runs(run_id, total_steps, pace, status, provider, task_queue, created_at) VALUES(?,?,?,?,?,?,?)",
@@ -143,7 +153,7 @@ def latest_run_id(conn: Ledger) -> str | None:
 
 @contextmanager
 def transaction(conn: Ledger, key: str | None = None) -> Iterator[Ledger]:
-    """A write transaction that serialises check-then-write blocks on both backends; on PostgreSQL,
-    only against other transactions with the same key (None: one ledger-wide lock)."""
+    """A write transaction. A check-then-write block names a key: SQLite serialises every write
+    transaction anyway; PostgreSQL serialises those with the same key (an advisory lock)."""
     with conn.transaction(key):
         yield conn
