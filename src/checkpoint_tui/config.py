@@ -55,6 +55,15 @@ class Settings:
             return f"postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
         return str(self.db_path)
 
+    def child_env(self) -> dict[str, str]:
+        """The environment for a process of ours (worker, supervisor): the ledger URL travels here, never
+        on a command line, since it may carry a password."""
+        env = dict(os.environ)
+        env.pop(LEDGER_URL_ENV, None)
+        if self.ledger_url:
+            env[LEDGER_URL_ENV] = self.ledger_url
+        return env
+
     @property
     def embedded(self) -> bool:
         return self.temporal_address is None

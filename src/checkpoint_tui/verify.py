@@ -9,7 +9,7 @@ import shutil
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from checkpoint_tui.config import Settings
@@ -52,12 +52,14 @@ async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
         namespace=settings.namespace,
         connection=settings.connection,
         ledger_url=settings.ledger_url,
-        task_queue_name=f"checkpoint-verify-{settings.home_id}" if settings.ledger_url else None,
     )
     if vhome.home.exists():
         _stop_leftovers(vhome)
         shutil.rmtree(vhome.home)
     vhome.ensure_dirs()
+    if vhome.ledger_url:  # a fresh queue per invocation (as a fresh SQLite home has): an earlier
+        # invocation's unfinished runs stay in the shared ledger and must not reach our workers
+        vhome = replace(vhome, task_queue_name=f"checkpoint-verify-{vhome.home_id}")
     client = await connect_client(vhome, address)
     print(f"verify: Temporal {address} · home {vhome.home}", flush=True)
     report = Report()

@@ -287,6 +287,8 @@ async def supervisor_killed(ctx: Context) -> None:
         ctx.address,
         "--namespace",
         ctx.settings.namespace,
+        "--task-queue",
+        ctx.settings.task_queue,
         "start",
         "--steps",
         str(steps),
@@ -296,6 +298,7 @@ async def supervisor_killed(ctx: Context) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=log,
         stdin=asyncio.subprocess.DEVNULL,
+        env=ctx.settings.child_env(),
     )
     try:
         assert proc.stdout is not None

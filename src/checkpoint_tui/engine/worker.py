@@ -22,6 +22,7 @@ from checkpoint_tui.config import LEDGER_URL_ENV
 from checkpoint_tui.connection import ConnectionOptions
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.workflow import AgentLoop
+from checkpoint_tui.ledger.store import connect
 
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -66,6 +67,7 @@ async def run_worker(args: argparse.Namespace) -> None:
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=args.sticky_timeout),
         graceful_shutdown_timeout=timedelta(seconds=1),
     )
+    connect(ledger)  # this (the event loop's) thread runs the activities: open their connection now
     ready = args.home / "run" / f"ready-{args.identity}"
     ready.write_text(f"{os.getpid()}\n")
     if args.standby:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.config import LEDGER_URL_ENV, Settings
+from checkpoint_tui.config import Settings
 from checkpoint_tui.errors import UserFacingError
 from checkpoint_tui.ledger.store import HOST
 from checkpoint_tui.ops.procs import (
@@ -110,10 +110,7 @@ def spawn(
     cmd += list(extra_args)
     if role == "spare":
         cmd.append("--standby")
-    env = dict(os.environ)
-    env.pop(LEDGER_URL_ENV, None)
-    if settings.ledger_url:  # through the environment only: the URL may carry a password
-        env[LEDGER_URL_ENV] = settings.ledger_url
+    env = settings.child_env()
     with open(settings.run_dir / "worker.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home, env=env
