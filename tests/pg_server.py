@@ -56,6 +56,15 @@ class PgServer:
         self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"),
                   "-o", options, "-w", "-t", "60", "start")  # fmt: skip
 
+    def crash_restart(self) -> None:
+        """The server dies the hard way (`-m immediate`: no shutdown checkpoint, crash recovery at the
+        next start) and comes back on the same port."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "-t", "60", "restart",
+                  "-l", str(self.root / "server.log"))  # fmt: skip
+
+    def postmaster_pid(self) -> int:
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
     def stop(self) -> None:
         if self.data.exists():
             subprocess.run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +209,18 @@ def test_concurrent_fault_consumers_fire_exactly_count_times(ledger_target):
     faults.add_fault(connect(ledger_target), "r", faults.FaultSpec("transient", 2, count=3))
     fired = _in_threads(8, lambda i: faults.consume(connect(ledger_target), "r", 2, "transient"))
     assert fired.count(True) == 3
+
+
+def test_postgres_connection_dropped_by_the_server_is_reopened(pg_url):
+    """A server restart or failover drops the connection: that statement fails (its activity is
+    retried by Temporal) and the next one runs on a new connection instead of the dead one."""
+    import psycopg
+
+    conn = connect(pg_url)
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(psycopg.OperationalError):
+        conn.execute("SELECT 1").fetchone()
+    assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+    assert apply_effect_once(conn, spec("db"), physical_for("db", conn, Path("."))) == "applied"

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,6 +24,7 @@ from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.runs import start_run, wait_for_run
 from checkpoint_tui.snapshot import build_snapshot
+from pg_server import PgServer, pg_bindir
 
 STEPS = 20
 
@@ -176,5 +178,55 @@ async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, tem
         assert snap.completed_steps == 8 and snap.duplicates == 0 and snap.outbox_lines == 8
         assert victim.pid not in {w.pid for w in sup.workers()}
         task.cancel()
+    finally:
+        await sup.stop(stop_workers=True)
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of this test's own, since the test crashes it."""
+    bindir = pg_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL binaries not found (the session's pg_server fixture reports why)")
+    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-crash-")))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_ledger_server_crash_mid_run(home: Settings, temporal_address: str, own_pg_server: PgServer):
+    """PostgreSQL dies mid-run (immediate shutdown, crash recovery) and restarts: the activities that
+    met the dead connection fail and are retried on a new one; nothing is lost or done twice."""
+    settings = replace(home, ledger_url=own_pg_server.new_database())
+    client = await connect_client(settings, temporal_address)
+    sup = Supervisor(settings, temporal_address, client)
+    assert sup.acquire()
+    try:
+        sup.ensure_worker()
+        watch = asyncio.create_task(sup.run())
+        run_id = await start_run(settings, client, steps=16, pace=0.3)
+        conn = connect(settings.ledger)
+        done_sql = "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'"
+        deadline = time.monotonic() + 60
+        while conn.execute(done_sql, (run_id,)).fetchone()[0] < 4:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        before = own_pg_server.postmaster_pid()
+        await asyncio.to_thread(own_pg_server.crash_restart)
+        restarted_at = time.time()
+        assert own_pg_server.postmaster_pid() != before  # it really died and came back
+        assert await wait_for_run(settings, client, run_id, timeout=180) == "COMPLETED"
+        conn = connect(settings.ledger)
+        after = conn.execute(done_sql + " AND ended_at > ?", (run_id, restarted_at)).fetchone()[0]
+        assert after >= 1  # the run went on after the restart, on new connections
+        retried = conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id = ? AND attempt > 1", (run_id,))
+        print(f"\nledger crash: {after} steps after the restart, {retried.fetchone()[0]} retried activity attempts")
+        snap = build_snapshot(conn, settings, run_id, "COMPLETED")
+        assert snap.completed_steps == 16 and snap.missing_steps == []
+        assert snap.duplicates == 0 and snap.unstamped == 0
+        assert (snap.outbox_lines, snap.outbox_duplicates, snap.notes_rows, snap.notes_duplicates) == (16, 0, 16, 0)
+        watch.cancel()
     finally:
         await sup.stop(stop_workers=True)

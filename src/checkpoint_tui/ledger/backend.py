@@ -156,30 +156,41 @@ class PostgresLedger:
     dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
+        self.target = redact_url(url)
+        self._url = url
+        self.raw = self._open()
+
+    def _open(self) -> Any:
         import psycopg  # imported here: the embedded default never needs it
 
-        self.target = redact_url(url)
         try:
-            self.raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
+            return psycopg.connect(self._url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
         except psycopg.OperationalError as exc:
             raise UserFacingError(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
 
+    def _live(self) -> Any:
+        """The connection, opened again if the server dropped it (a restart, a failover): the statement
+        that saw it drop failed and its activity is retried; the retry must not meet the same corpse."""
+        if self.raw.broken or self.raw.closed:
+            self.raw = self._open()
+        return self.raw
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.raw.execute(_pg_sql(sql), tuple(params))
+        return self._live().execute(_pg_sql(sql), tuple(params))
 
     @contextmanager
     def transaction(self, key: str | None = None) -> Iterator[None]:
-        with self.raw.transaction():
+        with self._live().transaction():
             if key is not None:
                 self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             yield
 
     def data_version(self) -> object:
         # Moves on every write anywhere in the cluster: a conservative "something may have changed".
-        return self.raw.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        return self._live().execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
 
     def columns(self, table: str) -> set[str]:
-        rows = self.raw.execute(
+        rows = self._live().execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
             "AND table_name = %s",
             (table,),
