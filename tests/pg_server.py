@@ -86,3 +86,28 @@ class PgServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
+
+
+def main() -> None:
+    """`.venv/bin/python tests/pg_server.py`: a throwaway server for trying the shared ledger or running
+    the benchmarks with --ledger; prints a database URL, stops and deletes everything on Ctrl-C/SIGTERM."""
+    import signal
+    import tempfile
+
+    bindir = pg_bindir()
+    if bindir is None:
+        raise SystemExit("PostgreSQL server binaries not found: install Debian's postgresql package")
+    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-")))
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        server.start()
+        print(server.new_database(), flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
