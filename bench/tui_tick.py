@@ -68,7 +68,7 @@ async def measure(home, run_id: str, seconds: float, interval: float) -> dict:
         cpu = sum(proc.cpu_times()[:2]) - cpu0
         wall = time.monotonic() - wall0
         rows = {p: app.query_one(p).row_count for p in ("#timeline", "#ledger")}
-        rows["#history"] = len(app.query_one("#history").lines)
+        rows["#history"] = app.query_one("#history").row_count
         steady = list(ticks)
         # Live: a run in progress (pace 0.2) is displayed while its worker (another process) works.
         live_run = await session.new_run(300, 0.2)

@@ -79,7 +79,7 @@ async def test_kill_from_the_keyboard(home, backend, request):
             killed_step = kill["step"]
             assert killed_step is not None, "the kill landed inside step 3's model call"
             assert "resumed here" in cell_text(timeline, str(killed_step), "mark")
-            marked = [k.value for k in timeline.rows if "resumed" in cell_text(timeline, k.value, "mark")]
+            marked = [k for k in timeline.row_keys() if "resumed" in cell_text(timeline, k, "mark")]
             assert marked == [str(killed_step)]
             i_dead = pills.index("worker-dead")
             assert "running" in pills[i_dead:] or "completed" in pills[i_dead:]
@@ -122,7 +122,7 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
             done = conn.execute(
                 "SELECT step FROM steps WHERE run_id=? AND status='completed' ORDER BY step", (run_id,)
             ).fetchall()
-            shown = {k.value for k in timeline.rows}
+            shown = set(timeline.row_keys())
             assert {str(r["step"]) for r in done} <= shown
             assert f"worker {pid}" in str(app2.query_one(StatusBar).render())
     finally:

@@ -68,7 +68,7 @@ async def test_markup_in_model_output_is_literal():
         assert "shown" in banner.classes
         # history attributes with brackets are literal too
         history = app.query_one("#history")
-        assert history.names and len(history.lines) == len(history.names)
+        assert history.names and history.row_count == len(history.names)
 
 
 async def test_comparison_view_shows_counts():

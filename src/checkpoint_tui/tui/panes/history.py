@@ -1,27 +1,30 @@
 """The raw Temporal event history of the viewed run, appended as it arrives.
 
-A log, not a table: events only ever append, and a RichLog renders each new line once (a DataTable
-re-rendered its visible rows after every append: ~20 % of a core while a run was live)."""
+One line per event, keyed by (execution, event id): a KeyedTable without header, cursor or stripes,
+so each new line is rendered once and nothing else is (a DataTable re-rendered its visible rows after
+every append; a RichLog resized itself with a layout pass of the whole screen on every write)."""
 
 from __future__ import annotations
 
 import time
 
 from rich.text import Text
-from textual.widgets import RichLog
 
 from checkpoint_tui.snapshot import HistoryEvent
+from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
 
 
-class HistoryPane(RichLog):
+class HistoryPane(KeyedTable):
     DEFAULT_CSS = """
     HistoryPane { height: 1fr; }
     """
 
     def __init__(self) -> None:
-        super().__init__(id="history", max_lines=MAX_ROWS, wrap=False, markup=False, highlight=False)
+        super().__init__(
+            [("event", "")], header=False, pad=0, max_rows=MAX_ROWS, cursor=False, zebra=False, id="history"
+        )
         self.border_title = "temporal history"
         self.seen = 0  # events delivered for the viewed run
         self.names: list[str] = []  # event type names of the shown lines (tests and search)
@@ -30,11 +33,11 @@ class HistoryPane(RichLog):
         if not events:
             return
         self.seen += len(events)
-        for ev in events[-MAX_ROWS:]:
-            self.write(_line(ev), scroll_end=True)
-            self.names.append(ev.name)
-        del self.names[:-MAX_ROWS]
-        shown = min(self.seen, MAX_ROWS)
+        new = events[-MAX_ROWS:]
+        self.sync(((f"{ev.segment}/{ev.event_id}", (_line(ev),)) for ev in new), follow=True)
+        self.names.extend(ev.name for ev in new)
+        del self.names[: len(self.names) - self.row_count]  # the names of the lines still shown
+        shown = self.row_count
         total = f"last {shown} of {self.seen}" if shown < self.seen else str(self.seen)
         segments = f" · {events[-1].segment + 1} executions (continue-as-new)" if events[-1].segment else ""
         title = f"temporal history · {total} events{segments}"
@@ -43,7 +46,7 @@ class HistoryPane(RichLog):
 
     def reset(self) -> None:
         """A different run: forget the lines and the count."""
-        self.clear()
+        super().reset()
         self.names.clear()
         self.seen = 0
 

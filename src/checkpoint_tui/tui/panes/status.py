@@ -69,7 +69,7 @@ class StatusBar(Static):
         text = render_status(self._view, self.pill, self.message)
         if text != self._shown_text:  # an unchanged update would still cost a layout pass
             self._shown_text = text
-            self.update(text)
+            self.update(text, layout=False)  # fixed height (app.tcss): a repaint, not a layout pass
 
 
 def render_status(view: View | None, pill: str, message: str) -> Text:
