@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL)")
     p.add_argument(
         "--refresh", type=_positive_float, default=0.5, metavar="S",
-        help="seconds between the app's refreshes (default 0.5; 1.0 halves the CPU while a run is live)",
+        help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
     )  # fmt: skip
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
     p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
