@@ -99,6 +99,8 @@ class KeyedTable(ScrollView, can_focus=True):
         changed: list[int] = []
         added = False
         for key, cells in rows:
+            if len(cells) != len(self._column_spec):
+                raise ValueError(f"row {key!r} has {len(cells)} cells for {len(self._column_spec)} columns")
             i = self._index.get(key)
             if i is None:
                 i = self._index[key] = len(self._keys)

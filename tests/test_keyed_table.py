@@ -1,0 +1,72 @@
+"""KeyedTable on its own: rows by key, only changed rows re-rendered, following, trimming, and no
+layout pass of the screen when rows are added."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from checkpoint_tui.tui.panes.keyed_table import KeyedTable
+
+COLUMNS = [("n", "n"), ("word", "word")]
+
+
+class TableApp(App):
+    def __init__(self, table: KeyedTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+
+
+def rows(n: int, start: int = 0, word: str = "w") -> list[tuple[str, tuple[str, str]]]:
+    return [(str(i), (str(i), f"{word}{i}")) for i in range(start, start + n)]
+
+
+async def test_changed_rows_only_are_rendered_again_and_follow_shows_the_last():
+    table = KeyedTable(COLUMNS)
+    async with TableApp(table).run_test(size=(40, 12)) as pilot:
+        table.sync(rows(30), follow=True)
+        await pilot.pause()
+        assert table.row_count == 30 and table.cursor_row == 29
+        visible = table.scrollable_content_region.height - 1
+        assert table.scroll_offset.y == 30 - visible  # the last row sits on the bottom line
+        rendered = dict(table._strips)
+        assert rendered and all(i >= 30 - visible for i in rendered)  # only what was on screen
+
+        table.sync([("29", ("29", "x29"))] + rows(29), follow=True)  # one changed (same width), the rest as before
+        assert table.get_cell("29", "word") == "x29"
+        assert 29 not in table._strips and all(table._strips[i] is rendered[i] for i in rendered if i != 29)
+        await pilot.pause()
+        assert "x29" in table.render_line(visible).text
+
+
+async def test_adding_rows_schedules_no_layout_pass():
+    table = KeyedTable(COLUMNS)
+    async with TableApp(table).run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        layouts = []
+        original = table.refresh
+
+        def spy(*regions, **kwargs):
+            if kwargs.get("layout"):
+                layouts.append(kwargs)
+            return original(*regions, **kwargs)
+
+        table.refresh = spy  # type: ignore[method-assign]
+        for start in range(0, 50, 5):  # grows past the pane: the scrollbar appears once
+            table.sync(rows(5, start), follow=True)
+            await pilot.pause()
+        assert table.row_count == 50 and table.virtual_size.height == 51
+        assert len(layouts) <= 1, layouts
+
+
+async def test_a_log_keeps_only_the_newest_rows():
+    log = KeyedTable([("line", "")], header=False, pad=0, max_rows=100, cursor=False, zebra=False)
+    async with TableApp(log).run_test(size=(40, 12)) as pilot:
+        for start in range(0, 500, 50):
+            log.sync(((k, (k,)) for k, _ in rows(50, start)), follow=True)
+        await pilot.pause()
+        assert 100 <= log.row_count <= 110
+        assert log.row_keys()[-1] == "499" and "0" not in log.row_keys()
+        assert log.get_cell("499", "line") == "499"
