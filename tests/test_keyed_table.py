@@ -70,3 +70,8 @@ async def test_a_log_keeps_only_the_newest_rows():
         assert 100 <= log.row_count <= 110
         assert log.row_keys()[-1] == "499" and "0" not in log.row_keys()
         assert log.get_cell("499", "line") == "499"
+        bottom = log.scroll_offset.y
+        assert bottom == log.row_count - log.scrollable_content_region.height  # followed to the end
+        log.focus()
+        await pilot.press("up", "up")  # no cursor in a log: the keys scroll it
+        assert log.scroll_offset.y == bottom - 2

@@ -181,11 +181,15 @@ class KeyedTable(ScrollView, can_focus=True):
     # --- cursor -------------------------------------------------------------------------------------
 
     def action_cursor(self, delta: int) -> None:
-        if self.row_count:
+        if not self._show_cursor:  # a log: the keys scroll it
+            self.scroll_relative(y=delta, animate=False)
+        elif self.row_count:
             self._move_cursor(max(0, min(self.row_count - 1, self.cursor_row + delta)))
 
     def action_cursor_to(self, row: int) -> None:
-        if self.row_count:
+        if not self._show_cursor:
+            self.scroll_to(y=0 if row == 0 else self.max_scroll_y, animate=False)
+        elif self.row_count:
             self._move_cursor(row % self.row_count)
 
     def _move_cursor(self, row: int) -> None:
