@@ -7,7 +7,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from checkpoint_tui.ledger.store import close_all
 from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
-from pg_server import SKIP_ENV, PgServer, pg_bindir
+from pg_server import SKIP_ENV, PgServer, pg_bindir, running_server
 
 _ROOT: Path | None = None
 
@@ -61,12 +60,8 @@ def pg_server() -> Iterator[PgServer]:
             "PostgreSQL server binaries (Debian's postgresql package) not found: `make test` installs them "
             f"when run as root; set {SKIP_ENV}=1 to skip the PostgreSQL half of the suite"
         )
-    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-")))
-    try:
-        server.start()
+    with running_server(bindir) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

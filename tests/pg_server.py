@@ -4,12 +4,15 @@ free loopback port, stopped by the fixture's finalizer. PostgreSQL refuses to ru
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import secrets
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,25 +91,32 @@ class PgServer:
         return self.url(name)
 
 
+@contextlib.contextmanager
+def running_server(bindir: Path, prefix: str = "ckpt-pg-") -> Iterator[PgServer]:
+    """A started server in a new temp dir; stopped and deleted on the way out, even on failure."""
+    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix=prefix)))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
 def main() -> None:
     """`.venv/bin/python tests/pg_server.py`: a throwaway server for trying the shared ledger or running
     the benchmarks with --ledger; prints a database URL, stops and deletes everything on Ctrl-C/SIGTERM."""
     import signal
-    import tempfile
 
     bindir = pg_bindir()
     if bindir is None:
         raise SystemExit("PostgreSQL server binaries not found: install Debian's postgresql package")
-    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-")))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
-        server.start()
-        print(server.new_database(), flush=True)
-        signal.pause()
+        with running_server(bindir) as server:
+            print(server.new_database(), flush=True)
+            signal.pause()
     except KeyboardInterrupt:
         pass
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

@@ -4,17 +4,18 @@ server, one PostgreSQL ledger and one artifacts root; a local pool of N workers 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from checkpoint_tui.config import LEDGER_URL_ENV, Settings
 from checkpoint_tui.ledger.store import connect
@@ -24,7 +25,7 @@ from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.runs import start_run, wait_for_run
 from checkpoint_tui.snapshot import build_snapshot
-from pg_server import PgServer, pg_bindir
+from pg_server import PgServer, pg_bindir, running_server
 
 STEPS = 20
 
@@ -155,15 +156,28 @@ async def test_two_pools_one_killed_entirely(pools, temporal_address):
     assert conn.execute("SELECT COUNT(*) FROM worker_events WHERE event = 'assist'").fetchone()[0] == 0
 
 
+@contextlib.asynccontextmanager
+async def supervised(settings: Settings, address: str) -> AsyncIterator[tuple[Supervisor, Client]]:
+    """An in-process supervisor of these settings' pool, watching until the block ends; then its
+    workers are stopped, even on failure."""
+    client = await connect_client(settings, address)
+    sup = Supervisor(settings, address, client)
+    assert sup.acquire()
+    watch = None
+    try:
+        sup.ensure_worker()
+        watch = asyncio.create_task(sup.run())
+        yield sup, client
+    finally:
+        await sup.stop(stop_workers=True)
+        if watch is not None:
+            watch.cancel()
+
+
 async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, temporal_address: str):
     """--workers 3: SIGKILL one; the other two keep their pids and the slot is refilled."""
     settings = replace(home, workers=3)
-    client = await connect_client(settings, temporal_address)
-    sup = Supervisor(settings, temporal_address, client)
-    assert sup.acquire()
-    try:
-        sup.ensure_worker()
-        task = asyncio.create_task(sup.run())
+    async with supervised(settings, temporal_address) as (sup, client):
         pool = sup.workers()
         assert len({w.pid for w in pool}) == 3 and [w.slot for w in pool] == [0, 1, 2]
         run_id = await start_run(settings, client, steps=8, pace=0.2)
@@ -177,9 +191,6 @@ async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, tem
         snap = build_snapshot(connect(settings.ledger), settings, run_id, "COMPLETED")
         assert snap.completed_steps == 8 and snap.duplicates == 0 and snap.outbox_lines == 8
         assert victim.pid not in {w.pid for w in sup.workers()}
-        task.cancel()
-    finally:
-        await sup.stop(stop_workers=True)
 
 
 @pytest.fixture
@@ -188,24 +199,15 @@ def own_pg_server() -> Iterator[PgServer]:
     bindir = pg_bindir()
     if bindir is None:
         pytest.skip("PostgreSQL binaries not found (the session's pg_server fixture reports why)")
-    server = PgServer(bindir, Path(tempfile.mkdtemp(prefix="ckpt-pg-crash-")))
-    try:
-        server.start()
+    with running_server(bindir, prefix="ckpt-pg-crash-") as server:
         yield server
-    finally:
-        server.stop()
 
 
 async def test_ledger_server_crash_mid_run(home: Settings, temporal_address: str, own_pg_server: PgServer):
     """PostgreSQL dies mid-run (immediate shutdown, crash recovery) and restarts: the activities that
     met the dead connection fail and are retried on a new one; nothing is lost or done twice."""
     settings = replace(home, ledger_url=own_pg_server.new_database())
-    client = await connect_client(settings, temporal_address)
-    sup = Supervisor(settings, temporal_address, client)
-    assert sup.acquire()
-    try:
-        sup.ensure_worker()
-        watch = asyncio.create_task(sup.run())
+    async with supervised(settings, temporal_address) as (_, client):
         run_id = await start_run(settings, client, steps=16, pace=0.3)
         conn = connect(settings.ledger)
         done_sql = "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'"
@@ -227,6 +229,3 @@ async def test_ledger_server_crash_mid_run(home: Settings, temporal_address: str
         assert snap.completed_steps == 16 and snap.missing_steps == []
         assert snap.duplicates == 0 and snap.unstamped == 0
         assert (snap.outbox_lines, snap.outbox_duplicates, snap.notes_rows, snap.notes_duplicates) == (16, 0, 16, 0)
-        watch.cancel()
-    finally:
-        await sup.stop(stop_workers=True)
