@@ -55,3 +55,15 @@ def test_cert_without_key_is_a_clear_error(tmp_path):
         "start", "--steps", "1",
     )  # fmt: skip
     assert out.returncode == 3 and "needs both --tls-cert and --tls-key" in out.stderr
+
+
+def test_hosts_on_one_postgres_ledger_derive_one_task_queue(tmp_path):
+    """Whatever user, password or default-port spelling each host uses, one database is one queue."""
+    from checkpoint_tui.config import Settings
+
+    a = Settings(home=tmp_path / "a", ledger_url="postgresql://alice:secret@db.internal/ledger")
+    b = Settings(home=tmp_path / "b", ledger_url="postgresql://bob@db.internal:5432/ledger")
+    other = Settings(home=tmp_path / "c", ledger_url="postgresql://bob@db.internal:5432/other")
+    assert a.task_queue == b.task_queue != other.task_queue
+    assert "secret" not in a.ledger_label and a.ledger_label == "postgresql://db.internal:5432/ledger"
+    assert Settings(home=tmp_path / "a").task_queue != Settings(home=tmp_path / "b").task_queue  # SQLite: per home

@@ -13,6 +13,7 @@ from pathlib import Path
 from checkpoint_tui.config import LEDGER_URL_ENV, Settings, load_settings
 from checkpoint_tui.connection import API_KEY_ENV, ConnectionOptions
 from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.backend import is_postgres_url
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 
 
@@ -145,7 +146,7 @@ def _non_negative_float(text: str) -> float:
 
 
 def _ledger_url(text: str) -> str:
-    if not text.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_url(text):
         raise argparse.ArgumentTypeError(f"takes a postgresql:// URL, not {text.split(':', 1)[0]}:...")
     return text
 

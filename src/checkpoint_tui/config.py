@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from checkpoint_tui.connection import ConnectionOptions
 from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.ledger.backend import is_postgres_url
 
 DEFAULT_NAMESPACE = "default"
 LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
@@ -94,10 +95,8 @@ class Settings:
         queue by default (named after the database, not its password), so their pools serve the same runs."""
         if self.task_queue_name:
             return self.task_queue_name
-        if self.ledger_url:
-            parts = urlsplit(self.ledger_url)
-            where = f"{parts.hostname}:{parts.port}{parts.path}"
-            return f"checkpoint-pg-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+        if self.ledger_url:  # the label: the same database whatever user, password or default port spelling
+            return f"checkpoint-pg-{hashlib.sha256(self.ledger_label.encode()).hexdigest()[:8]}"
         return f"checkpoint-{self.home_id}"
 
 
@@ -115,7 +114,7 @@ def load_settings(
 ) -> Settings:
     """Flags win over env vars, env vars over defaults (home = current directory)."""
     ledger_url = ledger_url or os.environ.get(LEDGER_URL_ENV) or None
-    if ledger_url and not ledger_url.startswith(("postgresql://", "postgres://")):
+    if ledger_url and not is_postgres_url(ledger_url):
         raise UserFacingError(
             f"--ledger takes a postgresql:// URL (got {ledger_url.split(':', 1)[0]}:...); "
             "without it the ledger is SQLite under run/"
