@@ -17,6 +17,7 @@ run: $(STAMP)
 
 test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 # The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
@@ -40,6 +41,7 @@ verify: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 # Opt-in: a real local model (llama.cpp's server + SmolLM2-135M). Builds llama.cpp from source
 # once (~7 min on 2 cores); not part of `make test`.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from checkpoint_tui.config import Settings
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = Path(os.environ.get("CHECKPOINT_BENCH_DIR") or ROOT / "run" / "bench")

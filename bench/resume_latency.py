@@ -26,13 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import bench_home, connect, summary, write_result  # noqa: E402
-from checkpoint_tui.config import Settings  # noqa: E402
+from checkpoint_tui.app.runs import start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.engine.shared import timer_ms  # noqa: E402
 from checkpoint_tui.ledger.faults import FaultSpec  # noqa: E402
 from checkpoint_tui.ledger.latency import measure  # noqa: E402
 from checkpoint_tui.ledger.store import connect as db  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
-from checkpoint_tui.runs import start_run, wait_for_run  # noqa: E402
+from checkpoint_tui.settings import Settings  # noqa: E402
 
 MODES = {
     "baseline": dict(assist=False, spare=False, worker_args=("--sticky-timeout", "10"), heartbeat=5.0, retry=1.0,
@@ -47,27 +47,23 @@ async def run_mode(name: str, address: str, steps: int, kills: int, pace: float)
     cfg = MODES[name]
     home = bench_home(f"resume-{name}", address)
     _, client = await connect(home)
-    sup = Supervisor(home, address, client, assist=cfg["assist"], spare=cfg["spare"], worker_args=cfg["worker_args"])
+    sup = Supervisor(home, address, assist=cfg["assist"], spare=cfg["spare"], worker_args=cfg["worker_args"])
     assert sup.acquire(), f"another supervisor owns {home.home}"
     sup.ensure_worker()
     await wait_ready(home, sup)
-    watch = asyncio.create_task(sup.run())
     kill_steps = [round(2 + i * (steps - 3) / max(1, kills - 1)) for i in range(kills)]
     started = time.monotonic()
-    try:
+    async with sup.running(stop_workers=True):
         run_id = await start_run(
             home, client, steps, pace, [FaultSpec("kill_at", s) for s in sorted(set(kill_steps))],
             heartbeat_timeout_s=cfg["heartbeat"], retry_initial_s=cfg["retry"], task_timeout=cfg["task_timeout"],
         )  # fmt: skip
         status = await wait_for_run(home, client, run_id, timeout=1800)
-    finally:
-        await sup.stop(stop_workers=True)
-        watch.cancel()
     return {"mode": name, "status": status, "wall_s": time.monotonic() - started, **figures(home, run_id, pace)}
 
 
 async def wait_ready(home: Settings, sup: Supervisor) -> None:
-    while any(w is not None and not w.ready(home) for w in (sup.active, sup.spare)):
+    while any(w is not None and not w.ready(home) for w in (sup.primary, sup.spare)):
         await asyncio.sleep(0.05)
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import bench_home, connect, write_result  # noqa: E402
 from bare_loop import BareInput  # noqa: E402
+from checkpoint_tui.app.runs import new_run_id, start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.engine.shared import AgentInput, ModelRef  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
-from checkpoint_tui.runs import new_run_id, start_run, wait_for_run  # noqa: E402
 
 
 async def agent_rate(home, address, client, steps: int, local: bool) -> float:
@@ -61,7 +61,7 @@ async def main() -> None:
     args = p.parse_args()
     home = bench_home("overhead", args.temporal_address, args.ledger)
     address, client = await connect(home)
-    sup = Supervisor(home, address, client, spare=False)
+    sup = Supervisor(home, address, spare=False)
     sup.acquire()
     sup.ensure_worker()
     bare_queue = f"bare-{home.home_id}"
@@ -72,7 +72,7 @@ async def main() -> None:
     )  # fmt: skip
     try:
         assert bare.stdout is not None and bare.stdout.readline().strip() == "ready"
-        while not sup.active.ready(home):
+        while not sup.primary.ready(home):
             await asyncio.sleep(0.05)
         rates: dict[str, list[float]] = {"bare": [], "agent": [], "agent_local_bookkeeping": []}
         for _ in range(args.repeats):  # interleaved, so machine noise hits all three alike

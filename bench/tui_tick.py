@@ -18,10 +18,10 @@ import psutil
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from _common import bench_home, connect, summary, write_result  # noqa: E402
+from checkpoint_tui.app.runs import start_run, wait_for_run  # noqa: E402
+from checkpoint_tui.app.session import LabSession  # noqa: E402
 from checkpoint_tui.ledger.store import connect as db  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
-from checkpoint_tui.runs import start_run, wait_for_run  # noqa: E402
-from checkpoint_tui.session import LabSession  # noqa: E402
 from checkpoint_tui.tui.app import CheckpointApp  # noqa: E402
 
 
@@ -34,17 +34,15 @@ async def ensure_big_run(home, steps: int) -> str:
     if row:
         return row["run_id"]
     address, client = await connect(home)
-    sup = Supervisor(home, address, client, spare=False)
+    sup = Supervisor(home, address, spare=False)
     sup.acquire()
     sup.ensure_worker()
-    watch = asyncio.create_task(sup.run())
     t0 = time.monotonic()
-    run_id = await start_run(home, client, steps, pace=0)
-    print(f"making a {steps}-step run {run_id} (pace 0)…", flush=True)
-    status = await wait_for_run(home, client, run_id, timeout=3600)
+    async with sup.running(stop_workers=True):
+        run_id = await start_run(home, client, steps, pace=0)
+        print(f"making a {steps}-step run {run_id} (pace 0)…", flush=True)
+        status = await wait_for_run(home, client, run_id, timeout=3600)
     print(f"  {status} in {time.monotonic() - t0:.0f} s", flush=True)
-    await sup.stop(stop_workers=True)
-    watch.cancel()
     return run_id
 
 

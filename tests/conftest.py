@@ -3,7 +3,6 @@ check can prove none was left running (and stop any that was, by identity, befor
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -13,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from checkpoint_tui.config import Settings
 from checkpoint_tui.ledger.store import close_all
 from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
+from checkpoint_tui.settings import Settings
 from pg_server import SKIP_ENV, PgServer, pg_bindir, running_server
 
 _ROOT: Path | None = None
@@ -99,13 +98,14 @@ async def client(home: Settings, temporal_address: str):
 
 @pytest.fixture
 async def supervisor(home: Settings, client, temporal_address: str) -> AsyncIterator[Supervisor]:
-    sup = Supervisor(home, temporal_address, client)
+    sup = Supervisor(home, temporal_address)
     assert sup.acquire()
-    sup.ensure_worker()
-    task = asyncio.create_task(sup.run())
-    yield sup
-    await sup.stop(stop_workers=True)
-    task.cancel()
+    try:
+        sup.ensure_worker()
+        async with sup.running(stop_workers=True):
+            yield sup
+    finally:
+        await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
 
 
 def run_cli(*args: str, home: Settings | None = None, env: dict | None = None, timeout: float = 120):

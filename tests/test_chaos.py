@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from checkpoint_tui.chaos import REQUIRED, make_schedule
-from checkpoint_tui.compare import compare_command, read_comparison
-from checkpoint_tui.config import Settings
+from checkpoint_tui.app.comparison import read_comparison
+from checkpoint_tui.proof.chaos import REQUIRED, make_schedule
+from checkpoint_tui.proof.compare import compare_command
+from checkpoint_tui.settings import Settings
 from conftest import run_cli
 
 

@@ -6,8 +6,8 @@ import json
 
 import psutil
 
-from checkpoint_tui.config import Settings
 from checkpoint_tui.ops.procs import free_port, read_json
+from checkpoint_tui.settings import Settings
 from conftest import run_cli
 
 STATUS_KEYS = {
@@ -62,8 +62,14 @@ def test_unreachable_external_address_is_actionable(tmp_path):
 
 
 def test_status_without_runs(tmp_path):
+    """No runs yet is not "unavailable": exit 0, one line, and nothing created in the home."""
     out = run_cli("--home", str(tmp_path), "status")
-    assert out.returncode == 3 and "no runs yet" in out.stderr
+    assert out.returncode == 0 and "no runs yet" in out.stdout, out.stderr
+    out = run_cli("--home", str(tmp_path), "status", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout) == {"run_id": None}
+    assert list(tmp_path.iterdir()) == []  # status never creates a ledger
+    out = run_cli("--home", str(tmp_path), "status", "run-nope")
+    assert out.returncode == 2 and "no run 'run-nope'" in out.stderr
 
 
 def test_embedded_start_wait_status_stop(session_root):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from temporalio.service import TLSConfig
 
-from checkpoint_tui.connection import API_KEY_ENV, ConnectionOptions
 from checkpoint_tui.ops.procs import free_port
+from checkpoint_tui.settings import TEMPORAL_API_KEY_ENV, ConnectionOptions, load_settings
 from conftest import run_cli
 
 
@@ -14,8 +14,9 @@ def test_tls_files_and_api_key_become_client_options(tmp_path, monkeypatch):
     cert.write_bytes(b"CERT")
     key.write_bytes(b"KEY")
     ca.write_bytes(b"CA")
-    opts = ConnectionOptions(str(cert), str(key), str(ca))
-    monkeypatch.setenv(API_KEY_ENV, "tk-not-a-real-key")
+    monkeypatch.setenv(TEMPORAL_API_KEY_ENV, "tk-not-a-real-key")
+    opts = load_settings(tmp_path, connection=ConnectionOptions(str(cert), str(key), str(ca))).connection
+    assert "tk-not-a-real-key" not in repr(opts)  # a secret is never in a repr (logs, tracebacks)
     kwargs = opts.client_kwargs()
     assert isinstance(kwargs["tls"], TLSConfig)
     assert (kwargs["tls"].client_cert, kwargs["tls"].client_private_key, kwargs["tls"].server_root_ca_cert) == (
@@ -29,11 +30,13 @@ def test_tls_files_and_api_key_become_client_options(tmp_path, monkeypatch):
     assert "tk-not-a-real-key" not in " ".join(args)  # the key never goes on a command line
 
 
-def test_api_key_alone_implies_tls(monkeypatch):
-    monkeypatch.setenv(API_KEY_ENV, "tk-x")
-    assert ConnectionOptions().client_kwargs() == {"api_key": "tk-x", "tls": True}
-    monkeypatch.delenv(API_KEY_ENV)
-    assert ConnectionOptions().client_kwargs() == {}
+def test_api_key_alone_implies_tls(monkeypatch, tmp_path):
+    monkeypatch.setenv(TEMPORAL_API_KEY_ENV, "tk-x")
+    settings = load_settings(tmp_path)
+    assert settings.connection.client_kwargs() == {"api_key": "tk-x", "tls": True}
+    assert settings.child_env()[TEMPORAL_API_KEY_ENV] == "tk-x"  # a worker gets it through its environment
+    monkeypatch.delenv(TEMPORAL_API_KEY_ENV)
+    assert load_settings(tmp_path).connection.client_kwargs() == {}
 
 
 def test_bad_certificate_path_is_a_clear_error(tmp_path):
@@ -41,7 +44,7 @@ def test_bad_certificate_path_is_a_clear_error(tmp_path):
         "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}",
         "--tls-cert", "/nonexistent/client.pem", "--tls-key", "/nonexistent/client.key", "start", "--steps", "1",
     )  # fmt: skip
-    assert out.returncode == 3
+    assert out.returncode == 2  # a flag naming a file that cannot be read: usage
     assert "cannot read --tls-cert /nonexistent/client.pem" in out.stderr and "Traceback" not in out.stderr
 
 
@@ -49,17 +52,17 @@ def test_cert_without_key_is_a_clear_error(tmp_path):
     cert = tmp_path / "c.pem"
     cert.write_bytes(b"CERT")
     out = run_cli("--home", str(tmp_path), "--temporal-address", "127.0.0.1:1", "--tls-cert", str(cert), "status")
-    assert out.returncode == 3 and "no runs yet" in out.stderr  # status needs no connection to say so
+    assert out.returncode == 0 and "no runs yet" in out.stdout  # status needs no connection to say so
     out = run_cli(
         "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}", "--tls-cert", str(cert),
         "start", "--steps", "1",
     )  # fmt: skip
-    assert out.returncode == 3 and "needs both --tls-cert and --tls-key" in out.stderr
+    assert out.returncode == 2 and "needs both --tls-cert and --tls-key" in out.stderr
 
 
 def test_hosts_on_one_postgres_ledger_derive_one_task_queue(tmp_path):
     """Whatever user, password or default-port spelling each host uses, one database is one queue."""
-    from checkpoint_tui.config import Settings
+    from checkpoint_tui.settings import Settings
 
     a = Settings(home=tmp_path / "a", ledger_url="postgresql://alice:secret@db.internal/ledger")
     b = Settings(home=tmp_path / "b", ledger_url="postgresql://bob@db.internal:5432/ledger")

@@ -6,9 +6,9 @@ import asyncio
 import subprocess
 import sys
 
+from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.runs import start_run, wait_for_run
-from checkpoint_tui.snapshot import build_snapshot
 
 
 async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_address):
@@ -40,9 +40,9 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
 
 async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):
     """steps_per_run=4: a 10-step run is three executions; the ledger and the history reader span them."""
+    from checkpoint_tui.app.history import HistoryFollower
     from checkpoint_tui.engine.shared import AgentInput
     from checkpoint_tui.ledger.store import create_run
-    from checkpoint_tui.snapshot import HistoryFollower
 
     conn = connect(home.db_path)
     run_id = "run-can-test"
@@ -67,7 +67,7 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
 
 
 async def test_cancel_ends_the_run_cancelled(home, client, supervisor):
-    from checkpoint_tui.runs import cancel_run
+    from checkpoint_tui.app.runs import cancel_run
 
     run_id = await start_run(home, client, steps=10, pace=0.5)
     conn = connect(home.db_path)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from checkpoint_tui.model import openai_compat
 from checkpoint_tui.model.extract import ExtractError, extract_decision
 from checkpoint_tui.model.openai_compat import GuardrailFailure, ProviderUnavailable, ask_model
+from checkpoint_tui.settings import ModelOptions
 from model_server import StandIn
 
 VALID = '{"action": "compute", "args": {"expression": "6*7"}, "thought": "multiply"}'
@@ -26,8 +27,8 @@ def server():
     s.stop()
 
 
-async def ask(server: StandIn, model: str | None = "stand-in-model"):
-    return await ask_model(server.url, model, 2, 5, "previous")
+async def ask(server: StandIn, model: str | None = "stand-in-model", **options):
+    return await ask_model(ModelOptions(server.url, model, **options), 2, 5, "previous")
 
 
 async def test_clean_json(server):
@@ -77,12 +78,11 @@ async def test_401_is_unavailable(server):
         await ask(server)
 
 
-async def test_hanging_server_times_out(server, monkeypatch):
-    monkeypatch.setenv("CHECKPOINT_MODEL_TIMEOUT", "0.5")
+async def test_hanging_server_times_out(server):
     server.hang_s = 5
     t = time.monotonic()
     with pytest.raises(ProviderUnavailable, match="timed out"):
-        await ask(server)
+        await ask(server, timeout_s=0.5)
     assert time.monotonic() - t < 3
 
 
@@ -90,7 +90,7 @@ async def test_unreachable_is_unavailable():
     from checkpoint_tui.ops.procs import free_port
 
     with pytest.raises(ProviderUnavailable, match="unreachable"):
-        await ask_model(f"http://127.0.0.1:{free_port()}", None, 1, 1, None)
+        await ask_model(ModelOptions(f"http://127.0.0.1:{free_port()}"), 1, 1, None)
 
 
 async def test_listed_model_wins_over_configured(server):
@@ -114,10 +114,9 @@ async def test_llamacpp_gets_a_grammar_and_rejection_falls_back_to_plain(server)
     assert "response_format" not in server.requests[-1]["body"]
 
 
-async def test_key_is_sent_but_never_in_the_answer(server, monkeypatch):
-    monkeypatch.setenv("CHECKPOINT_API_KEY", "sk-test-not-a-real-key-000000")
+async def test_key_is_sent_but_never_in_the_answer(server):
     server.reply(VALID)
-    a = await ask(server)
+    a = await ask(server, api_key="sk-test-not-a-real-key-000000")
     assert server.requests[0]["auth"] == "Bearer sk-test-not-a-real-key-000000"
     assert "sk-test" not in json.dumps(a.__dict__, default=str)
 
@@ -167,10 +166,10 @@ def test_embedded_decision_is_found(obj, before, after, wrap):
 async def test_model_backed_run_end_to_end(home, client, supervisor, server):
     from dataclasses import replace
 
+    from checkpoint_tui.app.runs import start_run, wait_for_run
+    from checkpoint_tui.app.snapshot import build_snapshot
     from checkpoint_tui.engine.shared import ModelRef
     from checkpoint_tui.ledger.store import connect
-    from checkpoint_tui.runs import start_run, wait_for_run
-    from checkpoint_tui.snapshot import build_snapshot
 
     server.reply(f"Sure:\n```json\n{VALID}\n```")
     run_id = await start_run(home, client, steps=4, pace=0, model=ModelRef(server.url, "stand-in-model"))

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from checkpoint_tui.config import LEDGER_URL_ENV, Settings
+from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import workers
+from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, stop_process, wait_gone
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.runs import start_run, wait_for_run
-from checkpoint_tui.snapshot import build_snapshot
+from checkpoint_tui.settings import LEDGER_URL_ENV, Settings
 from pg_server import PgServer, pg_bindir, running_server
 
 STEPS = 20
@@ -47,12 +47,12 @@ class Pool:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.ident = ProcIdentity.of(self.proc.pid)
 
-    def wait_ready(self, timeout: float = 60) -> list[workers.WorkerProc]:
+    def wait_ready(self, timeout: float = 60) -> list[worker_proc.WorkerProc]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()
             if "pool on" in self.log.read_text():
-                found = workers.load_all(self.home)
+                found = worker_proc.load_all(self.home)
                 if len(found) == 3 and all(w.ready(self.home) for w in found):  # 2 active + the spare
                     return found
             time.sleep(0.05)
@@ -61,7 +61,7 @@ class Pool:
     def kill_all(self) -> list[int]:
         """SIGKILL the pool's supervisor first (so nothing respawns), then every worker of it."""
         killed = []
-        members = workers.load_all(self.home)
+        members = worker_proc.load_all(self.home)
         if self.ident is not None and send_signal_if_ours(self.ident, signal.SIGKILL):
             killed.append(self.proc.pid)
         self.proc.wait(10)
@@ -78,7 +78,7 @@ class Pool:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-        for w in workers.load_all(self.home):
+        for w in worker_proc.load_all(self.home):
             stop_process(w.ident, grace=2.0)
 
 
@@ -161,36 +161,33 @@ async def supervised(settings: Settings, address: str) -> AsyncIterator[tuple[Su
     """An in-process supervisor of these settings' pool, watching until the block ends; then its
     workers are stopped, even on failure."""
     client = await connect_client(settings, address)
-    sup = Supervisor(settings, address, client)
+    sup = Supervisor(settings, address)
     assert sup.acquire()
-    watch = None
     try:
         sup.ensure_worker()
-        watch = asyncio.create_task(sup.run())
-        yield sup, client
+        async with sup.running(stop_workers=True):
+            yield sup, client
     finally:
-        await sup.stop(stop_workers=True)
-        if watch is not None:
-            watch.cancel()
+        await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
 
 
 async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, temporal_address: str):
     """--workers 3: SIGKILL one; the other two keep their pids and the slot is refilled."""
-    settings = replace(home, workers=3)
+    settings = replace(home, pool_size=3)
     async with supervised(settings, temporal_address) as (sup, client):
-        pool = sup.workers()
+        pool = sup.pool_workers()
         assert len({w.pid for w in pool}) == 3 and [w.slot for w in pool] == [0, 1, 2]
         run_id = await start_run(settings, client, steps=8, pace=0.2)
         victim = pool[1]
         report = await sup.kill(worker=victim)
         assert report.confirmed and report.pid == victim.pid
-        assert [w.pid for w in sup.workers() if w.slot != 1] == [pool[0].pid, pool[2].pid]
+        assert [w.pid for w in sup.pool_workers() if w.slot != 1] == [pool[0].pid, pool[2].pid]
         assert sup.pool[1].pid != victim.pid and sup.pool[1].alive()
-        assert all(w.alive() for w in sup.workers())
+        assert all(w.alive() for w in sup.pool_workers())
         assert await wait_for_run(settings, client, run_id, timeout=120) == "COMPLETED"
         snap = build_snapshot(connect(settings.ledger), settings, run_id, "COMPLETED")
         assert snap.completed_steps == 8 and snap.duplicates == 0 and snap.outbox_lines == 8
-        assert victim.pid not in {w.pid for w in sup.workers()}
+        assert victim.pid not in {w.pid for w in sup.pool_workers()}
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ import subprocess
 import sys
 import time
 
+from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import workers
+from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, write_json
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.runs import start_run, wait_for_run
-from checkpoint_tui.snapshot import build_snapshot
 from conftest import run_cli
 
 
@@ -32,13 +32,13 @@ def test_foreign_pid_is_never_signalled(home, temporal_address):
         # A worker record naming the sleeper (as after pid reuse) is not adopted, and not signalled.
         write_json(home.run_dir / "worker.json", {"identity": forged_cmd.to_dict(), "name": "w-x", "role": "active"})
         (home.run_dir / "worker.pid").write_text(f"{sleeper.pid}\n")
-        assert workers.load(home, "active") is None
+        assert worker_proc.load(home, "active") is None
         sup = Supervisor(home, temporal_address, spare=False)
         try:
             worker = sup.ensure_worker()
             assert worker.pid != sleeper.pid
         finally:
-            workers.stop(home, worker)
+            worker_proc.stop(home, worker)
         assert sleeper.poll() is None, "the foreign process was signalled"
     finally:
         sleeper.kill()
@@ -51,7 +51,7 @@ async def test_external_kill_is_noticed_within_200ms(home, client, supervisor):
     await _until(
         lambda: conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]
     )
-    victim = supervisor.active
+    victim = supervisor.primary
     assert victim is not None
     killed_at = time.time()
     os.kill(victim.pid, signal.SIGKILL)  # "kill -9 from another terminal"

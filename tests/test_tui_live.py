@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+import checkpoint_tui
+from checkpoint_tui.app.session import LabSession
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.session import LabSession
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
 
@@ -48,7 +52,7 @@ async def test_kill_from_the_keyboard(home, backend, request):
             status = app.query_one(StatusBar)
             app.watch(status, "pill", lambda value: pills.append(value), init=False)
             await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
-            first_pid = session.supervisor.active.pid
+            first_pid = session.supervisor.primary.pid
             await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
             await wait_for(pilot, lambda: session.run_id is not None, what="run start")
             run_id = session.run_id
@@ -63,7 +67,7 @@ async def test_kill_from_the_keyboard(home, backend, request):
             await pilot.press("k")
             await wait_for(pilot, lambda: "worker-dead" in pills, what="worker-dead pill")
             await wait_for(
-                pilot, lambda: status.pill == "running" and session.supervisor.active.pid != first_pid, what="new pid"
+                pilot, lambda: status.pill == "running" and session.supervisor.primary.pid != first_pid, what="new pid"
             )
             await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=60)
             await wait_for(
@@ -107,7 +111,7 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
             ),
             what="two steps",
         )
-        pid = first.supervisor.active.pid
+        pid = first.supervisor.primary.pid
         run_id = first.run_id
         await pilot.press("q")
     second = LabSession(home)
@@ -115,7 +119,7 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
     try:
         async with app2.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: second.supervisor is not None, what="second boot")
-            assert second.supervisor.active.pid == pid  # adopted, not respawned
+            assert second.supervisor.primary.pid == pid  # adopted, not respawned
             assert second.run_id == run_id
             timeline = app2.query_one("#timeline")
             await wait_for(pilot, lambda: timeline.row_count >= 2, what="steps shown")
@@ -127,3 +131,47 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
             assert f"worker {pid}" in str(app2.query_one(StatusBar).render())
     finally:
         await second.shutdown(stop_everything=True)
+
+
+async def test_the_app_loop_runs_no_sql_and_no_supervisor_tick(home, monkeypatch):
+    """Textual's loop (this test's main thread) only awaits: every ledger statement the app's code runs
+    is on another thread, and every supervisor tick is on the supervisor's thread."""
+    from checkpoint_tui.ledger.backend import SqliteLedger
+    from checkpoint_tui.ops.supervisor import Supervisor
+
+    sql_threads: set[str] = set()
+    tick_threads: set[str] = set()
+    execute, tick = SqliteLedger.execute, Supervisor.tick
+    package = str(Path(checkpoint_tui.__file__).parent)
+
+    def recording_execute(self, sql, params=()):
+        if sys._getframe(1).f_code.co_filename.startswith(package):  # the app's statements, not this test's
+            sql_threads.add(threading.current_thread().name)
+        return execute(self, sql, params)
+
+    async def recording_tick(self):
+        tick_threads.add(threading.current_thread().name)
+        return await tick(self)
+
+    monkeypatch.setattr(SqliteLedger, "execute", recording_execute)
+    monkeypatch.setattr(Supervisor, "tick", recording_tick)
+    session = LabSession(home)
+    app = CheckpointApp(session, poll_interval=0.1)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
+            first_pid = session.supervisor.primary.pid
+            await start_run_via_keys(pilot, steps=4, pace=0.3)
+            await wait_for(pilot, lambda: session.run_id is not None, what="run start")
+            await pilot.press("k")
+            await wait_for(
+                pilot, lambda: session.supervisor.status.primary_pid not in (None, first_pid), what="respawn"
+            )
+            await pilot.press("r")  # the runs list reads the ledger too
+            await wait_for(pilot, lambda: app.screen.query("#runs"), what="runs list")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: app.query_one(StatusBar).pill == "completed", what="run completed")
+    finally:
+        await session.shutdown(stop_everything=True)
+    assert sql_threads and "MainThread" not in sql_threads, sql_threads
+    assert tick_threads == {"supervisor"}, tick_threads

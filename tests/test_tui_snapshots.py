@@ -93,7 +93,7 @@ async def test_fault_menu_plans_a_fault_and_rejects_bad_input():
         step.value = "0"
         await pilot.press("enter")
         await pilot.pause()
-        assert "STEP starts at 1" in str(app.screen.query_one("#error").render())
+        assert "STEP must be between 1 and" in str(app.screen.query_one("#error").render())
         step.value = "7"
         await pilot.press("enter")
         await pilot.pause()

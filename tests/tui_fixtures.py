@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from checkpoint_tui.session import View
-from checkpoint_tui.snapshot import EffectRow, HistoryEvent, Snapshot, StepRow, WorkerEvent
+from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
+from checkpoint_tui.ops.state import SupervisorState
 
 T0 = 1_795_000_000.0  # a fixed clock
 RUN = "run-20261129-120000-abcd"
@@ -36,18 +37,18 @@ class FixedSession:
     async def cancel(self) -> None:
         return None
 
-    def plan_fault(self, fault, for_current_run: bool) -> str:
+    async def plan_fault(self, fault, for_current_run: bool) -> str:
         self.planned.append((fault, for_current_run))
         return RUN
 
-    def runs(self) -> list[dict]:
+    async def runs(self) -> list:
         return []
 
     def view_run(self, run_id: str) -> None:
         return None
 
-    def comparison(self):
-        from checkpoint_tui.compare import Comparison, Side
+    async def comparison(self):
+        from checkpoint_tui.app.comparison import Comparison, Side
 
         return Comparison(6, 3, Side("naive-x", 9, 3, 3, None), Side(RUN, 6, 0, 0, 0))
 
@@ -90,8 +91,8 @@ def history(n: int) -> list[HistoryEvent]:
 def view(snapshot: Snapshot, **kw) -> View:
     base = dict(
         snapshot=snapshot, history=[], run_changed=True, address="127.0.0.1:7233",
-        ui_url="http://127.0.0.1:8233", namespace="default", supervisor_state="running",
-        worker_pid=4121, spare_pid=4122, owner=True, planned_faults=[],
+        ui_url="http://127.0.0.1:8233", namespace="default", supervisor_state=SupervisorState.RUNNING,
+        worker_pid=4121, spare_pid=4122, owns_home=True, planned_faults=[],
     )  # fmt: skip
     base.update(kw)
     return View(**base)

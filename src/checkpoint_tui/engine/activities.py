@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from pathlib import Path
+from dataclasses import replace
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -26,20 +26,22 @@ from checkpoint_tui.engine.shared import (
 from checkpoint_tui.engine.tools import evaluate_arithmetic
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once, physical_for
-from checkpoint_tui.ledger.store import HOST, connect, now, touch_step, upsert_step
+from checkpoint_tui.ledger.store import connect, now, touch_step, upsert_step
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
 from checkpoint_tui.model.openai_compat import Answer, GuardrailFailure, ProviderUnavailable, ask_model
+from checkpoint_tui.settings import HOST, ModelOptions, Settings
 
 RAW_OUTPUT_LIMIT = 500
 GARBLED = "I think the next step is probably to compute something, but let me explain at length first..."
 
 
 class AgentActivities:
-    def __init__(self, ledger: str | Path, artifacts_dir: Path) -> None:
-        self.ledger = ledger  # a SQLite path or a postgresql:// URL
-        self.artifacts_dir = artifacts_dir
+    def __init__(self, settings: Settings) -> None:
+        self.ledger = settings.ledger  # a SQLite path or a postgresql:// URL
+        self.artifacts_dir = settings.artifacts_dir
+        self.models = settings.models
         self.pid = os.getpid()
 
     def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
@@ -86,7 +88,7 @@ class AgentActivities:
         fallback = ""
         if inp.model.url:
             try:
-                return await ask_model(inp.model.url, inp.model.model, inp.step, inp.total_steps, inp.previous_note)
+                return await ask_model(self._model_options(inp), inp.step, inp.total_steps, inp.previous_note)
             except ProviderUnavailable as err:
                 fallback = f" (fallback: {err})"
             except GuardrailFailure as err:
@@ -94,6 +96,13 @@ class AgentActivities:
         decision, tokens, _raw = offline_decision(inp.run_id, inp.step, inp.total_steps, inp.previous_note)
         await asyncio.sleep(think_ms(inp.step, inp.pace) / 1000)
         return Answer(decision, OFFLINE + fallback, tokens, 0.0, "offline")
+
+    def _model_options(self, inp: LlmInput) -> ModelOptions:
+        """The URL comes from workflow input, which anyone who can reach the queue writes: the worker's
+        key goes only to the URL the worker itself was configured with."""
+        own = self.models
+        key = own.api_key if inp.model.url == own.url else None
+        return replace(own, url=inp.model.url, model=inp.model.model, api_key=key)
 
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
         error = f"Guardrail: step {inp.step} returned no valid decision ({reason})"

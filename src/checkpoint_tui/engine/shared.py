@@ -8,7 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from checkpoint_tui.model.decision import Decision
+
 WORKFLOW_NAME = "AgentLoop"
+MAX_STEPS = 100_000  # a run's documented maximum (the CLI, the app and start_run all check it)
+MAX_PACE = 100.0  # x the default pause; beyond it a step's timer runs into minutes
 GUARDRAIL_ERROR = "GuardrailError"
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=2)
@@ -62,13 +66,6 @@ class LlmInput:
     pace: float
     previous_note: str | None
     model: ModelRef = field(default_factory=ModelRef)
-
-
-@dataclass
-class Decision:
-    action: str  # "compute" | "note"
-    args: dict[str, str]
-    thought: str
 
 
 @dataclass

@@ -18,11 +18,10 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from checkpoint_tui.config import LEDGER_URL_ENV
-from checkpoint_tui.connection import ConnectionOptions
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -43,6 +42,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def worker_settings(args: argparse.Namespace) -> Settings:
+    """Flags from the supervisor; secrets (ledger URL, API keys) from the environment it set."""
+    return load_settings(
+        home=args.home,
+        temporal_address=args.address,
+        namespace=args.namespace,
+        connection=ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca),
+        artifacts=args.artifacts,
+        task_queue=args.task_queue,
+    )
+
+
 async def run_worker(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -51,13 +62,11 @@ async def run_worker(args: argparse.Namespace) -> None:
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGUSR1, promote.set)
 
-    options = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca)  # API key: TEMPORAL_API_KEY env
+    settings = worker_settings(args)
     client = await Client.connect(
-        args.address, namespace=args.namespace, identity=args.identity, **options.client_kwargs()
+        args.address, namespace=args.namespace, identity=args.identity, **settings.connection.client_kwargs()
     )
-    # The ledger URL comes through the environment only: it may carry a password.
-    ledger = os.environ.get(LEDGER_URL_ENV) or args.home / "run" / "checkpoint.db"
-    acts = AgentActivities(ledger, args.artifacts or args.home / "artifacts")
+    acts = AgentActivities(settings)
     worker = Worker(
         client,
         task_queue=args.task_queue,
@@ -67,8 +76,8 @@ async def run_worker(args: argparse.Namespace) -> None:
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=args.sticky_timeout),
         graceful_shutdown_timeout=timedelta(seconds=1),
     )
-    connect(ledger)  # this (the event loop's) thread runs the activities: open their connection now
-    ready = args.home / "run" / f"ready-{args.identity}"
+    connect(settings.ledger)  # this (the event loop's) thread runs the activities: open their connection now
+    ready = settings.run_dir / f"ready-{args.identity}"
     ready.write_text(f"{os.getpid()}\n")
     if args.standby:
         logging.info("standby worker %s ready (pid %d); waiting for SIGUSR1", args.identity, os.getpid())

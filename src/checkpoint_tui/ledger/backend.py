@@ -17,16 +17,12 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.settings import is_postgres_url
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # transaction(key) on PostgreSQL takes an advisory lock on the key, the stand-in for SQLite's single
 # writer lock (BEGIN IMMEDIATE), so a check-then-write block is serialised on both backends; only
 # blocks with the same key queue behind each other. Without a key it is a plain transaction.
-
-
-def is_postgres_url(target: str | Path) -> bool:
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
 def redact_url(url: str) -> str:
@@ -72,7 +68,7 @@ class SqliteLedger:
 
     def __init__(self, path: Path) -> None:
         if sqlite3.sqlite_version_info < (3, 35):
-            raise UserFacingError(
+            raise Unavailable(
                 f"the ledger needs SQLite 3.35 or newer (RETURNING); this Python has {sqlite3.sqlite_version}"
             )
         self.target = str(path)
@@ -166,7 +162,7 @@ class PostgresLedger:
         try:
             return psycopg.connect(self._url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
         except psycopg.OperationalError as exc:
-            raise UserFacingError(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
+            raise Unavailable(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
 
     def _live(self) -> Any:
         """The connection, opened again if the server dropped it (a restart, a failover): the statement
@@ -176,7 +172,12 @@ class PostgresLedger:
         return self.raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self._live().execute(_pg_sql(sql), tuple(params))
+        import psycopg
+
+        try:
+            return self._live().execute(_pg_sql(sql), tuple(params))
+        except psycopg.OperationalError as exc:  # the server went away mid-statement: say so, plainly
+            raise Unavailable(f"the PostgreSQL ledger at {self.target} dropped the connection: {exc}") from exc
 
     @contextmanager
     def transaction(self, key: str | None = None) -> Iterator[None]:

@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkpoint_tui.ledger.artifacts import outbox_line, outbox_path, step_file
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.ledger.store import HOST, now, transaction
+from checkpoint_tui.ledger.store import now, transaction
+from checkpoint_tui.settings import HOST
 
 KINDS = ("file", "db", "email")
 
@@ -97,14 +99,6 @@ def apply_effect_once(
 # --- the three physical effects ------------------------------------------------------------------
 
 
-def step_file(artifacts_dir: Path, run_id: str, step: int) -> Path:
-    return artifacts_dir / run_id / f"step-{step:03d}.md"
-
-
-def outbox_path(artifacts_dir: Path, run_id: str) -> Path:
-    return artifacts_dir / run_id / "outbox.log"
-
-
 def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> None:
     """Atomic replace: a retried write produces the same bytes, so redoing it is harmless."""
     path = step_file(artifacts_dir, spec.run_id, spec.step)
@@ -130,16 +124,12 @@ def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
         )
 
 
-def outbox_line(spec: EffectSpec) -> str:
-    return f"{spec.id}\t{spec.payload}\n"
-
-
 def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool) -> None:
     """The 'email': one line naming its effect id, so a second send is visible in the file. With `check`,
     look and append under an exclusive lock."""
     path = outbox_path(artifacts_dir, spec.run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f"{spec.id}\t".encode()
+    prefix = outbox_line(spec.id, "").rstrip("\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -147,7 +137,8 @@ def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool) -> None:
             with os.fdopen(os.dup(fd), "rb") as fh:
                 if any(existing.startswith(prefix) for existing in fh):
                     return
-        os.write(fd, outbox_line(spec).encode("utf-8"))  # one write(2) with O_APPEND: no torn interleaving
+        # one write(2) with O_APPEND: no torn interleaving
+        os.write(fd, outbox_line(spec.id, spec.payload).encode("utf-8"))
     finally:
         os.close(fd)  # releases the lock
 

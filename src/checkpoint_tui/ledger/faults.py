@@ -3,6 +3,7 @@ even when the worker that consumed one was killed right after."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from checkpoint_tui.ledger.backend import Ledger
@@ -10,6 +11,8 @@ from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now
 
 FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at")
+MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
+MAX_COUNT = 100
 
 
 @dataclass(frozen=True)
@@ -35,12 +38,15 @@ def parse_fault(text: str) -> FaultSpec:
         step = int(parts[1])
     except ValueError:
         raise ValueError(f"bad fault {text!r}: STEP must be a whole number") from None
-    if step < 1:
-        raise ValueError(f"bad fault {text!r}: STEP starts at 1")
+    if not 1 <= step <= MAX_STEP:
+        raise ValueError(f"bad fault {text!r}: STEP must be between 1 and {MAX_STEP}")
     if kind == "transient":
-        count = int(parts[2]) if len(parts) > 2 else 1
-        if count < 1:
-            raise ValueError(f"bad fault {text!r}: COUNT must be >= 1")
+        try:
+            count = int(parts[2]) if len(parts) > 2 else 1
+        except ValueError:
+            raise ValueError(f"bad fault {text!r}: COUNT must be a whole number") from None
+        if not 1 <= count <= MAX_COUNT:
+            raise ValueError(f"bad fault {text!r}: COUNT must be between 1 and {MAX_COUNT}")
         return FaultSpec(kind, step, count=count)
     if kind == "crash_after_claim":
         effect_kind = parts[2] if len(parts) > 2 else "file"
@@ -71,6 +77,20 @@ def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | 
         ).rowcount
         == 1
     )
+
+
+def pending(conn: Ledger, run_ids: Sequence[str]) -> list[FaultSpec]:
+    """Faults planned for these runs that have firings left, in the order they were planned."""
+    marks = ",".join("?" for _ in run_ids) or "NULL"
+    rows = conn.execute(
+        f"SELECT kind, step, effect_kind, count FROM faults WHERE run_id IN ({marks}) AND fired < count ORDER BY id",
+        tuple(run_ids),
+    )
+    return [FaultSpec(r["kind"], r["step"], r["count"], r["effect_kind"]) for r in rows]
+
+
+def delete_for_run(conn: Ledger, run_id: str) -> None:
+    conn.execute("DELETE FROM faults WHERE run_id = ?", (run_id,))
 
 
 def armed_kill_steps(conn: Ledger) -> list[tuple[str, int]]:

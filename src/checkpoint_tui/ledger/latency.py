@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.ledger.store import HOST
+from checkpoint_tui.ledger.queries import latest_running_run
+from checkpoint_tui.settings import HOST
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def in_flight_step(conn: Ledger, pid: int, host: str | None = None) -> tuple[str
     return (row["run_id"], row["step"]) if row else None
 
 
-def running_run(conn: Ledger) -> str | None:
-    row = conn.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1").fetchone()
-    return row["run_id"] if row else None
+def in_flight(conn: Ledger, pid: int) -> tuple[str | None, int | None]:
+    """(run, step) a local worker was working on; (the latest running run, None) between steps."""
+    flight = in_flight_step(conn, pid)
+    return flight if flight else (latest_running_run(conn), None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,10 +11,9 @@ from typing import Any
 
 from checkpoint_tui.ledger.backend import Ledger, open_ledger
 from checkpoint_tui.ledger.schema import ensure_schema
+from checkpoint_tui.settings import HOST
 
-_local = threading.local()
-# Which host ran a step, shown in the panes; CHECKPOINT_HOST names a pool when hostnames are not unique.
-HOST = os.environ.get("CHECKPOINT_HOST") or socket.gethostname()
+_local = threading.local()  # connections are per thread: neither sqlite3 nor psycopg share one safely
 
 
 def connect(target: str | Path) -> Ledger:
@@ -146,9 +143,22 @@ def record_worker_event(
     return int(row[0])
 
 
-def latest_run_id(conn: Ledger) -> str | None:
-    row = conn.execute("SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
-    return row["run_id"] if row else None
+def set_first_execution(conn: Ledger, run_id: str, execution: str) -> None:
+    """The first execution of the run's continue-as-new chain: where a history reader starts."""
+    conn.execute("UPDATE runs SET first_execution = ? WHERE run_id = ?", (execution, run_id))
+
+
+def set_event_latency(conn: Ledger, event_id: int, restart_s: float | None, next_step_s: float | None) -> None:
+    conn.execute(
+        "UPDATE worker_events SET restart_s = ?, next_step_s = ? WHERE id = ?", (restart_s, next_step_s, event_id)
+    )
+
+
+def record_comparison(conn: Ledger, naive_run: str, durable_run: str, steps: int, kill_step: int) -> None:
+    conn.execute(
+        "INSERT INTO comparisons(naive_run, durable_run, steps, kill_step, created_at) VALUES(?,?,?,?,?)",
+        (naive_run, durable_run, steps, kill_step, now()),
+    )
 
 
 @contextmanager

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from checkpoint_tui.engine.shared import Decision
+
+@dataclass
+class Decision:
+    """One step's decision, the same from every provider (and a workflow/activity payload)."""
+
+    action: str  # "compute" | "note"
+    args: dict[str, str]
+    thought: str
 
 
 class DecisionError(ValueError):

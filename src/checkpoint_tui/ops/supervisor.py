@@ -1,13 +1,10 @@
 """The embedded supervisor: keeps a pool of N workers polling (plus a warm spare), SIGKILLs one on
 request, notices any death within one tick, promotes or respawns into the dead worker's slot, and
-helps Temporal notice faster.
+helps Temporal notice faster (ops/failover.py).
 
-Assisted failover: the moment a worker is seen dead, its pending activity attempts (only those whose
-last_worker_identity is the dead worker's) are failed by id so Temporal retries them at once instead
-of waiting for the heartbeat timeout, and the run's sticky task queue is reset so the next workflow
-task does not wait for the dead worker's sticky queue to time out.
-
-Only one supervisor per home may respawn (an flock on run/supervisor.lock); others observe.
+It watches on a thread of its own (`async with supervisor.running():`), with its own event loop and
+Temporal client, so the app's loop never waits on psutil, SQL or a spawn. Only one supervisor per
+home may respawn (an flock on run/supervisor.lock); others observe.
 """
 
 from __future__ import annotations
@@ -19,25 +16,29 @@ import json
 import logging
 import signal
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
 
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client
-from temporalio.exceptions import ApplicationError
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.ledger import faults
-from checkpoint_tui.ledger.latency import in_flight_step, measure, running_run
-from checkpoint_tui.ledger.store import HOST, connect, record_worker_event
-from checkpoint_tui.ops import devserver, workers
+from checkpoint_tui.errors import Failed
+from checkpoint_tui.ledger import faults, queries
+from checkpoint_tui.ledger.latency import in_flight, in_flight_step
+from checkpoint_tui.ledger.store import connect, record_worker_event
+from checkpoint_tui.ops import devserver, worker_proc
+from checkpoint_tui.ops.failover import assist, record_latency
+from checkpoint_tui.ops.loop_thread import LoopThread
 from checkpoint_tui.ops.procs import send_signal_if_ours
-from checkpoint_tui.ops.workers import WorkerProc
+from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.settings import HOST, Settings
+from checkpoint_tui.waiting import wait_until
 
 log = logging.getLogger(__name__)
 TICK_S = 0.05
 KILL_WAIT_S = 5.0
-LATENCY_WAIT_S = 60.0
+DEVSERVER_EVERY_TICKS = 5
+STOP_WAIT_S = 10.0
 
 
 @dataclass
@@ -52,12 +53,22 @@ class KillReport:
     observed: bool  # True if `signal` was read from waitpid, False if it is only what we sent
 
 
+@dataclass(frozen=True)
+class SupervisorStatus:
+    """What a display needs, published by the supervisor's thread after every change."""
+
+    state: SupervisorState = SupervisorState.STARTING
+    primary_pid: int | None = None
+    spare_pid: int | None = None
+    pool_pids: list[int] = field(default_factory=list)
+    owns_home: bool = False
+
+
 class Supervisor:
     def __init__(
         self,
         settings: Settings,
         address: str,
-        client: Client | None = None,
         *,
         spare: bool = True,
         assist: bool = True,
@@ -66,21 +77,23 @@ class Supervisor:
     ) -> None:
         self.settings = settings
         self.address = address
-        self.client = client
         self.use_spare = spare
         self.assist = assist
         self.respawn = respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
-        self.size = max(1, settings.workers)
+        self.pool_size = max(1, settings.pool_size)
         self.pool: dict[int, WorkerProc] = {}  # slot -> active worker
         self.spare: WorkerProc | None = None
-        self.state = "starting"  # running | worker-dead | respawning | stopped
+        self.state = SupervisorState.STARTING
+        self.status = SupervisorStatus()
+        self.temporal_restarts = 0
         self._lock_fh = None
         self._killed_pids: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
-        self._stop = asyncio.Event()
+        self._thread = LoopThread(name="supervisor")
+        self._stop: asyncio.Event | None = None
+        self._client: Client | None = None
         self._ticks = 0
-        self.temporal_restarts = 0
 
     # --- ownership -------------------------------------------------------------------------------
 
@@ -94,6 +107,7 @@ class Supervisor:
             fh.close()
             return False
         self._lock_fh = fh
+        self._publish()
         return True
 
     def release(self) -> None:
@@ -103,84 +117,184 @@ class Supervisor:
             self._lock_fh = None
 
     @property
-    def owner(self) -> bool:
+    def owns_home(self) -> bool:
         return self._lock_fh is not None
 
-    # --- start / adopt ---------------------------------------------------------------------------
+    # --- the pool --------------------------------------------------------------------------------
 
     @property
-    def active(self) -> WorkerProc | None:
-        """The first slot's worker (the pool's only one unless --workers N)."""
+    def primary(self) -> WorkerProc | None:
+        """Slot 0's worker (the pool's only one unless --workers N)."""
         return self.pool.get(min(self.pool)) if self.pool else None
 
-    def workers(self) -> list[WorkerProc]:
+    def pool_workers(self) -> list[WorkerProc]:
         return [self.pool[slot] for slot in sorted(self.pool)]
 
     def ensure_worker(self) -> WorkerProc:
-        """Adopt the home's live workers, or start them (and a spare, if configured); returns slot 0's."""
+        """Adopt the home's live workers, or start them (and a spare, if configured); returns slot 0's.
+        Blocking (a spawn waits for exec): call it off any UI loop."""
         conn = connect(self.settings.ledger)
-        live_slots = [s for s in workers.recorded_slots(self.settings) if s >= self.size]
-        for slot in [*range(self.size), *live_slots]:
-            worker = self._adopt_or_start(conn, slot, required=slot < self.size)
+        live_slots = [s for s in worker_proc.recorded_slots(self.settings) if s >= self.pool_size]
+        for slot in [*range(self.pool_size), *live_slots]:
+            worker = self._adopt_or_start(conn, slot, required=slot < self.pool_size)
             if worker is not None:
                 self.pool[slot] = worker
-        if self.use_spare and self.owner:
+        if self.use_spare and self.owns_home:
             self._ensure_spare()
-        self.state = "running"
+        self.state = SupervisorState.RUNNING
+        self._publish()
         return self.pool[0]
 
     def _adopt_or_start(self, conn, slot: int, required: bool) -> WorkerProc | None:
-        adopted = workers.load(self.settings, "active", slot)
+        adopted = worker_proc.load(self.settings, "active", slot)
         if adopted is not None:
             record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail=f"active worker adopted (slot {slot})")
             return adopted
         if not required:
             return None
-        spare = workers.load(self.settings, "spare")
-        if spare is not None and spare.ready(self.settings) and workers.promote(self.settings, spare, slot):
+        spare = worker_proc.load(self.settings, "spare")
+        if spare is not None and spare.ready(self.settings) and worker_proc.promote(self.settings, spare, slot):
             record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
             return spare
-        worker = workers.spawn(self.settings, self.address, "active", self.worker_args, slot)
+        worker = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
         record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker (slot {slot})")
         return worker
 
     def _ensure_spare(self) -> None:
         if self.spare is not None and self.spare.alive():
             return
-        existing = workers.load(self.settings, "spare")
+        existing = worker_proc.load(self.settings, "spare")
         conn = connect(self.settings.ledger)
         if existing is not None:
             self.spare = existing
             record_worker_event(conn, "adopt", existing.pid, existing.name, detail="spare adopted")
             return
-        self.spare = workers.spawn(self.settings, self.address, "spare", self.worker_args)
+        self.spare = worker_proc.spawn(self.settings, self.address, "spare", self.worker_args)
         record_worker_event(conn, "spawn", self.spare.pid, self.spare.name, detail="warm spare (standby)")
+
+    def _publish(self) -> None:
+        """Swap in a fresh status (one reference assignment: readers on other threads see old or new)."""
+        self.status = SupervisorStatus(
+            self.state,
+            self.primary.pid if self.primary else None,
+            self.spare.pid if self.spare else None,
+            [w.pid for w in self.pool_workers()],
+            self.owns_home,
+        )
+
+    # --- running on its own thread ---------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def running(self, stop_workers: bool = False) -> AsyncIterator[Supervisor]:
+        """Watch on the supervisor's thread for the duration of the block; on leaving it, stop watching
+        (and with stop_workers, stop the pool and the spare too)."""
+        self.start()
+        try:
+            yield self
+        finally:
+            await self.stop(stop_workers=stop_workers)
+
+    def start(self) -> None:
+        """Start watching on the supervisor's thread (until stop()); `running()` pairs the two."""
+        self._thread.start(self._watch)
+
+    async def _watch(self) -> None:
+        self._stop = asyncio.Event()
+        if self.assist:
+            self._client = await self._connect()
+        await self.run()
+        for task in list(self._tasks):  # let latency measurements in flight land
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, 5.0)
+
+    async def _connect(self) -> Client | None:
+        try:
+            return await Client.connect(
+                self.address, namespace=self.settings.namespace, **self.settings.connection.client_kwargs()
+            )
+        except Exception as err:  # Temporal restarting: failover falls back to its timeouts
+            log.warning("supervisor: no Temporal client for assisted failover: %s", err)
+            return None
+
+    async def _on_thread(self, coro):
+        """Run `coro` on the supervisor's thread when it is watching from there (else right here)."""
+        if self._thread.alive and not self._thread.on_thread():
+            return await self._thread.run(coro)
+        return await coro
+
+    async def stop(self, stop_workers: bool = False) -> None:
+        """Stop watching. With stop_workers, also SIGTERM the pool and the spare (by identity)."""
+        if self._stop is not None:
+            if self._thread.alive:
+                self._thread.call_soon(self._stop.set)
+            else:  # run() was awaited on the caller's own loop
+                self._stop.set()
+        if not await self._thread.join(STOP_WAIT_S):
+            log.warning("supervisor thread did not stop within %.0f s", STOP_WAIT_S)
+        if stop_workers:
+            for w in [*self.pool_workers(), self.spare]:
+                if w is not None:
+                    await asyncio.to_thread(worker_proc.stop, self.settings, w)
+                    worker_proc.forget(self.settings, w.role, w.slot)
+            self.pool, self.spare = {}, None
+            self.state = SupervisorState.STOPPED
+        self.release()
+        self._publish()
+
+    async def run(self) -> None:
+        """Watch until stopped: notice deaths within a tick; fire armed kill_at faults."""
+        if self._stop is None:
+            self._stop = asyncio.Event()
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except Exception:  # a supervisor that crashes helps nobody; report and go on
+                log.exception("supervisor tick failed")
+            self._publish()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), TICK_S)
+
+    async def tick(self) -> None:
+        self._ticks += 1
+        if self.settings.embedded and self.owns_home and self._ticks % DEVSERVER_EVERY_TICKS == 0:
+            await self._watch_devserver()
+        for worker in self.pool_workers():
+            if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
+                await self._on_unexpected_death(worker)
+        if await self._fire_kill_faults():
+            return
+        if self.use_spare and self.owns_home and self.spare is not None and not self.spare.alive():
+            self.spare = None
+            self._ensure_spare()
 
     # --- kill ------------------------------------------------------------------------------------
 
     def kill_target(self) -> WorkerProc | None:
-        """The worker running the live step if one of ours is, else the first slot's."""
+        """The worker running the live step if one of ours is, else slot 0's."""
         conn = connect(self.settings.ledger)
-        for worker in self.workers():
+        for worker in self.pool_workers():
             if in_flight_step(conn, worker.pid) is not None:
                 return worker
-        return self.active
+        return self.primary
 
     async def kill(self, reason: str = "user", worker: WorkerProc | None = None) -> KillReport:
         """A real SIGKILL of one worker (default: kill_target()), after checking it is still ours; waits
-        for the exit."""
+        for the exit. Runs on the supervisor's thread."""
+        return await self._on_thread(self._kill(reason, worker))
+
+    async def _kill(self, reason: str, worker: WorkerProc | None) -> KillReport:
         worker = worker or self.kill_target()
         if worker is None:
-            raise RuntimeError("no worker to kill")
+            raise Failed("no worker to kill")
         conn = connect(self.settings.ledger)
-        flight = in_flight_step(conn, worker.pid)
-        run_id, step = flight if flight else (running_run(conn), None)
+        run_id, step = in_flight(conn, worker.pid)
         at = time.time()
-        sent = send_signal_if_ours(worker.ident, signal.SIGKILL)
-        if not sent:
-            raise RuntimeError(f"worker pid {worker.pid} is no longer ours; not signalled")
+        if not send_signal_if_ours(worker.ident, signal.SIGKILL):
+            raise Failed(f"worker pid {worker.pid} is no longer ours; not signalled")
         self._killed_pids.add(worker.pid)
-        confirmed = await self._wait_exit(worker)
+        with contextlib.suppress(TimeoutError):
+            await wait_until(lambda: not worker.alive(), KILL_WAIT_S, every=0.002, what="the killed worker's exit")
+        confirmed = not worker.alive()
         sig, code = worker.exit_status()
         report = KillReport(worker.pid, sig or "SIGKILL", code, confirmed, run_id, step, at, observed=sig is not None)
         event_id = record_worker_event(
@@ -189,48 +303,30 @@ class Supervisor:
         await self._on_death(worker, event_id, at, run_id, step)
         return report
 
-    async def _wait_exit(self, worker: WorkerProc) -> bool:
-        deadline = time.monotonic() + KILL_WAIT_S
-        while time.monotonic() < deadline:
-            if not worker.alive():
-                return True
-            await asyncio.sleep(0.002)
-        return not worker.alive()
-
-    # --- watch loop ------------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Watch until stop(): notice deaths within a tick; fire armed kill_at faults."""
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception:  # a supervisor that crashes helps nobody; report and go on
-                log.exception("supervisor tick failed")
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), TICK_S)
-
-    async def tick(self) -> None:
-        self._ticks += 1
-        if self.settings.embedded and self.owner and self._ticks % 5 == 0:
-            await self._watch_devserver()
-        for worker in self.workers():
-            if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
-                await self._on_unexpected_death(worker)
-        if await self._fire_kill_faults():
-            return
-        if self.use_spare and self.owner and self.spare is not None and not self.spare.alive():
-            self.spare = None
-            self._ensure_spare()
-
     async def _on_unexpected_death(self, worker: WorkerProc) -> None:
         at = time.time()
         conn = connect(self.settings.ledger)
-        flight = in_flight_step(conn, worker.pid)
-        run_id, step = flight if flight else (running_run(conn), None)
+        run_id, step = in_flight(conn, worker.pid)
         sig, code = worker.exit_status()
         detail = {"signal": sig, "exit_code": code, "observed": sig is not None or code is not None}
         event_id = record_worker_event(conn, "died", worker.pid, worker.name, run_id, step, json.dumps(detail), at)
         await self._on_death(worker, event_id, at, run_id, step)
+
+    async def _fire_kill_faults(self) -> bool:
+        conn = connect(self.settings.ledger)
+        for run_id, step in faults.armed_kill_steps(conn):
+            for worker in self.pool_workers():
+                # the step's model call is in flight on one of our workers, so the kill lands inside it
+                if (
+                    queries.activity_logged(conn, run_id, step, "llm", worker.pid, HOST)
+                    and worker.alive()
+                    and faults.consume(conn, run_id, step, "kill_at")
+                ):
+                    await self._kill(f"kill_at fault at step {step}", worker)
+                    return True
+        return False
+
+    # --- deaths ----------------------------------------------------------------------------------
 
     async def _watch_devserver(self) -> None:
         """The home's dev server is ours: if it died, start it again on the same ports and database.
@@ -240,12 +336,13 @@ class Supervisor:
             return
         died_at = time.time()
         previous = self.state
-        self.state = "temporal-down"
+        self.state = SupervisorState.TEMPORAL_DOWN
+        self._publish()
         conn = connect(self.settings.ledger)
         record_worker_event(conn, "temporal-died", rec["identity"]["pid"], None, detail=rec.get("address"), at=died_at)
         try:
             server = await asyncio.to_thread(devserver.ensure_devserver, self.settings)
-        except Exception as err:  # UserFacingError and friends: say so, retry on a later tick
+        except Exception as err:  # unavailable binary, ports taken...: say so, retry on a later tick
             record_worker_event(conn, "temporal-restart-failed", None, None, detail=str(err))
             return
         self.temporal_restarts += 1
@@ -253,139 +350,45 @@ class Supervisor:
             conn, "temporal-restart", server.pid, None,
             detail=f"{server.address} back after {time.time() - died_at:.2f} s",
         )  # fmt: skip
-        self.state = previous if previous != "temporal-down" else "running"
-
-    async def _fire_kill_faults(self) -> bool:
-        conn = connect(self.settings.ledger)
-        for run_id, step in faults.armed_kill_steps(conn):
-            for worker in self.workers():
-                # the step's model call is in flight on one of our workers, so the kill lands inside it
-                row = conn.execute(
-                    "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = 'llm' "
-                    "AND worker_pid = ? AND host = ?",
-                    (run_id, step, worker.pid, HOST),
-                ).fetchone()
-                if row and worker.alive() and faults.consume(conn, run_id, step, "kill_at"):
-                    await self.kill(reason=f"kill_at fault at step {step}", worker=worker)
-                    return True
-        return False
+        self.state = previous if previous != SupervisorState.TEMPORAL_DOWN else SupervisorState.RUNNING
 
     async def _on_death(self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None) -> None:
-        self.state = "worker-dead"
-        conn = connect(self.settings.ledger)
+        self.state = SupervisorState.WORKER_DEAD
         (self.settings.run_dir / f"ready-{dead.name}").unlink(missing_ok=True)
-        slot = dead.slot
-        if self.pool.get(slot) is dead:
-            del self.pool[slot]
-        if not (self.respawn and self.owner):
+        if self.pool.get(dead.slot) is dead:
+            del self.pool[dead.slot]
+        self._publish()
+        if not (self.respawn and self.owns_home):
             return
-        self.state = "respawning"
-        spare = self.spare
+        self.state = SupervisorState.RESPAWNING
+        self._replace(dead, run_id, step)
+        self.state = SupervisorState.RUNNING
+        self._publish()
+        if self.assist and self._client is not None:
+            await assist(self.settings, self._client, dead)
+        if self.use_spare:
+            self._ensure_spare()
+        if run_id is not None:
+            task = asyncio.ensure_future(record_latency(self.settings, event_id, run_id, at, dead.pid, step))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _replace(self, dead: WorkerProc, run_id: str | None, step: int | None) -> None:
+        """Promote a ready spare into the dead worker's slot, else spawn a fresh worker there."""
+        conn = connect(self.settings.ledger)
+        spare, slot = self.spare, dead.slot
         if (
             spare is not None
             and spare.alive()
             and spare.ready(self.settings)
-            and workers.promote(self.settings, spare, slot)
+            and worker_proc.promote(self.settings, spare, slot)
         ):
             self.pool[slot], self.spare = spare, None
             record_worker_event(conn, "promote", spare.pid, spare.name, run_id, step, f"replaces {dead.pid}")
-        else:
-            if spare is not None and spare.alive():
-                workers.stop(self.settings, spare)  # not ready yet: a fresh active is as quick
-            self.spare = None
-            new = workers.spawn(self.settings, self.address, "active", self.worker_args, slot)
-            self.pool[slot] = new
-            record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")
-        self.state = "running"
-        if self.assist and self.client is not None:
-            await self._assist(dead)
-        if self.use_spare:
-            self._ensure_spare()
-        if run_id is not None:
-            self._spawn_task(self._record_latency(event_id, run_id, at, dead.pid, step))
-
-    async def _assist(self, dead: WorkerProc) -> None:
-        """Fail the dead worker's pending activity attempts by id; reset the sticky queue of the runs it
-        was holding. Only runs of our task queue: a shared ledger also lists other labs' runs."""
-        assert self.client is not None
-        conn = connect(self.settings.ledger)
-        failed: list[str] = []
-        reset: list[str] = []
-        rows = conn.execute(
-            "SELECT run_id FROM runs WHERE status = 'running' AND task_queue = ?", (self.settings.task_queue,)
-        ).fetchall()
-        for row in rows:
-            try:
-                handle = self.client.get_workflow_handle(row["run_id"])
-                desc = await handle.describe()
-                for pa in desc.raw_description.pending_activities:
-                    if pa.last_worker_identity != dead.name:
-                        continue
-                    act = self.client.get_async_activity_handle(
-                        workflow_id=row["run_id"], run_id=desc.run_id, activity_id=pa.activity_id
-                    )
-                    err = ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied")
-                    await act.fail(err)
-                    failed.append(f"{row['run_id']}:{pa.activity_type.name}#{pa.activity_id}")
-                if not _last_toucher_was(conn, row["run_id"], dead.pid):
-                    continue  # its sticky worker is alive: a reset would only cost a full replay
-                await self.client.workflow_service.reset_sticky_task_queue(
-                    ResetStickyTaskQueueRequest(
-                        namespace=self.settings.namespace,
-                        execution=WorkflowExecution(workflow_id=row["run_id"], run_id=desc.run_id),
-                    )
-                )
-                reset.append(row["run_id"])
-            except Exception as err:  # the activity may have completed meanwhile; that is fine
-                log.info("assist for %s: %s", row["run_id"], err)
-        detail = json.dumps({"failed_activities": failed, "sticky_reset": reset})
-        record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
-
-    async def _record_latency(self, event_id: int, run_id: str, at: float, dead_pid: int, step: int | None) -> None:
-        conn = connect(self.settings.ledger)
-        deadline = time.monotonic() + LATENCY_WAIT_S
-        while time.monotonic() < deadline:
-            lat = measure(conn, run_id, at, dead_pid, step)
-            if lat.next_step_s is not None or self._run_over(conn, run_id):
-                conn.execute(
-                    "UPDATE worker_events SET restart_s = ?, next_step_s = ? WHERE id = ?",
-                    (lat.restart_s, lat.next_step_s, event_id),
-                )
-                return
-            await asyncio.sleep(0.1)
-
-    @staticmethod
-    def _run_over(conn, run_id: str) -> bool:
-        row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return row is not None and row["status"] != "running"
-
-    def _spawn_task(self, coro) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    # --- shutdown --------------------------------------------------------------------------------
-
-    async def stop(self, stop_workers: bool = False) -> None:
-        """Stop watching. With stop_workers, also SIGTERM the worker and the spare (by identity)."""
-        self._stop.set()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, 5.0)
-        if stop_workers:
-            for w in [*self.workers(), self.spare]:
-                if w is not None:
-                    workers.stop(self.settings, w)
-                    workers.forget(self.settings, w.role, w.slot)
-            self.pool, self.spare = {}, None
-            self.state = "stopped"
-        self.release()
-
-
-def _last_toucher_was(conn, run_id: str, pid: int) -> bool:
-    """Whether the run's most recently touched step was last touched by this local pid (so the dead
-    worker held its sticky workflow; activities go eagerly to that worker). True if no step yet."""
-    row = conn.execute(
-        "SELECT worker_pid, worker_host FROM steps WHERE run_id = ? ORDER BY touched_at DESC LIMIT 1", (run_id,)
-    ).fetchone()
-    return row is None or (row["worker_pid"] == pid and row["worker_host"] in (None, HOST))
+            return
+        if spare is not None and spare.alive():
+            worker_proc.stop(self.settings, spare)  # not ready yet: a fresh active is as quick
+        self.spare = None
+        new = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
+        self.pool[slot] = new
+        record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")

@@ -7,9 +7,9 @@ import time
 
 from temporalio.client import Client
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.errors import CheckpointError, Unavailable
 from checkpoint_tui.ops.devserver import DevServer, ensure_devserver
+from checkpoint_tui.settings import Settings
 
 EXTERNAL_CONNECT_TIMEOUT_S = 5.0
 
@@ -23,7 +23,7 @@ def resolve_address(settings: Settings) -> tuple[str, DevServer | None]:
 
 
 async def connect_client(settings: Settings, address: str, timeout: float | None = None) -> Client:
-    """Connect, retrying until `timeout`; an unreachable server is a one-line UserFacingError."""
+    """Connect, retrying until `timeout`; an unreachable server is a one-line Unavailable."""
     limit = timeout if timeout is not None else (20.0 if settings.embedded else EXTERNAL_CONNECT_TIMEOUT_S)
     deadline = time.monotonic() + limit
     last: Exception | None = None
@@ -33,14 +33,14 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
             return await asyncio.wait_for(
                 Client.connect(address, namespace=settings.namespace, **settings.connection.client_kwargs()), remaining
             )
-        except UserFacingError:
+        except CheckpointError:  # bad TLS files: not something a retry fixes
             raise
         except Exception as err:  # RuntimeError from the bridge, TimeoutError, ...
             last = err
             await asyncio.sleep(0.2)
     where = "the embedded dev server" if settings.embedded else "--temporal-address / CHECKPOINT_TEMPORAL_ADDRESS"
     reason = str(last).splitlines()[0] if last and str(last) else type(last).__name__
-    raise UserFacingError(
+    raise Unavailable(
         f"cannot reach Temporal at {address} (namespace {settings.namespace}) within {limit:.0f} s: {reason}. "
         f"Check {where}."
     )

@@ -19,15 +19,16 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.app.view import View
+from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
-from checkpoint_tui.session import LabSession, View
+from checkpoint_tui.ledger.rows import RunSummary
+from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import TimelinePane
-from checkpoint_tui.tui.panes.workers import WorkerEventsPane
+from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
 
 POLL_INTERVAL_S = 0.5
@@ -41,10 +42,10 @@ class Session(Protocol):
     async def new_run(self, steps: int, pace: float) -> str: ...
     async def kill(self): ...
     async def cancel(self) -> None: ...
-    def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str: ...
-    def runs(self) -> list[dict]: ...
+    async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str: ...
+    async def runs(self) -> list[RunSummary]: ...
     def view_run(self, run_id: str) -> None: ...
-    def comparison(self): ...
+    async def comparison(self): ...
     async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None: ...
     async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict: ...
     async def shutdown(self, stop_everything: bool = False) -> None: ...
@@ -67,6 +68,7 @@ class CheckpointApp(App[int]):
         Binding("f", "faults", "Faults", id="faults"),
         Binding("r", "runs", "Runs", id="runs"),
         Binding("v", "compare", "Naive vs durable", id="compare"),
+        Binding("x", "chaos", "Chaos", id="chaos", show=False, tooltip="A seeded chaos schedule in run/chaos"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
         Binding("q", "quit_keep", "Quit", id="quit"),
@@ -107,7 +109,7 @@ class CheckpointApp(App[int]):
         status = self.query_one(StatusBar)
         try:
             await self.session.boot()
-        except UserFacingError as err:
+        except CheckpointError as err:
             status.set_pill("temporal-down")
             status.say(str(err))
             return
@@ -210,13 +212,15 @@ class CheckpointApp(App[int]):
 
     def action_faults(self) -> None:
         def planned(result: tuple[FaultSpec, bool] | None) -> None:
-            if result is None:
-                return
-            fault, current = result
-            target = self.session.plan_fault(fault, current)
-            self.query_one(StatusBar).say(f"planned {fault.describe()} for {target}")
+            if result is not None:
+                self._plan_fault(*result)
 
         self.push_screen(FaultScreen(), planned)
+
+    @work(group="actions", exit_on_error=False)
+    async def _plan_fault(self, fault: FaultSpec, current: bool) -> None:
+        target = await self.session.plan_fault(fault, current)
+        self.query_one(StatusBar).say(f"planned {fault.describe()} for {target}")
 
     def action_compare(self) -> None:
         self.push_screen(ComparisonScreen(self.session))
@@ -237,13 +241,14 @@ class CheckpointApp(App[int]):
             f"gaps {len(a['step_gaps'])} · {len(report['kills'])} kills · {'PASS' if a['ok'] else 'FAIL'}"
         )
 
-    def action_runs(self) -> None:
+    @work(group="actions", exit_on_error=False)
+    async def action_runs(self) -> None:
         def chosen(run_id: str | None) -> None:
             if run_id:
                 self.session.view_run(run_id)
                 self.query_one(StatusBar).say(f"viewing {run_id}")
 
-        self.push_screen(RunsScreen(self.session.runs()), chosen)
+        self.push_screen(RunsScreen(await self.session.runs()), chosen)
 
     async def action_quit_keep(self) -> None:
         await self.session.shutdown(stop_everything=False)
@@ -262,12 +267,18 @@ class CheckpointApp(App[int]):
         yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", self.action_faults)
         yield SystemCommand("Runs", "Switch the viewed run", self.action_runs)
         yield SystemCommand(
+            "Chaos schedule", "A seeded schedule of kills (worker, claim window, supervisor, dev server)",
+            self.action_chaos,
+        )  # fmt: skip
+        yield SystemCommand(
             "Naive vs durable", "The same kill applied to a naive loop and a durable run", self.action_compare
         )
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
 
 
 def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S) -> int:
+    from checkpoint_tui.app.session import LabSession
+
     app = CheckpointApp(LabSession(settings), poll_interval=refresh)
     result = app.run()
     return int(result or 0)

@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from checkpoint_tui.ledger.faults import FAULT_KINDS, parse_fault
+from checkpoint_tui.ledger.rows import RunSummary
 
 HELP = """\
 [b]checkpoint-tui[/b] — a chaos lab for durable agent runs
@@ -24,6 +25,7 @@ HELP = """\
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
   v        naive loop vs durable run under the same kill (counts from the outbox files and SQLite)
+  x        chaos: a seeded kill schedule in run/chaos; its Jepsen-style counts land in the status line
   tab      cycle panes
   ? / F1   this help
   ctrl+p   command palette (the same actions)
@@ -135,7 +137,7 @@ class FaultScreen(FormScreen):
 class RunsScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss", "Close")]
 
-    def __init__(self, runs: list[dict]) -> None:
+    def __init__(self, runs: list[RunSummary]) -> None:
         super().__init__()
         self.runs = runs
 
@@ -145,9 +147,11 @@ class RunsScreen(ModalScreen[str | None]):
             yield OptionList(
                 *[
                     Option(
-                        f"{r['run_id']}  {r['status']:<9} {r['done']}/{r['total_steps']}  "
-                        f"{time.strftime('%H:%M:%S', time.localtime(r['created_at']))}",
-                        id=r["run_id"],
+                        Text(  # run ids come from the ledger: shown as plain text, never markup
+                            f"{r.run_id}  {r.status:<9} {r.done}/{r.total_steps}  "
+                            f"{time.strftime('%H:%M:%S', time.localtime(r.created_at))}"
+                        ),
+                        id=r.run_id,
                     )
                     for r in self.runs
                 ],
@@ -175,12 +179,12 @@ class ComparisonScreen(ModalScreen[None]):
                 yield Button("Run a comparison (6 steps, kill after step 3's email)", variant="primary", id="run")
                 yield Button("Close", id="close")
 
-    def on_mount(self) -> None:
-        self.refresh_counts()
+    async def on_mount(self) -> None:
+        await self.refresh_counts()
         self.set_interval(1.0, self.refresh_counts)
 
-    def refresh_counts(self) -> None:
-        c = self.session.comparison()
+    async def refresh_counts(self) -> None:
+        c = await self.session.comparison()
         if c is None:
             text = "No comparison yet. Run one: the same task in a naive in-memory loop and as a durable run,\n"
             text += "each SIGKILLed right after an email went out, then restarted."
@@ -214,4 +218,4 @@ class ComparisonScreen(ModalScreen[None]):
             await self.session.run_comparison()
         finally:
             self.query_one("#run", Button).disabled = False
-            self.refresh_counts()
+            await self.refresh_counts()

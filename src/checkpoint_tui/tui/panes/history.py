@@ -10,7 +10,7 @@ import time
 
 from rich.text import Text
 
-from checkpoint_tui.snapshot import HistoryEvent
+from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k

@@ -6,7 +6,8 @@ import time
 
 from rich.text import Text
 
-from checkpoint_tui.snapshot import EffectRow, Snapshot
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.ledger.rows import EffectRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 COLUMNS = [

@@ -7,7 +7,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from checkpoint_tui.session import View
+from checkpoint_tui.app.view import View
+from checkpoint_tui.ops.state import SupervisorState
 
 PILLS = (
     "starting",
@@ -20,6 +21,8 @@ PILLS = (
     "cancelled",
     "temporal-down",
 )
+# supervisor states a pill shows as they are (the others show the run's state)
+SUPERVISOR_PILLS = (SupervisorState.WORKER_DEAD, SupervisorState.RESPAWNING, SupervisorState.TEMPORAL_DOWN)
 PILL_STYLE = {
     "running": "black on green", "completed": "black on bright_green", "worker-dead": "white on red",
     "respawning": "black on yellow", "failed": "white on dark_red", "idle": "black on grey70",
@@ -36,8 +39,8 @@ def pill_for(view: View) -> str:
         return "cancelled"
     if status in ("FAILED", "TERMINATED", "TIMED_OUT"):
         return "failed"
-    if view.supervisor_state in ("worker-dead", "respawning", "temporal-down"):
-        return view.supervisor_state
+    if view.supervisor_state in SUPERVISOR_PILLS:
+        return SupervisorState(view.supervisor_state).value
     if view.snapshot.run_id is None:
         return "idle"
     return "running" if view.worker_pid else "worker-dead"
@@ -95,7 +98,7 @@ def render_status(view: View | None, pill: str, message: str) -> Text:
         t.append(f" · worker {view.worker_pid or '—'}")
     if view.spare_pid:
         t.append(f" (spare {view.spare_pid})", style="grey62")
-    if not view.owner:
+    if not view.owns_home:
         t.append(" · observing (another supervisor owns this home)", style="yellow")
     t.append("\n")
     t.append(f" temporal {view.address} ns {view.namespace}", style="grey70")

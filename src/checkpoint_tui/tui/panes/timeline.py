@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from checkpoint_tui.snapshot import Snapshot, StepRow
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 COLUMNS = [

@@ -14,23 +14,26 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from checkpoint_tui.audit import Audit, audit_run
-from checkpoint_tui.config import Settings
+from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.engine.shared import timer_ms
-from checkpoint_tui.errors import UserFacingError
+from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver, workers
+from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.runs import start_run, wait_for_run
-from checkpoint_tui.snapshot import build_snapshot
+from checkpoint_tui.proof.audit import Audit, audit_run
+from checkpoint_tui.settings import Settings
+from checkpoint_tui.waiting import wait_until
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
 REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
 PACE = 0.3
+PROGRESS_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,9 @@ class ChaosEvent:
 def make_schedule(seed: int, steps: int, kills: int) -> list[ChaosEvent]:
     """The same seed gives the same schedule. One event per step, none at the first or last step."""
     if kills < len(REQUIRED):
-        raise UserFacingError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
+        raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
     if kills > steps - 2:
-        raise UserFacingError(f"--kills {kills} needs --steps of at least {kills + 2}")
+        raise UsageError(f"--kills {kills} needs --steps of at least {kills + 2}")
     rng = random.Random(seed)
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
@@ -60,7 +63,7 @@ def make_schedule(seed: int, steps: int, kills: int) -> list[ChaosEvent]:
 class Chaos:
     def __init__(self, settings: Settings, seed: int, steps: int, kills: int) -> None:
         if not settings.embedded:
-            raise UserFacingError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+            raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.settings = settings
         self.seed, self.steps = seed, steps
         self.schedule = make_schedule(seed, steps, kills)
@@ -72,12 +75,13 @@ class Chaos:
         self.supervisor = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), "supervise",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
+            env=self.settings.child_env(),
         )  # fmt: skip
         log.close()
         assert self.supervisor.stdout is not None
         line = await asyncio.wait_for(self.supervisor.stdout.readline(), 60)
         if not line.startswith(b"supervising"):
-            raise UserFacingError(f"the supervisor did not start; see {self.settings.run_dir / 'chaos-supervisor.log'}")
+            raise Failed(f"the supervisor did not start; see {self.settings.run_dir / 'chaos-supervisor.log'}")
 
     async def run(self) -> dict:
         settings = self.settings
@@ -106,14 +110,14 @@ class Chaos:
     async def _fire(self, ev: ChaosEvent, run_id: str) -> None:
         conn = connect(self.settings.ledger)
         if ev.kind == "claim-window-crash":
-            await _until(lambda: _steps_done(conn, run_id) >= ev.step)  # the worker kills itself; just wait
+            await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)  # the worker kills itself
             return
         if ev.kind in ("worker-in-activity", "supervisor", "temporal-server"):
-            await _until(lambda: _logged(conn, run_id, ev.step, "llm"))
+            await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "llm"))
         elif ev.kind == "worker-between-activities":
-            await _until(lambda: _logged(conn, run_id, ev.step, "effect"))
+            await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "effect"))
         else:  # in the timer after the step
-            await _until(lambda: _steps_done(conn, run_id) >= ev.step)
+            await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)
             await asyncio.sleep(timer_ms(ev.step, PACE) / 1000 * ev.delay_ms / 120)
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
         if ev.kind == "supervisor":
@@ -124,7 +128,7 @@ class Chaos:
             self._kill_worker(ev, run_id)
 
     def _kill_worker(self, ev: ChaosEvent, run_id: str) -> None:
-        worker = workers.load(self.settings, "active")
+        worker = worker_proc.load(self.settings, "active")
         if worker is None:
             return  # between a death and its replacement: nothing to kill this time
         at = time.time()
@@ -168,13 +172,9 @@ class Chaos:
                 lat = measure(conn, run_id, k["at"], k["pid"], None)
                 k["restart_s"] = lat.restart_s
             else:  # the run's next activity after the supervisor / dev server came back
-                row = conn.execute(
-                    "SELECT MIN(started_at) FROM activity_log WHERE run_id = ? AND started_at > ?", (run_id, k["at"])
-                ).fetchone()
-                k["restart_s"] = None if row[0] is None else row[0] - k["at"]
-        crashes = conn.execute(
-            "SELECT COUNT(*) FROM worker_events WHERE run_id = ? AND event = 'died'", (run_id,)
-        ).fetchone()[0]
+                first = queries.first_activity_after(conn, run_id, k["at"])
+                k["restart_s"] = None if first is None else first - k["at"]
+        crashes = len(queries.death_events(conn, run_id, kinds=("died",)))
         restarts = [k["restart_s"] for k in self.kills if k["restart_s"] is not None]
         return {
             "seed": self.seed,
@@ -215,22 +215,8 @@ async def chaos_command(settings: Settings, seed: int, steps: int, kills: int, j
     return 0 if report["audit"]["ok"] else 1
 
 
-async def _until(cond, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise UserFacingError("chaos: the run stopped making progress (see run/worker.log, run/temporal.log)")
-        await asyncio.sleep(0.01)
-
-
-def _logged(conn, run_id: str, step: int, activity: str) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = ?", (run_id, step, activity)
-        ).fetchone()
-        is not None
-    )
-
-
-def _steps_done(conn, run_id: str) -> int:
-    return conn.execute("SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)).fetchone()[0]
+async def _until(cond, timeout: float = PROGRESS_TIMEOUT_S) -> None:
+    try:
+        await wait_until(cond, timeout, every=0.01, what="chaos: the run's next event")
+    except TimeoutError:
+        raise Failed("chaos: the run stopped making progress (see run/worker.log, run/temporal.log)") from None

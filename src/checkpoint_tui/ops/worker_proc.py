@@ -17,9 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.config import Settings
-from checkpoint_tui.errors import UserFacingError
-from checkpoint_tui.ledger.store import HOST
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     identity_after_exec,
@@ -28,6 +26,7 @@ from checkpoint_tui.ops.procs import (
     stop_process,
     write_json,
 )
+from checkpoint_tui.settings import HOST, Settings
 
 
 @dataclass
@@ -118,7 +117,7 @@ def spawn(
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
         proc.poll()
-        raise UserFacingError(f"the worker exited at once; see {settings.run_dir / 'worker.log'}")
+        raise Unavailable(f"the worker exited at once; see {settings.run_dir / 'worker.log'}")
     worker = WorkerProc(ident, name, role, slot, proc)
     save(settings, worker)
     return worker

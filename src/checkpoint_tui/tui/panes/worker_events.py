@@ -7,7 +7,7 @@ import time
 
 from rich.text import Text
 
-from checkpoint_tui.snapshot import WorkerEvent
+from checkpoint_tui.ledger.rows import WorkerEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 COLUMNS = [("time", "time"), ("what", "worker events")]

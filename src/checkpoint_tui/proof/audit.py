@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from checkpoint_tui.config import Settings
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.artifacts import outbox_ids, outbox_path, step_file
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.ledger.effects import KINDS, effect_id, outbox_path, step_file
-from checkpoint_tui.snapshot import Snapshot
+from checkpoint_tui.ledger.effects import KINDS, effect_id
+from checkpoint_tui.settings import Settings
 
 
 @dataclass
@@ -47,22 +49,20 @@ def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> Audit:
         interrupted=c.get("interrupted", 0), step_gaps=list(snap.missing_steps),
     )  # fmt: skip
     total, dup_ids = snap.total_steps, snap.duplicates
-    effects = {r["id"]: r for r in conn.execute("SELECT * FROM effects WHERE run_id = ?", (run_id,))}
-    outbox = _outbox_ids(settings, run_id)
-    notes: dict[str, int] = {}
-    for r in conn.execute("SELECT effect_id, COUNT(*) AS n FROM notes WHERE run_id = ? GROUP BY effect_id", (run_id,)):
-        notes[r["effect_id"]] = r["n"]
+    effects = queries.effects_by_id(conn, run_id)
+    outbox = outbox_ids(outbox_path(settings.artifacts_dir, run_id))
+    notes = queries.note_counts_by_effect(conn, run_id)
 
     for step in range(1, total + 1):
         for kind in KINDS:
             eid = effect_id(run_id, step, kind)
             row = effects.get(eid)
-            if row is None or row["applied_at"] is None:
+            if row is None or row.applied_at is None:
                 a.lost_detail.append(f"{eid}: no stamped ledger row")
                 continue
             if kind == "file":
                 path = step_file(settings.artifacts_dir, run_id, step)
-                if not path.exists() or path.read_bytes() != row["payload"].encode():
+                if not path.exists() or path.read_bytes() != row.payload.encode():
                     a.lost_detail.append(f"{eid}: file bytes differ from the payload")
             elif kind == "email":
                 count = outbox.get(eid, 0)
@@ -81,14 +81,3 @@ def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> Audit:
     if dup_ids:
         a.duplicated_detail.append(f"{dup_ids} duplicate effect ids")
     return a
-
-
-def _outbox_ids(settings: Settings, run_id: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    path = outbox_path(settings.artifacts_dir, run_id)
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line:
-                eid = line.split("\t", 1)[0]
-                counts[eid] = counts.get(eid, 0) + 1
-    return counts

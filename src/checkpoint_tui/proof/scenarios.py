@@ -4,31 +4,29 @@ SQLite / files / Temporal and reports one check per claim with the values it loo
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import signal
 import statistics
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
 import psutil
 from temporalio.client import Client
 
-from checkpoint_tui.config import Settings
+from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.engine.shared import timer_ms
-from checkpoint_tui.ledger.effects import step_file
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.artifacts import step_file
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import workers
+from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.runs import start_run, wait_for_run
-from checkpoint_tui.snapshot import Snapshot, build_snapshot
-
-if TYPE_CHECKING:
-    from checkpoint_tui.verify import Report
+from checkpoint_tui.proof.report import Report
+from checkpoint_tui.settings import Settings
+from checkpoint_tui.waiting import wait_until
 
 PACE = 0.3
 RUN_TIMEOUT_S = 60.0
@@ -36,6 +34,7 @@ RESTART_TARGET_S = 0.2  # kill -> killed step restarts, with the warm spare
 RESTART_TARGET_NO_SPARE_S = 0.6
 NEXT_STEP_SLACK_S = 0.6  # kill -> next step, beyond the step's own work + timer
 UNASSISTED_RESTART_TARGET_S = 2.5
+READY_TIMEOUT_S = 20.0
 
 
 class Context:
@@ -45,28 +44,26 @@ class Context:
         self.client = client
         self.report = report
         self.sup: Supervisor | None = None
-        self._watch: asyncio.Task | None = None
         self.completions: list[tuple[str, int, int]] = []
 
     async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
         await self.unsupervise(stop_workers=False)
-        sup = Supervisor(self.settings, self.address, self.client, assist=assist, spare=spare)
+        sup = Supervisor(self.settings, self.address, assist=assist, spare=spare)
         if not sup.acquire():
             raise RuntimeError("another supervisor owns the verify home")
-        sup.ensure_worker()
-        await _wait_ready(self.settings, sup)
+        await asyncio.to_thread(sup.ensure_worker)
+        await wait_until(
+            lambda: all(w.ready(self.settings) for w in (sup.primary, sup.spare) if w is not None),
+            READY_TIMEOUT_S, what="the worker (and spare) connected; see run/worker.log",
+        )  # fmt: skip  # scenarios measure failover: start them with the worker (and spare) connected
         self.sup = sup
-        self._watch = asyncio.create_task(sup.run())
+        sup.start()  # unsupervise() stops it
         return sup
 
     async def unsupervise(self, stop_workers: bool) -> None:
         if self.sup is not None:
             await self.sup.stop(stop_workers=stop_workers)
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
-        self.sup, self._watch = None, None
+        self.sup = None
 
     async def run(self, steps: int, faults: Sequence[FaultSpec] = (), pace: float = PACE) -> tuple[str, str | None]:
         run_id = await start_run(self.settings, self.client, steps, pace, faults)
@@ -83,24 +80,8 @@ class Context:
         await self.unsupervise(stop_workers=True)
 
 
-async def _wait_ready(settings: Settings, sup: Supervisor, timeout: float = 20.0) -> None:
-    """Scenarios measure failover, so start them with the worker (and spare) connected."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        pending = [w for w in (sup.active, sup.spare) if w is not None and not w.ready(settings)]
-        if not pending:
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("worker did not connect within 20 s; see run/worker.log")
-
-
 def _kill_events(settings: Settings, run_id: str) -> list[dict]:
-    conn = connect(settings.ledger)
-    rows = conn.execute(
-        "SELECT * FROM worker_events WHERE run_id = ? AND event IN ('kill', 'died') ORDER BY id", (run_id,)
-    ).fetchall()
-    return [dict(r) | {"detail": json.loads(r["detail"] or "{}")} for r in rows]
+    return queries.death_events(connect(settings.ledger), run_id)
 
 
 def _pid_gone(pid: int) -> bool:
@@ -220,10 +201,12 @@ async def crash_in_claim_window(ctx: Context) -> None:
     recovered = [e.id for e in snap.effects if "recovered" in e.outcomes.split(",")]
     conn = connect(ctx.settings.ledger)
     mismatched = []
-    for row in conn.execute("SELECT step, payload FROM effects WHERE run_id = ? AND kind = 'file'", (run_id,)):
-        path = step_file(ctx.settings.artifacts_dir, run_id, row["step"])
-        if not path.exists() or path.read_bytes() != row["payload"].encode():
-            mismatched.append(row["step"])
+    for effect in queries.effects(conn, run_id):
+        if effect.kind != "file":
+            continue
+        path = step_file(ctx.settings.artifacts_dir, run_id, effect.step)
+        if not path.exists() or path.read_bytes() != effect.payload.encode():
+            mismatched.append(effect.step)
     died = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "died"]
     ctx.report.check(
         "3. crash in the claim->stamp window is recovered",
@@ -244,7 +227,8 @@ async def garble(ctx: Context) -> None:
     snap = ctx.snapshot(run_id, status)
     bad = snap.guardrail_step
     conn = connect(ctx.settings.ledger)
-    ended = conn.execute("SELECT ended_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()["ended_at"]
+    run = queries.run(conn, run_id)
+    ended = run.ended_at if run else None
     took = None if bad is None or bad.started_at is None or ended is None else ended - bad.started_at
     ctx.report.check(
         "4. garbled model output fails fast with the guardrail",
@@ -304,15 +288,8 @@ async def supervisor_killed(ctx: Context) -> None:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
         conn = connect(ctx.settings.ledger)
-        await _wait_until(
-            lambda: (
-                conn.execute(
-                    "SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)
-                ).fetchone()[0]
-                >= 2
-            )
-        )
-        worker = workers.load(ctx.settings, "active")
+        await wait_until(lambda: queries.count_completed(conn, run_id) >= 2, 30.0, what="two steps completed")
+        worker = worker_proc.load(ctx.settings, "active")
         proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse is possible before we reap it
         await proc.wait()
     finally:
@@ -327,7 +304,7 @@ async def supervisor_killed(ctx: Context) -> None:
         f"supervisor pid {proc.pid} rc={proc.returncode}; worker pid {worker.pid if worker else None} alive={survived}",
     )
     sup = await ctx.supervise()
-    adopted = sup.active.pid if sup.active else None
+    adopted = sup.primary.pid if sup.primary else None
     ctx.report.check(
         "5b. a new supervisor adopted the same worker",
         worker is not None and adopted == worker.pid,
@@ -362,15 +339,6 @@ async def completions(ctx: Context) -> None:
         ok,
         "  ".join(f"{name.rstrip('.')}={done}/{total}" for name, done, total in ctx.completions),
     )
-
-
-async def _wait_until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise TimeoutError("condition not reached in time")
-        await asyncio.sleep(0.05)
 
 
 def _s(value: float | None) -> str:

@@ -1,6 +1,6 @@
 """The naive loop: the same agent task and the same effect functions, but progress lives in memory and
 there is no ledger. Kill it and restart it and it does the work again (the lesson of the durable
-version). Run as a child process: `python -m checkpoint_tui.naive --home H --run R --steps N --pace P`."""
+version). Run as a child process: `python -m checkpoint_tui.engine.naive --home H --run R --steps N --pace P`."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from checkpoint_tui.config import load_settings
 from checkpoint_tui.engine.payloads import PAYLOAD_BUILDERS
 from checkpoint_tui.engine.shared import EffectInput, timer_ms
 from checkpoint_tui.engine.tools import evaluate_arithmetic
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, physical_for
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.model.offline import offline_decision
+from checkpoint_tui.settings import load_settings
 
 
 def naive_loop(home: Path, run_id: str, steps: int, pace: float) -> None:
@@ -39,7 +39,7 @@ def naive_loop(home: Path, run_id: str, steps: int, pace: float) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="checkpoint_tui.naive", description=__doc__)
+    p = argparse.ArgumentParser(prog="checkpoint_tui.engine.naive", description=__doc__)
     p.add_argument("--home", type=Path, required=True)
     p.add_argument("--run", required=True)
     p.add_argument("--steps", type=int, required=True)

@@ -9,35 +9,14 @@ import shutil
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from checkpoint_tui.config import Settings
+from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.verify_scenarios import SCENARIOS, Context
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    observed: str
-    numbers: dict[str, float | int | str | None] = field(default_factory=dict)
-
-
-class Report:
-    def __init__(self) -> None:
-        self.checks: list[Check] = []
-        self.figures: dict[str, float | None] = {}
-
-    def check(self, name: str, ok: bool, observed: str, **numbers: float | int | str | None) -> bool:
-        self.checks.append(Check(name, bool(ok), observed, numbers))
-        print(f"{'PASS' if ok else 'FAIL'}  {name:<58} {observed}", flush=True)
-        return bool(ok)
-
-    @property
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
+from checkpoint_tui.proof.report import Report
+from checkpoint_tui.proof.scenarios import SCENARIOS, Context
+from checkpoint_tui.settings import Settings
 
 
 async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
@@ -52,6 +31,7 @@ async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
         namespace=settings.namespace,
         connection=settings.connection,
         ledger_url=settings.ledger_url,
+        temporal_bin=settings.temporal_bin,
     )
     if vhome.home.exists():
         _stop_leftovers(vhome)
@@ -110,9 +90,7 @@ def _summarise_latencies(report: Report) -> None:
 
 
 def _stop_leftovers(vhome: Settings) -> None:
-    from checkpoint_tui.ops import workers
-
     for role in ("active", "spare"):
-        w = workers.load(vhome, role)
+        w = worker_proc.load(vhome, role)
         if w is not None:
-            workers.stop(vhome, w)
+            worker_proc.stop(vhome, w)

@@ -1,0 +1,106 @@
+"""Temporal's side of a run: its workflow status, and its history followed event by event across the
+continue-as-new chain."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from checkpoint_tui.app.view import HistoryEvent
+
+
+async def workflow_status(client: Client, run_id: str) -> str | None:
+    """Temporal's status of the run (None if Temporal does not know it). An unreachable server
+    raises RPCError: callers decide whether that is `temporal-down` or something to wait out."""
+    try:
+        desc = await client.get_workflow_handle(run_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    status = desc.status
+    return status.name if isinstance(status, WorkflowExecutionStatus) else None
+
+
+class HistoryFollower:
+    """Follows a run's Temporal history with a long poll (wait_new_event), so each event is fetched
+    once; `drain()` hands over what arrived since the last call."""
+
+    def __init__(self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.execution = first_execution  # the Temporal run being read; None: the latest
+        self.segment = 0
+        self.last_event_id = 0
+        self._buffer: deque[HistoryEvent] = deque(maxlen=keep)  # a viewer shows the newest `keep` at most
+        self._task: asyncio.Task | None = None
+        self.error: str | None = None
+
+    def ensure_following(self) -> None:
+        """(Re)start the follower unless it is running or has seen the workflow close."""
+        if self._task is None or (self._task.done() and self._task.exception() is not None):
+            if self._task is not None:
+                self.error = str(self._task.exception())
+            self._task = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        """Read each execution of the chain to its end; a continue-as-new event names the next one."""
+        while True:
+            handle = self.client.get_workflow_handle(self.run_id, run_id=self.execution)
+            next_execution = None
+            async for ev in handle.fetch_history_events(page_size=1000, wait_new_event=True):
+                if ev.event_id <= self.last_event_id:
+                    continue
+                self._buffer.append(to_history_event(ev, self.segment))
+                self.last_event_id = ev.event_id
+                if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
+                    next_execution = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if next_execution is None:
+                break
+            self.execution, self.segment, self.last_event_id = next_execution, self.segment + 1, 0
+        self.error = None
+
+    def drain(self) -> list[HistoryEvent]:
+        out = list(self._buffer)
+        self._buffer.clear()
+        return out
+
+    @property
+    def caught_up(self) -> bool:
+        """The follower has seen the workflow close and everything was drained."""
+        return self._task is not None and self._task.done() and not self._buffer
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+def to_history_event(ev, segment: int = 0) -> HistoryEvent:
+    name = EventType.Name(ev.event_type).removeprefix("EVENT_TYPE_")
+    attr_field = ev.WhichOneof("attributes")
+    attrs = ""
+    if attr_field:
+        attrs = _short_attrs(name, getattr(ev, attr_field))
+    return HistoryEvent(ev.event_id, ev.event_time.ToSeconds() + ev.event_time.nanos / 1e9, name, attrs, segment)
+
+
+def _short_attrs(name: str, attrs) -> str:
+    parts = []
+    for key in ("activity_type", "workflow_type"):
+        if attrs.HasField(key) if key in attrs.DESCRIPTOR.fields_by_name else False:
+            parts.append(getattr(attrs, key).name)
+    for key in ("attempt", "identity", "scheduled_event_id", "started_event_id", "activity_id"):
+        if key in attrs.DESCRIPTOR.fields_by_name:
+            value = getattr(attrs, key)
+            if value:
+                parts.append(f"{key}={value}")
+    if "failure" in attrs.DESCRIPTOR.fields_by_name and attrs.HasField("failure"):
+        parts.append(f"failure={attrs.failure.message[:120]!r}")
+    return " ".join(str(p) for p in parts)

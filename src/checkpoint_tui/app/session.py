@@ -1,0 +1,205 @@
+"""A lab session: what the TUI drives, with no Textual in it. It boots the dev server, the client and
+the embedded supervisor (on its own thread), and turns durable data into one `View` per poll.
+
+The caller's event loop (Textual's) only awaits: every ledger read and write runs on the session's
+one ledger thread, the supervisor's tick on the supervisor's thread, Temporal calls are async."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.comparison import Comparison, read_comparison
+from checkpoint_tui.app.history import HistoryFollower, workflow_status
+from checkpoint_tui.app.runs import cancel_run, start_run
+from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.errors import Failed
+from checkpoint_tui.ledger import faults, queries
+from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.ledger.rows import RunSummary
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.devserver import DevServer, stop_devserver
+from checkpoint_tui.ops.supervisor import KillReport, Supervisor
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.settings import Settings
+
+SINCE_MARGIN_S = 2.0
+NEXT_RUN = "next"  # faults planned for the next run are stored under this run id until it starts
+T = TypeVar("T")
+
+
+class LabSession:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.address = ""
+        self.server: DevServer | None = None
+        self.client: Client | None = None
+        self.supervisor: Supervisor | None = None
+        self.run_id: str | None = None
+        self._history: HistoryFollower | None = None
+        # One thread for all of this session's ledger reads and writes: one connection, so its
+        # data_version tells whether anything was committed since the last poll.
+        self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._last: tuple[str | None, object, Snapshot] | None = None  # (run, data_version, snapshot)
+        self._since: float | None = None
+        self._final_status: dict[str, str] = {}  # a closed workflow's status never changes: asked once
+
+    async def _db(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
+
+    async def boot(self) -> None:
+        self.settings.ensure_dirs()
+        self.address, self.server = await asyncio.to_thread(resolve_address, self.settings)
+        self.client = await connect_client(self.settings, self.address)
+        sup = Supervisor(self.settings, self.address)
+        sup.acquire()  # if another supervisor owns the home we only observe (no respawn, no spare)
+        await asyncio.to_thread(sup.ensure_worker)
+        self.supervisor = sup
+        sup.start()  # shutdown() stops it
+        self.run_id = await self._db(lambda: queries.latest_run_id(connect(self.settings.ledger)))
+
+    async def poll(self) -> View:
+        """One View. The first poll of a run carries all its rows; later ones only rows written since
+        the previous poll began (minus a margin for writes committed just after they were stamped)."""
+        run_id = self.run_id
+        reset = self._history is None or self._history.run_id != run_id
+        since = None if reset else self._since
+        started = time.time()
+        snap, planned, first_execution = await self._db(self._read, run_id, since, reset)
+        self._since = started - SINCE_MARGIN_S
+        history: list[HistoryEvent] = []
+        if reset and self._history is not None:
+            await self._history.stop()
+            self._history = None
+        if run_id is not None and self.client is not None:
+            snap.workflow_status = await self._workflow_status(run_id)
+            if self._history is None:
+                self._history = HistoryFollower(self.client, run_id, first_execution)
+            self._history.ensure_following()
+            history = self._history.drain()
+        status = self.supervisor.status if self.supervisor else None
+        return View(
+            snapshot=snap, history=history, run_changed=reset, address=self.address,
+            ui_url=self.server.ui_url if self.server else None, namespace=self.settings.namespace,
+            supervisor_state=status.state if status else View.supervisor_state,
+            worker_pid=status.primary_pid if status else None, spare_pid=status.spare_pid if status else None,
+            pool_pids=list(status.pool_pids) if status else [],
+            ledger=self.settings.ledger_label if self.settings.ledger_url else None,
+            owns_home=bool(status and status.owns_home), planned_faults=planned,
+        )  # fmt: skip
+
+    def _read(self, run_id: str | None, since: float | None, reset: bool) -> tuple[Snapshot, list[str], str | None]:
+        """Everything a poll reads from the ledger, on the ledger thread."""
+        conn = connect(self.settings.ledger)
+        version = conn.data_version()
+        last = self._last
+        if since is not None and last is not None and last[0] == run_id and last[1] == version:
+            # Nothing was committed since the last poll: same figures, no changed rows.
+            snap = replace(last[2], steps=[], effects=[], partial=True)
+        else:
+            snap = build_snapshot(conn, self.settings, run_id, since=since)
+            self._last = (run_id, version, snap)
+        planned = [f.describe() for f in faults.pending(conn, [NEXT_RUN, run_id or ""])]
+        first = None
+        if reset and run_id is not None:
+            row = queries.run(conn, run_id)
+            first = row.first_execution if row else None
+        return snap, planned, first
+
+    async def _workflow_status(self, run_id: str) -> str | None:
+        cached = self._final_status.get(run_id)
+        if cached:
+            return cached
+        assert self.client is not None
+        status = await workflow_status(self.client, run_id)
+        if status not in (None, "RUNNING"):
+            self._final_status[run_id] = status
+        return status
+
+    async def new_run(self, steps: int, pace: float) -> str:
+        assert self.client is not None
+        planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
+        self.run_id = await start_run(self.settings, self.client, steps, pace, planned, ledger_call=self._db)
+        await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
+        return self.run_id
+
+    async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
+        target = self.run_id if for_current_run and self.run_id else NEXT_RUN
+        await self._db(lambda: faults.add_fault(connect(self.settings.ledger), target, fault))
+        return target
+
+    async def kill(self) -> KillReport:
+        sup = self.supervisor
+        if sup is None or sup.primary is None:
+            raise Failed("no worker to kill")
+        if not sup.owns_home:
+            raise Failed("another supervisor owns this home; kill from there")
+        return await sup.kill(reason="user pressed k")
+
+    async def cancel(self) -> None:
+        if self.client is not None and self.run_id is not None:
+            await cancel_run(self.client, self.run_id)
+
+    async def runs(self, limit: int = 200) -> list[RunSummary]:
+        return await self._db(lambda: queries.recent_runs(connect(self.settings.ledger), limit))
+
+    async def comparison(self) -> Comparison | None:
+        """The latest naive-vs-durable comparison, counted now from the outbox files and the ledger."""
+        return await self._db(read_comparison, self.settings)
+
+    async def _proof_tool(self, home: Path, *argv: str) -> int:
+        """Run a proving tool as `checkpoint-tui` would: a process of its own (its kills and its
+        supervisor are not this app's), the same settings handed on through the environment."""
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "checkpoint_tui", "--home", str(home), *self._address_flags(home), *argv,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            env=self.settings.child_env(),
+        )  # fmt: skip
+        return await proc.wait()
+
+    def _address_flags(self, home: Path) -> list[str]:
+        if home != self.settings.home or self.settings.embedded:
+            return []  # a home of its own starts its own dev server; this home's is found on disk
+        return ["--temporal-address", self.address, "--namespace", self.settings.namespace,
+                *self.settings.connection.worker_args()]  # fmt: skip
+
+    async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None:
+        code = await self._proof_tool(self.settings.home, "compare", "--steps", str(steps), "--kill-at", str(kill_step))
+        if code not in (0, 1):  # 1: the durable side repeated an email, which the screen shows
+            raise Failed(f"compare exited {code}; see {self.settings.run_dir}")
+
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict:
+        """A chaos schedule in a home of its own (run/chaos): it kills a supervisor and the dev server,
+        which must not be this app's. Returns the report chaos wrote to disk."""
+        chaos_home = self.settings.run_dir / "chaos"
+        code = await self._proof_tool(chaos_home, "chaos", "--seed", str(seed), "--steps", str(steps),
+                                      "--kills", str(kills))  # fmt: skip
+        await self._proof_tool(chaos_home, "stop")  # the chaos home's processes are not the app's: stop them
+        report = chaos_home / "run" / f"chaos-seed{seed}.json"
+        if not report.exists():
+            raise Failed(f"chaos wrote no report (exit {code}); see {chaos_home / 'run'}")
+        return json.loads(report.read_text())
+
+    def view_run(self, run_id: str) -> None:
+        self.run_id = run_id  # the next poll sees a new run and delivers it whole
+
+    async def shutdown(self, stop_everything: bool = False) -> None:
+        """`q` leaves the worker and the dev server running (the next start adopts them);
+        `ctrl+q` stops them too."""
+        if self.supervisor is not None:
+            await self.supervisor.stop(stop_workers=stop_everything)
+        if self._history is not None:
+            await self._history.stop()
+        self._db_thread.shutdown(wait=False)
+        if stop_everything and self.settings.embedded:
+            await asyncio.to_thread(stop_devserver, self.settings)

@@ -1,0 +1,55 @@
+"""Build one Snapshot of a run from durable data only (the ledger and the artifact files). The TUI,
+`status`, `--verify` and `chaos` all read it."""
+
+from __future__ import annotations
+
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.artifacts import count_step_files, outbox_counts, outbox_path
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.rows import worker_label
+from checkpoint_tui.settings import Settings
+
+
+class UnknownRun(LookupError):
+    """The run id names no run in this ledger."""
+
+
+def build_snapshot(
+    conn: Ledger,
+    settings: Settings,
+    run_id: str | None,
+    workflow_status: str | None = None,
+    with_events: int = 50,
+    since: float | None = None,
+) -> Snapshot:
+    """All figures are computed over the whole run. With `since`, the row lists (steps, effects) hold
+    only rows written at or after it, for a poller that updates tables by key."""
+    if run_id is None:
+        return Snapshot(run_id=None, worker_events=queries.worker_events(conn, None, with_events))
+    run = queries.run(conn, run_id)
+    if run is None:
+        raise UnknownRun(f"no run {run_id!r} in {settings.ledger_label}")
+    snap = Snapshot(
+        run_id=run_id, total_steps=run.total_steps, run_status=run.status, provider=run.provider, pace=run.pace,
+        run_error=run.error, workflow_status=workflow_status, partial=since is not None,
+    )  # fmt: skip
+    snap.steps = queries.steps(conn, run_id, since)
+    done = set(queries.completed_steps(conn, run_id))
+    snap.completed_steps = len(done)
+    snap.missing_steps = [i for i in range(1, snap.total_steps + 1) if i not in done]
+    snap.guardrail_step = queries.guardrail_step(conn, run_id)
+    totals = queries.effect_totals(conn, run_id)
+    snap.ledger_rows, snap.duplicates, snap.unstamped = totals.rows, totals.duplicates, totals.unstamped
+    snap.outcome_counts = queries.outcome_counts(conn, run_id)
+    snap.effects = queries.effects(conn, run_id, since)
+    notes = queries.note_totals(conn, run_id)
+    snap.notes_rows, snap.notes_duplicates = notes.rows, notes.duplicates
+    snap.outbox_lines, snap.outbox_duplicates = outbox_counts(outbox_path(settings.artifacts_dir, run_id))
+    snap.artifact_files = count_step_files(settings.artifacts_dir / run_id)
+    workers = queries.step_workers(conn, run_id)
+    snap.worker_pids = list(dict.fromkeys(pid for _, pid in workers))
+    snap.workers = [worker_label(pid, host) for host, pid in workers]
+    snap.resumed_steps = queries.resumed_steps(conn, run_id)
+    snap.worker_events = queries.worker_events(conn, run_id, with_events)
+    return snap

@@ -1,0 +1,94 @@
+"""What the app shows, as plain data: a `Snapshot` of one run (built from durable data only) and the
+`View` a poll hands to the TUI. Nothing here talks to Temporal, the ledger or a process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
+from checkpoint_tui.ops.state import SupervisorState
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    event_id: int
+    time: float
+    name: str
+    attrs: str
+    segment: int = 0  # which execution of the continue-as-new chain (0 = the first)
+
+    @property
+    def key(self) -> str:
+        return f"{self.segment}:{self.event_id}"
+
+
+@dataclass
+class Snapshot:
+    run_id: str | None
+    total_steps: int = 0
+    run_status: str | None = None  # from the ledger (runs.status)
+    workflow_status: str | None = None  # from Temporal
+    provider: str | None = None
+    pace: float | None = None
+    run_error: str | None = None
+    steps: list[StepRow] = field(default_factory=list)
+    effects: list[EffectRow] = field(default_factory=list)
+    ledger_rows: int = 0
+    duplicates: int = 0
+    unstamped: int = 0
+    outcome_counts: dict[str, int] = field(default_factory=dict)
+    outbox_lines: int = 0
+    outbox_duplicates: int = 0
+    notes_rows: int = 0
+    notes_duplicates: int = 0
+    artifact_files: int = 0
+    worker_pids: list[int] = field(default_factory=list)
+    workers: list[str] = field(default_factory=list)  # worker_label of each pid that touched a step
+    resumed_steps: list[int] = field(default_factory=list)
+    worker_events: list[WorkerEvent] = field(default_factory=list)
+    completed_steps: int = 0
+    missing_steps: list[int] = field(default_factory=list)
+    guardrail_step: StepRow | None = None
+    partial: bool = False  # steps/effects hold only rows changed since the previous build
+
+    def status_json(self) -> dict:
+        """The stable keys of `checkpoint-tui status --json` (documented in the README)."""
+        return {
+            "run_id": self.run_id,
+            "workflow_status": self.workflow_status,
+            "run_status": self.run_status,
+            "completed_steps": self.completed_steps,
+            "total_steps": self.total_steps,
+            "missing_steps": self.missing_steps,
+            "ledger_rows": self.ledger_rows,
+            "duplicates": self.duplicates,
+            "unstamped_effects": self.unstamped,
+            "outcomes": self.outcome_counts,
+            "outbox_lines": self.outbox_lines,
+            "outbox_duplicates": self.outbox_duplicates,
+            "notes_rows": self.notes_rows,
+            "notes_duplicates": self.notes_duplicates,
+            "artifact_files": self.artifact_files,
+            "worker_pids": self.worker_pids,
+            "workers": self.workers,
+            "resumed_steps": self.resumed_steps,
+            "provider": self.provider,
+            "error": self.run_error,
+        }
+
+
+@dataclass
+class View:
+    snapshot: Snapshot
+    history: list[HistoryEvent] = field(default_factory=list)  # only events not delivered before
+    run_changed: bool = False  # a different run than the last View: panes start afresh
+    address: str = ""
+    ui_url: str | None = None
+    namespace: str = "default"
+    supervisor_state: SupervisorState = SupervisorState.STARTING
+    worker_pid: int | None = None  # the pool's first worker (slot 0)
+    spare_pid: int | None = None
+    pool_pids: list[int] = field(default_factory=list)  # every active worker of a --workers N pool
+    ledger: str | None = None  # a shared ledger's label; None: this home's SQLite file
+    owns_home: bool = False  # this app's supervisor holds the home's lock (else it only observes)
+    planned_faults: list[str] = field(default_factory=list)

@@ -1,0 +1,210 @@
+"""One function per command. Each takes the parsed arguments and the settings, validates what the
+parser could not, and only then starts anything."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+from temporalio.service import RPCError
+
+from checkpoint_tui.errors import Exit, Failed, UsageError
+from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if args.verify:
+        return verify(args, settings)
+    func = getattr(args, "func", None)
+    if func is None:
+        return tui(args, settings)
+    return func(args, settings)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key)
+    return load_settings(
+        args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection,
+        ledger_url=args.ledger, artifacts=args.artifacts, task_queue=args.task_queue, pool_size=args.workers,
+    )  # fmt: skip
+
+
+def tui(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.tui.app import run_app
+
+    return run_app(settings, refresh=args.refresh)
+
+
+def verify(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.proof.verify import run_verify
+
+    return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None))
+
+
+def start(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.app.runs import check_run_shape
+
+    check_run_shape(args.steps, args.pace, args.fault)  # before the dev server or a worker starts
+    return asyncio.run(_start(settings, args.steps, args.pace, args.fault, args.wait))
+
+
+async def _start(settings: Settings, steps: int, pace: float, fault_plan: list, wait: bool) -> int:
+    from checkpoint_tui.app.runs import start_run, wait_for_run
+    from checkpoint_tui.ops.supervisor import Supervisor
+    from checkpoint_tui.ops.temporal import connect_client, resolve_address
+
+    settings.ensure_dirs()
+    address, _ = resolve_address(settings)
+    client = await connect_client(settings, address)
+    sup = Supervisor(settings, address, spare=wait)
+    if wait:
+        sup.acquire()  # respawn only if no other supervisor (e.g. the TUI) already owns this home
+    sup.ensure_worker()
+    run_id = await start_run(settings, client, steps, pace, fault_plan)
+    print(run_id, flush=True)
+    if not wait:
+        return Exit.OK
+    async with sup.running():
+        status = await wait_for_run(settings, client, run_id, progress=True)
+    return Exit.OK if status == "COMPLETED" else Exit.FAILED
+
+
+def status(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.cli.status_text import format_status, no_runs
+    from checkpoint_tui.ledger import queries
+    from checkpoint_tui.ledger.store import connect
+
+    run_id = args.run
+    if run_id is None:
+        # status never creates a ledger: a home with none has no runs yet
+        run_id = queries.latest_run_id(connect(settings.ledger)) if settings.ledger_exists else None
+        if run_id is None:
+            print(json.dumps({"run_id": None}) if args.as_json else no_runs(settings))
+            return Exit.OK
+    elif not settings.ledger_exists:
+        raise UsageError(f"no run {run_id!r}: {settings.home} has no ledger yet")
+    snap = asyncio.run(_status_snapshot(settings, run_id))
+    print(json.dumps(snap.status_json(), indent=2, sort_keys=True) if args.as_json else format_status(snap))
+    return Exit.OK
+
+
+async def _status_snapshot(settings: Settings, run_id: str):
+    from checkpoint_tui.app.snapshot import UnknownRun, build_snapshot
+    from checkpoint_tui.ledger.store import connect
+
+    wf_status = await _peek_workflow_status(settings, run_id)
+    try:
+        return build_snapshot(connect(settings.ledger), settings, run_id, wf_status)
+    except UnknownRun as err:
+        raise UsageError(str(err)) from None
+
+
+async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
+    """Temporal's view if a server is reachable; status never starts a dev server."""
+    from checkpoint_tui.app.history import workflow_status
+    from checkpoint_tui.errors import CheckpointError
+    from checkpoint_tui.ops import devserver
+    from checkpoint_tui.ops.temporal import connect_client
+
+    if settings.embedded:
+        ident, rec = devserver.recorded(settings)
+        if ident is None or rec is None:
+            return None
+        address = rec["address"]
+    else:
+        address = settings.temporal_address or ""
+    try:
+        client = await connect_client(settings, address, timeout=3.0)
+        return await workflow_status(client, run_id)
+    except (CheckpointError, RPCError):
+        return None
+
+
+def stop(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.ops import devserver, worker_proc
+    from checkpoint_tui.ops.modelserver import stop_model_server
+
+    stopped = []
+    for worker in worker_proc.load_all(settings):
+        worker_proc.stop(settings, worker)
+        worker_proc.forget(settings, worker.role, worker.slot)
+        stopped.append(f"{worker.role} worker {worker.pid}")
+    if settings.embedded:
+        pid = devserver.stop_devserver(settings)
+        if pid is not None:
+            stopped.append(f"dev server {pid}")
+    pid = stop_model_server(settings)
+    if pid is not None:
+        stopped.append(f"model server {pid}")
+    print("stopped " + ", ".join(stopped) if stopped else "nothing of this home was running")
+    return Exit.OK
+
+
+def supervise(args: argparse.Namespace, settings: Settings) -> int:
+    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server)."""
+    return asyncio.run(_supervise(settings, pool=False))
+
+
+def pool(args: argparse.Namespace, settings: Settings) -> int:
+    """One host's pool of --workers N on a shared cluster and ledger, until SIGTERM/SIGINT."""
+    return asyncio.run(_supervise(settings, pool=True))
+
+
+async def _supervise(settings: Settings, pool: bool) -> int:
+    from checkpoint_tui.ops.supervisor import Supervisor
+    from checkpoint_tui.ops.temporal import resolve_address
+
+    settings.ensure_dirs()
+    address, _ = resolve_address(settings)
+    sup = Supervisor(settings, address)
+    if not sup.acquire():
+        raise Failed(f"another supervisor already owns {settings.home}")
+    sup.ensure_worker()
+    pids = ", ".join(str(w.pid) for w in sup.pool_workers())
+    if pool:
+        from checkpoint_tui.settings import HOST
+
+        print(
+            f"pool on {HOST}: workers {pids} · task queue {settings.task_queue} · {address} "
+            f"({settings.namespace}) · ledger {settings.ledger_label} · artifacts {settings.artifacts_dir}",
+            flush=True,
+        )
+    else:
+        print(f"supervising {settings.home}: worker {pids}", flush=True)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    # supervise: the workers keep running and the next supervisor adopts them; a pool stops its own
+    async with sup.running(stop_workers=pool):
+        await stopping.wait()
+    return Exit.OK
+
+
+def chaos(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.proof.chaos import chaos_command, make_schedule
+
+    make_schedule(args.seed, args.steps, args.kills)  # a schedule that cannot work is a usage error
+    if not settings.embedded:
+        raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+    json_out = Path(args.chaos_json) if args.chaos_json else None
+    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out))
+
+
+def compare(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.proof.compare import compare_command
+
+    if not 1 <= args.kill_at < args.steps:
+        raise UsageError(f"--kill-at must be between 1 and {args.steps - 1} (below --steps)")
+    return asyncio.run(compare_command(settings, args.steps, args.kill_at))
+
+
+def model_server(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.ops.modelserver import ensure_model_server
+
+    print(ensure_model_server(settings))
+    return Exit.OK

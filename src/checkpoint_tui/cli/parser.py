@@ -1,0 +1,181 @@
+"""The argument parser: every flag is checked here, before anything is started (a bad one exits 2
+with one line). Each subcommand names its function in cli/commands.py."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from checkpoint_tui.cli import commands
+from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS
+from checkpoint_tui.errors import Exit
+from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
+from checkpoint_tui.settings import is_postgres_url
+
+MAX_POOL = 32  # workers per supervisor: each is a process with its own Temporal connection
+REFRESH_RANGE = (0.1, 60.0)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not a usage dump
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="checkpoint-tui",
+        description="A terminal chaos lab for durable AI-agent execution (Temporal + an exactly-once ledger).",
+    )
+    _where_flags(p)
+    _app_flags(p)
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    _run_commands(sub)
+    _proof_commands(sub)
+    return p
+
+
+def _where_flags(p: argparse.ArgumentParser) -> None:
+    """Where the home, Temporal, the ledger and the artifacts are."""
+    p.add_argument("--home", help="directory holding run/ and artifacts/ (env CHECKPOINT_HOME; default: cwd)")
+    p.add_argument(
+        "--temporal-address",
+        metavar="HOST:PORT",
+        help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
+    )
+    p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
+    p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mTLS to a Temporal cluster")
+    p.add_argument("--tls-key", metavar="PEM", help="client private key for mTLS")
+    p.add_argument("--tls-ca", metavar="PEM", help="CA certificate to verify the server (default: system roots)")
+    p.add_argument(
+        "--temporal-api-key",
+        metavar="KEY",
+        help="API key (prefer env TEMPORAL_API_KEY: a flag is visible in the process list); implies TLS",
+    )
+    p.add_argument(
+        "--ledger",
+        metavar="URL",
+        type=_ledger_url,
+        help="postgresql://... ledger shared by several hosts (env CHECKPOINT_LEDGER_URL; default: SQLite in run/)",
+    )
+    p.add_argument(
+        "--artifacts",
+        metavar="DIR",
+        help="artifacts root all hosts share (env CHECKPOINT_ARTIFACTS; default: artifacts/)",
+    )
+    p.add_argument(
+        "--task-queue",
+        metavar="NAME",
+        help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home, or one per shared ledger)",
+    )
+
+
+def _app_flags(p: argparse.ArgumentParser) -> None:
+    """The pool, the model and the app itself."""
+    p.add_argument(
+        "--workers", type=_bounded_int(1, MAX_POOL), default=1, metavar="N",
+        help=f"local workers the supervisor keeps polling (1..{MAX_POOL})",
+    )  # fmt: skip
+    p.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080 (env CHECKPOINT_MODEL_URL; "
+        "key from CHECKPOINT_API_KEY or OPENAI_API_KEY); default: the offline provider",
+    )
+    p.add_argument("--model", help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL)")
+    p.add_argument(
+        "--refresh", type=_float_in(*REFRESH_RANGE), default=0.5, metavar="S",
+        help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
+    )  # fmt: skip
+    p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
+    p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
+
+
+def _run_commands(sub) -> None:
+    start = sub.add_parser("start", help="start a run (headless); prints its run id")
+    start.set_defaults(func=commands.start)
+    start.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=30, help=f"1..{MAX_STEPS}")
+    start.add_argument(
+        "--pace", type=_float_in(0, MAX_PACE), default=1.0, help="timer/think-time scale (0 = none; at most 100)"
+    )
+    start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
+    start.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        type=_fault_spec,
+        help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP",
+    )
+
+    status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")
+    status.set_defaults(func=commands.status)
+    status.add_argument("run", nargs="?", help="run id (default: the latest)")
+    status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
+
+    sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started").set_defaults(
+        func=commands.stop
+    )
+    sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM").set_defaults(
+        func=commands.supervise
+    )
+    sub.add_parser(
+        "worker",
+        help="run a pool of --workers N on this host against a shared cluster and ledger until SIGTERM",
+    ).set_defaults(func=commands.pool)
+    sub.add_parser(
+        "model-server", help="start (or find) the opt-in local llama.cpp model server; prints its URL"
+    ).set_defaults(func=commands.model_server)
+
+
+def _proof_commands(sub) -> None:
+    chaos = sub.add_parser("chaos", help="a seeded schedule of SIGKILLs of every process, then Jepsen-style counts")
+    chaos.set_defaults(func=commands.chaos)
+    chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1)
+    chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=30)
+    chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
+    chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
+    compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
+    compare.set_defaults(func=commands.compare)
+    compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6)
+    compare.add_argument(
+        "--kill-at", type=_bounded_int(1, 999), default=3, help="kill right after this step's email (< --steps)"
+    )
+
+
+def _bounded_int(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _float_in(low: float, high: float):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} must be a number from {low:g} to {high:g}")
+        return value
+
+    return parse
+
+
+def _ledger_url(text: str) -> str:
+    if not is_postgres_url(text):
+        raise argparse.ArgumentTypeError(f"takes a postgresql:// URL, not {text.split(':', 1)[0]}:...")
+    return text
+
+
+def _fault_spec(text: str) -> FaultSpec:
+    try:
+        return parse_fault(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

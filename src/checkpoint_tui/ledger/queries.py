@@ -1,0 +1,256 @@
+"""Every read the app, the proof tools and the supervisor make of the ledger, as functions that
+return plain values or `rows` dataclasses. A figure computed here is computed once: "the completed
+steps of a run" has one query, used by the snapshot, `start --wait`, verify and chaos alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.rows import (
+    ComparisonRow,
+    EffectRow,
+    EffectTotals,
+    NoteTotals,
+    RunRow,
+    RunSummary,
+    StepRow,
+    WorkerEvent,
+)
+from checkpoint_tui.settings import HOST
+
+OUTCOMES = ("applied", "skipped", "recovered", "interrupted")
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+def run(conn: Ledger, run_id: str) -> RunRow | None:
+    row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return RunRow.of(row) if row else None
+
+
+def latest_run_id(conn: Ledger) -> str | None:
+    row = conn.execute("SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+    return row["run_id"] if row else None
+
+
+def latest_running_run(conn: Ledger) -> str | None:
+    row = conn.execute("SELECT run_id FROM runs WHERE status = 'running' ORDER BY created_at DESC LIMIT 1").fetchone()
+    return row["run_id"] if row else None
+
+
+def running_runs(conn: Ledger, task_queue: str) -> list[str]:
+    """Runs still running on one task queue (a shared ledger also lists other labs' runs)."""
+    rows = conn.execute("SELECT run_id FROM runs WHERE status = 'running' AND task_queue = ?", (task_queue,))
+    return [r["run_id"] for r in rows]
+
+
+def recent_runs(conn: Ledger, limit: int = 200) -> list[RunSummary]:
+    rows = conn.execute(
+        "SELECT r.run_id, r.status, r.total_steps, r.created_at, "
+        "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id AND s.status = 'completed') AS done "
+        "FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+        (limit,),
+    )
+    return [RunSummary(r["run_id"], r["status"], r["total_steps"], r["created_at"], r["done"]) for r in rows]
+
+
+# --- steps ---------------------------------------------------------------------------------------
+
+
+def completed_steps(conn: Ledger, run_id: str) -> list[int]:
+    rows = conn.execute("SELECT step FROM steps WHERE run_id = ? AND status = 'completed' ORDER BY step", (run_id,))
+    return [r[0] for r in rows]
+
+
+def count_completed(conn: Ledger, run_id: str) -> int:
+    return conn.execute("SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)).fetchone()[0]
+
+
+def steps(conn: Ledger, run_id: str, since: float | None = None) -> list[StepRow]:
+    """The run's step rows; with `since`, only rows written at or after it."""
+    if since is None:
+        rows = conn.execute("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
+    else:
+        rows = conn.execute("SELECT * FROM steps WHERE run_id = ? AND touched_at >= ? ORDER BY step", (run_id, since))
+    return [StepRow.of(r) for r in rows]
+
+
+def guardrail_step(conn: Ledger, run_id: str) -> StepRow | None:
+    row = conn.execute(
+        "SELECT * FROM steps WHERE run_id = ? AND status = 'failed' AND raw_output IS NOT NULL LIMIT 1", (run_id,)
+    ).fetchone()
+    return StepRow.of(row) if row else None
+
+
+def step_workers(conn: Ledger, run_id: str) -> list[tuple[str | None, int]]:
+    """(host, pid) of every worker that started or completed a step, in order of first step."""
+    rows = conn.execute(
+        "SELECT host, pid FROM (SELECT started_host AS host, started_pid AS pid, step FROM steps WHERE run_id = ? "
+        "UNION ALL SELECT worker_host, worker_pid, step FROM steps WHERE run_id = ?) AS u "
+        "WHERE pid IS NOT NULL GROUP BY host, pid ORDER BY MIN(step)",
+        (run_id, run_id),
+    )
+    return [(r["host"], r["pid"]) for r in rows]
+
+
+def resumed_steps(conn: Ledger, run_id: str) -> list[int]:
+    """Steps completed by a different worker than the step before."""
+    rows = conn.execute(
+        "SELECT step FROM (SELECT step, worker_pid, LAG(worker_pid) OVER (ORDER BY step) AS prev, "
+        "worker_host, LAG(worker_host) OVER (ORDER BY step) AS prev_host FROM steps WHERE run_id = ?) AS w "
+        "WHERE prev IS NOT NULL AND worker_pid IS NOT NULL "
+        "AND (worker_pid != prev OR COALESCE(worker_host, '') != COALESCE(prev_host, ''))",
+        (run_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def last_touched_by(conn: Ledger, run_id: str, pid: int) -> bool:
+    """Whether the run's most recently touched step was last touched by this local pid (so that worker
+    held its sticky workflow). True if the run has no step yet."""
+    row = conn.execute(
+        "SELECT worker_pid, worker_host FROM steps WHERE run_id = ? ORDER BY touched_at DESC LIMIT 1", (run_id,)
+    ).fetchone()
+    return row is None or (row["worker_pid"] == pid and row["worker_host"] in (None, HOST))
+
+
+# --- activity log --------------------------------------------------------------------------------
+
+
+def activity_logged(
+    conn: Ledger, run_id: str, step: int, activity: str, pid: int | None = None, host: str | None = None
+) -> bool:
+    """Whether an attempt of this activity started (on this pid@host, when given)."""
+    if pid is None:
+        row = conn.execute(
+            "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = ?", (run_id, step, activity)
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT 1 FROM activity_log WHERE run_id = ? AND step = ? AND activity = ? AND worker_pid = ? AND host = ?",
+            (run_id, step, activity, pid, host or HOST),
+        ).fetchone()
+    return row is not None
+
+
+def first_activity_after(conn: Ledger, run_id: str, at: float) -> float | None:
+    row = conn.execute(
+        "SELECT MIN(started_at) FROM activity_log WHERE run_id = ? AND started_at > ?", (run_id, at)
+    ).fetchone()
+    return row[0] if row else None
+
+
+# --- effects -------------------------------------------------------------------------------------
+
+
+def effect_totals(conn: Ledger, run_id: str) -> EffectTotals:
+    r = conn.execute(
+        "SELECT COUNT(*) AS n, COUNT(*) - COUNT(DISTINCT id) AS dup, "
+        "SUM(CASE WHEN applied_at IS NULL THEN 1 ELSE 0 END) AS unstamped FROM effects WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return EffectTotals(r["n"], r["dup"], r["unstamped"] or 0)
+
+
+def outcome_counts(conn: Ledger, run_id: str) -> dict[str, int]:
+    """Claim attempts by outcome; one without an outcome is an interrupted attempt."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for r in conn.execute(
+        "SELECT COALESCE(outcome, 'interrupted') AS o, COUNT(*) AS n FROM effect_outcomes WHERE run_id = ? GROUP BY o",
+        (run_id,),
+    ):
+        counts[r["o"]] = r["n"]
+    return counts
+
+
+def effects(conn: Ledger, run_id: str, since: float | None = None) -> list[EffectRow]:
+    """The run's effects with their claim outcomes; with `since`, only effects with an attempt since."""
+    if since is None:
+        rows = conn.execute("SELECT * FROM effects WHERE run_id = ? ORDER BY step, claimed_at", (run_id,)).fetchall()
+        outcome_rows = conn.execute(
+            "SELECT effect_id, COALESCE(outcome, 'interrupted') AS o FROM effect_outcomes WHERE run_id = ? "
+            "ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+    else:
+        changed = conn.execute(
+            "SELECT effect_id FROM effect_outcomes WHERE run_id = ? AND (started_at >= ? OR finished_at >= ?)",
+            (run_id, since, since),
+        ).fetchall()
+        ids = sorted({r[0] for r in changed})
+        if not ids:
+            return []
+        marks = ",".join("?" for _ in ids)
+        rows = conn.execute(f"SELECT * FROM effects WHERE id IN ({marks}) ORDER BY step, claimed_at", ids).fetchall()
+        outcome_rows = conn.execute(
+            f"SELECT effect_id, COALESCE(outcome, 'interrupted') AS o FROM effect_outcomes "
+            f"WHERE effect_id IN ({marks}) ORDER BY seq",
+            ids,
+        ).fetchall()
+    outcomes: dict[str, list[str]] = {}
+    for r in outcome_rows:
+        outcomes.setdefault(r["effect_id"], []).append(r["o"])
+    return [
+        EffectRow(r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
+                  ",".join(outcomes.get(r["id"], [])), r["payload"])
+        for r in rows
+    ]  # fmt: skip
+
+
+def effects_by_id(conn: Ledger, run_id: str) -> dict[str, EffectRow]:
+    return {e.id: e for e in effects(conn, run_id)}
+
+
+# --- notes ---------------------------------------------------------------------------------------
+
+
+def note_totals(conn: Ledger, run_id: str) -> NoteTotals:
+    r = conn.execute(
+        "SELECT COUNT(*) AS n, COUNT(*) - COUNT(DISTINCT effect_id) AS dup FROM notes WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return NoteTotals(r["n"], r["dup"])
+
+
+def note_counts_by_effect(conn: Ledger, run_id: str) -> dict[str, int]:
+    rows = conn.execute("SELECT effect_id, COUNT(*) AS n FROM notes WHERE run_id = ? GROUP BY effect_id", (run_id,))
+    return {r["effect_id"]: r["n"] for r in rows}
+
+
+# --- worker events -------------------------------------------------------------------------------
+
+
+def worker_events(conn: Ledger, run_id: str | None, limit: int = 50) -> list[WorkerEvent]:
+    """The newest `limit` events of a run (and those of no run), oldest first; all runs' if run_id is None."""
+    rows = conn.execute(
+        "SELECT * FROM worker_events WHERE run_id IS NULL OR run_id = ? OR CAST(? AS TEXT) IS NULL "
+        "ORDER BY id DESC LIMIT ?",
+        (run_id, run_id, limit),
+    ).fetchall()
+    return [WorkerEvent.of(r) for r in reversed(rows)]
+
+
+def death_events(conn: Ledger, run_id: str, kinds: Sequence[str] = ("kill", "died")) -> list[dict]:
+    """Kill/death events of a run with their JSON detail parsed, oldest first."""
+    marks = ",".join("?" for _ in kinds)
+    rows = conn.execute(
+        f"SELECT * FROM worker_events WHERE run_id = ? AND event IN ({marks}) ORDER BY id", (run_id, *kinds)
+    ).fetchall()
+    return [{k: r[k] for k in r.keys()} | {"detail": _json(r["detail"])} for r in rows]  # noqa: SIM118 - a Row iterates values
+
+
+def _json(text: str | None) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --- comparisons ---------------------------------------------------------------------------------
+
+
+def latest_comparison(conn: Ledger) -> ComparisonRow | None:
+    row = conn.execute("SELECT * FROM comparisons ORDER BY id DESC LIMIT 1").fetchone()
+    return ComparisonRow(row["naive_run"], row["durable_run"], row["steps"], row["kill_step"]) if row else None

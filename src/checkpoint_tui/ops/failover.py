@@ -1,0 +1,76 @@
+"""Assisted failover: help Temporal notice a dead worker at once instead of by timeouts, and measure
+from durable timestamps how long the run took to resume.
+
+The moment a worker is seen dead, its pending activity attempts (only those whose
+last_worker_identity is the dead worker's) are failed by id so Temporal retries them at once instead
+of waiting for the heartbeat timeout, and the sticky task queue of the runs it held is reset so the
+next workflow task does not wait for the dead worker's sticky queue to time out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.latency import measure
+from checkpoint_tui.ledger.store import connect, record_worker_event, set_event_latency
+from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.settings import Settings
+
+log = logging.getLogger(__name__)
+LATENCY_WAIT_S = 60.0
+
+
+async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
+    """Fail the dead worker's pending activity attempts by id; reset the sticky queue of the runs it was
+    holding. Only runs of our task queue: a shared ledger also lists other labs' runs."""
+    conn = connect(settings.ledger)
+    failed: list[str] = []
+    reset: list[str] = []
+    for run_id in queries.running_runs(conn, settings.task_queue):
+        try:
+            desc = await client.get_workflow_handle(run_id).describe()
+            for pa in desc.raw_description.pending_activities:
+                if pa.last_worker_identity != dead.name:
+                    continue
+                act = client.get_async_activity_handle(
+                    workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
+                )
+                await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
+                failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
+            if not queries.last_touched_by(conn, run_id, dead.pid):
+                continue  # its sticky worker is alive: a reset would only cost a full replay
+            await client.workflow_service.reset_sticky_task_queue(
+                ResetStickyTaskQueueRequest(
+                    namespace=settings.namespace,
+                    execution=WorkflowExecution(workflow_id=run_id, run_id=desc.run_id),
+                )
+            )
+            reset.append(run_id)
+        except Exception as err:  # the activity may have completed meanwhile; that is fine
+            log.info("assist for %s: %s", run_id, err)
+    detail = json.dumps({"failed_activities": failed, "sticky_reset": reset})
+    record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
+
+
+async def record_latency(
+    settings: Settings, event_id: int, run_id: str, at: float, dead_pid: int, step: int | None
+) -> None:
+    """Once the run has moved on (or ended), write restart / next-step latency onto the kill's event."""
+    conn = connect(settings.ledger)
+    deadline = time.monotonic() + LATENCY_WAIT_S
+    while time.monotonic() < deadline:
+        lat = measure(conn, run_id, at, dead_pid, step)
+        row = queries.run(conn, run_id)
+        if lat.next_step_s is not None or (row is not None and row.status != "running"):
+            set_event_latency(conn, event_id, lat.restart_s, lat.next_step_s)
+            return
+        await asyncio.sleep(0.1)

@@ -1,0 +1,259 @@
+"""Frozen settings: where a home's files live, which Temporal, ledger and model it talks to.
+
+The environment is read here (in `load_settings`) and in the CLI, nowhere else: every other module
+gets what it needs from a `Settings`, and child processes get it back through `child_env()`.
+Secrets (a ledger URL's password, API keys) are fields with repr=False and travel only in memory and
+in a child's environment, never on a command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from checkpoint_tui.errors import UsageError
+
+DEFAULT_NAMESPACE = "default"
+LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
+TEMPORAL_API_KEY_ENV = "TEMPORAL_API_KEY"
+MODEL_API_KEY_ENVS = ("CHECKPOINT_API_KEY", "OPENAI_API_KEY")
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_MODEL_TIMEOUT_S = 30.0
+
+# Which host ran a step, shown in the panes; CHECKPOINT_HOST names a pool when hostnames are not unique.
+HOST = os.environ.get("CHECKPOINT_HOST") or socket.gethostname()
+
+
+def is_postgres_url(target: str | Path) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """How to reach a Temporal cluster beyond its address: mTLS files and an API key."""
+
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    def worker_args(self) -> list[str]:
+        """File paths only: the API key reaches a worker through its environment."""
+        args: list[str] = []
+        for flag, value in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key), ("--tls-ca", self.tls_ca)):
+            if value:
+                args += [flag, value]
+        return args
+
+    def client_kwargs(self) -> dict:
+        """Keyword arguments for temporalio Client.connect."""
+        from temporalio.service import TLSConfig  # the SDK is imported by callers that connect anyway
+
+        kwargs: dict = {}
+        if self.tls_cert or self.tls_key or self.tls_ca:
+            if bool(self.tls_cert) != bool(self.tls_key):
+                raise UsageError("mTLS needs both --tls-cert and --tls-key")
+            kwargs["tls"] = TLSConfig(
+                client_cert=_read(self.tls_cert, "--tls-cert"),
+                client_private_key=_read(self.tls_key, "--tls-key"),
+                server_root_ca_cert=_read(self.tls_ca, "--tls-ca"),
+            )
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+            kwargs.setdefault("tls", True)  # API keys are only sent over TLS
+        return kwargs
+
+
+def _read(path: str | None, flag: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as err:
+        raise UsageError(f"cannot read {flag} {path}: {err.strerror or err}") from None
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model server a worker asks. The key goes only to this URL, the one the worker was started
+    with; a URL named in workflow input is never sent it."""
+
+    url: str | None = None  # an OpenAI-compatible server; None: the offline provider
+    model: str | None = None  # preferred model id (checked against /v1/models)
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = DEFAULT_MODEL_TIMEOUT_S  # one call, connect to last byte
+    price_table: str | None = None  # JSON overrides of model/prices.py's table
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    temporal_address: str | None = None  # None: the home's embedded dev server
+    namespace: str = DEFAULT_NAMESPACE
+    models: ModelOptions = ModelOptions()
+    connection: ConnectionOptions = ConnectionOptions()
+    ledger_url: str | None = field(default=None, repr=False)  # a shared PostgreSQL ledger; None: SQLite
+    artifacts_root: Path | None = None  # a path all hosts share; None: HOME/artifacts
+    task_queue_name: str | None = None  # None: derived (see task_queue)
+    pool_size: int = 1  # local workers the supervisor keeps polling
+    temporal_bin: str | None = None  # the `temporal` CLI to start the dev server with; None: the venv's
+
+    @property
+    def model_url(self) -> str | None:
+        return self.models.url
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.artifacts_root or self.home / "artifacts"
+
+    @property
+    def db_path(self) -> Path:
+        return self.run_dir / "checkpoint.db"
+
+    @property
+    def ledger(self) -> str | Path:
+        """What ledger.store.connect opens: the shared PostgreSQL URL, else this home's SQLite file."""
+        return self.ledger_url or self.db_path
+
+    @property
+    def ledger_exists(self) -> bool:
+        """False only for a home whose SQLite ledger was never created (nothing to read yet)."""
+        return bool(self.ledger_url) or self.db_path.exists()
+
+    @property
+    def ledger_label(self) -> str:
+        """The ledger for messages and the status bar: never the URL's password."""
+        if self.ledger_url:
+            parts = urlsplit(self.ledger_url)
+            return f"postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
+        return str(self.db_path)
+
+    def child_env(self) -> dict[str, str]:
+        """The environment for a process of ours (worker, supervisor, naive loop): secrets and shared
+        paths travel here, never on a command line."""
+        env = dict(os.environ)
+        for name in (LEDGER_URL_ENV, TEMPORAL_API_KEY_ENV, "CHECKPOINT_ARTIFACTS", "CHECKPOINT_TASK_QUEUE"):
+            env.pop(name, None)
+        if self.ledger_url:
+            env[LEDGER_URL_ENV] = self.ledger_url
+        if self.connection.api_key:
+            env[TEMPORAL_API_KEY_ENV] = self.connection.api_key
+        if self.artifacts_root:
+            env["CHECKPOINT_ARTIFACTS"] = str(self.artifacts_root)
+        if self.task_queue_name:
+            env["CHECKPOINT_TASK_QUEUE"] = self.task_queue_name
+        if self.temporal_bin:
+            env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
+        # The model server a worker trusts with the model key is the one it was started with.
+        for name, value in (("CHECKPOINT_MODEL_URL", self.models.url), ("CHECKPOINT_MODEL", self.models.model)):
+            env.pop(name, None)
+            if value:
+                env[name] = value
+        return env
+
+    @property
+    def embedded(self) -> bool:
+        return self.temporal_address is None
+
+    def ensure_dirs(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def home_id(self) -> str:
+        """A stable random id per home; it names the task queue so two homes never share tasks."""
+        path = self.run_dir / "home_id"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            self.ensure_dirs()
+            value = secrets.token_hex(4)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(value)
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)  # first writer wins if two processes race
+            tmp.unlink(missing_ok=True)
+            return path.read_text().strip()
+
+    @property
+    def task_queue(self) -> str:
+        """Per home by default, so two homes never share tasks; hosts sharing a PostgreSQL ledger share a
+        queue by default (named after the database, not its password), so their pools serve the same runs."""
+        if self.task_queue_name:
+            return self.task_queue_name
+        if self.ledger_url:  # the label: the same database whatever user, password or default port spelling
+            return f"checkpoint-pg-{hashlib.sha256(self.ledger_label.encode()).hexdigest()[:8]}"
+        return f"checkpoint-{self.home_id}"
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _model_timeout() -> float:
+    raw = _env("CHECKPOINT_MODEL_TIMEOUT")
+    if raw is None:
+        return DEFAULT_MODEL_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"CHECKPOINT_MODEL_TIMEOUT={raw!r} is not a number of seconds") from None
+    if not 0 < value <= 600:
+        raise UsageError(f"CHECKPOINT_MODEL_TIMEOUT={raw} must be between 0 and 600 seconds")
+    return value
+
+
+def load_settings(
+    home: str | Path | None = None,
+    temporal_address: str | None = None,
+    namespace: str | None = None,
+    model_url: str | None = None,
+    model: str | None = None,
+    connection: ConnectionOptions | None = None,
+    ledger_url: str | None = None,
+    artifacts: str | Path | None = None,
+    task_queue: str | None = None,
+    pool_size: int = 1,
+) -> Settings:
+    """Flags win over env vars, env vars over defaults (home = current directory)."""
+    ledger_url = ledger_url or _env(LEDGER_URL_ENV)
+    if ledger_url and not is_postgres_url(ledger_url):
+        raise UsageError(
+            f"--ledger takes a postgresql:// URL (got {ledger_url.split(':', 1)[0]}:...); "
+            "without it the ledger is SQLite under run/"
+        )
+    artifacts = artifacts or _env("CHECKPOINT_ARTIFACTS")
+    home_path = Path(home or _env("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
+    connection = connection or ConnectionOptions()
+    if connection.api_key is None and _env(TEMPORAL_API_KEY_ENV):
+        connection = ConnectionOptions(connection.tls_cert, connection.tls_key, connection.tls_ca,
+                                       _env(TEMPORAL_API_KEY_ENV))  # fmt: skip
+    models = ModelOptions(
+        url=model_url or _env("CHECKPOINT_MODEL_URL"),
+        model=model or _env("CHECKPOINT_MODEL"),
+        api_key=next((k for k in map(_env, MODEL_API_KEY_ENVS) if k), None),
+        timeout_s=_model_timeout(),
+        price_table=_env("CHECKPOINT_PRICE_TABLE"),
+    )
+    return Settings(
+        home=home_path,
+        temporal_address=temporal_address or _env("CHECKPOINT_TEMPORAL_ADDRESS"),
+        namespace=namespace or _env("CHECKPOINT_NAMESPACE") or DEFAULT_NAMESPACE,
+        models=models,
+        connection=connection,
+        ledger_url=ledger_url,
+        artifacts_root=Path(artifacts).expanduser().resolve() if artifacts else None,
+        task_queue_name=task_queue or _env("CHECKPOINT_TASK_QUEUE"),
+        pool_size=pool_size,
+        temporal_bin=_env("CHECKPOINT_TEMPORAL_BIN"),
+    )

@@ -1,0 +1,115 @@
+"""The architecture contracts that import-linter cannot express: where SQL and environment reads may
+live, and how big a module or a function may grow. Each scans the package's source with `ast`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import checkpoint_tui
+
+PKG = Path(checkpoint_tui.__file__).parent
+ROOT_MODULE_LIMIT = 6
+MODULE_LINE_LIMIT = 400
+FUNCTION_LINE_LIMIT = 60
+SQL = re.compile(
+    r"^\s*(SELECT\b.+\bFROM\b|INSERT\s+INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|CREATE\s+(TABLE|INDEX)\b|"
+    r"PRAGMA\s+\w+|ALTER\s+TABLE\b)",
+    re.DOTALL,  # our SQL is written in capitals: prose that says 'select ... from' is not SQL
+)
+
+
+def modules() -> list[Path]:
+    return sorted(PKG.rglob("*.py"))
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(PKG))
+
+
+def strings(tree: ast.AST) -> list[str]:
+    """Every string constant, with adjacent literals and f-string parts joined as the parser sees them."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            found.append("".join(v.value for v in node.values if isinstance(v, ast.Constant)))
+    return found
+
+
+def test_no_sql_outside_the_ledger():
+    offenders = [
+        f"{rel(p)}: {s[:60]!r}"
+        for p in modules()
+        if p.parent.name != "ledger"
+        for s in strings(ast.parse(p.read_text()))
+        if SQL.search(s)
+    ]
+    assert offenders == []
+
+
+def test_the_sql_detector_sees_sql():  # the test above must be able to fail
+    assert SQL.search("SELECT COUNT(*) FROM steps WHERE run_id = ?")
+    assert SQL.search("UPDATE runs SET first_execution = ?")
+    assert not SQL.search("select a step from the timeline")
+
+
+def test_no_environment_reads_outside_settings_and_cli():
+    offenders = []
+    for p in modules():
+        if rel(p) == "settings.py" or rel(p).startswith("cli/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+                offenders.append(f"{rel(p)}:{node.lineno} os.{node.attr}")
+    assert offenders == []
+
+
+def test_package_root_holds_entry_points_and_settings_only():
+    root = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(root) <= ROOT_MODULE_LIMIT, root
+
+
+def test_modules_and_functions_stay_small():
+    sizes = {rel(p): len(p.read_text().splitlines()) for p in modules()}
+    big_modules = [f"{name}: {n} lines" for name, n in sizes.items() if n > MODULE_LINE_LIMIT]
+    big_functions = []
+    for p in modules():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > FUNCTION_LINE_LIMIT:
+                    big_functions.append(f"{rel(p)}:{node.lineno} {node.name}: {length} lines")
+    assert big_modules == [] and big_functions == []
+
+
+def test_only_the_tui_imports_textual_and_only_the_cli_opens_the_tui():
+    offenders = []
+    for p in modules():
+        parts = p.relative_to(PKG).parts
+        if parts[0] == "tui":
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] == "textual":
+                    offenders.append(f"{rel(p)}: {name}")
+                if name.startswith("checkpoint_tui.tui") and parts[0] != "cli":
+                    offenders.append(f"{rel(p)}: {name}")
+    assert offenders == []
+
+
+def test_import_contracts_hold():
+    """import-linter's layers and forbidden contracts (pyproject.toml); `make test` runs it too."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(lint)], capture_output=True, text=True, timeout=120, cwd=PKG.parent.parent)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "2 kept, 0 broken" in out.stdout
