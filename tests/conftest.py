@@ -3,6 +3,7 @@ check can prove none was left running (and stop any that was, by identity, befor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from temporalio.client import Client
 
 from checkpoint_tui.ledger.store import close_all
 from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
@@ -143,3 +145,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             pass
     sys.stderr.write("\nprocesses left running by tests (now killed):\n  " + "\n  ".join(lines) + "\n")
     session.exitstatus = 1
+
+
+@contextlib.asynccontextmanager
+async def supervised(settings: Settings, address: str) -> AsyncIterator[tuple[Supervisor, Client]]:
+    """An in-process supervisor of these settings' pool, watching until the block ends; then its
+    workers are stopped, even on failure."""
+    client = await connect_client(settings, address)
+    sup = Supervisor(settings, address)
+    assert sup.acquire()
+    try:
+        sup.ensure_worker()
+        async with sup.running(stop_workers=True):
+            yield sup, client
+    finally:
+        await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way

@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio.service import TLSConfig
 
 from checkpoint_tui.ops.procs import free_port
-from checkpoint_tui.settings import TEMPORAL_API_KEY_ENV, ConnectionOptions, load_settings
+from checkpoint_tui.settings import TEMPORAL_API_KEY_ENV, ConnectionOptions, Settings, load_settings
 from conftest import run_cli
 
 
@@ -70,3 +70,21 @@ def test_hosts_on_one_postgres_ledger_derive_one_task_queue(tmp_path):
     assert a.task_queue == b.task_queue != other.task_queue
     assert "secret" not in a.ledger_label and a.ledger_label == "postgresql://db.internal:5432/ledger"
     assert Settings(home=tmp_path / "a").task_queue != Settings(home=tmp_path / "b").task_queue  # SQLite: per home
+
+
+def test_a_shared_ledger_names_its_queue_after_its_own_id(tmp_path, pg_url, pg_server):
+    """Two spellings of one database give one queue; another database (even one that looks alike)
+    gives another, since the queue comes from the id the ledger's first migration wrote."""
+    from checkpoint_tui.ledger.store import with_shared_queue
+    from checkpoint_tui.settings import postgres_parts
+
+    parts = postgres_parts(pg_url)
+    respelled = f"postgresql:///{parts['dbname']}?host={parts['host']}&port={parts['port']}&user={parts['user']}"
+    a = with_shared_queue(Settings(home=tmp_path / "a", ledger_url=pg_url))
+    b = with_shared_queue(Settings(home=tmp_path / "b", ledger_url=respelled))
+    other = with_shared_queue(Settings(home=tmp_path / "c", ledger_url=pg_server.new_database()))
+    assert a.task_queue == b.task_queue != other.task_queue
+    assert a.task_queue.startswith("checkpoint-pg-")
+    given = with_shared_queue(Settings(home=tmp_path / "d", ledger_url=pg_url, task_queue_name="mine"))
+    assert given.task_queue == "mine"
+    assert with_shared_queue(Settings(home=tmp_path / "e")).task_queue.startswith("checkpoint-")  # SQLite: per home

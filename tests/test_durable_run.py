@@ -41,11 +41,12 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
 async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):
     """steps_per_run=4: a 10-step run is three executions; the ledger and the history reader span them."""
     from checkpoint_tui.app.history import HistoryFollower
+    from checkpoint_tui.app.runs import new_run_id
     from checkpoint_tui.engine.shared import AgentInput
     from checkpoint_tui.ledger.store import create_run
 
     conn = connect(home.db_path)
-    run_id = "run-can-test"
+    run_id = new_run_id()  # the only kind of run id a worker accepts
     create_run(conn, run_id, 10, 0.0, "offline", home.task_queue)
     handle = await client.start_workflow(
         "AgentLoop", AgentInput(run_id, 10, 0.0, steps_per_run=4), id=run_id, task_queue=home.task_queue

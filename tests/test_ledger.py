@@ -224,3 +224,23 @@ def test_postgres_connection_dropped_by_the_server_is_reopened(pg_url):
         conn.execute("SELECT 1").fetchone()
     assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
     assert apply_effect_once(conn, spec("db"), physical_for("db", conn, Path("."))) == "applied"
+
+
+def test_one_note_per_durable_effect_even_without_the_check(conn):
+    """The unique index (migration 3): an unchecked second insert of a durable run's note adds no row;
+    the naive loop's runs keep their repeated notes (that is the lesson they show)."""
+    from checkpoint_tui.ledger.effects import insert_note
+
+    durable = EffectSpec("run-20260101-000000-beef", 1, "db", "note", 1, 1, "run-20260101-000000-beef")
+    naive = EffectSpec("naive-20260101-000000-beef", 1, "db", "note", 1, 1, "naive-20260101-000000-beef")
+    for s in (durable, durable, naive, naive):
+        insert_note(conn, s, check=False)
+    counts = dict(conn.execute("SELECT run_id, COUNT(*) FROM notes GROUP BY run_id").fetchall())
+    assert counts == {durable.run_id: 1, naive.run_id: 2}
+
+
+def test_the_ledger_has_an_id_of_its_own(conn, ledger_target):
+    from checkpoint_tui.ledger.queries import ledger_id
+
+    first = ledger_id(conn)
+    assert len(first) == 32 and ensure_schema(conn) == SCHEMA_VERSION and ledger_id(conn) == first

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkpoint_tui.model import openai_compat
+from checkpoint_tui.model.decision import FORBIDDEN
 from checkpoint_tui.model.extract import ExtractError, extract_decision
 from checkpoint_tui.model.openai_compat import GuardrailFailure, ProviderUnavailable, ask_model
 from checkpoint_tui.settings import ModelOptions
@@ -123,16 +124,20 @@ async def test_key_is_sent_but_never_in_the_answer(server):
 
 # --- the extractor's properties ------------------------------------------------------------------
 
+# What a decision may hold: no control characters (but tab and newline), surrogates or bidi overrides.
+storable = st.characters(exclude_categories=("Cs", "Cc"), include_characters="\t\n").filter(
+    lambda c: not FORBIDDEN.match(c)
+)
 decisions = st.one_of(
     st.builds(
         lambda e, t: {"action": "compute", "args": {"expression": e}, "thought": t},
-        st.text(min_size=1, max_size=20).filter(str.strip),
-        st.text(max_size=30),
+        st.text(storable, min_size=1, max_size=20).filter(str.strip),
+        st.text(storable, max_size=30),
     ),
     st.builds(
         lambda x, t: {"action": "note", "args": {"text": x}, "thought": t},
-        st.text(min_size=1, max_size=40).filter(str.strip),
-        st.text(max_size=30),
+        st.text(storable, min_size=1, max_size=40).filter(str.strip),
+        st.text(storable, max_size=30),
     ),
 )
 prose = st.text(alphabet=st.characters(blacklist_characters="{}`"), max_size=60)

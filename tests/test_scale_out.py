@@ -4,27 +4,25 @@ server, one PostgreSQL ledger and one artifacts root; a local pool of N workers 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
 
 from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, stop_process, wait_gone
-from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.settings import LEDGER_URL_ENV, Settings
+from conftest import supervised
 from pg_server import PgServer, pg_bindir, running_server
 
 STEPS = 20
@@ -154,21 +152,6 @@ async def test_two_pools_one_killed_entirely(pools, temporal_address):
           f"the run {resumed - killed_at:.2f} s later (no assist: timeouts only)")  # fmt: skip
     # the survivor saw no worker die (the victim's supervisor died first): it failed nobody's activities
     assert conn.execute("SELECT COUNT(*) FROM worker_events WHERE event = 'assist'").fetchone()[0] == 0
-
-
-@contextlib.asynccontextmanager
-async def supervised(settings: Settings, address: str) -> AsyncIterator[tuple[Supervisor, Client]]:
-    """An in-process supervisor of these settings' pool, watching until the block ends; then its
-    workers are stopped, even on failure."""
-    client = await connect_client(settings, address)
-    sup = Supervisor(settings, address)
-    assert sup.acquire()
-    try:
-        sup.ensure_worker()
-        async with sup.running(stop_workers=True):
-            yield sup, client
-    finally:
-        await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
 
 
 async def test_local_pool_loses_one_worker_and_keeps_polling(home: Settings, temporal_address: str):

@@ -98,3 +98,27 @@ async def test_fault_menu_plans_a_fault_and_rejects_bad_input():
         await pilot.press("enter")
         await pilot.pause()
         assert app.session.planned == [(FaultSpec("kill_at", 7), True)]
+
+
+async def test_typed_markup_is_shown_as_text_not_parsed():
+    """Text typed into a dialog comes back in its error line: `[/]` must not crash the app."""
+    app = make_app(running_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f")
+        await pilot.pause()
+        extra = app.screen.query_one("#extra")
+        extra.value = "[/] [bold]x"
+        app.screen.query_one("#step").value = "3"
+        app.screen.query_one("#kind").value = "transient"
+        extra.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "[/] [bold]x" in str(app.screen.query_one("#error").render())
+        await pilot.press("escape")
+        await pilot.press("n")
+        await pilot.pause()
+        app.screen.query_one("#pace").value = "nan"
+        app.screen.query_one("#steps").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "pace must be a number from 0 to 100" in str(app.screen.query_one("#error").render())

@@ -34,6 +34,43 @@ def is_postgres_url(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
+def postgres_parts(url: str) -> dict[str, str]:
+    """The URL as libpq reads it (psycopg's own parser: multi-host lists, ?host=, ?port=, escapes).
+    A URL it cannot parse is a usage error that does not repeat the URL (it may hold a password)."""
+    from psycopg import conninfo  # only a shared-ledger user needs psycopg loaded
+
+    try:
+        return conninfo.conninfo_to_dict(url)
+    except Exception:  # psycopg.ProgrammingError and friends; their text may quote the URL
+        raise UsageError(
+            "the PostgreSQL ledger URL cannot be parsed (check its %-escapes, port and query); "
+            "it is not shown here since it may hold a password"
+        ) from None
+
+
+def postgres_label(url: str) -> str:
+    """postgresql://host:port/db with every host of a multi-host URL, never a user or password."""
+    parts = postgres_parts(url)
+    hosts = (parts.get("host") or parts.get("hostaddr") or "localhost").split(",")
+    ports = [p or "5432" for p in (parts.get("port") or "").split(",")]  # an empty entry: the default
+    if len(ports) == 1:
+        ports *= len(hosts)  # libpq: one port applies to every host
+    where = ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
+    return f"postgresql://{where}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def check_model_url(url: str) -> None:
+    """A model URL is shown (provider label, step rows) and travels in workflow input: keys and
+    passwords must not ride in it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--model-url takes http(s)://HOST[:PORT][/v1], not {url[:60]!r}")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise UsageError(
+            "--model-url must not carry credentials or a query; put the key in CHECKPOINT_API_KEY or OPENAI_API_KEY"
+        )
+
+
 @dataclass(frozen=True)
 class ConnectionOptions:
     """How to reach a Temporal cluster beyond its address: mTLS files and an API key."""
@@ -103,6 +140,8 @@ class Settings:
     task_queue_name: str | None = None  # None: derived (see task_queue)
     pool_size: int = 1  # local workers the supervisor keeps polling
     temporal_bin: str | None = None  # the `temporal` CLI to start the dev server with; None: the venv's
+    # fsync an effect's file (and its folder) before the ledger stamps it; off only to measure its cost
+    fsync_effects: bool = True
 
     @property
     def model_url(self) -> str | None:
@@ -132,11 +171,8 @@ class Settings:
 
     @property
     def ledger_label(self) -> str:
-        """The ledger for messages and the status bar: never the URL's password."""
-        if self.ledger_url:
-            parts = urlsplit(self.ledger_url)
-            return f"postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
-        return str(self.db_path)
+        """The ledger for messages and the status bar: never a user or a password."""
+        return postgres_label(self.ledger_url) if self.ledger_url else str(self.db_path)
 
     def child_env(self) -> dict[str, str]:
         """The environment for a process of ours (worker, supervisor, naive loop): secrets and shared
@@ -155,7 +191,12 @@ class Settings:
         if self.temporal_bin:
             env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
         # The model server a worker trusts with the model key is the one it was started with.
-        for name, value in (("CHECKPOINT_MODEL_URL", self.models.url), ("CHECKPOINT_MODEL", self.models.model)):
+        model_env = (
+            ("CHECKPOINT_MODEL_URL", self.models.url),
+            ("CHECKPOINT_MODEL", self.models.model),
+            ("CHECKPOINT_MODEL_TIMEOUT", f"{self.models.timeout_s:g}"),
+        )
+        for name, value in model_env:
             env.pop(name, None)
             if value:
                 env[name] = value
@@ -166,7 +207,9 @@ class Settings:
         return self.temporal_address is None
 
     def ensure_dirs(self) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        """run/ is private (0700: it holds the ledger, process records and logs) and must be ours."""
+        self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        check_private_dir(self.run_dir)
         self.artifacts_dir.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -177,9 +220,10 @@ class Settings:
             return path.read_text().strip()
         except FileNotFoundError:
             self.ensure_dirs()
-            value = secrets.token_hex(4)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(value)
+            tmp = path.with_name(f".home_id.{os.getpid()}-{secrets.token_hex(4)}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(4))
             with contextlib.suppress(FileExistsError):
                 os.link(tmp, path)  # first writer wins if two processes race
             tmp.unlink(missing_ok=True)
@@ -187,13 +231,26 @@ class Settings:
 
     @property
     def task_queue(self) -> str:
-        """Per home by default, so two homes never share tasks; hosts sharing a PostgreSQL ledger share a
-        queue by default (named after the database, not its password), so their pools serve the same runs."""
+        """Per home by default, so two homes never share tasks. With a shared PostgreSQL ledger the CLI
+        names the queue after the ledger's own id (ledger.store.with_shared_queue); the label-derived
+        name here is only the default for code that builds Settings by hand."""
         if self.task_queue_name:
             return self.task_queue_name
         if self.ledger_url:  # the label: the same database whatever user, password or default port spelling
             return f"checkpoint-pg-{hashlib.sha256(self.ledger_label.encode()).hexdigest()[:8]}"
         return f"checkpoint-{self.home_id}"
+
+
+def check_private_dir(path: Path) -> None:
+    """Refuse a folder owned by someone else, or one others could write to (they could plant records
+    that name their processes, or links where we write)."""
+    st = path.lstat()
+    if os.path.islink(path) or st.st_uid != os.geteuid():
+        raise UsageError(f"{path} is not a folder owned by this user; refusing to use it")
+    if st.st_mode & 0o022:
+        raise UsageError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o}); chmod 700 it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)  # ours, only readable by others: tighten it
 
 
 def _env(name: str) -> str | None:
@@ -229,9 +286,14 @@ def load_settings(
     ledger_url = ledger_url or _env(LEDGER_URL_ENV)
     if ledger_url and not is_postgres_url(ledger_url):
         raise UsageError(
-            f"--ledger takes a postgresql:// URL (got {ledger_url.split(':', 1)[0]}:...); "
+            f"--ledger takes a postgresql:// URL (got {ledger_url.split(':', 1)[0][:20]}:...); "
             "without it the ledger is SQLite under run/"
         )
+    if ledger_url:
+        postgres_parts(ledger_url)  # a URL libpq cannot read is a usage error now, not a traceback later
+    model_url = model_url or _env("CHECKPOINT_MODEL_URL")
+    if model_url:
+        check_model_url(model_url)
     artifacts = artifacts or _env("CHECKPOINT_ARTIFACTS")
     home_path = Path(home or _env("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
     connection = connection or ConnectionOptions()
@@ -239,7 +301,7 @@ def load_settings(
         connection = ConnectionOptions(connection.tls_cert, connection.tls_key, connection.tls_ca,
                                        _env(TEMPORAL_API_KEY_ENV))  # fmt: skip
     models = ModelOptions(
-        url=model_url or _env("CHECKPOINT_MODEL_URL"),
+        url=model_url,
         model=model or _env("CHECKPOINT_MODEL"),
         api_key=next((k for k in map(_env, MODEL_API_KEY_ENVS) if k), None),
         timeout_s=_model_timeout(),
@@ -256,4 +318,5 @@ def load_settings(
         task_queue_name=task_queue or _env("CHECKPOINT_TASK_QUEUE"),
         pool_size=pool_size,
         temporal_bin=_env("CHECKPOINT_TEMPORAL_BIN"),
+        fsync_effects=_env("CHECKPOINT_FSYNC") != "0",
     )

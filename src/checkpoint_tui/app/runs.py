@@ -23,7 +23,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution, transaction
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings import Settings, check_model_url
 
 TERMINAL = {"completed", "failed", "cancelled"}
 WAIT_EVERY_S = 0.2
@@ -46,12 +46,16 @@ def agent_input(
     return inp
 
 
-def check_run_shape(steps: int, pace: float, fault_plan: Sequence[FaultSpec] = ()) -> None:
+def check_run_shape(
+    steps: int, pace: float, fault_plan: Sequence[FaultSpec] = (), model: ModelRef | None = None
+) -> None:
     """The bounds of a run, checked before anything is written or started (UsageError: exit 2)."""
     if not 1 <= steps <= MAX_STEPS:
         raise UsageError(f"steps must be between 1 and {MAX_STEPS}, not {steps}")
     if not (math.isfinite(pace) and 0 <= pace <= MAX_PACE):
         raise UsageError(f"pace must be a number from 0 to {MAX_PACE:g}, not {pace}")
+    if model is not None and model.url:
+        check_model_url(model.url)
     for fault in fault_plan:
         if not 1 <= fault.step <= steps:
             raise UsageError(f"fault {fault.describe()} names step {fault.step}, outside the run's 1..{steps}")
@@ -75,9 +79,9 @@ async def start_run(
 ) -> str:
     """Write the run row and its fault plan, then start the workflow: a worker never sees a run the
     ledger does not know. `ledger_call` runs the ledger writes elsewhere (the app's ledger thread)."""
-    check_run_shape(steps, pace, fault_plan)
-    call = ledger_call or _here
     model = model or ModelRef(settings.models.url, settings.models.model)
+    check_run_shape(steps, pace, fault_plan, model)
+    call = ledger_call or _here
     run_id = await call(record_run, settings, steps, pace, fault_plan, model)
     try:
         handle = await client.start_workflow(

@@ -14,9 +14,16 @@ from temporalio.service import RPCError
 from checkpoint_tui.errors import Exit, Failed, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
+# Commands that need no task queue (and must work while a shared ledger is down).
+QUEUELESS = ("status", "stop", "model-server")
+
 
 def dispatch(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if args.command not in QUEUELESS and not args.verify:
+        from checkpoint_tui.ledger.store import with_shared_queue
+
+        settings = with_shared_queue(settings)
     if args.verify:
         return verify(args, settings)
     func = getattr(args, "func", None)

@@ -12,6 +12,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from checkpoint_tui.engine.heartbeat import beating
+from checkpoint_tui.engine.input_guard import InputGuard, refuse
 from checkpoint_tui.engine.payloads import PAYLOAD_BUILDERS
 from checkpoint_tui.engine.shared import (
     GUARDRAIL_ERROR,
@@ -23,17 +24,22 @@ from checkpoint_tui.engine.shared import (
     ToolInput,
     think_ms,
 )
-from checkpoint_tui.engine.tools import evaluate_arithmetic
+from checkpoint_tui.engine.tools import run_tool
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once, physical_for
 from checkpoint_tui.ledger.store import connect, now, touch_step, upsert_step
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
+from checkpoint_tui.model.decision import scrub
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
 from checkpoint_tui.model.openai_compat import Answer, GuardrailFailure, ProviderUnavailable, ask_model
 from checkpoint_tui.settings import HOST, ModelOptions, Settings
 
 RAW_OUTPUT_LIMIT = 500
+FALLBACK_REASON_LIMIT = 300  # of a model-layer reason in a provider label or a guardrail error
+ERROR_LIMIT = 2000
+PAYLOAD_LIMIT = 16_384  # an effect's text; a step's decision is a few hundred characters
+RUN_END_STATES = ("completed", "failed", "cancelled")
 GARBLED = "I think the next step is probably to compute something, but let me explain at length first..."
 
 
@@ -42,12 +48,17 @@ class AgentActivities:
         self.ledger = settings.ledger  # a SQLite path or a postgresql:// URL
         self.artifacts_dir = settings.artifacts_dir
         self.models = settings.models
+        self.durable = settings.fsync_effects
         self.pid = os.getpid()
+        self.guard = InputGuard()
 
     def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
-        """Log this attempt and stamp the step with our pid (plus `fields`); returns the attempt number."""
+        """Check the input is a run of ours, log this attempt and stamp the step with our pid (plus
+        `fields`); returns the attempt number."""
+        conn = connect(self.ledger)
+        self.guard.check(conn, run_id, step)
         attempt = activity.info().attempt
-        touch_step(connect(self.ledger), run_id, step, name, attempt, self.pid, status, **fields)
+        touch_step(conn, run_id, step, name, attempt, self.pid, status, **fields)
         return attempt
 
     @activity.defn(name="mark_step_running")
@@ -90,9 +101,12 @@ class AgentActivities:
             try:
                 return await ask_model(self._model_options(inp), inp.step, inp.total_steps, inp.previous_note)
             except ProviderUnavailable as err:
-                fallback = f" (fallback: {err})"
+                fallback = f" (fallback: {scrub(str(err), FALLBACK_REASON_LIMIT)})"
             except GuardrailFailure as err:
                 self._guardrail(inp, err.raw, str(err))
+            except Exception as err:  # a model-layer bug must not turn one hostile answer into 8 retries
+                activity.logger.exception("model call failed unexpectedly; falling back to offline")
+                fallback = f" (fallback: unexpected {type(err).__name__})"
         decision, tokens, _raw = offline_decision(inp.run_id, inp.step, inp.total_steps, inp.previous_note)
         await asyncio.sleep(think_ms(inp.step, inp.pace) / 1000)
         return Answer(decision, OFFLINE + fallback, tokens, 0.0, "offline")
@@ -105,7 +119,8 @@ class AgentActivities:
         return replace(own, url=inp.model.url, model=inp.model.model, api_key=key)
 
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
-        error = f"Guardrail: step {inp.step} returned no valid decision ({reason})"
+        raw = scrub(raw, RAW_OUTPUT_LIMIT)  # model output: NUL or a lone surrogate would break the write
+        error = f"Guardrail: step {inp.step} returned no valid decision ({scrub(reason, FALLBACK_REASON_LIMIT)})"
         upsert_step(
             connect(self.ledger),
             inp.run_id,
@@ -121,15 +136,15 @@ class AgentActivities:
     @activity.defn(name="tool")
     async def tool(self, inp: ToolInput) -> str:
         attempt = self._touch(inp.run_id, inp.step, "tool")
-        try:
-            result = evaluate_arithmetic(inp.expression)
-        except ValueError as err:
-            result = f"error: {err}"  # the agent sees the tool's error; it is not a step failure
+        async with beating():
+            result = await run_tool(inp.expression)  # `error: ...` is the agent's to see, not a step failure
         upsert_step(connect(self.ledger), inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)
         return result
 
     @activity.defn(name="effect")
     async def effect(self, inp: EffectInput) -> dict[str, str]:
+        self.guard.check(connect(self.ledger), inp.run_id, inp.step, inp.workflow_id)  # it names the effect ids
+        payloads = {kind: _payload(kind, inp) for kind in KINDS}  # before anything is claimed
         attempt = self._touch(inp.run_id, inp.step, "effect")
         conn = connect(self.ledger)
         outcomes: dict[str, str] = {}
@@ -139,7 +154,7 @@ class AgentActivities:
                     run_id=inp.run_id,
                     step=inp.step,
                     kind=kind,
-                    payload=PAYLOAD_BUILDERS[kind](inp),
+                    payload=payloads[kind],
                     attempt=attempt,
                     worker_pid=self.pid,
                     workflow_id=inp.workflow_id,
@@ -147,7 +162,7 @@ class AgentActivities:
                 outcomes[kind] = apply_effect_once(
                     conn,
                     spec,
-                    physical_for(kind, conn, self.artifacts_dir),
+                    physical_for(kind, conn, self.artifacts_dir, durable=self.durable),
                     after_claim=lambda k=kind: self._maybe_crash(inp, k),
                 )
         return outcomes
@@ -162,7 +177,11 @@ class AgentActivities:
 
     @activity.defn(name="finish_run")
     async def finish_run(self, inp: FinishInput) -> None:
-        finish_run_row(connect(self.ledger), inp.run_id, inp.status, inp.error)
+        conn = connect(self.ledger)
+        self.guard.check(conn, inp.run_id)
+        if inp.status not in RUN_END_STATES:
+            raise refuse(f"run status {str(inp.status)[:40]!r}")
+        finish_run_row(conn, inp.run_id, inp.status, (inp.error or "")[:ERROR_LIMIT] or None)
 
     def all(self) -> list:
         return [
@@ -173,3 +192,16 @@ class AgentActivities:
             self.mark_step_completed,
             self.finish_run,
         ]
+
+
+def _payload(kind: str, inp: EffectInput) -> str:
+    """The effect's bytes, refused if they could not be written faithfully (a decision in workflow input
+    is not necessarily one our llm activity validated)."""
+    try:
+        payload = PAYLOAD_BUILDERS[kind](inp)
+        payload.encode("utf-8")
+    except (KeyError, TypeError, AttributeError, UnicodeEncodeError) as err:
+        raise refuse(f"the {kind} payload cannot be built: {type(err).__name__}") from None
+    if len(payload) > PAYLOAD_LIMIT or "\x00" in payload:
+        raise refuse(f"the {kind} payload is over {PAYLOAD_LIMIT} characters or holds a NUL")
+    return payload

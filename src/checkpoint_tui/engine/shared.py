@@ -5,12 +5,16 @@ One dataclass per activity input, so fields can be added without breaking record
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from checkpoint_tui.model.decision import Decision
 
 WORKFLOW_NAME = "AgentLoop"
+UNTRUSTED_INPUT = "UntrustedInput"  # the failure type of workflow input a worker refuses (non-retryable)
+# What app/runs.new_run_id makes: the only run ids a worker accepts (they name artifact folders).
+RUN_ID_PATTERN = re.compile(r"run-\d{8}-\d{6}-[0-9a-f]{4}")
 MAX_STEPS = 100_000  # a run's documented maximum (the CLI, the app and start_run all check it)
 MAX_PACE = 100.0  # x the default pause; beyond it a step's timer runs into minutes
 GUARDRAIL_ERROR = "GuardrailError"

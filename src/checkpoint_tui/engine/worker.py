@@ -97,6 +97,7 @@ async def run_worker(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry request URLs into worker.log
     args = parse_args(argv)
     try:
         asyncio.run(run_worker(args))

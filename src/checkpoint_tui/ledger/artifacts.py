@@ -4,18 +4,96 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import secrets
 from collections import Counter
 from pathlib import Path
 
 OUTBOX_SEPARATOR = "\t"
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC  # a symlink planted where we write is refused, not followed
+
+
+class ArtifactPathError(ValueError):
+    """A run id or a folder that would put an artifact outside the artifacts root."""
+
+
+def run_folder(artifacts_dir: Path, run_id: str) -> Path:
+    """`artifacts/<run_id>`, refused if the id could name anything but one folder directly under the
+    root (absolute, `..`, a separator, NUL)."""
+    if not run_id or run_id in (".", "..") or "/" in run_id or "\x00" in run_id or "\\" in run_id:
+        raise ArtifactPathError(f"run id {run_id[:80]!r} cannot name an artifacts folder")
+    return artifacts_dir / run_id
 
 
 def step_file(artifacts_dir: Path, run_id: str, step: int) -> Path:
-    return artifacts_dir / run_id / f"step-{step:03d}.md"
+    return run_folder(artifacts_dir, run_id) / f"step-{step:03d}.md"
 
 
 def outbox_path(artifacts_dir: Path, run_id: str) -> Path:
-    return artifacts_dir / run_id / "outbox.log"
+    return run_folder(artifacts_dir, run_id) / "outbox.log"
+
+
+def ensure_run_folder(path: Path) -> None:
+    """Create the file's run folder; refuse one that is a symlink or resolves outside the root."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_symlink() or folder.resolve().parent != folder.parent.resolve():
+        raise ArtifactPathError(f"{folder} is a link out of the artifacts root; refusing to write there")
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write a temp file (O_EXCL|O_NOFOLLOW), fsync it, rename it over `path`, fsync the folder: after
+    a power loss the file holds these bytes or the previous ones, never a torn mix, and the ledger's
+    stamp (written after this returns) never outlives the file."""
+    ensure_run_folder(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{secrets.token_hex(4)}")  # unique across hosts
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
+    try:
+        os.write(fd, data)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def append_once(path: Path, prefix: bytes, line: bytes, check: bool, durable: bool = True) -> bool:
+    """Append `line` under an exclusive lock; with `check`, only if no line starts with `prefix`.
+    True if it appended. One write(2) with O_APPEND: no torn interleaving between writers."""
+    ensure_run_folder(path)
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if check:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                if any(existing.startswith(prefix) for existing in fh):
+                    return False
+        os.write(fd, line)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)  # releases the lock
+    if durable and created:
+        fsync_dir(path.parent)
+    return True
 
 
 def outbox_line(effect_id: str, payload: str) -> str:

@@ -8,6 +8,7 @@ rewrites placeholders and the two DDL spellings that differ (autoincrement keys,
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sqlite3
 import time
@@ -15,10 +16,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.settings import is_postgres_url
+from checkpoint_tui.settings import is_postgres_url, postgres_label, postgres_parts
 
 # transaction(key) on PostgreSQL takes an advisory lock on the key, the stand-in for SQLite's single
 # writer lock (BEGIN IMMEDIATE), so a check-then-write block is serialised on both backends; only
@@ -26,13 +26,25 @@ from checkpoint_tui.settings import is_postgres_url
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password, for errors, logs and the status bar."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    """The URL as libpq reads it, without its password (or any query), for errors and logs."""
+    parts = postgres_parts(url)
+    label = postgres_label(url)
+    user = parts.get("user")
+    if not user:
+        return label
+    secret = ":***" if parts.get("password") else ""
+    return label.replace("postgresql://", f"postgresql://{user}{secret}@", 1)
+
+
+# Bounds on a PostgreSQL session, so a stuck lock or a dead peer cannot stall an activity (its
+# statements run on the worker's event loop, beside the heartbeats) for longer than a retry costs.
+PG_SESSION = {
+    "options": "-c lock_timeout=1500 -c statement_timeout=15000 -c idle_in_transaction_session_timeout=30000",
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+}
 
 
 class Cursor(Protocol):
@@ -51,7 +63,7 @@ class Ledger(Protocol):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
 
-    def transaction(self, key: str | None = None) -> Any: ...
+    def transaction(self, key: str | None = None, wait_s: float | None = None) -> Any: ...
 
     def data_version(self) -> object:
         """Changes whenever another connection commits; equal values mean nothing new to read."""
@@ -72,7 +84,8 @@ class SqliteLedger:
                 f"the ledger needs SQLite 3.35 or newer (RETURNING); this Python has {sqlite3.sqlite_version}"
             )
         self.target = str(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private_file(path)
         self.raw = sqlite3.connect(self.target, timeout=10.0, isolation_level=None, check_same_thread=True)
         self.raw.row_factory = sqlite3.Row
         self._set_wal()
@@ -96,7 +109,7 @@ class SqliteLedger:
         return self.raw.execute(sql, params)
 
     @contextmanager
-    def transaction(self, key: str | None = None) -> Iterator[None]:
+    def transaction(self, key: str | None = None, wait_s: float | None = None) -> Iterator[None]:
         """BEGIN IMMEDIATE takes the (one) write lock up front, so check-then-write inside is atomic."""
         self.raw.execute("BEGIN IMMEDIATE")
         try:
@@ -117,6 +130,17 @@ class SqliteLedger:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _private_file(path: Path) -> None:
+    """The ledger is readable by its owner only (0600; SQLite gives its -wal and -shm files the same
+    mode). Opened without following a symlink planted in its place."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 class Row(tuple):
@@ -160,7 +184,9 @@ class PostgresLedger:
         import psycopg  # imported here: the embedded default never needs it
 
         try:
-            return psycopg.connect(self._url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
+            return psycopg.connect(
+                self._url, autocommit=True, row_factory=_row_factory, connect_timeout=10, **PG_SESSION
+            )
         except psycopg.OperationalError as exc:
             raise Unavailable(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
 
@@ -180,8 +206,12 @@ class PostgresLedger:
             raise Unavailable(f"the PostgreSQL ledger at {self.target} dropped the connection: {exc}") from exc
 
     @contextmanager
-    def transaction(self, key: str | None = None) -> Iterator[None]:
+    def transaction(self, key: str | None = None, wait_s: float | None = None) -> Iterator[None]:
+        """`wait_s` lifts the session's short lock_timeout for this transaction (schema migrations,
+        where a host waits its turn behind another host's)."""
         with self._live().transaction():
+            if wait_s is not None:
+                self.raw.execute(f"SET LOCAL lock_timeout = {int(wait_s * 1000)}")
             if key is not None:
                 self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             yield

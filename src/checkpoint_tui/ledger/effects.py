@@ -9,14 +9,11 @@ Three branches, each recorded in `effect_outcomes` so the UI can count them:
 
 from __future__ import annotations
 
-import fcntl
-import os
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from checkpoint_tui.ledger.artifacts import outbox_line, outbox_path, step_file
+from checkpoint_tui.ledger.artifacts import append_once, outbox_line, outbox_path, step_file, write_atomic
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.store import now, transaction
 from checkpoint_tui.settings import HOST
@@ -99,17 +96,14 @@ def apply_effect_once(
 # --- the three physical effects ------------------------------------------------------------------
 
 
-def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool) -> None:
+def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool, durable: bool = True) -> None:
     """Atomic replace: a retried write produces the same bytes, so redoing it is harmless."""
-    path = step_file(artifacts_dir, spec.run_id, spec.step)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}-{secrets.token_hex(4)}")  # unique across hosts and threads
-    tmp.write_text(spec.payload, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(step_file(artifacts_dir, spec.run_id, spec.step), spec.payload.encode("utf-8"), durable)
 
 
 def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
-    """With `check`, look and insert under the write lock."""
+    """With `check`, look and insert under the write lock (and the unique index on a durable run's
+    effect id makes a second row impossible even without it)."""
     with transaction(conn, spec.id):
         if (
             check
@@ -119,39 +113,30 @@ def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
         ):
             return
         conn.execute(
-            "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?)",
+            "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
             (spec.id, spec.run_id, spec.step, spec.payload),
         )
 
 
-def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool) -> None:
+def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool, durable: bool = True) -> None:
     """The 'email': one line naming its effect id, so a second send is visible in the file. With `check`,
     look and append under an exclusive lock."""
-    path = outbox_path(artifacts_dir, spec.run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
     prefix = outbox_line(spec.id, "").rstrip("\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if check:
-            with os.fdopen(os.dup(fd), "rb") as fh:
-                if any(existing.startswith(prefix) for existing in fh):
-                    return
-        # one write(2) with O_APPEND: no torn interleaving
-        os.write(fd, outbox_line(spec.id, spec.payload).encode("utf-8"))
-    finally:
-        os.close(fd)  # releases the lock
+    append_once(outbox_path(artifacts_dir, spec.run_id), prefix, outbox_line(spec.id, spec.payload).encode(), check,
+                durable)  # fmt: skip
 
 
-def physical_for(kind: str, conn: Ledger, artifacts_dir: Path, guarded: bool = True) -> Physical:
+def physical_for(
+    kind: str, conn: Ledger, artifacts_dir: Path, guarded: bool = True, durable: bool = True
+) -> Physical:
     """The write for one kind. Guarded (the durable path), the note and the email check for their own
     earlier copy on every write, not only when recovering: a writer Temporal gave up on may still be
     alive (a partitioned host) while its retry recovers, and only one of them may add the row or line.
-    Unguarded is the naive loop's plain send."""
+    Unguarded is the naive loop's plain send. `durable` fsyncs a file write before the stamp."""
     if kind == "file":
-        return lambda spec, recovering: write_step_file(artifacts_dir, spec, recovering)
+        return lambda spec, recovering: write_step_file(artifacts_dir, spec, recovering, durable)
     if kind == "db":
         return lambda spec, recovering: insert_note(conn, spec, guarded or recovering)
     if kind == "email":
-        return lambda spec, recovering: append_outbox(artifacts_dir, spec, guarded or recovering)
+        return lambda spec, recovering: append_outbox(artifacts_dir, spec, guarded or recovering, durable)
     raise ValueError(f"unknown effect kind {kind!r}; expected one of {KINDS}")

@@ -22,6 +22,11 @@ from checkpoint_tui.settings import HOST
 
 OUTCOMES = ("applied", "skipped", "recovered", "interrupted")
 
+def ledger_id(conn: Ledger) -> str:
+    """The random id the ledger's first migration wrote."""
+    return conn.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchone()[0]
+
+
 # --- runs ----------------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 
@@ -146,9 +147,34 @@ def _create_tables(ledger: Ledger) -> None:
             ledger.execute(ledger.ddl(statement))
 
 
+def _ledger_identity(ledger: Ledger) -> None:
+    """A random id for this ledger: hosts sharing it derive one task queue from it, and two ledgers that
+    merely look alike (same host, port and database name on different machines) never share one."""
+    ledger.execute(ledger.ddl("CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"))
+    ledger.execute(
+        "INSERT INTO ledger_meta(key, value) VALUES('ledger_id', ?) ON CONFLICT(key) DO NOTHING",
+        (secrets.token_hex(16),),
+    )
+
+
+def _notes_once(ledger: Ledger) -> None:
+    """One note per effect id of a durable run, enforced by the database too (the naive loop's runs
+    are left out: their repeated notes are the lesson they exist to show); and the index a poller
+    needs to find an effect's claim attempts."""
+    ledger.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS notes_effect_once ON notes(effect_id) WHERE run_id NOT LIKE 'naive-%'"
+    )
+    ledger.execute("CREATE INDEX IF NOT EXISTS effect_outcomes_effect ON effect_outcomes(effect_id)")
+
+
 # Append only: (version, what it does, how). A host applies the ones its ledger lacks, in order.
-MIGRATIONS: tuple[tuple[int, str, Callable[[Ledger], None]], ...] = ((1, "tables", _create_tables),)
+MIGRATIONS: tuple[tuple[int, str, Callable[[Ledger], None]], ...] = (
+    (1, "tables", _create_tables),
+    (2, "ledger identity", _ledger_identity),
+    (3, "one note per durable effect", _notes_once),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+MIGRATION_WAIT_S = 60.0  # a host may wait this long behind another host's migration
 
 
 def ensure_schema(ledger: Ledger) -> int:
@@ -156,7 +182,7 @@ def ensure_schema(ledger: Ledger) -> int:
     queue on the lock instead of racing to create the same tables. Returns the schema version."""
     if _current_version(ledger) == SCHEMA_VERSION:
         return SCHEMA_VERSION  # the common case: no write lock taken
-    with ledger.transaction("checkpoint-schema"):
+    with ledger.transaction("checkpoint-schema", wait_s=MIGRATION_WAIT_S):
         ledger.execute(
             ledger.ddl(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "

@@ -6,12 +6,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger, open_ledger
 from checkpoint_tui.ledger.schema import ensure_schema
-from checkpoint_tui.settings import HOST
+from checkpoint_tui.settings import HOST, Settings, is_postgres_url, postgres_label
 
 _local = threading.local()  # connections are per thread: neither sqlite3 nor psycopg share one safely
 
@@ -23,9 +26,24 @@ def connect(target: str | Path) -> Ledger:
     _local.conns = cache
     ledger = cache.get(key)
     if ledger is None:
+        ledger = _open_checked(target)
+        cache[key] = ledger
+    return ledger
+
+
+def _open_checked(target: str | Path) -> Ledger:
+    """Open and migrate; a damaged file or another program's database is one clear line, not a traceback."""
+    try:
         ledger = open_ledger(target)
         ensure_schema(ledger)
-        cache[key] = ledger
+    except Unavailable:
+        raise
+    except Exception as err:  # sqlite3.DatabaseError, psycopg.Error: their first line says what is wrong
+        label = postgres_label(str(target)) if is_postgres_url(target) else str(target)
+        reason = (str(err).splitlines() or [type(err).__name__])[0][:200]
+        raise Unavailable(
+            f"the ledger at {label} is damaged or not a checkpoint-tui ledger ({reason}); move it aside"
+        ) from None
     return ledger
 
 
@@ -167,3 +185,14 @@ def transaction(conn: Ledger, key: str | None = None) -> Iterator[Ledger]:
     transaction anyway; PostgreSQL serialises those with the same key (an advisory lock)."""
     with conn.transaction(key):
         yield conn
+
+
+def with_shared_queue(settings: Settings) -> Settings:
+    """Hosts sharing a PostgreSQL ledger serve one task queue, named after the ledger's own random id
+    (written by its first migration): the same database reached by any spelling of its URL gives one
+    queue, and two databases that merely look alike (same host name, port and name on two machines)
+    never share one. A --task-queue given by the user wins; a SQLite home keeps its own queue."""
+    if not settings.ledger_url or settings.task_queue_name:
+        return settings
+    ledger_id = queries.ledger_id(connect(settings.ledger))
+    return replace(settings, task_queue_name=f"checkpoint-pg-{ledger_id[:12]}")

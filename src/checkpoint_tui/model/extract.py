@@ -1,6 +1,10 @@
 """Find the decision in a model's answer: plain JSON, a fenced ```json block, JSON wrapped in prose
 (a balanced-brace scan that respects strings and escapes), or JSON cut off by the token limit
-(completed with json-repair). The shape is then validated strictly: nothing is coerced."""
+(completed with json-repair). The shape is then validated strictly: nothing is coerced.
+
+The text may come from a hostile server, so the work is bounded: only the first MAX_SCAN_CHARS are
+looked at, json-repair sees at most MAX_REPAIR_CHARS, and nesting too deep for the parser is a
+plain ExtractError. Callers on an event loop run it in a thread (see openai_compat.ask_model)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import json_repair
 
 from checkpoint_tui.model.decision import Decision, DecisionError, validate_decision
 
+MAX_SCAN_CHARS = 16_000  # a constrained answer is under 1,000; the rest of a longer one is ignored
+MAX_REPAIR_CHARS = 1_000  # json-repair is pure Python (~0.3 ms a character at worst): a cut-off answer is shorter
 FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)(?:```|$)", re.DOTALL)
 
 
@@ -30,6 +36,13 @@ def extract_decision(text: str, truncated: bool = False) -> Extracted:
     """Return the first valid decision in `text`, or raise ExtractError (and nothing else)."""
     if not isinstance(text, str) or not text.strip():
         raise ExtractError("empty answer")
+    try:
+        return _extract(text[:MAX_SCAN_CHARS], truncated)
+    except RecursionError:  # anything nested deeper than the parsers go is not a decision
+        raise ExtractError("answer nested too deeply") from None
+
+
+def _extract(text: str, truncated: bool) -> Extracted:
     errors: list[str] = []
     for method, candidate in _candidates(text):
         try:
@@ -74,7 +87,7 @@ def _repair(text: str) -> Any:
     if start < 0:
         return None
     try:
-        obj = json_repair.repair_json(text[start:], return_objects=True)
+        obj = json_repair.repair_json(text[start : start + MAX_REPAIR_CHARS], return_objects=True)
     except Exception:  # json-repair raises assorted errors on hostile input
         return None
     return obj if isinstance(obj, dict) else None

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     free_port,
     identity_after_exec,
+    open_lock,
     port_is_free,
     port_open,
     read_json,
@@ -83,17 +85,22 @@ def _record_path(settings: Settings) -> Path:
 @contextmanager
 def _home_lock(settings: Settings) -> Iterator[None]:
     settings.ensure_dirs()
-    with open(settings.run_dir / "devserver.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    fd = open_lock(settings.run_dir / "devserver.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def recorded(settings: Settings) -> tuple[ProcIdentity | None, dict | None]:
     rec = read_json(_record_path(settings))
-    if not rec:
+    ident = ProcIdentity.from_record(rec)
+    if rec is None or ident is None or not isinstance(rec.get("address"), str):
         return None, None
-    ident = ProcIdentity.from_dict(rec["identity"])
-    return (ident if ident.matches_live() else None), rec
+    # ours only if it is this home's dev server on this home's database, not any process of this user
+    ours = ident.runs("server", "start-dev") and ident.runs("--db-filename", str(settings.run_dir / "temporal.db"))
+    return (ident if ours and ident.matches_live() else None), rec
 
 
 def ensure_devserver(settings: Settings, timeout: float = HEALTH_TIMEOUT_S) -> DevServer:
@@ -109,6 +116,7 @@ def ensure_devserver(settings: Settings, timeout: float = HEALTH_TIMEOUT_S) -> D
 def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServer:
     binary = temporal_binary(settings)
     port, ui_port = _ports(previous)
+    log_start = log_size(settings.run_dir / "temporal.log")  # appended to: only this start's lines count
     log = open(settings.run_dir / "temporal.log", "ab")  # noqa: SIM115 - the child owns it
     cmd = [
         str(binary),
@@ -135,14 +143,17 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
     log.close()
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
-        raise Unavailable(f"the Temporal dev server exited at once; see {settings.run_dir / 'temporal.log'}")
+        rc = returncode_of(proc)
+        raise Unavailable(
+            startup_death("the Temporal dev server", rc, settings.run_dir / "temporal.log", log_start, "at once")
+        )
     address = f"127.0.0.1:{port}"
     ui_url = f"http://127.0.0.1:{ui_port}"
     write_json(
         _record_path(settings),
         {"identity": ident.to_dict(), "port": port, "ui_port": ui_port, "address": address, "ui_url": ui_url},
     )
-    _wait_healthy(port, ident, timeout, settings, proc)
+    _wait_healthy(port, ident, timeout, settings, proc, log_start)
     return DevServer(address, ui_url, proc.pid, adopted=False)
 
 
@@ -163,16 +174,21 @@ def _ports(previous: dict | None) -> tuple[int, int]:
 
 
 def _wait_healthy(
-    port: int, ident: ProcIdentity, timeout: float, settings: Settings, proc: subprocess.Popen | None = None
+    port: int,
+    ident: ProcIdentity,
+    timeout: float,
+    settings: Settings,
+    proc: subprocess.Popen | None = None,
+    log_start: int = 0,
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if port_open("127.0.0.1", port):
             return
         if (proc is not None and proc.poll() is not None) or not ident.matches_live():
-            raise Unavailable(
-                f"the Temporal dev server exited during start-up; see {settings.run_dir / 'temporal.log'}"
-            )
+            rc = returncode_of(proc, timeout=0.5) if proc is not None else None  # an adopted one's is not ours
+            log = settings.run_dir / "temporal.log"
+            raise Unavailable(startup_death("the Temporal dev server", rc, log, log_start))
         time.sleep(0.05)
     raise Unavailable(
         f"the Temporal dev server did not become healthy within {timeout:.0f} s on 127.0.0.1:{port}; "

@@ -6,13 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
+
+from checkpoint_tui.waiting import wait_until_sync
+
+RECORD_LIMIT = 64 * 1024  # a process record is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,23 @@ class ProcIdentity:
 
     @classmethod
     def from_dict(cls, d: dict) -> ProcIdentity:
-        return cls(int(d["pid"]), float(d["create_time"]), tuple(d["cmdline"]))
+        return cls(int(d["pid"]), float(d["create_time"]), tuple(str(a) for a in d["cmdline"]))
+
+    @classmethod
+    def from_record(cls, rec: object) -> ProcIdentity | None:
+        """The identity in a record under run/, or None if the record is malformed (files there are
+        untrusted input like any other)."""
+        try:
+            ident = cls.from_dict(rec["identity"])  # type: ignore[index]
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        return ident if ident.pid > 1 else None
+
+    def runs(self, *args: str) -> bool:
+        """Whether the recorded command line holds `args` as consecutive arguments: a record of ours
+        names our command (this home's worker, this home's dev server), not any process of this user."""
+        cmd, n = self.cmdline, len(args)
+        return any(cmd[i : i + n] == args for i in range(len(cmd) - n + 1))
 
     def exists(self) -> bool:
         """Still in the process table as the same process (not yet reaped, not a zombie)."""
@@ -60,15 +80,15 @@ class ProcIdentity:
 def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcIdentity | None:
     """The identity of a child we just spawned, once it has exec'd `cmd` (before that, psutil still
     sees the forked parent's command line). None if it died first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ident = ProcIdentity.of(pid)
-        if ident is None:
-            return None
-        if list(ident.cmdline) == cmd:
-            return ident
-        time.sleep(0.002)
-    return None
+    seen: list[ProcIdentity | None] = []
+
+    def execd_or_gone() -> bool:
+        seen.append(ProcIdentity.of(pid))
+        return seen[-1] is None or list(seen[-1].cmdline) == cmd
+
+    wait_until_sync(execd_or_gone, timeout, every=0.002)
+    ident = seen[-1] if seen else None
+    return ident if ident is not None and list(ident.cmdline) == cmd else None
 
 
 def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
@@ -89,12 +109,7 @@ def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
 
 
 def wait_gone(ident: ProcIdentity, timeout: float, poll: float = 0.005) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not ident.exists():
-            return True
-        time.sleep(poll)
-    return not ident.exists()
+    return wait_until_sync(lambda: not ident.exists(), timeout, every=poll)
 
 
 def stop_process(ident: ProcIdentity, grace: float = 5.0) -> bool:
@@ -108,17 +123,36 @@ def stop_process(ident: ProcIdentity, grace: float = 5.0) -> bool:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1))
+    """Replace `path` atomically through a fresh temp file (O_EXCL|O_NOFOLLOW: never through a link)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(data, indent=1))
     os.replace(tmp, path)
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path, limit: int = RECORD_LIMIT) -> dict | None:
+    """A record under run/, or None if it is missing, too big, a link, or not a JSON object."""
     try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(limit + 1)
+    if len(raw) > limit:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def open_lock(path: Path) -> int:
+    """A lock file's descriptor: created 0600, never truncated, never opened through a symlink."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
 def free_port() -> int:

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import os
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.failover import assist, record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
-from checkpoint_tui.ops.procs import send_signal_if_ours
+from checkpoint_tui.ops.procs import open_lock, send_signal_if_ours
 from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import HOST, Settings
@@ -87,7 +88,7 @@ class Supervisor:
         self.state = SupervisorState.STARTING
         self.status = SupervisorStatus()
         self.temporal_restarts = 0
-        self._lock_fh = None
+        self._lock_fd: int | None = None
         self._killed_pids: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
         self._thread = LoopThread(name="supervisor")
@@ -100,25 +101,24 @@ class Supervisor:
     def acquire(self) -> bool:
         """Become the home's respawning supervisor; False if another live one holds it."""
         self.settings.ensure_dirs()
-        fh = open(self.settings.run_dir / "supervisor.lock", "a+")  # noqa: SIM115 - held for our lifetime
+        fd = open_lock(self.settings.run_dir / "supervisor.lock")
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            fh.close()
+            os.close(fd)
             return False
-        self._lock_fh = fh
+        self._lock_fd = fd
         self._publish()
         return True
 
     def release(self) -> None:
-        if self._lock_fh is not None:
-            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
-            self._lock_fh.close()
-            self._lock_fh = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
 
     @property
     def owns_home(self) -> bool:
-        return self._lock_fh is not None
+        return self._lock_fd is not None
 
     # --- the pool --------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     identity_after_exec,
@@ -64,6 +65,9 @@ class WorkerProc:
         return (settings.run_dir / f"ready-{self.name}").exists()
 
 
+WORKER_MODULE = "checkpoint_tui.worker"
+
+
 def _record(settings: Settings, role: str, slot: int = 0) -> Path:
     if role == "spare":
         return settings.run_dir / "spare.json"
@@ -91,7 +95,7 @@ def spawn(
     cmd = [
         sys.executable,
         "-m",
-        "checkpoint_tui.worker",
+        WORKER_MODULE,
         "--home",
         str(settings.home),
         "--address",
@@ -110,14 +114,15 @@ def spawn(
     if role == "spare":
         cmd.append("--standby")
     env = settings.child_env()
+    log_start = log_size(settings.run_dir / "worker.log")  # appended to: only this start's lines count
     with open(settings.run_dir / "worker.log", "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home, env=env
         )
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
-        proc.poll()
-        raise Unavailable(f"the worker exited at once; see {settings.run_dir / 'worker.log'}")
+        rc = returncode_of(proc)
+        raise Unavailable(startup_death("the worker", rc, settings.run_dir / "worker.log", log_start, "at once"))
     worker = WorkerProc(ident, name, role, slot, proc)
     save(settings, worker)
     return worker
@@ -143,12 +148,18 @@ def save(settings: Settings, worker: WorkerProc) -> None:
 def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc | None:
     """The recorded worker of this role (and slot) if it is alive and still ours, else None."""
     rec = read_json(_record(settings, role, slot))
-    if not rec:
+    ident = ProcIdentity.from_record(rec)
+    if rec is None or ident is None or not isinstance(rec.get("name"), str):
         return None
-    ident = ProcIdentity.from_dict(rec["identity"])
-    if not ident.matches_live():
+    if not is_home_worker(settings, ident) or not ident.matches_live():
         return None
     return WorkerProc(ident, rec["name"], role, slot)
+
+
+def is_home_worker(settings: Settings, ident: ProcIdentity) -> bool:
+    """A record of ours names this home's worker command, not merely some process of this user (a
+    forged record naming another process must not get it signalled)."""
+    return ident.runs("-m", WORKER_MODULE) and ident.runs("--home", str(settings.home))
 
 
 def load_all(settings: Settings) -> list[WorkerProc]:

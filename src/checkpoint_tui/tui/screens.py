@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from checkpoint_tui.app.runs import check_run_shape
+from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.faults import FAULT_KINDS, parse_fault
 from checkpoint_tui.ledger.rows import RunSummary
 
@@ -74,7 +76,7 @@ class FormScreen(ModalScreen):
                 yield Button("Cancel", id="cancel")
 
     def fail(self, message: str) -> None:
-        self.query_one("#error", Label).update(message)
+        self.query_one("#error", Label).update(Text(message))  # it quotes what the user typed: never markup
 
     @on(Button.Pressed, "#cancel")
     def cancel(self) -> None:
@@ -102,10 +104,12 @@ class NewRunScreen(FormScreen):
         try:
             steps = int(self.query_one("#steps", Input).value)
             pace = float(self.query_one("#pace", Input).value)
-            if steps < 1 or pace < 0:
-                raise ValueError
+            check_run_shape(steps, pace)  # the CLI's bounds: finite pace, 1..MAX_STEPS steps
         except ValueError:
-            self.fail("steps must be ≥ 1 and pace ≥ 0")
+            self.fail("steps must be a whole number and pace a number")
+            return
+        except UsageError as err:
+            self.fail(str(err))
             return
         self.dismiss((steps, pace))
 

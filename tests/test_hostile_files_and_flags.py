@@ -1,0 +1,154 @@
+"""Hostile files, records and flags: run/ is private, the ledger 0600, nothing is opened through a
+planted symlink, a forged process record gets nobody signalled, a bad flag exits 2 before anything
+starts, and a damaged ledger or an unparsable URL is one line without a secret in it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger.artifacts import ArtifactPathError, append_once, run_folder, write_atomic
+from checkpoint_tui.ops.procs import ProcIdentity, write_json
+from checkpoint_tui.settings import Settings, load_settings, postgres_label
+from conftest import run_cli
+
+BAD_FLAGS = [
+    ("start", "--pace", "nan"),
+    ("start", "--pace", "inf"),
+    ("start", "--pace", "-1"),
+    ("start", "--steps", "0"),
+    ("start", "--steps", "100000000"),
+    ("start", "--fault", "kill_at:100000000000000000000"),
+    ("start", "--steps", "5", "--fault", "kill_at:9"),
+    ("start", "--fault", "transient:2:0"),
+    ("--workers", "0", "start"),
+    ("--workers", "1000", "start"),
+    ("--refresh", "0", "status"),
+    ("chaos", "--kills", "2"),
+    ("chaos", "--steps", "5", "--kills", "6"),
+    ("compare", "--steps", "4", "--kill-at", "4"),
+    ("--model-url", "http://user:pw@127.0.0.1:9/v1", "start"),
+    ("--model-url", "http://127.0.0.1:9/v1?key=abc", "start"),
+    ("--model-url", "file:///etc/passwd", "start"),
+    ("--ledger", "postgresql://u@h/db?port=%zz", "start"),
+]
+
+
+@pytest.mark.parametrize("flags", BAD_FLAGS, ids=lambda f: " ".join(f))
+def test_a_bad_flag_exits_2_with_one_line_before_anything_starts(tmp_path, flags):
+    out = run_cli("--home", str(tmp_path), *flags, timeout=60)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert not (tmp_path / "run" / "devserver.json").exists() and not (tmp_path / "run" / "worker.json").exists()
+    assert "pw@" not in out.stderr and "key=abc" not in out.stderr
+
+
+def test_a_ledger_password_never_reaches_an_error(tmp_path):
+    url = "postgresql://ck:s3cr3t-pw@127.0.0.1:1/ledger?password=s3cr3t-q&connect_timeout=2"
+    out = run_cli("--home", str(tmp_path), "--ledger", url, "status", timeout=60)
+    assert out.returncode == 3 and "Traceback" not in out.stderr, out.stderr
+    assert "s3cr3t" not in out.stderr + out.stdout and "127.0.0.1:1" in out.stderr
+
+
+def test_multi_host_urls_parse_and_label_every_host():
+    label = postgres_label("postgresql://u:p@h1:5433,h2/db?target_session_attrs=read-write")
+    assert label == "postgresql://h1:5433,h2:5432/db"
+    assert postgres_label("postgresql:///db?host=/run/pg&port=6543") == "postgresql:///run/pg:6543/db"
+    with pytest.raises(UsageError) as info:
+        load_settings("/tmp", ledger_url="postgresql://u:s3cr3t@h/db?port=%zz")
+    assert "s3cr3t" not in str(info.value)
+
+
+def test_run_folder_is_private_and_the_ledger_0600(tmp_path):
+    out = run_cli("--home", str(tmp_path), "status")
+    assert out.returncode == 0
+    settings = Settings(home=tmp_path)
+    settings.ensure_dirs()
+    from checkpoint_tui.ledger.store import close_all, connect
+
+    connect(settings.ledger)
+    close_all()
+    assert stat.S_IMODE(settings.run_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(settings.db_path.stat().st_mode) == 0o600
+    os.chmod(settings.run_dir, 0o777)
+    out = run_cli("--home", str(tmp_path), "start", "--steps", "1", timeout=60)
+    assert out.returncode == 2 and "writable by group or others" in out.stderr
+    assert not (settings.run_dir / "devserver.json").exists()
+
+
+def test_a_damaged_ledger_is_one_line(tmp_path):
+    (tmp_path / "run").mkdir(mode=0o700)
+    (tmp_path / "run" / "checkpoint.db").write_bytes(b"this is not a database file" * 100)
+    out = run_cli("--home", str(tmp_path), "status", timeout=60)
+    assert out.returncode == 3 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "damaged or not a checkpoint-tui ledger" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_nothing_is_written_through_a_planted_symlink(tmp_path):
+    root = tmp_path / "artifacts"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (root / "run-20260101-000000-beef").mkdir(parents=True)
+    outbox = root / "run-20260101-000000-beef" / "outbox.log"
+    outbox.symlink_to(victim)
+    with pytest.raises(OSError):
+        append_once(outbox, b"x", b"x\tline\n", check=True)
+    os.symlink(tmp_path, root / "run-20260101-000000-f00d")  # a run folder that is a link out of the root
+    with pytest.raises(ArtifactPathError):
+        write_atomic(root / "run-20260101-000000-f00d" / "step-001.md", b"data")
+    for bad in ("/abs", "..", "a/b", ""):
+        with pytest.raises(ArtifactPathError):
+            run_folder(root, bad)
+    assert victim.read_text() == "precious"
+
+    settings = Settings(home=tmp_path / "home")
+    settings.ensure_dirs()
+    (settings.run_dir / "devserver.lock").symlink_to(victim)  # the lock must not truncate its target
+    from checkpoint_tui.ops.devserver import recorded
+
+    assert recorded(settings) == (None, None)
+    with pytest.raises(OSError):
+        from checkpoint_tui.ops.procs import open_lock
+
+        open_lock(settings.run_dir / "devserver.lock")
+    assert victim.read_text() == "precious"
+
+
+def test_forged_records_get_nobody_signalled(tmp_path):
+    """Records naming a live process of this user that is not this home's worker or dev server, with
+    its true pid, create time and command line: `stop` must spare it."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ident = None
+        deadline = time.monotonic() + 5
+        while ident is None or sys.executable not in ident.cmdline:
+            assert time.monotonic() < deadline
+            ident = ProcIdentity.of(sleeper.pid)
+        settings = Settings(home=tmp_path)
+        settings.ensure_dirs()
+        record = {"identity": ident.to_dict(), "name": "w-forged", "role": "active", "slot": 0}
+        write_json(settings.run_dir / "worker.json", record)
+        write_json(settings.run_dir / "spare.json", {**record, "role": "spare"})
+        write_json(settings.run_dir / "devserver.json", {"identity": ident.to_dict(), "address": "127.0.0.1:1"})
+        write_json(settings.run_dir / "modelserver.json", {"identity": ident.to_dict(), "url": "http://x"})
+        (settings.run_dir / "worker-1.json").write_text(json.dumps({"identity": "garbage"}))
+        out = run_cli("--home", str(tmp_path), "stop", timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "nothing of this home was running" in out.stdout
+        assert sleeper.poll() is None, "a forged record got a foreign process signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_model_url_with_credentials_is_refused_by_settings():
+    with pytest.raises(UsageError, match="CHECKPOINT_API_KEY"):
+        load_settings(Path("/tmp"), model_url="https://me:secret@api.example.invalid/v1")
