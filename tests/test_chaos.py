@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.app.comparison import read_comparison
 from checkpoint_tui.proof.chaos import REQUIRED, make_schedule
 from checkpoint_tui.proof.compare import compare_command
@@ -23,10 +24,17 @@ def test_schedule_is_reproducible_and_covers_every_process():
 def test_short_chaos_schedule_loses_and_duplicates_nothing(session_root):
     home = Settings(home=session_root / "chaos-home")  # its own dev server: chaos kills it
     try:
-        out = run_cli("chaos", "--seed", "3", "--steps", "12", "--kills", "6", home=home, timeout=240)
+        junit, bundle = home.home / "chaos.xml", home.home / "proof"
+        out = run_cli("chaos", "--seed", "3", "--steps", "12", "--kills", "6", "--junit", str(junit),
+                      "--proof", str(bundle), home=home, timeout=240)  # fmt: skip
         report = json.loads((home.run_dir / "chaos-seed3.json").read_text())
     finally:
         run_cli("stop", home=home)
+    # the JUnit file and the bundle count what the JSON report counts; its histories (SIGKILLs inside
+    # activities, in the claim window, of the dev server) replay with no server running
+    assert [c["ok"] for c in report["checks"]] == [True] * 4
+    assert_junit_matches(junit, report["checks"])
+    assert assert_bundle(bundle, report["checks"]) == [report["audit"]["run_id"]]
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert audit["workflow_status"] == "COMPLETED"

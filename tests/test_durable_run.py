@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 
 from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
+from conftest import run_cli
 
 
-async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_address):
+async def test_twelve_steps_exactly_once(home, client, supervisor):
     run_id = await start_run(home, client, steps=12, pace=0)
     assert await wait_for_run(home, client, run_id, timeout=120) == "COMPLETED"
 
@@ -26,16 +25,11 @@ async def test_twelve_steps_exactly_once(home, client, supervisor, temporal_addr
     assert all(s.status == "completed" and s.worker_pid for s in snap.steps)
     assert snap.outcome_counts["applied"] == 36
 
-    # The recorded history (the last execution of the continue-as-new chain) replays against the
+    # The recorded history (every execution of the continue-as-new chain) replays against the
     # current workflow code without nondeterminism.
-    replay = subprocess.run(
-        [sys.executable, "-m", "checkpoint_tui.engine.replay", "--address", temporal_address, run_id],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    replay = run_cli("replay", run_id, home=home, timeout=60)
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "no nondeterminism" in replay.stdout
+    assert f"PASS  replay {run_id}.01" in replay.stdout and "REPLAY PASS — 1/1" in replay.stdout
 
 
 async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):

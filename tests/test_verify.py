@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bundle_checks import assert_bundle, assert_junit_matches
 from conftest import run_cli
 
 EXPECTED = [
@@ -26,11 +27,15 @@ EXPECTED = [
 
 
 def test_verify_passes_with_figures(home):
-    out_path = home.home / "verify.json"
-    out = run_cli("--verify", "--json", str(out_path), home=home, timeout=180)
+    out_path, junit, bundle = home.home / "verify.json", home.home / "ci" / "verify.xml", home.home / "proof"
+    out = run_cli("--verify", "--json", str(out_path), "--junit", str(junit), "--proof", str(bundle), home=home,
+                  timeout=180)  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "ALL CHECKS PASS" in out.stdout
     report = json.loads(out_path.read_text())
+    assert_junit_matches(junit, report["checks"])
+    runs = assert_bundle(bundle, report["checks"])
+    assert len(runs) == 6  # one per scenario that starts a run
     by_name = {c["name"]: c for c in report["checks"]}
     for name in EXPECTED:
         assert name in by_name, f"missing check {name!r}"

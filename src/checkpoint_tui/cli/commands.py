@@ -15,10 +15,12 @@ from checkpoint_tui.errors import Exit, Failed, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
 # Commands that need no task queue (and must work while a shared ledger is down).
-QUEUELESS = ("status", "stop", "model-server")
+QUEUELESS = ("status", "stop", "model-server", "replay")
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    if (args.verify_junit or args.verify_proof) and not args.verify:
+        raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
     settings = settings_from(args)
     if args.command not in QUEUELESS and not args.verify:
         from checkpoint_tui.ledger.store import with_shared_queue
@@ -43,13 +45,27 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def tui(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.tui.app import run_app
 
-    return run_app(settings, refresh=args.refresh)
+    return run_app(settings, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.proof.verify import run_verify
 
-    return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None))
+    outputs = proof_outputs(args.verify_junit, args.verify_proof)
+    return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None, outputs))
+
+
+def proof_outputs(junit: Path | None, bundle: Path | None):
+    """--junit / --proof of a proving command; the bundle's SVG is rendered by the TUI (imported only
+    then: the headless commands never load Textual)."""
+    from checkpoint_tui.proof.bundle import ProofOutputs
+
+    screenshot = None
+    if bundle is not None:
+        from checkpoint_tui.tui.screenshot import save_svg
+
+        screenshot = save_svg
+    return ProofOutputs(junit, bundle, screenshot)
 
 
 def start(args: argparse.Namespace, settings: Settings) -> int:
@@ -199,7 +215,16 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     json_out = Path(args.chaos_json) if args.chaos_json else None
-    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out))
+    outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
+    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out, outputs))
+
+
+def replay(args: argparse.Namespace, settings: Settings) -> int:
+    from checkpoint_tui.proof.replay import Selection, replay_command
+
+    selection = Selection(tuple(args.runs), args.all_runs, args.from_path)
+    selection.check()  # exactly one source, before a server is started or a file written
+    return asyncio.run(replay_command(settings, selection, args.export_dir, args.replay_junit))
 
 
 def compare(args: argparse.Namespace, settings: Settings) -> int:

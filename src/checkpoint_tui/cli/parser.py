@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 
 from checkpoint_tui.cli import commands
-from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS
+from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.errors import Exit
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 from checkpoint_tui.settings import is_postgres_url
@@ -31,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     _run_commands(sub)
     _proof_commands(sub)
+    _replay_command(sub)
     return p
 
 
@@ -86,8 +89,17 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         "--refresh", type=_float_in(*REFRESH_RANGE), default=0.5, metavar="S",
         help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
     )  # fmt: skip
+    p.add_argument("--stats", metavar="PATH", help=argparse.SUPPRESS)  # per-refresh costs, for bench/tui_tick.py
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
     p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
+    p.add_argument(
+        "--junit", dest="verify_junit", metavar="PATH", type=_output_file,
+        help="with --verify: also write the checks as JUnit XML here",
+    )  # fmt: skip
+    p.add_argument(
+        "--proof", dest="verify_proof", metavar="DIR", type=_output_dir,
+        help="with --verify: write a proof bundle here (report, JUnit, histories, ledger CSVs, worker events, SVG)",
+    )  # fmt: skip
 
 
 def _run_commands(sub) -> None:
@@ -134,12 +146,79 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=30)
     chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
     chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
+    chaos.add_argument("--junit", dest="chaos_junit", metavar="PATH", type=_output_file, help="the checks as JUnit XML")
+    chaos.add_argument(
+        "--proof", dest="chaos_proof", metavar="DIR", type=_output_dir,
+        help="write a proof bundle here (report, JUnit, history, ledger CSVs, worker events, SVG)",
+    )  # fmt: skip
     compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
     compare.set_defaults(func=commands.compare)
     compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6)
     compare.add_argument(
         "--kill-at", type=_bounded_int(1, 999), default=3, help="kill right after this step's email (< --steps)"
     )
+
+
+def _replay_command(sub) -> None:
+    replay = sub.add_parser(
+        "replay", help="replay recorded histories against this checkout's workflow code (a non-determinism gate)"
+    )
+    replay.set_defaults(func=commands.replay)
+    replay.add_argument("runs", nargs="*", metavar="RUN_ID", type=_run_id, help="runs of this home's ledger")
+    replay.add_argument("--all", action="store_true", dest="all_runs", help="every run of this home's ledger")
+    replay.add_argument(
+        "--from", dest="from_path", metavar="DIR", type=_existing_path,
+        help="history JSON files (a corpus, a proof bundle's histories/): no server needed",
+    )  # fmt: skip
+    replay.add_argument(
+        "--export", dest="export_dir", metavar="DIR", type=_output_dir,
+        help="also write the histories here as JSON (the format of `temporal workflow show --output json`)",
+    )  # fmt: skip
+    replay.add_argument("--junit", dest="replay_junit", metavar="PATH", type=_output_file, help="results as JUnit XML")
+
+
+def _run_id(text: str) -> str:
+    if not RUN_ID_PATTERN.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run id (run-YYYYMMDD-HHMMSS-xxxx)")
+    return text
+
+
+def _existing_path(text: str) -> Path:
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file or directory")
+    return path
+
+
+def _writable_parent(path: Path, text: str) -> None:
+    """The nearest existing ancestor must be a directory we can write in (the rest is created later)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot create it under {parent}")
+
+
+def _output_file(text: str) -> Path:
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: not writable")
+    _writable_parent(path, text)
+    return path
+
+
+def _output_dir(text: str) -> Path:
+    path = Path(text)
+    if path.exists():
+        if not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"{text}: not writable")
+        return path
+    _writable_parent(path, text)
+    return path
 
 
 def _bounded_int(low: int, high: int):

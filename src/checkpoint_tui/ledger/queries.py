@@ -100,14 +100,16 @@ def step_workers(conn: Ledger, run_id: str) -> list[tuple[str | None, int]]:
     return [(r["host"], r["pid"]) for r in rows]
 
 
-def resumed_steps(conn: Ledger, run_id: str) -> list[int]:
-    """Steps completed by a different worker than the step before."""
+def resumed_steps(conn: Ledger, run_id: str, from_step: int | None = None) -> list[int]:
+    """Steps completed by a different worker than the step before; with `from_step`, only from there
+    on (the step before it is read to compare with)."""
     rows = conn.execute(
         "SELECT step FROM (SELECT step, worker_pid, LAG(worker_pid) OVER (ORDER BY step) AS prev, "
-        "worker_host, LAG(worker_host) OVER (ORDER BY step) AS prev_host FROM steps WHERE run_id = ?) AS w "
-        "WHERE prev IS NOT NULL AND worker_pid IS NOT NULL "
+        "worker_host, LAG(worker_host) OVER (ORDER BY step) AS prev_host FROM steps "
+        "WHERE run_id = ? AND step >= ?) AS w "
+        "WHERE step >= ? AND prev IS NOT NULL AND worker_pid IS NOT NULL "
         "AND (worker_pid != prev OR COALESCE(worker_host, '') != COALESCE(prev_host, ''))",
-        (run_id,),
+        (run_id, (from_step or 1) - 1, from_step or 1),
     )
     return [r[0] for r in rows]
 
@@ -226,12 +228,13 @@ def note_counts_by_effect(conn: Ledger, run_id: str) -> dict[str, int]:
 # --- worker events -------------------------------------------------------------------------------
 
 
-def worker_events(conn: Ledger, run_id: str | None, limit: int = 50) -> list[WorkerEvent]:
-    """The newest `limit` events of a run (and those of no run), oldest first; all runs' if run_id is None."""
+def worker_events(conn: Ledger, run_id: str | None, limit: int = 50, after: int | None = None) -> list[WorkerEvent]:
+    """The newest `limit` events of a run (and those of no run), oldest first; all runs' if run_id is
+    None. With `after`, only events with a higher id (a poller's new ones)."""
     rows = conn.execute(
-        "SELECT * FROM worker_events WHERE run_id IS NULL OR run_id = ? OR CAST(? AS TEXT) IS NULL "
+        "SELECT * FROM worker_events WHERE id > ? AND (run_id IS NULL OR run_id = ? OR CAST(? AS TEXT) IS NULL) "
         "ORDER BY id DESC LIMIT ?",
-        (run_id, run_id, limit),
+        (after or 0, run_id, run_id, limit),
     ).fetchall()
     return [WorkerEvent.of(r) for r in reversed(rows)]
 
@@ -259,3 +262,28 @@ def _json(text: str | None) -> dict:
 def latest_comparison(conn: Ledger) -> ComparisonRow | None:
     row = conn.execute("SELECT * FROM comparisons ORDER BY id DESC LIMIT 1").fetchone()
     return ComparisonRow(row["naive_run"], row["durable_run"], row["steps"], row["kill_step"]) if row else None
+
+
+# --- proof bundles and replay --------------------------------------------------------------------
+
+
+def run_ids(conn: Ledger, task_queue: str | None = None, since: float | None = None) -> list[str]:
+    """Every run id, oldest first; with `task_queue` / `since`, only runs on that queue / created since."""
+    rows = conn.execute(
+        "SELECT run_id FROM runs WHERE (CAST(? AS TEXT) IS NULL OR task_queue = ?) AND created_at >= ? "
+        "ORDER BY created_at, run_id",
+        (task_queue, task_queue, since or 0.0),
+    )
+    return [r["run_id"] for r in rows]
+
+
+def claim_attempts(conn: Ledger, run_id: str) -> list:
+    """Every claim attempt of the run's effects in order; one without an outcome was interrupted."""
+    from checkpoint_tui.ledger.rows import ClaimAttempt  # here: this section is appended as a unit
+
+    rows = conn.execute(
+        "SELECT seq, effect_id, step, kind, attempt, worker_pid, host, COALESCE(outcome, 'interrupted') AS outcome, "
+        "started_at, finished_at FROM effect_outcomes WHERE run_id = ? ORDER BY seq",
+        (run_id,),
+    )
+    return [ClaimAttempt.of(r) for r in rows]

@@ -135,3 +135,24 @@ class ComparisonRow:
     durable_run: str
     steps: int
     kill_step: int
+
+
+@dataclass(frozen=True)
+class ClaimAttempt:
+    """One claim attempt of an effect and its outcome (`interrupted` if its writer died first)."""
+
+    seq: int
+    effect_id: str
+    step: int
+    kind: str
+    attempt: int
+    worker_pid: int
+    host: str | None
+    outcome: str
+    started_at: float
+    finished_at: float | None
+
+    @classmethod
+    def of(cls, r: Any) -> ClaimAttempt:
+        return cls(r["seq"], r["effect_id"], r["step"], r["kind"], r["attempt"], r["worker_pid"], r["host"],
+                   r["outcome"], r["started_at"], r["finished_at"])  # fmt: skip

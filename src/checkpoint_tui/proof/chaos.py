@@ -27,6 +27,8 @@ from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof.audit import Audit, audit_run
+from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
@@ -204,15 +206,43 @@ def print_report(report: dict) -> None:
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if a['ok'] else 'FAIL'}")
 
 
-async def chaos_command(settings: Settings, seed: int, steps: int, kills: int, json_path: Path | None) -> int:
+async def chaos_command(
+    settings: Settings, seed: int, steps: int, kills: int, json_path: Path | None, outputs: ProofOutputs | None = None
+) -> int:
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
     report = await Chaos(settings, seed, steps, kills).run()
+    checks = audit_checks(report["audit"])
+    report["checks"] = [asdict(c) for c in checks]
     print_report(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     path.write_text(json.dumps(report, indent=2))
     print(f"wrote {path}")
+    if outputs is not None and outputs.wanted:
+        command = f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {kills}"
+        figures = {"kills_fired": len(report["kills"]), "median_restart_s": report["median_restart_s"]}
+        run_ids = [report["audit"]["run_id"]]
+        await emit(outputs, ProofRun(command, settings, report, checks, report["wall_s"], run_ids, figures))
     return 0 if report["audit"]["ok"] else 1
+
+
+def audit_checks(a: dict) -> list[Check]:
+    """The audit's verdict as checks (for --junit): it is ok exactly when all of them pass."""
+    done = a["total_steps"] - len(a["step_gaps"])
+    claims = (
+        f"claims attempted {a['claims_attempted']} · applied {a['applied']} · skipped {a['skipped']} · "
+        f"recovered {a['recovered']} · interrupted {a['interrupted']}"
+    )
+    lost = "".join(f"; {d}" for d in a["lost_detail"][:10])
+    duplicated = "".join(f"; {d}" for d in a["duplicated_detail"][:10])
+    return [
+        Check("chaos: workflow COMPLETED", a["workflow_status"] == "COMPLETED",
+              f"workflow {a['workflow_status']} · steps {done}/{a['total_steps']}"),
+        Check("chaos: no lost effect", a["lost"] == 0, f"lost {a['lost']} · {claims}{lost}"),
+        Check("chaos: no duplicated effect", a["duplicated"] == 0,
+              f"duplicated {a['duplicated']} · {claims}{duplicated}"),
+        Check("chaos: no step gaps", not a["step_gaps"], f"step gaps {a['step_gaps']}"),
+    ]  # fmt: skip
 
 
 async def _until(cond, timeout: float = PROGRESS_TIMEOUT_S) -> None:

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.proof.scenarios import SCENARIOS, Context
 from checkpoint_tui.settings import Settings
 
 
-async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
+async def run_verify(settings: Settings, json_path: Path | None = None, outputs: ProofOutputs | None = None) -> int:
     started = time.monotonic()
     address, _ = resolve_address(settings)
     # Verify works in its own home (own ledger, artifacts and task queue) on the same Temporal, so it
@@ -61,19 +62,14 @@ async def run_verify(settings: Settings, json_path: Path | None = None) -> int:
         print(f"CHECKS FAILED — {failed}/{total}: " + ", ".join(c.name for c in report.failures))
     else:
         print(f"ALL CHECKS PASS — {total}/{total}")
+    checks = [asdict(c) for c in report.checks]
+    document = {"passed": total - failed, "total": total, "checks": checks, **report.figures}
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {
-                    "passed": total - failed,
-                    "total": total,
-                    "checks": [asdict(c) for c in report.checks],
-                    **report.figures,
-                },
-                indent=2,
-            )
-        )
+        json_path.write_text(json.dumps(document, indent=2))
+    if outputs is not None and outputs.wanted:  # every run of this invocation: the runs on vhome's queue
+        run = ProofRun("checkpoint-tui --verify", vhome, document, report.checks, wall, None, report.figures)
+        await emit(outputs, run)
     sys.stdout.flush()
     return 0 if not failed else 1
 

@@ -1,0 +1,140 @@
+"""`--junit PATH` and `--proof DIR` of `--verify` and `chaos`: the checks as JUnit XML, and a bundle a
+reviewer or a CI artifact store keeps: the JSON report, the JUnit file, every run's history (each
+execution of its chain), the ledger's rows for those runs as CSV, the worker events, the app's final
+screen of the main run as SVG, and a README.md saying what each file proves and how to re-check it.
+Everything in it is read back from the ledger and Temporal after the runs ended."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+from checkpoint_tui.app.history import to_history_event, workflow_status
+from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEvent
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.proof.bundle_readme import completion_line, index_text
+from checkpoint_tui.proof.histories import Recorded, export
+from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.replay import chains
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.settings import Settings
+
+# Renders a View headless with a status message and saves it as SVG (tui/screenshot.py; passed in
+# by the CLI, since nothing below tui/ may import Textual).
+Screenshot = Callable[[View, str, Path], Awaitable[None]]
+HISTORY_KEEP = 2000  # what the history pane keeps on screen
+
+
+@dataclass(frozen=True)
+class ProofOutputs:
+    junit: Path | None = None
+    bundle: Path | None = None
+    screenshot: Screenshot | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return self.junit is not None or self.bundle is not None
+
+
+@dataclass
+class ProofRun:
+    """What a proving command hands over once its checks are done."""
+
+    command: str  # e.g. "checkpoint-tui --verify"
+    settings: Settings  # the home whose ledger holds the runs
+    document: dict  # the JSON report, as --json writes it
+    checks: Sequence[Check]
+    wall_s: float
+    run_ids: list[str] | None = None  # None: every run on the home's task queue
+    properties: dict[str, object] = field(default_factory=dict)
+
+
+async def emit(outputs: ProofOutputs, run: ProofRun) -> None:
+    if outputs.junit is not None:
+        write_junit(outputs.junit, run.command, run.checks, run.properties, run.wall_s)
+        print(f"wrote {outputs.junit}")
+    if outputs.bundle is not None:
+        files = await write_bundle(outputs.bundle, run, outputs.screenshot)
+        print(f"wrote the proof bundle {outputs.bundle} ({len(files)} files; see its README.md)")
+
+
+async def write_bundle(directory: Path, run: ProofRun, screenshot: Screenshot | None) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    conn = connect(run.settings.ledger)
+    run_ids = run.run_ids if run.run_ids is not None else queries.run_ids(conn, run.settings.task_queue)
+    report = directory / "report.json"
+    report.write_text(json.dumps(run.document, indent=2))
+    files = [report, write_junit(directory / "junit.xml", run.command, run.checks, run.properties, run.wall_s)]
+    address, _ = resolve_address(run.settings)
+    client = await connect_client(run.settings, address)
+    recorded = await chains(client, run_ids, conn, None, strict=False)
+    histories = directory / "histories"
+    for stale in histories.glob("*.json"):  # a bundle written into the same DIR before
+        stale.unlink()
+    files += export(recorded, histories)
+    files += _ledger_csvs(conn, run_ids, directory)
+    main = run_ids[0] if run_ids else None
+    snap = None
+    if main is not None:
+        snap = build_snapshot(conn, run.settings, main, await workflow_status(client, main))
+        if screenshot is not None:
+            row = queries.run(conn, main)
+            view = _view(snap, recorded, address, run.settings, row.ended_at if row else None)
+            await screenshot(view, completion_line(snap), directory / "screen.svg")
+            files.append(directory / "screen.svg")
+    readme = directory / "README.md"
+    readme.write_text(index_text(directory, run, run_ids, recorded, snap, screenshot is not None and snap is not None))
+    return [readme, *files]
+
+
+def _view(snap: Snapshot, recorded: list[Recorded], address: str, settings: Settings, ended: float | None) -> View:
+    """The screen as the run ended: its whole recorded history, the worker events up to its end (later
+    runs of the same home spawn and adopt workers too)."""
+    history = [to_history_event(ev, rec.index - 1) for rec in recorded if rec.workflow_id == snap.run_id
+               for ev in rec.history.events]  # fmt: skip
+    if ended is not None:
+        snap = replace(snap, worker_events=[e for e in snap.worker_events if e.at <= ended])
+    return View(
+        snapshot=snap, history=history[-HISTORY_KEEP:], run_changed=True, address=address,
+        namespace=settings.namespace, supervisor_state=SupervisorState.STOPPED, owns_home=True,
+        ledger=settings.ledger_label if settings.ledger_url else None,
+    )  # fmt: skip
+
+
+def _ledger_csvs(conn: Ledger, run_ids: list[str], directory: Path) -> list[Path]:
+    out = directory / "ledger"
+    out.mkdir(exist_ok=True)
+    runs = [r for r in (queries.run(conn, run_id) for run_id in run_ids) if r is not None]
+    effects = [{"run_id": run_id, **asdict(e)} for run_id in run_ids for e in queries.effects(conn, run_id)]
+    attempts = [{"run_id": run_id, **asdict(a)} for run_id in run_ids for a in queries.claim_attempts(conn, run_id)]
+    events: dict[int, dict] = {}
+    for run_id in run_ids:  # each run's events and those of no run (spawns, adoptions), once each
+        for e in queries.worker_events(conn, run_id, limit=1_000_000):
+            events[e.id] = asdict(e)
+    return [
+        _csv(out / "runs.csv", _columns(RunRow), [asdict(r) for r in runs]),
+        _csv(out / "effects.csv", ["run_id", *_columns(EffectRow)], effects),
+        _csv(out / "effect_outcomes.csv", ["run_id", *_columns(ClaimAttempt)], attempts),
+        _csv(directory / "worker_events.csv", _columns(WorkerEvent), [events[k] for k in sorted(events)]),
+    ]
+
+
+def _columns(row_type: type) -> list[str]:
+    return [f.name for f in fields(row_type)]
+
+
+def _csv(path: Path, columns: list[str], rows: Iterable[dict]) -> Path:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()  # also for no rows: a reader sees the columns
+        writer.writerows(rows)
+    return path

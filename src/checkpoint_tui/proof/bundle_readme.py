@@ -1,0 +1,94 @@
+"""The index of a proof bundle: its README.md says what each file proves and how to re-check it,
+with the bundle's own figures filled in."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.proof.histories import Recorded
+
+if TYPE_CHECKING:
+    from checkpoint_tui.proof.bundle import ProofRun
+
+COUNT_DUPLICATES = (
+    "python3 -c \"import csv; ids=[r['id'] for r in csv.DictReader(open('ledger/effects.csv'))]; "
+    'print(len(ids) - len(set(ids)))"'
+)
+COUNT_OUTCOMES = (
+    "python3 -c \"import csv, collections; print(collections.Counter(r['outcome'] for r in "
+    "csv.DictReader(open('ledger/effect_outcomes.csv'))))\""
+)
+
+
+def index_text(
+    directory: Path,
+    run: ProofRun,
+    run_ids: list[str],
+    recorded: list[Recorded],
+    main: Snapshot | None,
+    with_svg: bool,
+) -> str:
+    command, document, checks, home = run.command, run.document, run.checks, run.settings.home
+    passed = sum(c.ok for c in checks)
+    chained = sum(1 for r in recorded if r.index > 1)
+    lines = [
+        f"# Proof bundle: `{command}`",
+        "",
+        f"Written {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: **{passed}/{len(checks)} checks passed** over "
+        f"{len(run_ids)} run(s). Everything here was read back from the ledger and from Temporal's history "
+        "after the runs ended, never from the memory of a process that could have died. Times are Unix "
+        "seconds. Run the re-check commands inside this directory.",
+        "",
+        "| file | what it proves | how to re-check |",
+        "|---|---|---|",
+        "| `report.json` | the JSON report: every check with the values it looked at"
+        + (f" (`passed` {document['passed']} of `total` {document['total']})" if "total" in document else "")
+        + " | read it; `checks[].observed` holds each check's values |",
+        "| `junit.xml` | the same checks as JUnit XML: one testcase per check, the observed values in "
+        "`<system-out>`, a failing check as `<failure>` with its values | any JUnit reader (a CI test report) |",
+        f"| `histories/` | {len(recorded)} workflow histories of {len(run_ids)} run(s) as Temporal recorded them "
+        f"under the kills ({chained} of them later executions of a continue-as-new chain), one JSON file per execution "
+        "(`<run>.<NN>.json`, the format of `temporal workflow show --output json`) | "
+        f"`checkpoint-tui replay --from {directory}/histories`: they replay on the workflow code of a "
+        "checkout, no server needed; commit them as a corpus to gate workflow changes |",
+        "| `ledger/runs.csv` | each run's ledger row: status, steps, error, its first Temporal execution | "
+        "compare with `report.json` |",
+        "| `ledger/effects.csv` | one row per effect id (`<run>:<step>:<kind>`, kind file, db or email), stamped "
+        "`applied_at`, with every claim outcome: no id twice means no effect was applied twice | "
+        f"`{COUNT_DUPLICATES}` prints 0 |",
+        "| `ledger/effect_outcomes.csv` | every claim attempt and its outcome: `applied`, `skipped` (already "
+        "applied), `recovered` (a writer died between claim and stamp, redone), `interrupted` (that writer) | "
+        f"`{COUNT_OUTCOMES}` |",
+        "| `worker_events.csv` | what the supervisors saw: spawns, each SIGKILL with the observed signal, no exit "
+        "code and `confirmed` gone, promotions of the warm spare, respawns, adoptions, the measured restart | "
+        "the `detail` column is JSON |",
+    ]
+    if with_svg and main is not None:
+        lines.append(
+            f"| `screen.svg` | the app's final screen of the main run `{main.run_id}`, rendered headless from the "
+            f"ledger and the recorded history; its status line reads: {completion_line(main)} | open it in a "
+            f"browser; `checkpoint-tui --home {home} status {main.run_id}` prints the same figures |"
+        )
+    lines += [
+        "",
+        "Re-run the whole proof with the command above (`--verify` uses its own home under `run/verify`; "
+        "`chaos` takes the same `--seed` for the same schedule).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def completion_line(snap: Snapshot) -> str:
+    """The sentence the SVG shows in the status bar; every number from the ledger snapshot. The
+    worker processes are those that completed a step (a killed worker completes none of its last)."""
+    finishers = {s.worker_pid for s in snap.steps if s.status == "completed" and s.worker_pid}
+    once = snap.duplicates == 0 and snap.unstamped == 0 and not snap.missing_steps
+    state = (snap.workflow_status or snap.run_status or "unknown").lower()
+    return (
+        f"run {state} — {snap.completed_steps}/{snap.total_steps} steps, {snap.ledger_rows} ledger rows, "
+        f"duplicates {snap.duplicates} · {'applied exactly once' if once else 'NOT exactly once'} "
+        f"across {len(finishers)} worker processes"
+    )

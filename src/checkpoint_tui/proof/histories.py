@@ -1,0 +1,146 @@
+"""Recorded Temporal histories: every execution of a run's continue-as-new chain read from Temporal,
+and the JSON files a team commits as a replay corpus. The files are what `temporal workflow show
+--output json` writes and `WorkflowHistory.from_json` reads (`{"events": [...]}`); the name carries
+the workflow id, which the JSON does not: `<run id>.<NN>.json` is execution NN of that run's chain,
+any other `<name>.json` the history of workflow `<name>`."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHistory
+from temporalio.service import RPCError, RPCStatusCode
+
+SOURCE_TEMPORAL = "temporal"
+MIN_EVENTS = 2  # WORKFLOW_EXECUTION_STARTED + its first WORKFLOW_TASK_SCHEDULED (core panics on less)
+_NAME = re.compile(r"(?P<workflow_id>.+)\.(?P<index>\d{2,})")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One execution's history and where it came from."""
+
+    workflow_id: str
+    index: int  # position in the continue-as-new chain, 1 = the first execution
+    history: WorkflowHistory
+    source: str  # SOURCE_TEMPORAL, or the file it was read from
+
+    @property
+    def name(self) -> str:
+        """Also the stem of its exported file."""
+        return f"{self.workflow_id}.{self.index:02d}"
+
+    @property
+    def execution(self) -> str:
+        """Temporal's run id of this execution (from its first event)."""
+        try:
+            return self.history.run_id
+        except Exception:  # a file without a started event
+            return "?"
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A file under --from that claims to be a history but does not parse (a failure, not a skip)."""
+
+    path: Path
+    reason: str
+
+
+class NoHistory(LookupError):
+    """Temporal has no workflow with this id (another server, or past its retention)."""
+
+
+async def fetch_chain(client: Client, run_id: str, first_execution: str | None = None) -> list[Recorded]:
+    """Every execution of the run, first to last: each continue-as-new event names the next one.
+    Without `first_execution` (a run the ledger does not know), the latest execution's started event
+    names the chain's first."""
+    try:
+        execution = first_execution or await _first_execution(client, run_id)
+        chain: list[Recorded] = []
+        while execution:
+            history = await client.get_workflow_handle(run_id, run_id=execution).fetch_history()
+            chain.append(Recorded(run_id, len(chain) + 1, history, SOURCE_TEMPORAL))
+            execution = continued_as(history)
+        return chain
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise NoHistory(f"Temporal has no history for {run_id}") from None
+        raise
+
+
+async def _first_execution(client: Client, run_id: str) -> str | None:
+    async for ev in client.get_workflow_handle(run_id).fetch_history_events(page_size=1):
+        return ev.workflow_execution_started_event_attributes.first_execution_run_id or None
+    return None
+
+
+def continued_as(history: WorkflowHistory) -> str | None:
+    """The execution this one continued as, if it ended in continue-as-new."""
+    last = history.events[-1] if history.events else None
+    if last is not None and last.HasField("workflow_execution_continued_as_new_event_attributes"):
+        return last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
+    return None
+
+
+def export(chains: list[Recorded], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for rec in chains:
+        path = directory / f"{rec.name}.json"
+        path.write_text(rec.history.to_json())
+        written.append(path)
+    return written
+
+
+def history_files(source: Path) -> list[Path]:
+    """A file, or every *.json under a directory, in name order (so a chain reads first to last)."""
+    if source.is_file():
+        return [source]
+    return sorted(source.rglob("*.json"))
+
+
+def load(source: Path) -> tuple[list[Recorded], list[Unreadable], list[Path]]:
+    """(histories, files that claim to be histories but do not parse, JSON files that are not histories)."""
+    found: list[Recorded] = []
+    bad: list[Unreadable] = []
+    other: list[Path] = []
+    for path in history_files(source):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            bad.append(Unreadable(path, f"not JSON: {err}"))
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+            other.append(path)  # e.g. a report.json beside the histories
+            continue
+        m = _NAME.fullmatch(path.stem)
+        workflow_id, index = (m["workflow_id"], int(m["index"])) if m else (path.stem, 1)
+        try:
+            history = WorkflowHistory.from_json(workflow_id, data)
+        except Exception as err:  # protobuf's ParseError and friends: the file is named in the failure
+            bad.append(Unreadable(path, f"not a Temporal history: {type(err).__name__}: {err}"))
+            continue
+        problem = replay_problem(history)
+        if problem is not None:
+            bad.append(Unreadable(path, f"not a replayable history: {problem}"))
+            continue
+        found.append(Recorded(workflow_id, index, history, str(path)))
+    return found, bad, other
+
+
+def replay_problem(history: WorkflowHistory) -> str | None:
+    """What makes a parsed history unfit to replay (the SDK's core panics on some of them and never
+    answers), or None."""
+    events = history.events
+    if len(events) < MIN_EVENTS:
+        return f"{len(events)} event(s); a workflow's history starts with {MIN_EVENTS}"
+    if not events[0].HasField("workflow_execution_started_event_attributes"):
+        return "its first event is not WORKFLOW_EXECUTION_STARTED"
+    ids = [e.event_id for e in events]
+    if ids != list(range(1, len(ids) + 1)):
+        return "event ids are not 1, 2, 3, ... in order"
+    return None

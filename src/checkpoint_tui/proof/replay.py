@@ -1,0 +1,226 @@
+"""`checkpoint-tui replay`: recorded histories (every execution of each run's continue-as-new chain)
+replayed against the workflow code of this checkout, the CI gate for workflow changes that would
+break runs in flight. A failure prints the SDK's message and the first diverging event."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHistory
+from temporalio.runtime import Runtime, TelemetryConfig
+from temporalio.worker import Replayer
+
+from checkpoint_tui.app.history import to_history_event
+from checkpoint_tui.engine.workflow import AgentLoop
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.proof.histories import MIN_EVENTS, NoHistory, Recorded, export, fetch_chain, load, replay_problem
+from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.report import Report
+from checkpoint_tui.settings import Settings
+
+# Core's message quoted inside the SDK's "Workflow activation completion failed: Failure { ... }"
+_CORE_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
+_EVENT_ID = re.compile(r"HistoryEvent\(id: (\d+)")
+MESSAGE_LIMIT = 600
+
+
+@dataclass(frozen=True)
+class Divergence:
+    event_id: int
+    event: str  # its type and short attributes, e.g. "ACTIVITY_TASK_SCHEDULED mark_step_running activity_id=1"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str  # the history's name (<run>.<NN>), also its export file's stem
+    execution: str
+    events: int
+    seconds: float
+    error: str | None = None  # the SDK's non-determinism (or other replay failure) message
+    divergence: Divergence | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def observed(self) -> str:
+        head = f"execution {self.execution} · {self.events} events · {self.seconds:.2f}s"
+        if self.ok:
+            return head
+        where = f"{self.divergence.event_id} {self.divergence.event}" if self.divergence else "not located"
+        return f"{head} · {self.error} · first diverging event: {where}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to replay: named runs, every run of the ledger, or history files (no server needed)."""
+
+    run_ids: tuple[str, ...] = ()
+    all_runs: bool = False
+    from_path: Path | None = None
+
+    def check(self) -> None:
+        chosen = sum((bool(self.run_ids), self.all_runs, self.from_path is not None))
+        if chosen != 1:
+            raise UsageError("replay takes RUN_ID ..., --all or --from DIR (exactly one of them)")
+        if self.from_path is not None and not self.from_path.exists():
+            raise UsageError(f"--from {self.from_path}: no such file or directory")
+
+
+class Replay:
+    """One Replayer (its worker thread pool is made once) for a given workflow class: AgentLoop, or a
+    variant a test registers under the same name."""
+
+    def __init__(self, workflow: type = AgentLoop) -> None:
+        self.replayer = Replayer(workflows=[workflow], runtime=_quiet_runtime())
+
+    async def failure(self, history: WorkflowHistory) -> Exception | None:
+        try:
+            result = await self.replayer.replay_workflow(history, raise_on_replay_failure=False)
+        except Exception as err:  # a history the SDK cannot even start replaying
+            return err
+        return result.replay_failure
+
+    async def outcome(self, rec: Recorded) -> Outcome:
+        problem = replay_problem(rec.history)
+        if problem is not None:
+            return Outcome(rec.name, rec.execution, len(rec.history.events), 0.0, f"not replayable: {problem}")
+        started = time.perf_counter()
+        with _quiet_sdk_logs():
+            failure = await self.failure(rec.history)
+            took = time.perf_counter() - started
+            if failure is None:
+                return Outcome(rec.name, rec.execution, len(rec.history.events), took)
+            message = sdk_message(failure)
+            divergence = await self.divergence(rec.history, message)
+        return Outcome(rec.name, rec.execution, len(rec.history.events), took, message, divergence)
+
+    async def divergence(self, history: WorkflowHistory, message: str) -> Divergence | None:
+        """The event the SDK names ("HistoryEvent(id: N, ...)"), else the end of the shortest prefix of
+        the history that fails to replay (a bisection: ~log2(events) replays of ~15 ms)."""
+        events = list(history.events)
+        named = _EVENT_ID.search(message)
+        if named:
+            event_id = int(named[1])
+        else:
+            lo, hi = MIN_EVENTS, len(events)  # events[:hi] fails (the whole history does); shorter cannot replay
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if await self.failure(WorkflowHistory(history.workflow_id, events[:mid])) is not None:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            event_id = events[lo - 1].event_id if events else 0
+        event = next((e for e in events if e.event_id == event_id), None)
+        if event is None:
+            return None
+        shown = to_history_event(event)
+        return Divergence(event_id, f"{shown.name} {shown.attrs}".strip())
+
+
+def sdk_message(err: Exception) -> str:
+    text = str(err)
+    inner = _CORE_MESSAGE.search(text)
+    message = inner[1].replace('\\"', '"') if inner else (text.splitlines()[0] if text else "")
+    return f"{type(err).__name__}: {message}"[:MESSAGE_LIMIT]
+
+
+@cache
+def _quiet_runtime() -> Runtime:
+    """Core logs every failed workflow task as a WARN line; a replay failure is reported by us instead."""
+    return Runtime(telemetry=TelemetryConfig(logging=None))
+
+
+@contextlib.contextmanager
+def _quiet_sdk_logs() -> Iterator[None]:
+    logger = logging.getLogger("temporalio.worker")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)  # "Failed activation on workflow ..." with a traceback, per attempt
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+async def replay_all(recorded: list[Recorded], workflow: type = AgentLoop) -> list[Outcome]:
+    replay = Replay(workflow)
+    return [await replay.outcome(rec) for rec in recorded]
+
+
+async def replay_command(
+    settings: Settings,
+    selection: Selection,
+    export_dir: Path | None = None,
+    junit_path: Path | None = None,
+    workflow: type = AgentLoop,
+) -> int:
+    """Prints PASS/FAIL per history; exit 1 if any failed (or could not be read), else 0."""
+    selection.check()
+    started = time.monotonic()
+    report = Report()
+    if selection.from_path is not None:
+        recorded, bad, other = load(selection.from_path)
+        if not recorded and not bad:
+            raise UsageError(f"--from {selection.from_path}: no history files (JSON with an 'events' list)")
+        for path in other:
+            print(f"skip  {path}: JSON, but not a history")
+        for b in bad:
+            report.check(f"replay {b.path.name}", False, b.reason)
+    else:
+        recorded = await _from_temporal(settings, selection, report)
+    if export_dir is not None:
+        written = export(recorded, export_dir)
+        print(f"exported {len(written)} histories to {export_dir}")
+    for outcome in await replay_all(recorded, workflow):
+        report.check(f"replay {outcome.name}", outcome.ok, outcome.observed, events=outcome.events,
+                     event_id=outcome.divergence.event_id if outcome.divergence else None)  # fmt: skip
+    total, failed = len(report.checks), len(report.failures)
+    if not total:
+        print("nothing to replay: this home's ledger has no runs")
+    elif failed:
+        print(f"REPLAY FAILED — {failed}/{total} histories do not replay on this checkout's workflow code")
+    else:
+        print(f"REPLAY PASS — {total}/{total} histories replay on this checkout's workflow code")
+    if junit_path is not None:
+        write_junit(junit_path, "checkpoint-tui replay", report.checks, time_s=time.monotonic() - started)
+        print(f"wrote {junit_path}")
+    return 1 if failed else 0
+
+
+async def _from_temporal(settings: Settings, selection: Selection, report: Report) -> list[Recorded]:
+    conn = connect(settings.ledger) if settings.ledger_exists else None
+    if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
+        raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")
+    run_ids = list(selection.run_ids) or (queries.run_ids(conn) if conn is not None else [])
+    if not run_ids:
+        return []
+    address, _ = resolve_address(settings)
+    client = await connect_client(settings, address)
+    return await chains(client, run_ids, conn, report, strict=not selection.all_runs)
+
+
+async def chains(client: Client, run_ids: list[str], conn, report: Report | None, strict: bool) -> list[Recorded]:
+    """Every execution of each run. A run Temporal does not know is a failure when it was named
+    (`strict`), else a skip (a ledger can outlive the server's retention)."""
+    recorded: list[Recorded] = []
+    for run_id in run_ids:
+        row = queries.run(conn, run_id) if conn is not None else None
+        try:
+            recorded += await fetch_chain(client, run_id, row.first_execution if row else None)
+        except NoHistory as err:
+            if strict and report is not None:
+                report.check(f"replay {run_id}", False, str(err))
+            else:
+                print(f"skip  {run_id}: {err}")
+    return recorded
