@@ -77,8 +77,8 @@ async def test_kill_from_the_keyboard(home, backend, request):
             )
             kill = conn.execute("SELECT * FROM worker_events WHERE event='kill' AND run_id=?", (run_id,)).fetchone()
             assert kill is not None and kill["pid"] == first_pid
-            ledger = app.query_one("#ledger")
-            assert "duplicates 0" in str(ledger.border_title) and "15 rows" in str(ledger.border_title)
+            ledger_info = app.query_one("#ledger-info").plain
+            assert "duplicates 0" in ledger_info and "15 rows" in ledger_info, ledger_info
             timeline = app.query_one("#timeline")
             killed_step = kill["step"]
             assert killed_step is not None, "the kill landed inside step 3's model call"

@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 from collections import deque
 
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -28,15 +30,23 @@ async def workflow_status(client: Client, run_id: str) -> str | None:
 
 
 class HistoryFollower:
-    """Follows a run's Temporal history with a long poll (wait_new_event), so each event is fetched
-    once; `drain()` hands over what arrived since the last call."""
+    """Follows a run's Temporal history with long polls (wait_new_event), so each event is fetched
+    once; `drain()` hands over what arrived since the last call. Once caught up it waits `pace_s`
+    between polls, so a live run costs at most one request per `pace_s` however fast it writes
+    history (a step writes ~28 events in several batches)."""
 
-    def __init__(self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000) -> None:
+    PAGE = 1000
+
+    def __init__(
+        self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000, pace_s: float = 1.0
+    ) -> None:
         self.client = client
         self.run_id = run_id
         self.execution = first_execution  # the Temporal run being read; None: the latest
         self.segment = 0
         self.last_event_id = 0
+        self.pace_s = pace_s
+        self.requests = 0  # history requests sent (the TUI bench counts them per tick)
         self._buffer: deque[HistoryEvent] = deque(maxlen=keep)  # a viewer shows the newest `keep` at most
         self._task: asyncio.Task | None = None
         self.error: str | None = None
@@ -51,19 +61,36 @@ class HistoryFollower:
     async def _follow(self) -> None:
         """Read each execution of the chain to its end; a continue-as-new event names the next one."""
         while True:
-            handle = self.client.get_workflow_handle(self.run_id, run_id=self.execution)
-            next_execution = None
-            async for ev in handle.fetch_history_events(page_size=1000, wait_new_event=True):
+            next_execution = await self._follow_execution()
+            if next_execution is None:
+                break
+            self.execution, self.segment, self.last_event_id = next_execution, self.segment + 1, 0
+        self.error = None
+
+    async def _follow_execution(self) -> str | None:
+        """One execution, page by page; returns the next execution's id if it continued as new."""
+        execution = WorkflowExecution(workflow_id=self.run_id, run_id=self.execution or "")
+        token, next_execution = b"", None
+        while True:
+            self.requests += 1
+            resp = await self.client.workflow_service.get_workflow_execution_history(
+                GetWorkflowExecutionHistoryRequest(
+                    namespace=self.client.namespace, execution=execution, maximum_page_size=self.PAGE,
+                    next_page_token=token, wait_new_event=True,
+                )
+            )  # fmt: skip
+            for ev in resp.history.events:
                 if ev.event_id <= self.last_event_id:
                     continue
                 self._buffer.append(to_history_event(ev, self.segment))
                 self.last_event_id = ev.event_id
                 if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
                     next_execution = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-            if next_execution is None:
-                break
-            self.execution, self.segment, self.last_event_id = next_execution, self.segment + 1, 0
-        self.error = None
+            token = resp.next_page_token
+            if not token:  # the execution is closed and read to its end
+                return next_execution
+            if len(resp.history.events) < self.PAGE:  # caught up: let events gather before asking again
+                await asyncio.sleep(self.pace_s)
 
     def drain(self) -> list[HistoryEvent]:
         out = list(self._buffer)

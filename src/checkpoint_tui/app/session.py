@@ -22,6 +22,7 @@ from checkpoint_tui.app.comparison import Comparison, read_comparison
 from checkpoint_tui.app.history import HistoryFollower, workflow_status
 from checkpoint_tui.app.runs import cancel_run, start_run
 from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import faults, queries
@@ -29,11 +30,15 @@ from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.devserver import DevServer, stop_devserver
-from checkpoint_tui.ops.supervisor import KillReport, Supervisor
+from checkpoint_tui.ops.state import KillReport
+from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.settings import Settings
 
 SINCE_MARGIN_S = 2.0
+STATUS_EVERY_S = 2.0
+EVENTS_REREAD = 20
+HISTORY_PACE_S = 1.0  # the history pane shows new events at most once a second anyway
 NEXT_RUN = "next"  # faults planned for the next run are stored under this run id until it starts
 T = TypeVar("T")
 
@@ -53,6 +58,12 @@ class LabSession:
         self._last: tuple[str | None, object, Snapshot] | None = None  # (run, data_version, snapshot)
         self._since: float | None = None
         self._final_status: dict[str, str] = {}  # a closed workflow's status never changes: asked once
+        self._status_asked: tuple[float, str | None] | None = None  # (when, what) Temporal last said
+        self._planned: list[str] = []
+        self._last_run_status: str | None = None
+        self._last_event_id = 0  # the newest worker event delivered
+        self._history_requests = 0
+        self.history_pace_s = HISTORY_PACE_S
 
     async def _db(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
@@ -75,18 +86,24 @@ class LabSession:
         reset = self._history is None or self._history.run_id != run_id
         since = None if reset else self._since
         started = time.time()
-        snap, planned, first_execution = await self._db(self._read, run_id, since, reset)
+        stats = TickStats()
+        snap, planned, first_execution, changed = await self._db(self._read, run_id, since, reset, stats)
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
         if reset and self._history is not None:
             await self._history.stop()
             self._history = None
         if run_id is not None and self.client is not None:
-            snap.workflow_status = await self._workflow_status(run_id)
+            ended = snap.run_status != self._last_run_status  # e.g. finish_run wrote completed / failed
+            self._last_run_status = snap.run_status
+            snap.workflow_status = await self._workflow_status(run_id, ended or reset, stats)
             if self._history is None:
-                self._history = HistoryFollower(self.client, run_id, first_execution)
+                self._history = HistoryFollower(self.client, run_id, first_execution, pace_s=self.history_pace_s)
+                self._history_requests = 0
             self._history.ensure_following()
             history = self._history.drain()
+            stats.temporal += self._history.requests - self._history_requests
+            self._history_requests = self._history.requests
         status = self.supervisor.status if self.supervisor else None
         return View(
             snapshot=snap, history=history, run_changed=reset, address=self.address,
@@ -95,33 +112,45 @@ class LabSession:
             worker_pid=status.primary_pid if status else None, spare_pid=status.spare_pid if status else None,
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
-            owns_home=bool(status and status.owns_home), planned_faults=planned,
+            owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
         )  # fmt: skip
 
-    def _read(self, run_id: str | None, since: float | None, reset: bool) -> tuple[Snapshot, list[str], str | None]:
-        """Everything a poll reads from the ledger, on the ledger thread."""
-        conn = connect(self.settings.ledger)
+    def _read(
+        self, run_id: str | None, since: float | None, reset: bool, stats: TickStats
+    ) -> tuple[Snapshot, list[str], str | None, bool]:
+        """Everything a poll reads from the ledger, on the ledger thread. Unless something was
+        committed since the last poll (data_version), one statement: the same figures, no rows."""
+        conn = CountingLedger(connect(self.settings.ledger), stats)
         version = conn.data_version()
         last = self._last
         if since is not None and last is not None and last[0] == run_id and last[1] == version:
-            # Nothing was committed since the last poll: same figures, no changed rows.
-            snap = replace(last[2], steps=[], effects=[], partial=True)
-        else:
-            snap = build_snapshot(conn, self.settings, run_id, since=since)
-            self._last = (run_id, version, snap)
-        planned = [f.describe() for f in faults.pending(conn, [NEXT_RUN, run_id or ""])]
+            return replace(last[2], steps=[], effects=[], worker_events=[], partial=True), self._planned, None, False
+        # new events, and the last few again: a kill's event gets its measured latency written later
+        events_after = None if reset else max(0, self._last_event_id - EVENTS_REREAD)
+        snap = build_snapshot(conn, self.settings, run_id, since=since, events_after=events_after)
+        if snap.worker_events:
+            self._last_event_id = snap.worker_events[-1].id
+        self._last = (run_id, version, snap)
+        self._planned = [f.describe() for f in faults.pending(conn, [NEXT_RUN, run_id or ""])]
         first = None
         if reset and run_id is not None:
             row = queries.run(conn, run_id)
             first = row.first_execution if row else None
-        return snap, planned, first
+        return snap, self._planned, first, True
 
-    async def _workflow_status(self, run_id: str) -> str | None:
+    async def _workflow_status(self, run_id: str, changed: bool, stats: TickStats) -> str | None:
+        """Temporal's status, asked when the ledger's run status moved, else every STATUS_EVERY_S (a
+        terminate from outside writes nothing to the ledger); a closed workflow's status is final."""
         cached = self._final_status.get(run_id)
         if cached:
             return cached
+        now = time.monotonic()
+        if not changed and self._status_asked is not None and now - self._status_asked[0] < STATUS_EVERY_S:
+            return self._status_asked[1]
         assert self.client is not None
+        stats.temporal += 1
         status = await workflow_status(self.client, run_id)
+        self._status_asked = (now, status)
         if status not in (None, "RUNNING"):
             self._final_status[run_id] = status
         return status

@@ -22,11 +22,15 @@ def build_snapshot(
     workflow_status: str | None = None,
     with_events: int = 50,
     since: float | None = None,
+    events_after: int | None = None,
 ) -> Snapshot:
-    """All figures are computed over the whole run. With `since`, the row lists (steps, effects) hold
-    only rows written at or after it, for a poller that updates tables by key."""
+    """All figures are computed over the whole run. With `since` (a poller that updates tables by key),
+    the row lists hold only rows written since, worker events only those after `events_after`, the
+    figures come from counts (no list of every step) and the files' counts from what was appended:
+    work per refresh that does not grow with the run. Without it, everything is read and counted
+    from scratch (status, verify, chaos)."""
     if run_id is None:
-        return Snapshot(run_id=None, worker_events=queries.worker_events(conn, None, with_events))
+        return Snapshot(run_id=None, worker_events=queries.worker_events(conn, None, with_events, after=events_after))
     run = queries.run(conn, run_id)
     if run is None:
         raise UnknownRun(f"no run {run_id!r} in {settings.ledger_label}")
@@ -35,9 +39,13 @@ def build_snapshot(
         run_error=run.error, workflow_status=workflow_status, partial=since is not None,
     )  # fmt: skip
     snap.steps = queries.steps(conn, run_id, since)
-    done = set(queries.completed_steps(conn, run_id))
-    snap.completed_steps = len(done)
-    snap.missing_steps = [i for i in range(1, snap.total_steps + 1) if i not in done]
+    exact = since is None
+    if exact:
+        done = set(queries.completed_steps(conn, run_id))
+        snap.completed_steps = len(done)
+        snap.missing_steps = [i for i in range(1, snap.total_steps + 1) if i not in done]
+    else:
+        snap.completed_steps = queries.count_completed(conn, run_id)
     snap.guardrail_step = queries.guardrail_step(conn, run_id)
     totals = queries.effect_totals(conn, run_id)
     snap.ledger_rows, snap.duplicates, snap.unstamped = totals.rows, totals.duplicates, totals.unstamped
@@ -45,11 +53,14 @@ def build_snapshot(
     snap.effects = queries.effects(conn, run_id, since)
     notes = queries.note_totals(conn, run_id)
     snap.notes_rows, snap.notes_duplicates = notes.rows, notes.duplicates
-    snap.outbox_lines, snap.outbox_duplicates = outbox_counts(outbox_path(settings.artifacts_dir, run_id))
-    snap.artifact_files = count_step_files(settings.artifacts_dir / run_id)
-    workers = queries.step_workers(conn, run_id)
-    snap.worker_pids = list(dict.fromkeys(pid for _, pid in workers))
-    snap.workers = [worker_label(pid, host) for host, pid in workers]
-    snap.resumed_steps = queries.resumed_steps(conn, run_id)
-    snap.worker_events = queries.worker_events(conn, run_id, with_events)
+    snap.outbox_lines, snap.outbox_duplicates = outbox_counts(outbox_path(settings.artifacts_dir, run_id), exact)
+    snap.artifact_files = count_step_files(settings.artifacts_dir / run_id, exact)
+    if exact:  # who worked on the run: for status and the proofs (the panes show pids per row)
+        workers = queries.step_workers(conn, run_id)
+        snap.worker_pids = list(dict.fromkeys(pid for _, pid in workers))
+        snap.workers = [worker_label(pid, host) for host, pid in workers]
+    first_changed = min((s.step for s in snap.steps), default=None)
+    if exact or first_changed is not None:  # the resumed marks of the changed steps (and what follows)
+        snap.resumed_steps = queries.resumed_steps(conn, run_id, None if exact else first_changed)
+    snap.worker_events = queries.worker_events(conn, run_id, with_events, after=events_after)
     return snap

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checkpoint_tui.app.tick_stats import TickStats
 from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
 
@@ -92,3 +93,4 @@ class View:
     ledger: str | None = None  # a shared ledger's label; None: this home's SQLite file
     owns_home: bool = False  # this app's supervisor holds the home's lock (else it only observes)
     planned_faults: list[str] = field(default_factory=list)
+    stats: TickStats = field(default_factory=TickStats)  # what building this View cost

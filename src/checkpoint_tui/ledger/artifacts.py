@@ -118,38 +118,53 @@ def email_sent(path: Path, effect_id: str) -> bool:
     return outbox_ids(path)[effect_id] > 0
 
 
-# Process-wide caches keyed by path and the file's (size, mtime): the TUI polls these twice a second
-# and a finished run's files never change. They hold derived counts, never evidence of their own.
-_outbox_counts: dict[Path, tuple[tuple[int, int], tuple[int, int]]] = {}
-_dir_counts: dict[Path, tuple[int, int]] = {}
+# Process-wide caches for the app's refreshes (twice a second): derived counts kept per file or folder,
+# brought up to date from what was appended since. Full snapshots (status, verify, chaos, the audit)
+# pass exact=True and count from scratch, so no proof rests on a cache.
+_outbox_counts: dict[Path, tuple[tuple[int, int], int, Counter[str]]] = {}  # (inode, dev), offset, ids
+_dir_counts: dict[Path, tuple[int, int, int]] = {}  # folder -> (mtime, count, next step to look for)
 
 
-def outbox_counts(path: Path) -> tuple[int, int]:
-    """(lines, lines beyond the first per effect id). Re-read only when the file changed."""
+def outbox_counts(path: Path, exact: bool = False) -> tuple[int, int]:
+    """(lines, lines beyond the first per effect id). The outbox only grows: read only what was
+    appended since the last call (whole again if the file was replaced or shrank)."""
     try:
         st = path.stat()
     except FileNotFoundError:
         return 0, 0
-    key = (st.st_size, st.st_mtime_ns)
+    ident = (st.st_ino, st.st_dev)
     cached = _outbox_counts.get(path)
-    if cached and cached[0] == key:
-        return cached[1]
-    ids = outbox_ids(path)
+    if exact or cached is None or cached[0] != ident or st.st_size < cached[1]:
+        cached = (ident, 0, Counter())
+    _, offset, ids = cached
+    if st.st_size > offset:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            chunk = fh.read(st.st_size - offset)
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is counted next time
+        ids.update(outbox_line_id(line) for line in complete.decode("utf-8", "replace").splitlines() if line)
+        offset += len(complete)
+    _outbox_counts[path] = (ident, offset, ids)
     lines = sum(ids.values())
-    counts = (lines, lines - len(ids))
-    _outbox_counts[path] = (key, counts)
-    return counts
+    return lines, lines - len(ids)
 
 
-def count_step_files(run_dir: Path) -> int:
-    """Count step files; re-listed only when the directory changed (its mtime moves on every add/replace)."""
+def count_step_files(run_dir: Path, exact: bool = False) -> int:
+    """Count step files. Exact: list the folder. Otherwise, when the folder changed, look only for the
+    step files after the last one counted (steps are written in order)."""
     try:
         mtime = run_dir.stat().st_mtime_ns
     except FileNotFoundError:
         return 0
     cached = _dir_counts.get(run_dir)
-    if cached and cached[0] == mtime:
+    if cached and cached[0] == mtime and not exact:
         return cached[1]
-    count = sum(1 for p in run_dir.iterdir() if p.name.startswith("step-") and p.name.endswith(".md"))
-    _dir_counts[run_dir] = (mtime, count)
+    if exact or cached is None:
+        steps = [p.name for p in run_dir.iterdir() if p.name.startswith("step-") and p.name.endswith(".md")]
+        count, nxt = len(steps), max((int(n[5:-3]) for n in steps if n[5:-3].isdigit()), default=0) + 1
+    else:
+        count, nxt = cached[1], cached[2]
+        while (run_dir / f"step-{nxt:03d}.md").exists():
+            count, nxt = count + 1, nxt + 1
+    _dir_counts[run_dir] = (mtime, count, nxt)
     return count

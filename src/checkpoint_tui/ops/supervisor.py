@@ -18,7 +18,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 from temporalio.client import Client
 
@@ -27,42 +27,21 @@ from checkpoint_tui.ledger import faults, queries
 from checkpoint_tui.ledger.latency import in_flight, in_flight_step
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver, worker_proc
+from checkpoint_tui.ops.exit_watch import ExitWatch
 from checkpoint_tui.ops.failover import assist, record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
 from checkpoint_tui.ops.procs import open_lock, send_signal_if_ours
-from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import HOST, Settings
 from checkpoint_tui.waiting import wait_until
 
 log = logging.getLogger(__name__)
-TICK_S = 0.05
+TICK_S = 0.25  # housekeeping: the dev server, the spare (deaths wake the loop through pidfds)
+FAST_TICK_S = 0.05  # while a kill_at fault is armed
+DEVSERVER_EVERY_S = 5.0  # a look at the dev server's record besides its pidfd (a record rewritten by hand)
 KILL_WAIT_S = 5.0
-DEVSERVER_EVERY_TICKS = 5
 STOP_WAIT_S = 10.0
-
-
-@dataclass
-class KillReport:
-    pid: int
-    signal: str | None  # observed for our own child; for an adopted worker, the signal we sent
-    exit_code: int | None  # a SIGKILL leaves none: never invented
-    confirmed: bool  # the pid is gone from the process table
-    run_id: str | None
-    step: int | None
-    at: float
-    observed: bool  # True if `signal` was read from waitpid, False if it is only what we sent
-
-
-@dataclass(frozen=True)
-class SupervisorStatus:
-    """What a display needs, published by the supervisor's thread after every change."""
-
-    state: SupervisorState = SupervisorState.STARTING
-    primary_pid: int | None = None
-    spare_pid: int | None = None
-    pool_pids: list[int] = field(default_factory=list)
-    owns_home: bool = False
 
 
 class Supervisor:
@@ -94,7 +73,11 @@ class Supervisor:
         self._thread = LoopThread(name="supervisor")
         self._stop: asyncio.Event | None = None
         self._client: Client | None = None
-        self._ticks = 0
+        self._wake = asyncio.Event()
+        self._armed = False  # a kill_at fault is armed: tick fast
+        self._exits = ExitWatch(self._wake)
+        self._devserver_pid: int | None = None
+        self._devserver_checked = 0.0
 
     # --- ownership -------------------------------------------------------------------------------
 
@@ -207,6 +190,11 @@ class Supervisor:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, 5.0)
 
+    def _request_stop(self) -> None:
+        assert self._stop is not None
+        self._stop.set()
+        self._wake.set()
+
     async def _connect(self) -> Client | None:
         try:
             return await Client.connect(
@@ -226,9 +214,9 @@ class Supervisor:
         """Stop watching. With stop_workers, also SIGTERM the pool and the spare (by identity)."""
         if self._stop is not None:
             if self._thread.alive:
-                self._thread.call_soon(self._stop.set)
+                self._thread.call_soon(self._request_stop)
             else:  # run() was awaited on the caller's own loop
-                self._stop.set()
+                self._request_stop()
         if not await self._thread.join(STOP_WAIT_S):
             log.warning("supervisor thread did not stop within %.0f s", STOP_WAIT_S)
         if stop_workers:
@@ -242,21 +230,34 @@ class Supervisor:
         self._publish()
 
     async def run(self) -> None:
-        """Watch until stopped: notice deaths within a tick; fire armed kill_at faults."""
+        """Watch until stopped. A worker's death wakes the loop at once (its pidfd turns readable), so
+        the loop itself ticks only for housekeeping (4 Hz), or at 20 Hz while a kill_at fault is armed
+        (the kill must land inside a model call of a few hundred ms)."""
         if self._stop is None:
             self._stop = asyncio.Event()
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception:  # a supervisor that crashes helps nobody; report and go on
-                log.exception("supervisor tick failed")
-            self._publish()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), TICK_S)
+        self._wake = asyncio.Event()
+        exits = self._exits = ExitWatch(self._wake)
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    await self.tick()
+                except Exception:  # a supervisor that crashes helps nobody; report and go on
+                    log.exception("supervisor tick failed")
+                self._publish()
+                pids = [w.pid for w in [*self.pool_workers(), self.spare] if w is not None]
+                exits.watch([*pids, *([self._devserver_pid] if self._devserver_pid else [])])
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), FAST_TICK_S if self._armed else TICK_S)
+        finally:
+            exits.close()
 
     async def tick(self) -> None:
-        self._ticks += 1
-        if self.settings.embedded and self.owns_home and self._ticks % DEVSERVER_EVERY_TICKS == 0:
+        now = time.monotonic()
+        died = self._devserver_pid is not None and self._devserver_pid in self._exits.exited
+        if self.settings.embedded and self.owns_home and (died or now - self._devserver_checked >= DEVSERVER_EVERY_S):
+            self._devserver_checked = now
+            self._exits.exited.discard(self._devserver_pid or 0)
             await self._watch_devserver()
         for worker in self.pool_workers():
             if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
@@ -314,7 +315,9 @@ class Supervisor:
 
     async def _fire_kill_faults(self) -> bool:
         conn = connect(self.settings.ledger)
-        for run_id, step in faults.armed_kill_steps(conn):
+        armed = faults.armed_kill_steps(conn)
+        self._armed = bool(armed)
+        for run_id, step in armed:
             for worker in self.pool_workers():
                 # the step's model call is in flight on one of our workers, so the kill lands inside it
                 if (
@@ -332,6 +335,7 @@ class Supervisor:
         """The home's dev server is ours: if it died, start it again on the same ports and database.
         Workers and clients reconnect by themselves; the run continues from persisted history."""
         ident, rec = devserver.recorded(self.settings)
+        self._devserver_pid = ident.pid if ident is not None else None  # its exit wakes the loop
         if ident is not None or rec is None:
             return
         died_at = time.time()
@@ -346,6 +350,7 @@ class Supervisor:
             record_worker_event(conn, "temporal-restart-failed", None, None, detail=str(err))
             return
         self.temporal_restarts += 1
+        self._devserver_pid = server.pid
         record_worker_event(
             conn, "temporal-restart", server.pid, None,
             detail=f"{server.address} back after {time.time() - died_at:.2f} s",

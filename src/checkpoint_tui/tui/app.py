@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +31,7 @@ from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
+from checkpoint_tui.tui.tick_report import StatsFile, TickReport
 
 POLL_INTERVAL_S = 0.5
 
@@ -49,6 +51,16 @@ class Session(Protocol):
     async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None: ...
     async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict: ...
     async def shutdown(self, stop_everything: bool = False) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Panes:
+    status: StatusBar
+    banner: Static
+    timeline: TimelinePane
+    ledger: LedgerPane
+    history: HistoryPane
+    workers: WorkerEventsPane
 
 
 class ViewReady(Message):
@@ -79,13 +91,14 @@ class CheckpointApp(App[int]):
         self,
         session: Session,
         poll_interval: float = POLL_INTERVAL_S,
-        tick_observer: Callable[[float, float], None] | None = None,
+        tick_observer: Callable[[TickReport], None] | None = None,
     ) -> None:
         super().__init__()
         self.session = session
         self.poll_interval = poll_interval
-        self.tick_observer = tick_observer  # (poll seconds, apply seconds) per tick, for bench/tui_tick.py
+        self.tick_observer = tick_observer  # one TickReport per refresh (bench/tui_tick.py, --stats)
         self._stop_everything = False
+        self._panes: _Panes | None = None
         self._booted = asyncio.Event()
 
     def compose(self) -> ComposeResult:
@@ -93,14 +106,19 @@ class CheckpointApp(App[int]):
         yield Static("", id="banner")
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield TimelinePane()
-                yield WorkerEventsPane()
+                yield _boxed(TimelinePane(), "timeline-box")
+                yield _boxed(WorkerEventsPane(), "workers-box")
             with Vertical(id="right"):
-                yield LedgerPane()
-                yield HistoryPane()
+                yield _boxed(LedgerPane(), "ledger-box")
+                yield _boxed(HistoryPane(), "history-box")
         yield Footer()
 
     def on_mount(self) -> None:
+        # Found once: a query walks the DOM, and the refresh handler runs twice a second.
+        self._panes = _Panes(
+            self.query_one(StatusBar), self.query_one("#banner", Static), self.query_one(TimelinePane),
+            self.query_one(LedgerPane), self.query_one(HistoryPane), self.query_one(WorkerEventsPane),
+        )  # fmt: skip
         self.query_one(TimelinePane).focus()
         self.boot_and_poll()
 
@@ -134,23 +152,25 @@ class CheckpointApp(App[int]):
     def apply_view(self, message: ViewReady) -> None:
         started = time.perf_counter()
         view = message.view
-        if not self.query(StatusBar):  # a View that arrives while the app is shutting down
+        panes = self._panes
+        if panes is None or not panes.status.is_attached:  # a View that arrives while the app shuts down
             return
         with self.batch_update():
             if view.run_changed:
-                for pane in (TimelinePane, LedgerPane, HistoryPane):
-                    self.query_one(pane).reset()
-            self.query_one(StatusBar).show(view)
-            self.query_one(TimelinePane).apply(view.snapshot)
-            self.query_one(LedgerPane).apply(view.snapshot)
-            self.query_one(HistoryPane).apply(view.history)
-            self.query_one(WorkerEventsPane).apply(view.snapshot.worker_events)
+                for pane in (panes.timeline, panes.ledger, panes.history):
+                    pane.reset()
+            panes.status.show(view)
+            panes.timeline.apply(view.snapshot)
+            panes.ledger.apply(view.snapshot)
+            panes.history.apply(view.history)
+            panes.workers.apply(view.snapshot.worker_events)
             self._banner(view)
         if self.tick_observer is not None:
-            self.tick_observer(message.poll_s, time.perf_counter() - started)
+            self.tick_observer(TickReport.of(message.poll_s, time.perf_counter() - started, view.stats))
 
     def _banner(self, view: View) -> None:
-        banner = self.query_one("#banner", Static)
+        assert self._panes is not None
+        banner = self._panes.banner
         bad = view.snapshot.guardrail_step
         if bad is None:
             banner.set_class(False, "shown")
@@ -276,9 +296,17 @@ class CheckpointApp(App[int]):
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
 
 
-def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S) -> int:
+def _boxed(pane, box_id: str) -> Vertical:
+    """A pane in a bordered box with a fixed title; its counts line (if any) sits inside, on top."""
+    box = Vertical(*([pane.info] if pane.info is not None else []), pane, id=box_id, classes="pane-box")
+    box.border_title = pane.TITLE
+    return box
+
+
+def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None) -> int:
     from checkpoint_tui.app.session import LabSession
 
-    app = CheckpointApp(LabSession(settings), poll_interval=refresh)
+    observer = StatsFile(stats_path) if stats_path else None
+    app = CheckpointApp(LabSession(settings), poll_interval=refresh, tick_observer=observer)
     result = app.run()
     return int(result or 0)

@@ -12,26 +12,38 @@ from rich.text import Text
 
 from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
+from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
+FLUSH_EVERY_S = 1.0
 
 
 class HistoryPane(KeyedTable):
+    TITLE = "temporal history"
     DEFAULT_CSS = """
     HistoryPane { height: 1fr; }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, flush_every_s: float = FLUSH_EVERY_S) -> None:
         super().__init__(
             [("event", "")], header=False, pad=0, max_rows=MAX_ROWS, cursor=False, zebra=False, id="history"
         )
-        self.border_title = "temporal history"
+        self.info = PaneInfo(id="history-info")
         self.seen = 0  # events delivered for the viewed run
         self.names: list[str] = []  # event type names of the shown lines (tests and search)
+        self.flush_every_s = flush_every_s
+        self._pending: list[HistoryEvent] = []
+        self._flushed = 0.0
 
     def apply(self, events: list[HistoryEvent]) -> None:
-        if not events:
+        """Events arrive every refresh; they are shown at most once a `flush_every_s` (a live run writes
+        dozens a second, and each batch scrolls the pane)."""
+        self._pending.extend(events)
+        now = time.monotonic()
+        if not self._pending or now - self._flushed < self.flush_every_s:
             return
+        self._flushed = now
+        events, self._pending = self._pending, []
         self.seen += len(events)
         new = events[-MAX_ROWS:]
         self.sync(((f"{ev.segment}/{ev.event_id}", (_line(ev),)) for ev in new), follow=True)
@@ -40,14 +52,14 @@ class HistoryPane(KeyedTable):
         shown = self.row_count
         total = f"last {shown} of {self.seen}" if shown < self.seen else str(self.seen)
         segments = f" · {events[-1].segment + 1} executions (continue-as-new)" if events[-1].segment else ""
-        title = f"temporal history · {total} events{segments}"
-        if self.border_title != title:
-            self.border_title = title
+        self.info.show(f"{total} events{segments}")
 
     def reset(self) -> None:
         """A different run: forget the lines and the count."""
         super().reset()
         self.names.clear()
+        self._pending.clear()
+        self._flushed = 0.0
         self.seen = 0
 
 

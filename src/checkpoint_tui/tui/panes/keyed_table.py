@@ -95,7 +95,11 @@ class KeyedTable(ScrollView, can_focus=True):
         return self._cells[self._index[row_key]][self._column_index[column_key]]
 
     def sync(self, rows: Iterable[tuple[str, tuple[Cell, ...]]], follow: bool = False) -> None:
-        """Apply rows (key, cells): new keys are appended, changed rows re-rendered, the rest untouched."""
+        """Apply rows (key, cells): new keys are appended, changed rows re-rendered, the rest untouched.
+        With `follow`, the cursor follows new rows while it is on the last one (a user who moved it up
+        is left where they are), and the view jumps half a page when the new row falls below it: a
+        scroll repaints the whole pane, so it happens once every half page rather than on every row."""
+        at_end = self.cursor_row in (-1, self.row_count - 1)
         changed: list[int] = []
         added = False
         for key, cells in rows:
@@ -120,8 +124,8 @@ class KeyedTable(ScrollView, can_focus=True):
                 self._trim()
                 changed = []
             self._resize()
-            if follow:
-                self._move_cursor(self.row_count - 1)
+            if follow and at_end:
+                self._move_cursor(self.row_count - 1, jump=True)
         for i in changed:
             self.refresh_line(i + self._top)
         if not changed and added:
@@ -144,13 +148,6 @@ class KeyedTable(ScrollView, can_focus=True):
         self.cursor_row = -1
         self._resize()
         self.refresh()
-
-    def set_titles(self, title: str, subtitle: str | None = None) -> None:
-        """Set border titles only when they change (each set costs a refresh)."""
-        if self.border_title != title:
-            self.border_title = title
-        if subtitle is not None and self.border_subtitle != subtitle:
-            self.border_subtitle = subtitle
 
     def _grow_widths(self, cells: tuple[Cell, ...]) -> None:
         grew = False
@@ -192,21 +189,22 @@ class KeyedTable(ScrollView, can_focus=True):
         elif self.row_count:
             self._move_cursor(row % self.row_count)
 
-    def _move_cursor(self, row: int) -> None:
+    def _move_cursor(self, row: int, jump: bool = False) -> None:
         old, self.cursor_row = self.cursor_row, row
         for i in (old, row):
-            if i >= 0:
+            if i >= 0 and self._show_cursor:
                 self.refresh_line(i + self._top)
-        self._scroll_to_cursor()  # the virtual size is already set (quietly, in _resize)
+        self._scroll_to_cursor(jump)  # the virtual size is already set (quietly, in _resize)
 
-    def _scroll_to_cursor(self) -> None:
-        """Keep the cursor row in view below the header."""
+    def _scroll_to_cursor(self, jump: bool = False) -> None:
+        """Keep the cursor row in view below the header; a `jump` past the bottom leaves it mid-pane."""
         row, top = self.cursor_row, self.scroll_offset.y
         visible = max(1, self.scrollable_content_region.height - self._top)
         if row < top:
             self.scroll_to(y=row, animate=False, immediate=True)
         elif row >= top + visible:
-            self.scroll_to(y=row - visible + 1, animate=False, immediate=True)
+            below = visible // 2 if jump else visible - 1  # rows left visible above the cursor
+            self.scroll_to(y=row - below, animate=False, immediate=True)
 
     # --- rendering ----------------------------------------------------------------------------------
 
@@ -224,7 +222,15 @@ class KeyedTable(ScrollView, can_focus=True):
         strip = Strip(segments, sum(w + 2 * self._pad for w in self._widths))
         return strip.apply_style(style) if style else strip
 
+    lines_painted = 0  # every table's render_line calls (lines the compositor found dirty), for the bench
+
+    @classmethod
+    def take_lines_painted(cls) -> int:
+        n, KeyedTable.lines_painted = KeyedTable.lines_painted, 0
+        return n
+
     def render_line(self, y: int) -> Strip:
+        KeyedTable.lines_painted += 1
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         base = self.rich_style

@@ -9,6 +9,7 @@ from rich.text import Text
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.ledger.rows import EffectRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
+from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
 COLUMNS = [
     ("id", "effect id"), ("step", "step"), ("kind", "kind"), ("attempt", "att"), ("outcome", "claims"),
@@ -18,21 +19,33 @@ OUTCOME_STYLE = {"applied": "green", "skipped": "cyan", "recovered": "bold yello
 
 
 class LedgerPane(KeyedTable):
+    TITLE = "ledger"
+
     def __init__(self) -> None:
         super().__init__(COLUMNS, id="ledger")
-        self.border_title = "ledger"
+        self.info = PaneInfo(id="ledger-info", lines=2)
 
     def apply(self, snap: Snapshot) -> None:
         self.sync((e.id, _cells(e)) for e in snap.effects)
-        c = snap.outcome_counts
-        self.set_titles(
-            f"ledger · {snap.ledger_rows} rows · duplicates {snap.duplicates}",
-            f"applied {c.get('applied', 0)} · skipped {c.get('skipped', 0)} · recovered {c.get('recovered', 0)}"
-            f" · interrupted {c.get('interrupted', 0)}"
-            f" · outbox {snap.outbox_lines} (repeated {snap.outbox_duplicates})",
-        )
-        self.set_class(snap.duplicates != 0 or snap.outbox_duplicates != 0, "dup-bad")
-        self.set_class(snap.duplicates == 0 and snap.outbox_duplicates == 0, "dup-ok")
+        self.info.show(info_text(snap))
+        bad = snap.duplicates != 0 or snap.outbox_duplicates != 0
+        if self.parent is not None:
+            self.parent.set_class(bad, "dup-bad")
+            self.parent.set_class(not bad, "dup-ok")
+
+
+def info_text(snap: Snapshot) -> Text:
+    """`N rows · duplicates D` (D = COUNT(*) - COUNT(DISTINCT id), by SQL), the outbox, the claims."""
+    c = snap.outcome_counts
+    bad = snap.duplicates != 0 or snap.outbox_duplicates != 0
+    t = Text(f"{snap.ledger_rows} rows · ")
+    t.append(f"duplicates {snap.duplicates}", style="bold red" if bad else "bold green")
+    t.append(f" · outbox {snap.outbox_lines} lines (repeated {snap.outbox_duplicates})\n")
+    t.append(
+        f"claims: applied {c.get('applied', 0)} · skipped {c.get('skipped', 0)} · recovered "
+        f"{c.get('recovered', 0)} · interrupted {c.get('interrupted', 0)}"
+    )
+    return t
 
 
 def _clock(ts: float | None) -> str:

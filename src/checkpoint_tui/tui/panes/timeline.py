@@ -7,6 +7,7 @@ from rich.text import Text
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
+from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
 COLUMNS = [
     ("step", "step"), ("status", "status"), ("attempt", "att"), ("provider", "provider"), ("tokens", "tokens"),
@@ -16,15 +17,16 @@ STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
 
 
 class TimelinePane(KeyedTable):
+    TITLE = "timeline"
+
     def __init__(self) -> None:
         super().__init__(COLUMNS, id="timeline")
-        self.border_title = "timeline"
+        self.info = PaneInfo(id="timeline-info")
 
     def apply(self, snap: Snapshot) -> None:
         resumed = set(snap.resumed_steps)
         self.sync(((str(s.step), _cells(s, s.step in resumed)) for s in snap.steps), follow=True)
-        done = snap.completed_steps
-        self.set_titles(f"timeline · {done}/{snap.total_steps} steps" if snap.run_id else "timeline")
+        self.info.show(f"{snap.completed_steps}/{snap.total_steps} steps completed" if snap.run_id else "no run")
 
 
 def _cells(s: StepRow, resumed: bool) -> tuple:

@@ -15,9 +15,11 @@ STYLE = {"kill": "bold red", "died": "bold red", "promote": "green", "respawn": 
 
 
 class WorkerEventsPane(KeyedTable):
+    TITLE = "worker events"
+
     def __init__(self) -> None:
         super().__init__(COLUMNS, id="workers")
-        self.border_title = "worker events"
+        self.info = None  # events need no counts line
 
     def apply(self, events: list[WorkerEvent]) -> None:
         self.sync(((str(e.id), _cells(e)) for e in events), follow=True)

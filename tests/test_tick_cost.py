@@ -1,0 +1,88 @@
+"""The app's refresh costs the same late in a long run as early: per-poll ledger statements and rows
+do not grow with the run's length, and Temporal requests stay bounded while a run is live."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.app.tick_stats import TickStats
+from checkpoint_tui.ledger.backend import open_ledger
+from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once
+from checkpoint_tui.ledger.store import close_all, connect, create_run, touch_step
+from checkpoint_tui.settings import Settings
+
+
+def seed(settings: Settings, run_id: str, steps: int) -> None:
+    """A run of `steps` completed steps, each with its three claimed and stamped effects."""
+    conn = connect(settings.ledger)
+    create_run(conn, run_id, steps + 10, 0.0, "offline", settings.task_queue)
+    for step in range(1, steps + 1):
+        add_step(conn, run_id, step)
+
+
+def add_step(conn, run_id: str, step: int) -> None:
+    touch_step(conn, run_id, step, "mark_step_completed", 1, 4242, "completed", ended_at=time.time())
+    for kind in KINDS:
+        apply_effect_once(conn, EffectSpec(run_id, step, kind, "x", 1, 4242, run_id), lambda spec, rec: None)
+
+
+def live_poll_cost(settings: Settings, run_id: str, steps: int) -> TickStats:
+    """A full first poll, then one step more, then the poll a live app makes: what did it cost?"""
+    session = LabSession(settings)
+    session._read(run_id, None, True, TickStats())
+    time.sleep(0.05)  # the seeded rows are all older than `since`
+    since = time.time()
+    writer = open_ledger(settings.ledger)  # another connection, as a worker's is (data_version moves)
+    add_step(writer, run_id, steps + 1)
+    writer.close()
+    stats = TickStats()
+    snap, *_ = session._read(run_id, since, False, stats)
+    assert [s.step for s in snap.steps] == [steps + 1] and snap.completed_steps == steps + 1
+    return stats
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_per_poll_ledger_work_does_not_grow_with_the_run(tmp_path, backend, request):
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    costs = {}
+    for steps in (20, 2000):
+        settings = Settings(home=tmp_path / f"h{steps}", ledger_url=url)
+        settings.ensure_dirs()
+        run_id = f"run-20260101-000000-{steps:04x}"
+        seed(settings, run_id, steps)
+        costs[steps] = live_poll_cost(settings, run_id, steps)
+        close_all()
+    assert costs[20].sql == costs[2000].sql, costs
+    assert costs[20].rows == costs[2000].rows, costs  # no list of every step, no whole-table read
+
+
+async def test_temporal_requests_per_poll_stay_bounded_while_live(home: Settings):
+    """A live run: the history follower waits between long polls and the status is asked at most every
+    2 s, so polls at the start and near the end of the run cost alike (<= 2 requests per 0.5 s poll)."""
+    session = LabSession(home)
+    try:
+        await session.boot()
+        run_id = await session.new_run(40, 0.1)
+        per_poll: dict[str, list[int]] = {"early": [], "late": []}
+        conn = connect(home.ledger)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            view = await session.poll()
+            done = view.snapshot.completed_steps
+            if 3 <= done <= 12:
+                per_poll["early"].append(view.stats.temporal)
+            elif 28 <= done <= 37:
+                per_poll["late"].append(view.stats.temporal)
+            if done >= 38:
+                break
+            await asyncio.sleep(0.5)
+        assert len(per_poll["early"]) >= 4 and len(per_poll["late"]) >= 4, per_poll
+        for phase in per_poll.values():
+            assert max(phase) <= 2 and sum(phase) / len(phase) <= 1.5, per_poll
+        assert conn is not None and run_id
+    finally:
+        await session.shutdown(stop_everything=True)
