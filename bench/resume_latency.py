@@ -5,19 +5,23 @@
   tuned      our timeouts (heartbeat 2 s, retry 100 ms, sticky 1 s, short task timeout), no assistance
   assisted   tuned + the supervisor fails the dead worker's activities by id and resets the sticky queue
   spare      assisted + a warm spare promoted instead of a cold start
+  stop       spare, but the worker is SIGSTOPped instead of killed: the supervisor's watchdog must
+             notice the hang (stopped >= 1 s), SIGKILL it and promote the spare; not in the default
+             --modes (figures: stop -> watchdog kill, stop -> next activity)
 
     .venv/bin/python bench/resume_latency.py [--steps 24] [--kills 10] [--pace 0.3] [--temporal-address H:P]
 
-Kills are `kill_at` faults: the supervisor SIGKILLs the worker while that step's model call is in
-flight. Latencies come from durable timestamps (worker_events + activity_log). For each mode: min /
-median / max of kill -> killed step restarts and of the next-step stall (kill -> next step starts,
-minus the step's own work and timer), and each median's ratio to the baseline's. For context only:
-the TypeScript predecessor measured ~12 s kill -> next step."""
+Kills (all modes but stop) are `kill_at` faults: the supervisor SIGKILLs the worker while that
+step's model call is in flight. Latencies come from durable timestamps (worker_events +
+activity_log). For each mode: min / median / max of kill -> killed step restarts and of the
+next-step stall (kill -> next step starts, minus the step's own work and timer), and each
+median's ratio to the baseline's. For context only: the TypeScript predecessor measured ~12 s kill -> next step."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import statistics
 import sys
 import time
@@ -30,9 +34,12 @@ from checkpoint_tui.app.runs import start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.engine.shared import timer_ms  # noqa: E402
 from checkpoint_tui.ledger.faults import FaultSpec  # noqa: E402
 from checkpoint_tui.ledger.latency import measure  # noqa: E402
+from checkpoint_tui.ledger.queries import activity_logged, first_activity_after  # noqa: E402
 from checkpoint_tui.ledger.store import connect as db  # noqa: E402
+from checkpoint_tui.ops.procs import send_signal_if_ours  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 from checkpoint_tui.settings import Settings  # noqa: E402
+from checkpoint_tui.waiting import wait_until  # noqa: E402
 
 MODES = {
     "baseline": dict(assist=False, spare=False, worker_args=("--sticky-timeout", "10"), heartbeat=5.0, retry=1.0,
@@ -40,7 +47,9 @@ MODES = {
     "tuned": dict(assist=False, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
     "assisted": dict(assist=True, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
     "spare": dict(assist=True, spare=True, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
+    "stop": dict(assist=True, spare=True, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
 }  # fmt: skip
+DEFAULT_MODES = ("baseline", "tuned", "assisted", "spare")
 
 
 async def run_mode(name: str, address: str, steps: int, kills: int, pace: float) -> dict:
@@ -54,12 +63,42 @@ async def run_mode(name: str, address: str, steps: int, kills: int, pace: float)
     kill_steps = [round(2 + i * (steps - 3) / max(1, kills - 1)) for i in range(kills)]
     started = time.monotonic()
     async with sup.running(stop_workers=True):
+        plan = [] if name == "stop" else [FaultSpec("kill_at", s) for s in sorted(set(kill_steps))]
         run_id = await start_run(
-            home, client, steps, pace, [FaultSpec("kill_at", s) for s in sorted(set(kill_steps))],
+            home, client, steps, pace, plan,
             heartbeat_timeout_s=cfg["heartbeat"], retry_initial_s=cfg["retry"], task_timeout=cfg["task_timeout"],
         )  # fmt: skip
+        stops = await stop_at(home, sup, run_id, sorted(set(kill_steps))) if name == "stop" else []
         status = await wait_for_run(home, client, run_id, timeout=1800)
-    return {"mode": name, "status": status, "wall_s": time.monotonic() - started, **figures(home, run_id, pace)}
+    extra = stop_figures(home, run_id, stops) if name == "stop" else {}
+    return {"mode": name, "status": status, "wall_s": time.monotonic() - started, **figures(home, run_id, pace),
+            **extra}  # fmt: skip
+
+
+async def stop_at(home: Settings, sup: Supervisor, run_id: str, steps: list[int]) -> list[tuple[int, float]]:
+    """SIGSTOP the worker running each of these steps' model call; (pid, when) of each stop."""
+    conn = db(home.db_path)
+    stops = []
+    for step in steps:
+        await wait_until(lambda s=step: activity_logged(conn, run_id, s, "llm"), 120, every=0.01, what=f"step {step}")
+        worker = sup.kill_target()
+        if worker is not None and send_signal_if_ours(worker.ident, signal.SIGSTOP):
+            stops.append((worker.pid, time.time()))
+    return stops
+
+
+def stop_figures(home: Settings, run_id: str, stops: list[tuple[int, float]]) -> dict:
+    """stop -> the watchdog's SIGKILL, and stop -> the run's next activity (on the replacement)."""
+    conn = db(home.db_path)
+    to_kill, to_next = [], []
+    for pid, at in stops:
+        kill = conn.execute("SELECT at FROM worker_events WHERE event = 'kill' AND pid = ?", (pid,)).fetchone()
+        if kill is not None:
+            to_kill.append(kill["at"] - at)
+            nxt = first_activity_after(conn, run_id, kill["at"])
+            if nxt is not None:
+                to_next.append(nxt - at)
+    return {"stops": len(stops), "stop_to_kill_s": summary(to_kill), "stop_to_next_activity_s": summary(to_next)}
 
 
 async def wait_ready(home: Settings, sup: Supervisor) -> None:
@@ -94,7 +133,7 @@ async def main() -> None:
     p.add_argument("--steps", type=int, default=24)
     p.add_argument("--kills", type=int, default=10)
     p.add_argument("--pace", type=float, default=0.3)
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"any of {','.join(MODES)}")
     p.add_argument("--temporal-address")
     args = p.parse_args()
     server_home = bench_home("resume-server", args.temporal_address)
@@ -109,6 +148,10 @@ async def main() -> None:
         r["stall_ratio_to_baseline"] = ratio(ns["median"], base and base["next_step_stall_s"]["median"])
         print(f"{r['mode']:<10} {r['kills']:>5}  {triple(rs):<28} {fmt(r['restart_ratio_to_baseline']):>6}  "
               f"{triple(ns):<36} {fmt(r['stall_ratio_to_baseline']):>6}  {r['status']}")  # fmt: skip
+    for r in results:
+        if r["mode"] == "stop":
+            print(f"stop: {r['stops']} SIGSTOPs; stop -> watchdog kill {triple(r['stop_to_kill_s'])} s; "
+                  f"stop -> next activity {triple(r['stop_to_next_activity_s'])} s (target median <= 4 s)")  # fmt: skip
     print("for context: the TypeScript predecessor measured ~12 s kill -> next step")
     path = write_result("resume_latency", {"args": vars(args), "results": results})
     print(f"wrote {path}")

@@ -209,14 +209,30 @@ async def _supervise(settings: Settings, pool: bool) -> int:
 
 
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.proof.chaos import chaos_command, make_schedule
+    from checkpoint_tui.proof.chaos import chaos_command
+    from checkpoint_tui.proof.schedule import load_schedule, make_schedule, save_schedule
 
-    make_schedule(args.seed, args.steps, args.kills)  # a schedule that cannot work is a usage error
+    if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
+        raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
+    for given in (args.chaos_schedule, args.chaos_shrink):
+        if given is not None:
+            load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
+    if args.chaos_schedule is None and args.chaos_shrink is None:
+        events = make_schedule(args.seed, args.steps, args.kills, args.pauses)  # a schedule that cannot work: 2
+        if args.chaos_save is not None:
+            save_schedule(args.chaos_save, events, args.steps, args.seed)
+            print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
+            return Exit.OK
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+    if args.chaos_shrink is not None:
+        from checkpoint_tui.proof.shrink import shrink_command
+
+        return asyncio.run(shrink_command(settings, args.chaos_shrink, args.steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
-    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out, outputs))
+    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out, outputs, args.pauses,
+                                     args.chaos_schedule))  # fmt: skip
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:

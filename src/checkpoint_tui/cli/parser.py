@@ -145,6 +145,14 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1)
     chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=30)
     chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
+    chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
+                       help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")
+    chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
+                       help="run this schedule file instead of the seeded one (see README: Nemeses)")
+    chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,
+                       help="write the seeded schedule to FILE and exit without running it")
+    chaos.add_argument("--shrink", dest="chaos_shrink", metavar="FILE", type=Path,
+                       help="rerun subsets of this failing schedule; write the smallest failing one to FILE.min.json")
     chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
     chaos.add_argument("--junit", dest="chaos_junit", metavar="PATH", type=_output_file, help="the checks as JUnit XML")
     chaos.add_argument(

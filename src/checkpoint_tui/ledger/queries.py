@@ -287,3 +287,15 @@ def claim_attempts(conn: Ledger, run_id: str) -> list:
         (run_id,),
     )
     return [ClaimAttempt.of(r) for r in rows]
+
+
+# --- nemeses -------------------------------------------------------------------------------------
+
+
+def kill_event_of(conn: Ledger, pid: int, since: float, host: str | None = None) -> WorkerEvent | None:
+    """The first kill event of this local pid at or after `since` (e.g. the watchdog's, after a hang)."""
+    row = conn.execute(
+        "SELECT * FROM worker_events WHERE event = 'kill' AND pid = ? AND host = ? AND at >= ? ORDER BY id LIMIT 1",
+        (pid, host or HOST, since),
+    ).fetchone()
+    return WorkerEvent.of(row) if row is not None else None

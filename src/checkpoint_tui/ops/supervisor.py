@@ -32,6 +32,7 @@ from checkpoint_tui.ops.failover import assist, record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
 from checkpoint_tui.ops.procs import open_lock, send_signal_if_ours
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
+from checkpoint_tui.ops.watchdog import Watchdog
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import HOST, Settings
 from checkpoint_tui.waiting import wait_until
@@ -75,6 +76,7 @@ class Supervisor:
         self._client: Client | None = None
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
+        self.watchdog = Watchdog(settings)  # a stopped (hung) worker is killed and replaced
         self._exits = ExitWatch(self._wake)
         self._devserver_pid: int | None = None
         self._devserver_checked = 0.0
@@ -248,7 +250,8 @@ class Supervisor:
                 pids = [w.pid for w in [*self.pool_workers(), self.spare] if w is not None]
                 exits.watch([*pids, *([self._devserver_pid] if self._devserver_pid else [])])
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), FAST_TICK_S if self._armed else TICK_S)
+                    fast = self._armed or self.watchdog.watching_stop
+                    await asyncio.wait_for(self._wake.wait(), FAST_TICK_S if fast else TICK_S)
         finally:
             exits.close()
 
@@ -262,6 +265,8 @@ class Supervisor:
         for worker in self.pool_workers():
             if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
                 await self._on_unexpected_death(worker)
+        for worker, hang in self.watchdog.hung(self.pool_workers() if self.owns_home else []):
+            await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it
         if await self._fire_kill_faults():
             return
         if self.use_spare and self.owns_home and self.spare is not None and not self.spare.alive():
@@ -382,12 +387,8 @@ class Supervisor:
         """Promote a ready spare into the dead worker's slot, else spawn a fresh worker there."""
         conn = connect(self.settings.ledger)
         spare, slot = self.spare, dead.slot
-        if (
-            spare is not None
-            and spare.alive()
-            and spare.ready(self.settings)
-            and worker_proc.promote(self.settings, spare, slot)
-        ):
+        ready = spare is not None and spare.alive() and spare.ready(self.settings)
+        if ready and worker_proc.promote(self.settings, spare, slot):  # type: ignore[arg-type]
             self.pool[slot], self.spare = spare, None
             record_worker_event(conn, "promote", spare.pid, spare.name, run_id, step, f"replaces {dead.pid}")
             return

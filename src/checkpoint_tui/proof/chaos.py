@@ -1,17 +1,18 @@
-"""`checkpoint-tui chaos --seed S --steps N --kills K`: a reproducible schedule of real SIGKILLs of
-every process (the worker at different moments, the worker inside the claim->stamp window, the
-supervisor, the Temporal dev server), then Jepsen-style counts from durable data only."""
+"""`checkpoint-tui chaos --seed S --steps N --kills K [--pauses P]`: a reproducible schedule of real
+SIGKILLs of every process (the worker at different moments, the worker inside the claim->stamp
+window, the supervisor, the Temporal dev server) and SIGSTOPs of the worker (proof/nemeses.py), then
+Jepsen-style counts from durable data only. A schedule can also come from a file (`--schedule`,
+proof/schedule.py), and a failing one be shrunk (`--shrink`, proof/shrink.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import signal
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from checkpoint_tui.app.runs import start_run, wait_for_run
@@ -19,58 +20,46 @@ from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.engine.shared import timer_ms
 from checkpoint_tui.errors import Failed, UsageError
 from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver, worker_proc
-from checkpoint_tui.ops.procs import send_signal_if_ours
+from checkpoint_tui.ops import devserver
 from checkpoint_tui.ops.temporal import connect_client
+from checkpoint_tui.proof import nemeses
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
+    FORGE,
+    PAUSES,
+    REQUIRED,
+    WORKER_MOMENTS,
+    ChaosEvent,
+    load_schedule,
+    make_schedule,
+)
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
-WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
-REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
 PACE = 0.3
 PROGRESS_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class ChaosEvent:
-    step: int
-    kind: str
-    delay_ms: int
-    effect_kind: str | None = None
-
-
-def make_schedule(seed: int, steps: int, kills: int) -> list[ChaosEvent]:
-    """The same seed gives the same schedule. One event per step, none at the first or last step."""
-    if kills < len(REQUIRED):
-        raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
-    if kills > steps - 2:
-        raise UsageError(f"--kills {kills} needs --steps of at least {kills + 2}")
-    rng = random.Random(seed)
-    kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
-    rng.shuffle(kinds)
-    at = sorted(rng.sample(range(2, steps), kills))
-    return [
-        ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
-        for step, kind in zip(at, kinds, strict=True)
-    ]
+SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None}  # every other nemesis: SIGKILL
 
 
 class Chaos:
-    def __init__(self, settings: Settings, seed: int, steps: int, kills: int) -> None:
+    def __init__(
+        self, settings: Settings, seed: int | None, steps: int, kills: int = 0, pauses: int = 0,
+        schedule: list[ChaosEvent] | None = None,
+    ) -> None:  # fmt: skip
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.settings = settings
         self.seed, self.steps = seed, steps
-        self.schedule = make_schedule(seed, steps, kills)
+        self.schedule = schedule if schedule is not None else make_schedule(seed or 0, steps, kills, pauses)
         self.supervisor: asyncio.subprocess.Process | None = None
-        self.kills: list[dict] = []
+        self.kills: list[dict] = []  # SIGKILLs
+        self.pauses: list[dict] = []  # pauses, hangs and forged writes
+        self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
 
     async def spawn_supervisor(self) -> None:
         log = open(self.settings.run_dir / "chaos-supervisor.log", "ab")  # noqa: SIM115 - the child keeps it
@@ -90,8 +79,7 @@ class Chaos:
         started = time.monotonic()
         print(f"chaos seed={self.seed} steps={self.steps} schedule:", flush=True)
         for ev in self.schedule:
-            extra = f" ({ev.effect_kind})" if ev.effect_kind else ""
-            print(f"  step {ev.step:>4}: {ev.kind}{extra} +{ev.delay_ms} ms", flush=True)
+            print(f"  {ev.describe()}", flush=True)
         await self.spawn_supervisor()
         address = devserver.recorded(settings)[1]["address"]
         client = await connect_client(settings, address)
@@ -105,6 +93,7 @@ class Chaos:
             status = await wait_for_run(settings, client, run_id, timeout=60 + self.steps * 5)
         finally:
             await self._stop_supervisor()
+            nemeses.reap_hung(self._hung)
         conn = connect(settings.ledger)
         audit = audit_run(conn, settings, build_snapshot(conn, settings, run_id, status))
         return self._report(run_id, audit, time.monotonic() - started)
@@ -114,28 +103,40 @@ class Chaos:
         if ev.kind == "claim-window-crash":
             await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)  # the worker kills itself
             return
-        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server"):
+        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", *PAUSES):
             await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "llm"))
         elif ev.kind == "worker-between-activities":
             await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "effect"))
-        else:  # in the timer after the step
+        else:  # in the timer after the step; a forged email: once the step's email is stamped
             await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)
-            await asyncio.sleep(timer_ms(ev.step, PACE) / 1000 * ev.delay_ms / 120)
+            if ev.kind == "worker-in-timer":
+                await asyncio.sleep(timer_ms(ev.step, PACE) / 1000 * ev.delay_ms / 120)
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
         if ev.kind == "supervisor":
             await self._kill_supervisor(ev, run_id)
-        elif ev.kind == "temporal-server":
-            self._kill_devserver(ev, run_id)
+        elif ev.kind in (*PAUSES, FORGE):
+            await self._stop_worker(ev, run_id)
         else:
-            self._kill_worker(ev, run_id)
+            kill = nemeses.kill_devserver if ev.kind == "temporal-server" else nemeses.kill_worker
+            if (fired := kill(self.settings)) is not None:
+                self._record(ev, run_id, *fired)
 
-    def _kill_worker(self, ev: ChaosEvent, run_id: str) -> None:
-        worker = worker_proc.load(self.settings, "active")
-        if worker is None:
-            return  # between a death and its replacement: nothing to kill this time
-        at = time.time()
-        if send_signal_if_ours(worker.ident, signal.SIGKILL):
-            self._record(ev, run_id, worker.pid, at)
+    async def _stop_worker(self, ev: ChaosEvent, run_id: str) -> None:
+        """A pause (SIGSTOP, SIGCONT after its duration), a hang (SIGSTOP; the watchdog kills) or a forge."""
+        conn = connect(self.settings.ledger)
+        if ev.kind == FORGE:
+            self._record(ev, run_id, None, nemeses.forge_duplicate_email(self.settings, conn, run_id, ev.step))
+        elif ev.kind == "pause":
+            paused = await nemeses.pause_worker(self.settings, ev.duration_s or 1.0)
+            if paused is not None:
+                self._record(ev, run_id, paused.pop("pid"), paused.pop("at"), paused)
+        elif (hung := nemeses.hang_worker(self.settings)) is not None:
+            ident, at = hung
+            self._hung.append(ident)
+            # the run cannot go on before the watchdog acts: wait for its kill (the next event may need it)
+            await _until(lambda: nemeses.hang_kill_at(conn, ident.pid, at)[0] is not None, 30.0)
+            killed_at, reason = nemeses.hang_kill_at(conn, ident.pid, at)
+            self._record(ev, run_id, ident.pid, at, {"killed_at": killed_at, "watchdog": reason})
 
     async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> None:
         assert self.supervisor is not None
@@ -145,18 +146,13 @@ class Chaos:
         self._record(ev, run_id, pid, at)
         await self.spawn_supervisor()  # a fresh supervisor adopts the worker
 
-    def _kill_devserver(self, ev: ChaosEvent, run_id: str) -> None:
-        ident, _ = devserver.recorded(self.settings)
-        at = time.time()
-        if ident is not None and send_signal_if_ours(ident, signal.SIGKILL):
-            self._record(ev, run_id, ident.pid, at)
-
-    def _record(self, ev: ChaosEvent, run_id: str, pid: int, at: float) -> None:
-        record_worker_event(
-            connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, ev.step,
-            json.dumps({"seed": self.seed, "delay_ms": ev.delay_ms, "signal": "SIGKILL"}), at,
-        )  # fmt: skip
-        self.kills.append({"kind": ev.kind, "step": ev.step, "pid": pid, "at": at})
+    def _record(self, ev: ChaosEvent, run_id: str, pid: int | None, at: float, extra: dict | None = None) -> None:
+        sig = SIGNALS.get(ev.kind, "SIGKILL")
+        detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **(extra or {})}
+        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, ev.step,
+                            json.dumps(detail), at)  # fmt: skip
+        fired = {"kind": ev.kind, "step": ev.step, "pid": pid, "at": at, **(extra or {})}
+        (self.kills if sig == "SIGKILL" else self.pauses).append(fired)
 
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None and self.supervisor.returncode is None:
@@ -176,14 +172,17 @@ class Chaos:
             else:  # the run's next activity after the supervisor / dev server came back
                 first = queries.first_activity_after(conn, run_id, k["at"])
                 k["restart_s"] = None if first is None else first - k["at"]
+            k["stalled_s"] = k["restart_s"]
         crashes = len(queries.death_events(conn, run_id, kinds=("died",)))
         restarts = [k["restart_s"] for k in self.kills if k["restart_s"] is not None]
         return {
             "seed": self.seed,
             "steps": self.steps,
-            "schedule": [asdict(e) for e in self.schedule],
+            "schedule": [e.to_json() for e in self.schedule],
             "audit": audit.to_dict(),
             "kills": self.kills,
+            "pauses": self.pauses,
+            "nemeses": nemeses.nemesis_figures(conn, run_id, [*self.kills, *self.pauses]),
             "worker_deaths_seen_by_supervisor": crashes,
             "median_restart_s": statistics.median(restarts) if restarts else None,
             "wall_s": wall,
@@ -203,24 +202,45 @@ def print_report(report: dict) -> None:
     for k in report["kills"]:
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
         print(f"  kill {k['kind']:<26} step {k['step']:>4} pid {k['pid']:>7} -> run resumed after {r}")
+    for p in report["pauses"]:
+        r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"
+        how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
+        print(f"  {p['kind']:<31} step {p['step']:>4} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
+    for kind, f in report["nemeses"].items():
+        med = "—" if f["median_stall_s"] is None else f"{f['median_stall_s']:.2f} s"
+        print(f"  {kind:<26} x{f['count']:<3} median stall {med}")
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if a['ok'] else 'FAIL'}")
 
 
+async def run_schedule(settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent]) -> dict:
+    """One chaos run of exactly these events, with its checks (what --schedule and --shrink run)."""
+    report = await Chaos(settings, seed, steps, schedule=events).run()
+    report["checks"] = [asdict(c) for c in audit_checks(report["audit"])]
+    return report
+
+
 async def chaos_command(
-    settings: Settings, seed: int, steps: int, kills: int, json_path: Path | None, outputs: ProofOutputs | None = None
-) -> int:
+    settings: Settings, seed: int, steps: int, kills: int, json_path: Path | None, outputs: ProofOutputs | None = None,
+    pauses: int = 0, schedule_file: Path | None = None,
+) -> int:  # fmt: skip
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
-    report = await Chaos(settings, seed, steps, kills).run()
-    checks = audit_checks(report["audit"])
-    report["checks"] = [asdict(c) for c in checks]
+    events, command = None, f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {kills}"
+    command += f" --pauses {pauses}" if pauses else ""
+    if schedule_file is not None:
+        events, steps, file_seed = load_schedule(schedule_file, steps)
+        seed, command = file_seed if file_seed is not None else seed, f"checkpoint-tui chaos --schedule {schedule_file}"
+    if events is None:
+        events = make_schedule(seed, steps, kills, pauses)
+    report = await run_schedule(settings, seed, steps, events)
+    checks = [Check(**c) for c in report["checks"]]
     print_report(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     path.write_text(json.dumps(report, indent=2))
     print(f"wrote {path}")
     if outputs is not None and outputs.wanted:
-        command = f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {kills}"
-        figures = {"kills_fired": len(report["kills"]), "median_restart_s": report["median_restart_s"]}
+        figures = {"kills_fired": len(report["kills"]), "pauses_fired": len(report["pauses"]),
+                   "median_restart_s": report["median_restart_s"]}  # fmt: skip
         run_ids = [report["audit"]["run_id"]]
         await emit(outputs, ProofRun(command, settings, report, checks, report["wall_s"], run_ids, figures))
     return 0 if report["audit"]["ok"] else 1

@@ -1,0 +1,86 @@
+"""`checkpoint-tui chaos --shrink FILE`: the smallest sub-schedule of a failing chaos schedule that
+still fails, by delta debugging (Zeller's ddmin): try halves, then complements, then finer splits,
+rerunning each candidate for real. The result is written beside FILE as `<name>.min.json`; it is
+1-minimal (removing any one of its events makes it pass), not necessarily the global minimum.
+
+Each rerun is a fresh run of the same steps on the same home; a schedule whose failure depends on
+timing may pass on a rerun, and then shrinking keeps the larger schedule (it never guesses)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from checkpoint_tui.errors import Failed
+from checkpoint_tui.ops import devserver
+from checkpoint_tui.proof.chaos import run_schedule
+from checkpoint_tui.proof.schedule import ChaosEvent, load_schedule, save_schedule
+from checkpoint_tui.settings import Settings
+
+T = TypeVar("T")
+
+
+async def ddmin(items: Sequence[T], fails: Callable[[list[T]], Awaitable[bool]]) -> list[T]:
+    """A 1-minimal failing subsequence of `items` (which must fail), order kept. `fails` is asked each
+    distinct candidate at most once."""
+    seen: dict[tuple[int, ...], bool] = {}
+    current, n = list(range(len(items))), 2
+
+    async def test(idx: list[int]) -> bool:
+        key = tuple(idx)
+        if key not in seen:
+            seen[key] = await fails([items[i] for i in idx])
+        return seen[key]
+
+    while len(current) >= 2:
+        chunks = [current[i * len(current) // n : (i + 1) * len(current) // n] for i in range(n)]
+        reduced = None
+        for chunk in chunks:
+            if await test(chunk):
+                reduced, n = chunk, 2
+                break
+        if reduced is None and n > 2:
+            for i in range(n):
+                comp = [x for j, c in enumerate(chunks) if j != i for x in c]
+                if await test(comp):
+                    reduced, n = comp, max(n - 1, 2)
+                    break
+        if reduced is not None:
+            current = reduced
+        elif n >= len(current):
+            break
+        else:
+            n = min(len(current), 2 * n)
+    return [items[i] for i in current]
+
+
+async def shrink_command(settings: Settings, schedule_file: Path, steps: int | None = None) -> int:
+    """Exit 0 with `<FILE>.min.json` written if the schedule fails; 1 if it passes (nothing to shrink)."""
+    events, total, seed = load_schedule(schedule_file, steps)
+    settings.ensure_dirs()
+    devserver.ensure_devserver(settings)
+    runs = 0
+
+    async def fails(candidate: list[ChaosEvent]) -> bool:
+        nonlocal runs
+        runs += 1
+        try:
+            ok = (await run_schedule(settings, seed, total, candidate))["audit"]["ok"]
+        except Failed as err:  # the run stopped making progress: that is a failure too
+            print(f"  ({err})", flush=True)
+            ok = False
+        print(f"shrink: run {runs}: {len(candidate)} event(s) -> {'pass' if ok else 'FAIL'}", flush=True)
+        return not ok
+
+    if not await fails(events):
+        print(f"shrink: {schedule_file} passes; nothing to shrink")
+        return 1
+    smallest = await ddmin(events, fails)
+    out = schedule_file.with_name(schedule_file.name.removesuffix(".json") + ".min.json")
+    save_schedule(out, smallest, total, seed)
+    print(f"shrink: {len(events)} -> {len(smallest)} event(s) in {runs} runs; still failing:")
+    for ev in smallest:
+        print(f"  {ev.describe()}")
+    print(f"wrote {out}")
+    return 0

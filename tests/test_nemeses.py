@@ -1,0 +1,64 @@
+"""Nemeses beyond SIGKILL under real chaos runs: a pause (SIGSTOP, SIGCONT; the watchdog held off), a
+hang (SIGSTOP; the watchdog kills), a schedule from a file, and a real shrink of a failing one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.procs import ProcIdentity
+from checkpoint_tui.proof.schedule import FORGE, load_schedule
+from checkpoint_tui.settings import Settings
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def chaos_home(session_root) -> Iterator[Settings]:
+    home = Settings(home=session_root / "nemesis-home")  # its own dev server: chaos may kill it
+    home.ensure_dirs()
+    yield home
+    run_cli("stop", home=home)
+
+
+def test_pause_and_hang_lose_and_duplicate_nothing(chaos_home):
+    home, path = chaos_home, chaos_home.home / "pause-hang.json"  # the hang stops the paused worker again
+    events = [
+        {"at_step": 2, "nemesis": "pause", "delay_ms": 20, "duration_s": 2.5},  # past the 2 s heartbeat timeout
+        {"at_step": 4, "nemesis": "hang", "delay_ms": 20},
+    ]
+    path.write_text(json.dumps({"steps": 6, "seed": 99, "events": events}))
+    out = run_cli("chaos", "--schedule", str(path), "--json", str(home.home / "r.json"), home=home, timeout=120)
+    report = json.loads((home.home / "r.json").read_text())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert report["schedule"] == [{**e, "target": "worker"} for e in events]  # rerun exactly as written
+    audit = report["audit"]
+    assert audit["workflow_status"] == "COMPLETED"
+    assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
+    pause, hang = report["pauses"]
+    assert pause["kind"] == "pause" and pause["cont_at"] - pause["at"] >= 2.5
+    assert 2.5 <= pause["stalled_s"] <= 8.0, pause  # stalled while stopped, then went on with the same worker
+    assert hang["watchdog"].startswith("hung: stopped (SIGSTOP) for ") and 1.0 <= hang["killed_at"] - hang["at"] <= 2.5
+    assert hang["stalled_s"] <= 4.0, hang
+    left = ProcIdentity.of(hang["pid"])
+    assert left is None or "checkpoint_tui.worker" not in left.cmdline, "the stopped worker was left behind"
+    assert set(report["nemeses"]) == {"pause", "hang"} and report["nemeses"]["hang"]["count"] == 1
+    conn = connect(home.db_path)
+    kills = conn.execute("SELECT at FROM worker_events WHERE event = 'kill' AND pid = ?", (pause["pid"],)).fetchall()
+    assert all(k["at"] >= hang["at"] for k in kills), "the watchdog killed a worker held off for a pause"
+    assert "pause" in out.stdout and "LOST 0 · DUPLICATED 0" in out.stdout
+
+
+def test_shrink_finds_the_one_event_that_breaks_the_run(chaos_home):
+    home, path = chaos_home, chaos_home.home / "broken.json"
+    path.write_text(json.dumps({"steps": 4, "events": [
+        {"at_step": 2, "nemesis": "worker-in-timer", "delay_ms": 30},
+        {"at_step": 3, "nemesis": FORGE},  # the stand-in for a broken build: a second email line
+    ]}))  # fmt: skip
+    out = run_cli("chaos", "--shrink", str(path), home=home, timeout=180)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    events, steps, _ = load_schedule(home.home / "broken.min.json")
+    assert steps == 4 and [(e.step, e.kind) for e in events] == [(3, FORGE)]
+    assert "shrink: 2 -> 1 event(s) in 3 runs" in out.stdout
