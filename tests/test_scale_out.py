@@ -17,7 +17,7 @@ import pytest
 
 from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ledger.store import connect, with_shared_queue
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, stop_process, wait_gone
 from checkpoint_tui.ops.temporal import connect_client
@@ -83,12 +83,14 @@ class Pool:
 @pytest.fixture
 def pools(session_root: Path, temporal_address: str, pg_url: str) -> Iterator[tuple[Pool, Pool]]:
     shared = session_root / f"shared-artifacts-{os.getpid()}-{time.monotonic_ns()}"
-    homes = [
-        Settings(
-            home=session_root / f"host-{name}-{time.monotonic_ns()}",
-            temporal_address=temporal_address,
-            ledger_url=pg_url,
-            artifacts_root=shared,
+    homes = [  # as the CLI builds them: the shared queue named after the ledger's own id
+        with_shared_queue(
+            Settings(
+                home=session_root / f"host-{name}-{time.monotonic_ns()}",
+                temporal_address=temporal_address,
+                ledger_url=pg_url,
+                artifacts_root=shared,
+            )
         )
         for name in ("a", "b")
     ]
