@@ -7,7 +7,14 @@ import time
 import pytest
 
 from checkpoint_tui.tui.app import CheckpointApp
-from tui_fixtures import FixedSession, after_kill_view, empty_view, guardrail_view, running_view
+from tui_fixtures import (
+    FixedSession,
+    after_kill_view,
+    completed_after_kill_view,
+    empty_view,
+    guardrail_view,
+    running_view,
+)
 
 SIZE = (160, 44)
 
@@ -55,6 +62,57 @@ def test_guardrail_failure(snap_compare):
 
 def test_help_screen(snap_compare):
     assert snap_compare(make_app(running_view()), terminal_size=SIZE, press=["question_mark"], run_before=settle)
+
+
+def test_completed_after_kill(snap_compare):
+    """The completion sentence in the status line, the kill marker in the history, ✂ on step 6."""
+    assert snap_compare(make_app(completed_after_kill_view()), terminal_size=SIZE, run_before=settle)
+
+
+def test_history_kill_marker(snap_compare):
+    """The history pane scrolled to the kill: the marker line between the two events around it."""
+
+    async def to_marker(pilot) -> None:
+        await settle(pilot)
+        history = pilot.app.query_one("#history")
+        history.scroll_to(y=history.names.index("KILL") - 6, animate=False, immediate=True)
+        await pilot.pause()
+
+    assert snap_compare(make_app(completed_after_kill_view()), terminal_size=SIZE, run_before=to_marker)
+
+
+async def open_inspector(pilot, step: int) -> None:
+    await settle(pilot)
+    timeline = pilot.app.query_one("#timeline")
+    for _ in range(timeline.cursor_row - timeline.row_keys().index(str(step))):
+        await pilot.press("up")
+    await pilot.press("enter")
+    for _ in range(100):  # the detail is read in a worker
+        if getattr(pilot.app.screen, "detail", None) is not None:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def test_step_inspector(snap_compare):
+    async def inspect_step_4(pilot) -> None:
+        await open_inspector(pilot, 4)
+
+    assert snap_compare(make_app(completed_after_kill_view()), terminal_size=SIZE, run_before=inspect_step_4)
+
+
+def test_chaos_screen(snap_compare):
+    async def chaos(pilot) -> None:
+        await settle(pilot)
+        pilot.app._run_chaos(4242)  # what `x` starts, with a fixed seed
+        for _ in range(100):
+            screen = pilot.app.screen
+            if getattr(screen, "report", None) is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(make_app(running_view()), terminal_size=SIZE, run_before=chaos)
 
 
 async def test_markup_in_model_output_is_literal():

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
-from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
+from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail
+from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.settings import HOST
 
 T0 = 1_795_000_000.0  # a fixed clock
 RUN = "run-20261129-120000-abcd"
@@ -17,6 +19,7 @@ class FixedSession:
         self.view = view
         self.polls = 0
         self.planned: list = []
+        self.inspected: list[tuple[str, int]] = []
 
     async def boot(self) -> None:
         return None
@@ -24,8 +27,8 @@ class FixedSession:
     async def poll(self) -> View:
         self.polls += 1
         view = self.view
-        if self.polls > 1:  # history is incremental: later polls bring no new events
-            view = View(**{**view.__dict__, "history": [], "run_changed": False})
+        if self.polls > 1:  # history and kills are incremental: later polls bring no new ones
+            view = View(**{**view.__dict__, "history": [], "kills": [], "run_changed": False})
         return view
 
     async def new_run(self, steps: int, pace: float) -> str:
@@ -52,8 +55,52 @@ class FixedSession:
 
         return Comparison(6, 3, Side("naive-x", 9, 3, 3, None), Side(RUN, 6, 0, 0, 0))
 
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6, on_line=None) -> dict:
+        """What chaos prints and writes, fixed: its schedule, its run, its report."""
+        for line in CHAOS_LINES:
+            if on_line is not None:
+                on_line(line)
+        return CHAOS_REPORT
+
+    async def chaos_progress(self, run_id: str) -> int:
+        return 7
+
+    async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
+        """The step from the fixed View, with its effects, claims and attempts made up alike."""
+        self.inspected.append((run_id, step))
+        row = next((s for s in self.view.snapshot.steps if s.step == step), None)
+        if row is None:
+            return None
+        effs = [
+            EffectRow(e.id, e.step, e.kind, e.attempt, e.claimed_at, e.applied_at, e.outcomes, PAYLOADS[e.kind](step))
+            for e in self.view.snapshot.effects
+            if e.step == step
+        ]  # fmt: skip
+        claims = [
+            ClaimAttempt(i, e.id, step, e.kind, 1, row.worker_pid or 0, None, o, e.claimed_at, e.applied_at)
+            for i, e in enumerate(effs)
+            for o in e.outcomes.split(",")
+        ]  # fmt: skip
+        attempts = [ActivityAttempt("mark_step_running", 1, row.started_pid or 0, None, row.started_at or T0)]
+        if row.started_pid != row.worker_pid:
+            attempts.append(ActivityAttempt("llm", 1, row.started_pid or 0, None, (row.started_at or T0) + 0.05))
+        for n, name in enumerate(("llm", "tool", "effect", "mark_step_completed")):
+            attempt = 2 if name == "llm" and row.started_pid != row.worker_pid else 1
+            attempts.append(
+                ActivityAttempt(name, attempt, row.worker_pid or 0, None, (row.started_at or T0) + 0.1 * n + 0.1)
+            )
+        note = "truncated; repaired" if step in self.view.snapshot.truncated_steps else "offline"
+        return StepDetail(run_id, row, note, effs, claims, attempts)
+
     async def shutdown(self, stop_everything: bool = False) -> None:
         return None
+
+
+PAYLOADS = {
+    "file": lambda n: f"# Step {n:03d} of 8\n\n- run: {RUN}\n- action: compute\n- thought: [bold]compute[/] it\n",
+    "db": lambda n: f"step {n}: {n} + {42 - n} = 42",
+    "email": lambda n: f"to=operator@example.invalid\tsubject=step {n}/8 done: {n} + {42 - n} = 42",
+}
 
 
 def step(n: int, status: str = "completed", pid: int = 4121, attempt: int = 1, **kw) -> StepRow:
@@ -149,4 +196,75 @@ GARBLE = "Sure! [bold]Here[/] is my plan: first I will [red]explain[/red] at len
 def guardrail_view() -> View:
     steps = [step(1), step(2), step(3, "failed", error="Guardrail: step 3 returned non-JSON output", raw_output=GARBLE)]
     s = snap(steps, 5, status="FAILED", run_status="failed", run_error="Guardrail: step 3 returned non-JSON output")
-    return view(s, history=history(8))
+    return view(s, history=history(8), completion=s.completion_sentence())
+
+
+def step_history(steps: int, kill_step: int | None = None, kill_at: float | None = None) -> list[HistoryEvent]:
+    """A run's history as Temporal writes it: per step a workflow task, then llm / tool / effect each
+    scheduled, started and completed; the activity in flight at `kill_at` gets attempt 2 after it."""
+    events: list[HistoryEvent] = []
+
+    def add(t: float, name: str, attrs: str) -> int:
+        events.append(HistoryEvent(len(events) + 1, t, name, attrs))
+        return len(events)
+
+    add(T0 + 0.9, "WORKFLOW_EXECUTION_STARTED", "AgentLoop attempt=1")
+    for n in range(1, steps + 1):
+        t = T0 + n
+        for i, name in enumerate(("WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED", "WORKFLOW_TASK_COMPLETED")):
+            add(t + i * 0.005, name, "")
+        start = t + 0.02
+        for j, activity in enumerate(("llm", "tool", "effect")):
+            sched = add(start, "ACTIVITY_TASK_SCHEDULED", f"{activity} activity_id={3 * n + j}")
+            killed = n == kill_step and activity == "llm" and kill_at is not None
+            done = start + (0.1 if not killed else 0.45)
+            start = done + 0.01
+            attempt = 2 if killed else 1
+            started = add(done - 0.01, "ACTIVITY_TASK_STARTED", f"attempt={attempt} scheduled_event_id={sched}")
+            add(done, "ACTIVITY_TASK_COMPLETED", f"scheduled_event_id={sched} started_event_id={started}")
+    add(T0 + steps + 0.6, "WORKFLOW_EXECUTION_COMPLETED", "")
+    return sorted(events, key=lambda e: (e.time, e.event_id))
+
+
+def completed_after_kill_view() -> View:
+    """An 8-step run that lost its worker in step 4's model call and finished on the warm spare."""
+    steps = [step(i) for i in range(1, 4)] + [step(4, pid=4180, started_pid=4121, attempt=2)]
+    steps += [step(i, pid=4180) for i in range(5, 9)]
+    kill_at = T0 + 4.3
+    detail = json.dumps({"signal": "SIGKILL", "exit_code": None, "observed": True, "confirmed": True})
+    events = [
+        WorkerEvent(1, T0, "spawn", 4121, None, None, "active worker", None, None),
+        WorkerEvent(2, kill_at, "kill", 4121, RUN, 4, detail, 0.142, 0.81),
+        WorkerEvent(3, kill_at + 0.01, "promote", 4180, RUN, 4, "replaces 4121", None, None),
+    ]
+    s = snap(steps, 8, status="COMPLETED", run_status="completed", events=events, truncated_steps=[6])
+    s.missing_steps = []
+    kill = KillEvent(2, kill_at, "kill", 4121, None, f"w-964d45@{HOST}", 4, "SIGKILL", "llm", 1, 4)
+    sentence = s.completion_sentence(2)
+    return view(s, worker_pid=4180, spare_pid=4190, history=step_history(8, 4, kill_at), kills=[kill],
+                completion=sentence)  # fmt: skip
+
+
+CHAOS_LINES = [
+    "chaos seed=4242 steps=12 schedule:",
+    "  step    2: worker-kill +120 ms",
+    "  step    4: claim-window-crash (email) +0 ms",
+    "  step    6: supervisor-kill +300 ms",
+    "  step    8: devserver-kill +80 ms",
+    "  step   10: worker-kill +450 ms",
+    "  step   11: claim-window-crash (file) +0 ms",
+    "run run-20261129-120500-c0de",
+]
+CHAOS_REPORT = {
+    "seed": 4242, "steps": 12, "median_restart_s": 0.16, "wall_s": 21.4,
+    "audit": {"workflow_status": "COMPLETED", "total_steps": 12, "step_gaps": [], "claims_attempted": 38,
+              "applied": 36, "skipped": 1, "recovered": 1, "interrupted": 1, "lost": 0, "duplicated": 0, "ok": True},
+    "kills": [
+        {"kind": "worker-kill", "step": 2, "pid": 5101, "restart_s": 0.15},
+        {"kind": "claim-window-crash", "step": 4, "pid": 5140, "restart_s": 0.17},
+        {"kind": "supervisor-kill", "step": 6, "pid": 5090, "restart_s": None},
+        {"kind": "devserver-kill", "step": 8, "pid": 5001, "restart_s": 2.1},
+        {"kind": "worker-kill", "step": 10, "pid": 5177, "restart_s": 0.16},
+        {"kind": "claim-window-crash", "step": 11, "pid": 5190, "restart_s": 0.18},
+    ],
+}  # fmt: skip

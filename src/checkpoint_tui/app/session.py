@@ -25,8 +25,9 @@ from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
 from checkpoint_tui.errors import Failed
-from checkpoint_tui.ledger import faults, queries
+from checkpoint_tui.ledger import faults, inspect_queries, queries
 from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.ledger.inspect_queries import KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.devserver import DevServer, stop_devserver
@@ -39,6 +40,7 @@ SINCE_MARGIN_S = 2.0
 STATUS_EVERY_S = 2.0
 EVENTS_REREAD = 20
 HISTORY_PACE_S = 1.0  # the history pane shows new events at most once a second anyway
+PIPE_DRAIN_S = 2.0  # after a proving tool exits, how long its printed lines may still be read
 NEXT_RUN = "next"  # faults planned for the next run are stored under this run id until it starts
 T = TypeVar("T")
 
@@ -64,6 +66,8 @@ class LabSession:
         self._last_event_id = 0  # the newest worker event delivered
         self._history_requests = 0
         self.history_pace_s = HISTORY_PACE_S
+        self._completion: dict[str, str] = {}  # run -> its completion sentence (a finished run's never changes)
+        self._kills_sent: set[int] = set()  # kill/died events of the viewed run already in a View
 
     async def _db(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
@@ -87,7 +91,7 @@ class LabSession:
         since = None if reset else self._since
         started = time.time()
         stats = TickStats()
-        snap, planned, first_execution, changed = await self._db(self._read, run_id, since, reset, stats)
+        snap, planned, first_execution, changed, kills = await self._db(self._read, run_id, since, reset, stats)
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
         if reset and self._history is not None:
@@ -104,6 +108,7 @@ class LabSession:
             history = self._history.drain()
             stats.temporal += self._history.requests - self._history_requests
             self._history_requests = self._history.requests
+        completion = await self._completion_of(run_id, snap)
         status = self.supervisor.status if self.supervisor else None
         return View(
             snapshot=snap, history=history, run_changed=reset, address=self.address,
@@ -113,18 +118,36 @@ class LabSession:
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
+            completion=completion, kills=kills,
         )  # fmt: skip
+
+    async def _completion_of(self, run_id: str | None, snap: Snapshot) -> str | None:
+        """The completion sentence, computed once when the run's status turns terminal: the figures of
+        that poll, and the worker processes that completed a step counted by one query."""
+        if run_id is None or snap.final_state is None:
+            return None
+        if run_id not in self._completion:
+            finishers = await self._db(lambda: inspect_queries.finisher_count(connect(self.settings.ledger), run_id))
+            sentence = snap.completion_sentence(finishers)
+            if sentence is not None:
+                self._completion[run_id] = sentence
+        return self._completion.get(run_id)
+
+    async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
+        """One step in full (the step inspector), read on the ledger thread."""
+        return await self._db(lambda: inspect_queries.step_detail(connect(self.settings.ledger), run_id, step))
 
     def _read(
         self, run_id: str | None, since: float | None, reset: bool, stats: TickStats
-    ) -> tuple[Snapshot, list[str], str | None, bool]:
+    ) -> tuple[Snapshot, list[str], str | None, bool, list[KillEvent]]:
         """Everything a poll reads from the ledger, on the ledger thread. Unless something was
         committed since the last poll (data_version), one statement: the same figures, no rows."""
         conn = CountingLedger(connect(self.settings.ledger), stats)
         version = conn.data_version()
         last = self._last
         if since is not None and last is not None and last[0] == run_id and last[1] == version:
-            return replace(last[2], steps=[], effects=[], worker_events=[], partial=True), self._planned, None, False
+            snap = replace(last[2], steps=[], effects=[], worker_events=[], truncated_steps=[], partial=True)
+            return snap, self._planned, None, False, []
         # new events, and the last few again: a kill's event gets its measured latency written later
         events_after = None if reset else max(0, self._last_event_id - EVENTS_REREAD)
         snap = build_snapshot(conn, self.settings, run_id, since=since, events_after=events_after)
@@ -136,7 +159,23 @@ class LabSession:
         if reset and run_id is not None:
             row = queries.run(conn, run_id)
             first = row.first_execution if row else None
-        return snap, self._planned, first, True
+        return snap, self._planned, first, True, self._new_kills(conn, run_id, snap, reset)
+
+    def _new_kills(self, conn, run_id: str | None, snap: Snapshot, reset: bool) -> list[KillEvent]:
+        """The run's kills for the history pane's markers: all of them when a run is first shown, then
+        only new ones (one query per kill, none on a poll without one)."""
+        if reset:
+            self._kills_sent.clear()
+        if run_id is None:
+            return []
+        if reset:
+            kills = inspect_queries.kill_events(conn, run_id)
+        else:
+            ids = [e.id for e in snap.worker_events
+                   if e.event in ("kill", "died") and e.run_id == run_id and e.id not in self._kills_sent]  # fmt: skip
+            kills = inspect_queries.kill_events(conn, run_id, ids) if ids else []
+        self._kills_sent.update(k.id for k in kills)
+        return kills
 
     async def _workflow_status(self, run_id: str, changed: bool, stats: TickStats) -> str | None:
         """Temporal's status, asked when the ledger's run status moved, else every STATUS_EVERY_S (a
@@ -186,15 +225,25 @@ class LabSession:
         """The latest naive-vs-durable comparison, counted now from the outbox files and the ledger."""
         return await self._db(read_comparison, self.settings)
 
-    async def _proof_tool(self, home: Path, *argv: str) -> int:
+    async def _proof_tool(self, home: Path, *argv: str, on_line: Callable[[str], None] | None = None) -> int:
         """Run a proving tool as `checkpoint-tui` would: a process of its own (its kills and its
-        supervisor are not this app's), the same settings handed on through the environment."""
+        supervisor are not this app's), the same settings handed on through the environment. With
+        `on_line`, each line it prints is handed over as it comes."""
+        out = asyncio.subprocess.PIPE if on_line else asyncio.subprocess.DEVNULL
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "checkpoint_tui", "--home", str(home), *self._address_flags(home), *argv,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.DEVNULL,
             env=self.settings.child_env(),
         )  # fmt: skip
-        return await proc.wait()
+        if on_line is None or proc.stdout is None:
+            return await proc.wait()
+        reader = asyncio.create_task(_hand_lines(proc.stdout, on_line))
+        code = await proc.wait()
+        try:  # a descendant that kept the pipe open must not hold the app past the tool's exit
+            await asyncio.wait_for(reader, PIPE_DRAIN_S)
+        except TimeoutError:
+            reader.cancel()
+        return code
 
     def _address_flags(self, home: Path) -> list[str]:
         if home != self.settings.home or self.settings.embedded:
@@ -207,17 +256,25 @@ class LabSession:
         if code not in (0, 1):  # 1: the durable side repeated an email, which the screen shows
             raise Failed(f"compare exited {code}; see {self.settings.run_dir}")
 
-    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict:
+    async def run_chaos(
+        self, seed: int, steps: int = 12, kills: int = 6, on_line: Callable[[str], None] | None = None
+    ) -> dict:
         """A chaos schedule in a home of its own (run/chaos): it kills a supervisor and the dev server,
-        which must not be this app's. Returns the report chaos wrote to disk."""
+        which must not be this app's. `on_line` gets what chaos prints (its schedule first); returns
+        the report chaos wrote to disk."""
         chaos_home = self.settings.run_dir / "chaos"
         code = await self._proof_tool(chaos_home, "chaos", "--seed", str(seed), "--steps", str(steps),
-                                      "--kills", str(kills))  # fmt: skip
+                                      "--kills", str(kills), on_line=on_line)  # fmt: skip
         await self._proof_tool(chaos_home, "stop")  # the chaos home's processes are not the app's: stop them
         report = chaos_home / "run" / f"chaos-seed{seed}.json"
         if not report.exists():
             raise Failed(f"chaos wrote no report (exit {code}); see {chaos_home / 'run'}")
         return json.loads(report.read_text())
+
+    async def chaos_progress(self, run_id: str) -> int:
+        """Completed steps of the chaos run, read from the chaos home's ledger (or the shared one)."""
+        chaos = replace(self.settings, home=self.settings.run_dir / "chaos")
+        return await self._db(lambda: queries.count_completed(connect(chaos.ledger), run_id))
 
     def view_run(self, run_id: str) -> None:
         self.run_id = run_id  # the next poll sees a new run and delivers it whole
@@ -232,3 +289,8 @@ class LabSession:
         self._db_thread.shutdown(wait=False)
         if stop_everything and self.settings.embedded:
             await asyncio.to_thread(stop_devserver, self.settings)
+
+
+async def _hand_lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
+    async for raw in stream:
+        on_line(raw.decode("utf-8", "replace").rstrip("\n"))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from checkpoint_tui.app.view import Snapshot
-from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.artifacts import count_step_files, outbox_counts, outbox_path
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import worker_label
@@ -38,7 +38,7 @@ def build_snapshot(
         run_id=run_id, total_steps=run.total_steps, run_status=run.status, provider=run.provider, pace=run.pace,
         run_error=run.error, workflow_status=workflow_status, partial=since is not None,
     )  # fmt: skip
-    snap.steps = queries.steps(conn, run_id, since)
+    snap.steps, snap.truncated_steps = inspect_queries.steps_with_notes(conn, run_id, since)
     exact = since is None
     if exact:
         done = set(queries.completed_steps(conn, run_id))

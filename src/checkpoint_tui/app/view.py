@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoint_tui.app.tick_stats import TickStats
+from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
 
@@ -21,6 +22,10 @@ class HistoryEvent:
     @property
     def key(self) -> str:
         return f"{self.segment}:{self.event_id}"
+
+
+FINAL_STATES = {"COMPLETED": "completed", "CANCELED": "cancelled", "FAILED": "failed", "TERMINATED": "failed",
+                "TIMED_OUT": "failed"}  # fmt: skip
 
 
 @dataclass
@@ -51,6 +56,41 @@ class Snapshot:
     missing_steps: list[int] = field(default_factory=list)
     guardrail_step: StepRow | None = None
     partial: bool = False  # steps/effects hold only rows changed since the previous build
+    truncated_steps: list[int] = field(default_factory=list)  # of `steps`: the model's answer was cut
+
+    @property
+    def final_state(self) -> str | None:
+        """completed / failed / cancelled once the run is over (Temporal's word first), else None."""
+        status = FINAL_STATES.get(self.workflow_status or "")
+        if status is None and self.run_status in ("completed", "failed", "cancelled"):
+            status = self.run_status
+        return status
+
+    def finishers(self) -> int:
+        """Worker processes (host, pid) that completed a step, from the step rows (a whole snapshot)."""
+        return len({(s.worker_host, s.worker_pid) for s in self.steps if s.status == "completed" and s.worker_pid})
+
+    def completion_sentence(self, finishers: int | None = None) -> str | None:
+        """`run completed — N steps, M ledger rows, duplicates D · applied exactly once across K worker
+        processes`, or `run failed|cancelled — ...` with what is known; None while the run is live.
+        Every number is the ledger's; `finishers` defaults to counting this snapshot's step rows."""
+        state = self.final_state
+        if state is None or self.run_id is None:
+            return None
+        k = self.finishers() if finishers is None else finishers
+        done = self.completed_steps
+        whole = state == "completed" and done == self.total_steps
+        steps = f"{done} steps" if whole else f"{done} of {self.total_steps} steps"
+        once = self.duplicates == 0 and self.unstamped == 0 and self.outbox_duplicates == 0
+        if state == "completed" and done != self.total_steps:
+            once = False
+        claim = "applied exactly once" if once else "NOT exactly once"
+        if self.unstamped:
+            claim += f" ({self.unstamped} unstamped)"
+        return (
+            f"run {state} — {steps}, {self.ledger_rows} ledger rows, duplicates {self.duplicates} · "
+            f"{claim} across {k} worker process{'' if k == 1 else 'es'}"
+        )
 
     def status_json(self) -> dict:
         """The stable keys of `checkpoint-tui status --json` (documented in the README)."""
@@ -94,3 +134,5 @@ class View:
     owns_home: bool = False  # this app's supervisor holds the home's lock (else it only observes)
     planned_faults: list[str] = field(default_factory=list)
     stats: TickStats = field(default_factory=TickStats)  # what building this View cost
+    completion: str | None = None  # the completion sentence, once the run is over (computed once)
+    kills: list[KillEvent] = field(default_factory=list)  # the run's kills not delivered before

@@ -28,4 +28,7 @@ def format_status(snap: Snapshot) -> str:
     ]
     if j["error"]:
         lines.append(f"error          {j['error']}")
+    sentence = snap.completion_sentence()  # a whole snapshot: its step rows name who completed each step
+    if sentence:
+        lines.append(f"result         {sentence}")
     return "\n".join(lines)

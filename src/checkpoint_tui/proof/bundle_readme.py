@@ -82,13 +82,7 @@ def index_text(
 
 
 def completion_line(snap: Snapshot) -> str:
-    """The sentence the SVG shows in the status bar; every number from the ledger snapshot. The
-    worker processes are those that completed a step (a killed worker completes none of its last)."""
-    finishers = {s.worker_pid for s in snap.steps if s.status == "completed" and s.worker_pid}
-    once = snap.duplicates == 0 and snap.unstamped == 0 and not snap.missing_steps
-    state = (snap.workflow_status or snap.run_status or "unknown").lower()
-    return (
-        f"run {state} — {snap.completed_steps}/{snap.total_steps} steps, {snap.ledger_rows} ledger rows, "
-        f"duplicates {snap.duplicates} · {'applied exactly once' if once else 'NOT exactly once'} "
-        f"across {len(finishers)} worker processes"
-    )
+    """The sentence the SVG shows in the status bar (the app's and `status`'s own: Snapshot.completion_sentence);
+    every number from the ledger snapshot."""
+    live = f"run {snap.run_status or 'unknown'} — {snap.completed_steps}/{snap.total_steps} steps"
+    return snap.completion_sentence() or live

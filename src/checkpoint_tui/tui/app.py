@@ -25,12 +25,14 @@ from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
+from checkpoint_tui.tui.step_screen import StepScreen
 from checkpoint_tui.tui.tick_report import StatsFile, TickReport
 
 POLL_INTERVAL_S = 0.5
@@ -49,7 +51,9 @@ class Session(Protocol):
     def view_run(self, run_id: str) -> None: ...
     async def comparison(self): ...
     async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None: ...
-    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict: ...
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6, on_line=None) -> dict: ...
+    async def chaos_progress(self, run_id: str) -> int: ...
+    async def step_detail(self, run_id: str, step: int): ...
     async def shutdown(self, stop_everything: bool = False) -> None: ...
 
 
@@ -80,7 +84,7 @@ class CheckpointApp(App[int]):
         Binding("f", "faults", "Faults", id="faults"),
         Binding("r", "runs", "Runs", id="runs"),
         Binding("v", "compare", "Naive vs durable", id="compare"),
-        Binding("x", "chaos", "Chaos", id="chaos", show=False, tooltip="A seeded chaos schedule in run/chaos"),
+        Binding("x", "chaos", "Chaos", id="chaos", tooltip="A seeded chaos schedule in run/chaos, on its own screen"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
         Binding("q", "quit_keep", "Quit", id="quit"),
@@ -100,6 +104,8 @@ class CheckpointApp(App[int]):
         self._stop_everything = False
         self._panes: _Panes | None = None
         self._booted = asyncio.Event()
+        self._chaos: ChaosScreen | None = None  # the latest chaos run's screen
+        self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -162,9 +168,10 @@ class CheckpointApp(App[int]):
             panes.status.show(view)
             panes.timeline.apply(view.snapshot)
             panes.ledger.apply(view.snapshot)
-            panes.history.apply(view.history)
+            panes.history.apply(view.history, view.kills)
             panes.workers.apply(view.snapshot.worker_events)
             self._banner(view)
+        self.viewed_run = view.snapshot.run_id
         if self.tick_observer is not None:
             self.tick_observer(TickReport.of(message.poll_s, time.perf_counter() - started, view.stats))
 
@@ -184,6 +191,22 @@ class CheckpointApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    @on(TimelinePane.Inspect)
+    def inspect_step(self, message: TimelinePane.Inspect) -> None:
+        if self.viewed_run is not None and self._panes is not None:
+            self.push_screen(
+                StepScreen(self.session, self.viewed_run, message.step, self._panes.history.events_between)
+            )
+
+    def action_inspect_step(self) -> None:
+        """The command palette's way in: the timeline's cursor row (the last step if none)."""
+        if self._panes is None:
+            return
+        timeline = self._panes.timeline
+        if timeline.cursor_row < 0 and timeline.row_count:
+            timeline.action_cursor_to(-1)
+        timeline.action_inspect()
 
     def action_new_run(self) -> None:
         def started(result: tuple[int, float] | None) -> None:
@@ -245,21 +268,28 @@ class CheckpointApp(App[int]):
     def action_compare(self) -> None:
         self.push_screen(ComparisonScreen(self.session))
 
-    @work(group="actions", exit_on_error=False)
-    async def action_chaos(self) -> None:
+    def action_chaos(self) -> None:
+        """Show the running chaos schedule, or start one (seeded by the clock) and show it."""
+        if self._chaos is not None and self._chaos.report is None and self._chaos.error is None:
+            if not self._chaos.is_attached:
+                self.push_screen(self._chaos)
+            return
+        self._run_chaos(int(time.time()) % 100_000)
+
+    @work(group="chaos", exit_on_error=False)
+    async def _run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> None:
         status = self.query_one(StatusBar)
-        seed = int(time.time()) % 100_000
-        status.say(f"chaos seed {seed}: 12 steps, 6 kills (worker, claim window, supervisor, dev server) in run/chaos…")
+        screen = self._chaos = ChaosScreen(seed, steps, kills, self.session.chaos_progress)
+        self.push_screen(screen)
+        status.say(f"chaos seed {seed}: {steps} steps, {kills} kills (worker, claim window, supervisor, dev server)…")
         try:
-            report = await self.session.run_chaos(seed)
+            report = await self.session.run_chaos(seed, steps, kills, on_line=screen.add_line)
         except Exception as err:
+            screen.finished(None, str(err))
             status.say(f"chaos failed to run: {err}")
             return
-        a = report["audit"]
-        status.say(
-            f"chaos seed {seed}: {a['workflow_status']} · lost {a['lost']} · duplicated {a['duplicated']} · "
-            f"gaps {len(a['step_gaps'])} · {len(report['kills'])} kills · {'PASS' if a['ok'] else 'FAIL'}"
-        )
+        screen.finished(report)
+        status.say(status_counts(seed, report))
 
     @work(group="actions", exit_on_error=False)
     async def action_runs(self) -> None:
@@ -286,6 +316,10 @@ class CheckpointApp(App[int]):
         yield SystemCommand("Cancel run", "Cancel the viewed run", self.action_cancel_run)
         yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", self.action_faults)
         yield SystemCommand("Runs", "Switch the viewed run", self.action_runs)
+        yield SystemCommand(
+            "Inspect step", "The timeline's selected step in full: decision, effects, claims, attempts, history",
+            self.action_inspect_step,
+        )  # fmt: skip
         yield SystemCommand(
             "Chaos schedule", "A seeded schedule of kills (worker, claim window, supervisor, dev server)",
             self.action_chaos,

@@ -27,7 +27,8 @@ HELP = """\
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
   v        naive loop vs durable run under the same kill (counts from the outbox files and SQLite)
-  x        chaos: a seeded kill schedule in run/chaos; its Jepsen-style counts land in the status line
+  x        chaos screen: seeded kills in run/chaos ticked off, then counts
+  enter    timeline row (or click): the step inspector; escape closes it
   tab      cycle panes
   ? / F1   this help
   ctrl+p   command palette (the same actions)
@@ -37,7 +38,8 @@ HELP = """\
 [b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid; host/pid when
 the step ran on another host of a shared ledger),
 ledger (effects; the title's duplicates is COUNT(*) − COUNT(DISTINCT id), computed by SQL),
-temporal history (raw events, fetched incrementally), worker events (spawn/kill/promote…).
+temporal history (raw events, fetched incrementally; ── marks a kill),
+worker events (spawn/kill/promote…); ✂ marks a truncated model answer.
 Everything shown is read from the ledger (SQLite or PostgreSQL), the artifact files or Temporal on
 every refresh.
 """

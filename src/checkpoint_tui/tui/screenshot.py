@@ -30,7 +30,7 @@ class StillSession:
         self.polls += 1
         if self.polls == 1:
             return self.view
-        return View(**{**self.view.__dict__, "history": [], "run_changed": False})
+        return View(**{**self.view.__dict__, "history": [], "kills": [], "run_changed": False})
 
     async def new_run(self, steps: int, pace: float) -> str:
         raise RuntimeError("a recorded screen: nothing to start")
@@ -56,8 +56,14 @@ class StillSession:
     async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None:
         return None
 
-    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6) -> dict:
+    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6, on_line=None) -> dict:
         raise RuntimeError("a recorded screen: no chaos")
+
+    async def chaos_progress(self, run_id: str) -> int:
+        return 0
+
+    async def step_detail(self, run_id: str, step: int):
+        return None  # a recorded screen opens no inspector
 
     async def shutdown(self, stop_everything: bool = False) -> None:
         return None

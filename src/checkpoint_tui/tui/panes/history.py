@@ -7,10 +7,13 @@ every append; a RichLog resized itself with a layout pass of the whole screen on
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from rich.text import Text
 
+from checkpoint_tui.app.kill_marker import place_kill
 from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
@@ -34,13 +37,22 @@ class HistoryPane(KeyedTable):
         self.flush_every_s = flush_every_s
         self._pending: list[HistoryEvent] = []
         self._flushed = 0.0
+        self.events: list[HistoryEvent] = []  # the shown events, oldest first (markers and the inspector)
+        self._kills: dict[int, KillEvent] = {}  # kills waiting for the first event after them
 
-    def apply(self, events: list[HistoryEvent]) -> None:
+    def apply(self, events: list[HistoryEvent], kills: Iterable[KillEvent] = ()) -> None:
         """Events arrive every refresh; they are shown at most once a `flush_every_s` (a live run writes
-        dozens a second, and each batch scrolls the pane)."""
+        dozens a second, and each batch scrolls the pane). A kill gets its marker line once an event
+        after it is shown."""
         self._pending.extend(events)
+        new_kills = False
+        for kill in kills:
+            new_kills = True
+            self._kills[kill.id] = kill
         now = time.monotonic()
         if not self._pending or now - self._flushed < self.flush_every_s:
+            if new_kills and self.events:
+                self._place_kills()
             return
         self._flushed = now
         events, self._pending = self._pending, []
@@ -49,15 +61,41 @@ class HistoryPane(KeyedTable):
         self.sync(((f"{ev.segment}/{ev.event_id}", (_line(ev),)) for ev in new), follow=True)
         self.names.extend(ev.name for ev in new)
         del self.names[: len(self.names) - self.row_count]  # the names of the lines still shown
+        self.events.extend(new)
+        if len(self.events) > MAX_ROWS * 1.2:
+            del self.events[: len(self.events) - MAX_ROWS]
+        if self._kills:
+            self._place_kills()
         shown = self.row_count
         total = f"last {shown} of {self.seen}" if shown < self.seen else str(self.seen)
         segments = f" · {events[-1].segment + 1} executions (continue-as-new)" if events[-1].segment else ""
         self.info.show(f"{total} events{segments}")
 
+    def _place_kills(self) -> None:
+        """Insert a marker line for each waiting kill that has an event after it."""
+        for kill_id, kill in list(self._kills.items()):
+            placed = place_kill(kill, self.events)
+            if placed is None:
+                continue
+            del self._kills[kill_id]
+            i, text = placed
+            if i == 0 and (self.seen > len(self.events) or self.events[0].event_id != 1):
+                continue  # the kill predates the oldest event still shown
+            ev = self.events[i]
+            row = self.insert_before(f"{ev.segment}/{ev.event_id}", f"kill/{kill_id}", (Text(text, style="bold red"),))
+            if row is not None:
+                self.names.insert(row, "KILL")
+
+    def events_between(self, start: float, end: float) -> list[HistoryEvent]:
+        """The shown events in a time window (a step's, for the step inspector)."""
+        return [ev for ev in self.events if start <= ev.time <= end]
+
     def reset(self) -> None:
         """A different run: forget the lines and the count."""
         super().reset()
         self.names.clear()
+        self.events.clear()
+        self._kills.clear()
         self._pending.clear()
         self._flushed = 0.0
         self.seen = 0

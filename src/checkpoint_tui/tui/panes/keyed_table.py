@@ -131,6 +131,24 @@ class KeyedTable(ScrollView, can_focus=True):
         if not changed and added:
             self.refresh()
 
+    def insert_before(self, before: str, key: str, cells: tuple[Cell, ...]) -> int | None:
+        """Insert a row above the row `before` (a marker between log lines); returns its index, None if
+        `before` is not shown or `key` already is. Rare: every row below is renumbered and re-rendered."""
+        i = self._index.get(before)
+        if i is None or key in self._index:
+            return None
+        self._keys.insert(i, key)
+        self._cells.insert(i, cells)
+        self._index = {k: n for n, k in enumerate(self._keys)}
+        self._strips.clear()
+        self._lines.clear()
+        if self.cursor_row >= i:
+            self.cursor_row += 1
+        self._grow_widths(cells)
+        self._resize()
+        self.refresh()
+        return i
+
     def _trim(self) -> None:
         """Drop the oldest rows beyond max_rows (in batches: each drop renumbers every row)."""
         drop = self.row_count - (self._max_rows or 0)
@@ -196,8 +214,12 @@ class KeyedTable(ScrollView, can_focus=True):
                 self.refresh_line(i + self._top)
         self._scroll_to_cursor(jump)  # the virtual size is already set (quietly, in _resize)
 
-    def _scroll_to_cursor(self, jump: bool = False) -> None:
-        """Keep the cursor row in view below the header; a `jump` past the bottom leaves it mid-pane."""
+    def _scroll_to_cursor(self, jump: bool = False, deferred: bool = False) -> None:
+        """Keep the cursor row in view below the header; a `jump` past the bottom leaves it mid-pane.
+        The first rows can arrive before the first layout (no size yet): then once, after it."""
+        if not self.size.height and not deferred:
+            self.call_after_refresh(self._scroll_to_cursor, jump, True)
+            return
         row, top = self.cursor_row, self.scroll_offset.y
         visible = max(1, self.scrollable_content_region.height - self._top)
         if row < top:

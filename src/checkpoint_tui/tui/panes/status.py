@@ -54,10 +54,15 @@ class StatusBar(Static):
         self._view: View | None = None
         self.message = "starting: finding the dev server and the worker…"
         self._shown_text: Text | None = None
+        self.completion: str | None = None  # the viewed run's completion sentence, once it ended
 
     def show(self, view: View) -> None:
         self._view = view
         self.pill = pill_for(view)
+        if view.completion != self.completion:  # said once when the run ends (or a finished run is opened)
+            self.completion = view.completion
+            if view.completion:
+                self.message = view.completion
         self.refresh_text()
 
     def set_pill(self, pill: str) -> None:

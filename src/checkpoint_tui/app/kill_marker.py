@@ -1,0 +1,55 @@
+"""Where a worker's death falls in a run's Temporal history, and what the line marking it says:
+derived from the ledger's kill event and the history events (both durable) each time the history is
+shown, so an app started after the kill shows the same marker."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+
+from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.ledger.inspect_queries import KillEvent
+
+CLOSES = ("ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_FAILED", "ACTIVITY_TASK_TIMED_OUT", "ACTIVITY_TASK_CANCELED")
+_SCHEDULED_ID = re.compile(r"\bscheduled_event_id=(\d+)")
+
+
+def place_kill(kill: KillEvent, events: Sequence[HistoryEvent]) -> tuple[int, str] | None:
+    """(index of the first event after the kill, the marker's text), or None until an event after the
+    kill has arrived (the marker says how long history stayed silent)."""
+    i = bisect.bisect_right(events, kill.at, key=lambda e: e.time)
+    if i >= len(events):
+        return None
+    gap = events[i].time - kill.at
+    return i, marker_text(kill, in_flight(events[:i]), gap)
+
+
+def in_flight(events: Sequence[HistoryEvent]) -> str | None:
+    """The activity scheduled and not yet closed at the end of these events (the newest if several)."""
+    open_: dict[tuple[int, int], str] = {}
+    for ev in events:
+        if ev.name == "ACTIVITY_TASK_SCHEDULED":
+            open_[(ev.segment, ev.event_id)] = ev.attrs.split(" ", 1)[0]
+        elif ev.name in CLOSES:
+            found = _SCHEDULED_ID.search(ev.attrs.split(" failure=", 1)[0])  # the failure text is the model's
+            if found:
+                open_.pop((ev.segment, int(found[1])), None)
+    return list(open_.values())[-1] if open_ else None
+
+
+def marker_text(kill: KillEvent, activity: str | None, gap_s: float) -> str:
+    """`── SIGKILL worker 18650 (w-964d45) · in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 3 ·
+    next event +0.15 s ──`"""
+    died = f"died ({kill.signal})" if kill.signal else "died"
+    what = (kill.signal or "SIGKILL") if kill.event == "kill" else died
+    who = f"worker {kill.pid_label}" + (f" ({kill.short_identity})" if kill.identity else "")
+    if activity is None:
+        flight = "no activity (a workflow task or a timer)"
+    elif kill.activity == activity and kill.attempt:
+        flight = f"ACTIVITY_TASK_STARTED {activity} attempt {kill.attempt}"  # the dead worker's own log row
+    else:
+        flight = f"ACTIVITY_TASK_SCHEDULED {activity}"
+    step = kill.activity_step if kill.activity_step is not None else kill.step
+    at_step = f" · step {step}" if step else ""
+    return f"── {what} {who} · in flight: {flight}{at_step} · next event +{gap_s:.2f} s ──"

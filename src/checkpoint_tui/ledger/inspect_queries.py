@@ -1,0 +1,167 @@
+"""The app's instrument reads: the completion sentence's worker count, kill markers for the history
+pane, and one step in full for the step inspector. Each is made once per event (a run's end, a kill,
+a keypress), never per refresh; all return plain dataclasses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, worker_label
+from checkpoint_tui.settings import HOST
+
+TRUNCATED = "truncated"  # how the model layer marks an answer it had to cut (steps.answer_note)
+
+
+@dataclass(frozen=True)
+class KillEvent:
+    """A kill or death of a worker during a run, with the activity attempt the dead worker had last
+    started before it (its newest activity_log row at or before the death)."""
+
+    id: int
+    at: float
+    event: str  # kill | died
+    pid: int | None
+    host: str | None
+    identity: str | None
+    step: int | None
+    signal: str | None
+    activity: str | None = None
+    attempt: int | None = None
+    activity_step: int | None = None
+
+    @property
+    def pid_label(self) -> str:
+        return worker_label(self.pid, self.host)
+
+    @property
+    def short_identity(self) -> str:
+        """The worker's name without `@host` when it is this host (the pid already says where)."""
+        ident = self.identity or ""
+        return ident.split("@", 1)[0] if ident.endswith(f"@{HOST}") else ident
+
+
+@dataclass(frozen=True)
+class ActivityAttempt:
+    activity: str
+    attempt: int
+    worker_pid: int
+    host: str | None
+    started_at: float
+
+    @property
+    def worker(self) -> str:
+        return worker_label(self.worker_pid, self.host)
+
+
+@dataclass(frozen=True)
+class StepDetail:
+    run_id: str
+    step: StepRow
+    answer_note: str | None
+    effects: list[EffectRow]
+    claims: list[ClaimAttempt]
+    attempts: list[ActivityAttempt]
+
+    @property
+    def truncated(self) -> bool:
+        return TRUNCATED in (self.answer_note or "")
+
+
+def finisher_count(conn: Ledger, run_id: str) -> int:
+    """Distinct worker processes (host, pid) that completed a step of the run."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT DISTINCT worker_host, worker_pid FROM steps "
+        "WHERE run_id = ? AND status = 'completed' AND worker_pid IS NOT NULL) AS f",
+        (run_id,),
+    ).fetchone()
+    return int(row[0])
+
+
+def steps_with_notes(conn: Ledger, run_id: str, since: float | None = None) -> tuple[list[StepRow], list[int]]:
+    """The run's step rows (with `since`, only those written since) and which of them hold a truncated
+    answer: the same one statement as the plain step read."""
+    if since is None:
+        rows = conn.execute("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,)).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT * FROM steps WHERE run_id = ? AND touched_at >= ? ORDER BY step", (run_id, since)
+        ).fetchall()
+    truncated = [r["step"] for r in rows if TRUNCATED in (r["answer_note"] or "")]
+    return [StepRow.of(r) for r in rows], truncated
+
+
+def kill_events(conn: Ledger, run_id: str, ids: list[int] | None = None) -> list[KillEvent]:
+    """The run's kill/died worker events (all, or those with the given ids), oldest first, each with
+    the dead worker's last activity attempt of the run started at or before its death."""
+    if ids is not None and not ids:
+        return []
+    sql = "SELECT * FROM worker_events WHERE run_id = ? AND event IN ('kill', 'died')"
+    params: list = [run_id]
+    if ids is not None:
+        sql += f" AND id IN ({','.join('?' for _ in ids)})"
+        params += ids
+    out = []
+    for r in conn.execute(sql + " ORDER BY id", params).fetchall():
+        attempt = conn.execute(
+            "SELECT activity, attempt, step FROM activity_log WHERE run_id = ? AND worker_pid = ? "
+            "AND COALESCE(host, '') = COALESCE(?, '') AND started_at <= ? ORDER BY started_at DESC, id DESC LIMIT 1",
+            (run_id, r["pid"], r["host"], r["at"]),
+        ).fetchone()
+        out.append(
+            KillEvent(
+                r["id"],
+                r["at"],
+                r["event"],
+                r["pid"],
+                r["host"],
+                r["identity"],
+                r["step"],
+                _detail(r["detail"]).get("signal"),
+                attempt["activity"] if attempt else None,
+                attempt["attempt"] if attempt else None,
+                attempt["step"] if attempt else None,
+            )  # fmt: skip
+        )
+    return out
+
+
+def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:
+    """One step in full: its row, its effects with payloads and every claim attempt, every activity
+    attempt (which worker, which host)."""
+    row = conn.execute("SELECT * FROM steps WHERE run_id = ? AND step = ?", (run_id, step)).fetchone()
+    if row is None:
+        return None
+    claims = [
+        ClaimAttempt.of(r)
+        for r in conn.execute(
+            "SELECT seq, effect_id, step, kind, attempt, worker_pid, host, COALESCE(outcome, 'interrupted') "
+            "AS outcome, started_at, finished_at FROM effect_outcomes WHERE run_id = ? AND step = ? ORDER BY seq",
+            (run_id, step),
+        )
+    ]
+    effects = [
+        EffectRow(r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
+                  ",".join(c.outcome for c in claims if c.effect_id == r["id"]), r["payload"])
+        for r in conn.execute(
+            "SELECT * FROM effects WHERE run_id = ? AND step = ? ORDER BY claimed_at, id", (run_id, step)
+        ).fetchall()
+    ]  # fmt: skip
+    attempts = [
+        ActivityAttempt(r["activity"], r["attempt"], r["worker_pid"], r["host"], r["started_at"])
+        for r in conn.execute(
+            "SELECT activity, attempt, worker_pid, host, started_at FROM activity_log WHERE run_id = ? AND step = ? "
+            "ORDER BY started_at, id",
+            (run_id, step),
+        )
+    ]
+    return StepDetail(run_id, StepRow.of(row), row["answer_note"], effects, claims, attempts)
+
+
+def _detail(text: str | None) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,55 @@
+"""The instrument's reads (ledger/inspect_queries.py) on both ledger backends: the worker processes
+that completed steps, kills with the dead worker's last attempt, one step in full, truncated answers."""
+
+from __future__ import annotations
+
+import time
+
+from checkpoint_tui.ledger import inspect_queries as iq
+from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once
+from checkpoint_tui.ledger.store import connect, create_run, record_worker_event, touch_step, upsert_step
+
+RUN = "run-20260101-000000-beef"
+
+
+def seed(conn) -> float:
+    """Steps 1-2 by pid 100, step 3's model call on 100 killed, then finished by 200."""
+    create_run(conn, RUN, 4, 0.0, "offline", "q")
+    for step in (1, 2):
+        touch_step(conn, RUN, step, "llm", 1, 100, "running")
+        touch_step(conn, RUN, step, "mark_step_completed", 1, 100, "completed", ended_at=time.time())
+    touch_step(conn, RUN, 3, "llm", 1, 100, "running")
+    time.sleep(0.01)
+    killed_at = time.time()
+    record_worker_event(conn, "kill", 100, "w-abc123@elsewhere", RUN, 3, '{"signal": "SIGKILL"}', killed_at)
+    time.sleep(0.01)
+    touch_step(conn, RUN, 3, "llm", 2, 200, "running")
+    upsert_step(conn, RUN, 3, "running", action="compute", thought="t", answer_note="truncated; repaired")
+    for kind in KINDS:
+        apply_effect_once(conn, EffectSpec(RUN, 3, kind, f"payload {kind}", 2, 200, RUN), lambda spec, rec: None)
+    touch_step(conn, RUN, 3, "mark_step_completed", 2, 200, "completed", ended_at=time.time())
+    return killed_at
+
+
+def test_instrument_reads(ledger_target):
+    conn = connect(ledger_target)
+    killed_at = seed(conn)
+    assert iq.finisher_count(conn, RUN) == 2
+    kills = iq.kill_events(conn, RUN)
+    assert len(kills) == 1
+    k = kills[0]
+    assert (k.event, k.pid, k.signal, k.step) == ("kill", 100, "SIGKILL", 3)
+    assert (k.activity, k.attempt, k.activity_step) == ("llm", 1, 3)  # the dead worker's own attempt
+    assert abs(k.at - killed_at) < 1e-3 and k.identity == "w-abc123@elsewhere"
+    assert iq.kill_events(conn, RUN, [k.id]) == kills and iq.kill_events(conn, RUN, []) == []
+    steps, truncated = iq.steps_with_notes(conn, RUN)
+    assert [s.step for s in steps] == [1, 2, 3] and truncated == [3]
+    detail = iq.step_detail(conn, RUN, 3)
+    assert detail is not None and detail.truncated and detail.step.worker_pid == 200
+    assert sorted(e.kind for e in detail.effects) == ["db", "email", "file"]
+    assert all(e.outcomes == "applied" and e.payload.startswith("payload") for e in detail.effects)
+    assert [c.outcome for c in detail.claims] == ["applied"] * 3
+    assert [(a.activity, a.attempt, a.worker_pid) for a in detail.attempts] == [
+        ("llm", 1, 100), ("llm", 2, 200), ("mark_step_completed", 2, 200),
+    ]  # fmt: skip
+    assert iq.step_detail(conn, RUN, 4) is None

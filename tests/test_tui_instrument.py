@@ -1,0 +1,124 @@
+"""The app as an instrument, on fixed data: the completion sentence, kill markers between history
+events, the step inspector (Enter, click, Escape), the ledger pane following the live step."""
+
+from __future__ import annotations
+
+from checkpoint_tui.app.kill_marker import in_flight, place_kill
+from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.step_screen import StepScreen
+from test_tui_snapshots import SIZE, make_app, open_inspector, settle
+from tui_fixtures import RUN, T0, completed_after_kill_view, running_view, step, step_history
+
+SENTENCE = "run completed — 8 steps, 24 ledger rows, duplicates 0 · applied exactly once across 2 worker processes"
+
+
+def test_completion_sentence_forms():
+    v = completed_after_kill_view()
+    assert v.snapshot.completion_sentence(2) == SENTENCE
+    assert v.snapshot.completion_sentence() == SENTENCE  # counted from the step rows: pids 4121 and 4180
+    failed = Snapshot(RUN, total_steps=5, run_status="failed", workflow_status="FAILED", completed_steps=2,
+                      ledger_rows=6, steps=[step(1), step(2)])  # fmt: skip
+    assert failed.completion_sentence() == (
+        "run failed — 2 of 5 steps, 6 ledger rows, duplicates 0 · applied exactly once across 1 worker process"
+    )
+    cancelled = Snapshot(RUN, total_steps=5, run_status="cancelled", workflow_status="CANCELED", duplicates=1)
+    assert cancelled.completion_sentence(0).startswith(
+        "run cancelled — 0 of 5 steps, 0 ledger rows, duplicates 1 · NOT"
+    )
+    assert Snapshot(RUN, total_steps=5, run_status="running", workflow_status="RUNNING").completion_sentence() is None
+
+
+def test_kill_marker_waits_for_the_next_event_and_names_what_was_in_flight():
+    v = completed_after_kill_view()
+    kill = v.kills[0]
+    before = [ev for ev in v.history if ev.time <= kill.at]
+    assert place_kill(kill, before) is None  # nothing after the kill yet: the gap is not known
+    i, text = place_kill(kill, v.history)
+    assert v.history[i - 1].time <= kill.at < v.history[i].time
+    assert text == (
+        "── SIGKILL worker 4121 (w-964d45) · in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 4 · "
+        "next event +0.16 s ──"
+    )
+    assert in_flight(step_history(3)) is None  # every activity closed
+
+
+async def test_status_line_history_marker_and_ledger_follow():
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one(StatusBar).message == SENTENCE
+        assert SENTENCE in app.query_one(StatusBar)._shown_text.plain
+        history = app.query_one("#history")
+        assert history.names.count("KILL") == 1 and history.row_count == len(history.names)
+        row = history.names.index("KILL")
+        marker = history.get_cell("kill/2", "event").plain
+        assert marker.startswith("── SIGKILL worker 4121") and "next event +0.16 s" in marker
+        assert history.events[row].time > T0 + 4.3 > history.events[row - 1].time  # between the two events
+        ledger = app.query_one("#ledger")
+        assert ledger.cursor_row == ledger.row_count - 1  # followed to the newest effect
+        timeline = app.query_one("#timeline")
+        assert "✂ truncated" in timeline.get_cell("6", "mark").plain
+
+
+async def test_ledger_pane_stays_where_the_user_moved_it():
+    app = make_app(running_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        ledger = app.query_one("#ledger")
+        ledger.focus()
+        await pilot.press("home")
+        ledger.sync([("new-row", ("x", "8", "file", "1", "applied", "—", "—"))], follow=True)
+        assert ledger.cursor_row == 0
+
+
+async def test_inspector_opens_on_enter_and_click_and_escape_closes():
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await open_inspector(pilot, 4)
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and app.session.inspected == [(RUN, 4)]
+        text = screen.query_one("#step-detail").render().plain
+        assert "completed by worker 4180 (started by 4121)" in text
+        assert "- thought: [bold]compute[/] it" in text.replace(" ⏎ ", "\n")  # payloads are literal text
+        assert "llm                  attempt 2  worker 4180" in text and "claim applied" in text
+        assert "ACTIVITY_TASK_STARTED" in text and "attempt=2" in text  # the step's own history events
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, StepScreen)
+        await pilot.click("#timeline", offset=(2, 6))  # header + 5 rows down: step 6
+        for _ in range(50):
+            if isinstance(app.screen, StepScreen) and app.screen.detail is not None:
+                break
+            await pilot.pause(0.02)
+        assert app.session.inspected[-1] == (RUN, 6)
+        assert "✂ truncated" in app.screen.query_one("#step-detail").render().plain
+
+
+async def test_palette_lists_the_inspector():
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Inspect step" in titles
+
+
+async def test_chaos_screen_ticks_the_schedule_and_shows_the_counts():
+    app = make_app(running_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        for _ in range(100):
+            if getattr(app.screen, "report", None) is not None:
+                break
+            await pilot.pause(0.02)
+        screen = app.screen
+        assert [step for step, _ in screen.schedule] == [2, 4, 6, 8, 10, 11]
+        assert screen.run_id == "run-20261129-120500-c0de"
+        text = screen.query_one("#chaos-text").render().plain
+        assert "✓ step    2: worker-kill +120 ms" in text and "✓ step   10: worker-kill +450 ms" in text
+        assert "LOST 0 · DUPLICATED 0 · step gaps []" in text and "PASS" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not hasattr(app.screen, "schedule")
+        assert "lost 0 · duplicated 0 · gaps 0 · 6 kills · PASS" in app.query_one(StatusBar).message

@@ -1,0 +1,87 @@
+"""The app as an instrument against the real dev server and worker processes: after a SIGKILL the
+completion sentence is read from the screen and from `status`, the kill marker sits between history
+events and comes back after a restart of the app, and the inspector shows both workers' attempts."""
+
+from __future__ import annotations
+
+from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.tui.app import CheckpointApp
+from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.step_screen import StepScreen
+from conftest import run_cli
+from test_tui_live import SIZE, start_run_via_keys, wait_for
+
+
+def marker_of(app) -> str | None:
+    history = app.query_one("#history")
+    keys = [k for k in history.row_keys() if k.startswith("kill/")]
+    return history.get_cell(keys[0], "event").plain if keys else None
+
+
+async def test_completion_sentence_kill_marker_and_inspector_after_a_kill(home):
+    session = LabSession(home)
+    app = CheckpointApp(session, poll_interval=0.1)
+    try:  # the first app quits with q on success (its worker stays for the next); on failure stop all
+        async with app.run_test(size=SIZE) as pilot:
+            status = app.query_one(StatusBar)
+            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
+            first_pid = session.supervisor.primary.pid
+            await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
+            await wait_for(pilot, lambda: session.run_id is not None, what="run start")
+            run_id = session.run_id
+            conn = connect(home.ledger)
+            await wait_for(
+                pilot,
+                lambda: conn.execute(
+                    "SELECT 1 FROM activity_log WHERE run_id=? AND step=3 AND activity='llm'", (run_id,)
+                ).fetchone(),
+                what="step 3 model call in flight",
+            )
+            await pilot.press("k")
+            await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=60)
+            second_pid = session.supervisor.primary.pid
+            sentence = (
+                "run completed — 5 steps, 15 ledger rows, duplicates 0 · applied exactly once across 2 worker processes"
+            )
+            await wait_for(pilot, lambda: status.message == sentence, what=f"the sentence, not {status.message!r}")
+            assert sentence in status._shown_text.plain
+            await wait_for(pilot, lambda: marker_of(app) is not None, what="the kill marker")
+            marker = marker_of(app)
+            assert marker.startswith(f"── SIGKILL worker {first_pid} (w-"), marker
+            assert "in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 3 · next event +" in marker, marker
+            first_marker = marker
+            await pilot.press("q")  # the worker keeps running; the next app adopts it
+    except BaseException:
+        await session.shutdown(stop_everything=True)
+        raise
+
+    out = run_cli("status", run_id, home=home, timeout=60)
+    assert out.returncode == 0 and f"result         {sentence}" in out.stdout, out.stdout + out.stderr
+
+    again = LabSession(home)  # a new app: everything from the ledger and Temporal again
+    app2 = CheckpointApp(again, poll_interval=0.1)
+    try:
+        async with app2.run_test(size=SIZE) as pilot:
+            status = app2.query_one(StatusBar)
+            await wait_for(pilot, lambda: status.message == sentence, what="the sentence after a restart")
+            await wait_for(pilot, lambda: marker_of(app2) is not None, what="the kill marker after a restart")
+            assert marker_of(app2) == first_marker
+            timeline = app2.query_one("#timeline")
+            await wait_for(pilot, lambda: timeline.row_count == 5, what="the steps")
+            timeline.focus()
+            await pilot.press("end", "up", "up")  # step 3, the killed one
+            await pilot.press("enter")
+            await wait_for(
+                pilot, lambda: isinstance(app2.screen, StepScreen) and app2.screen.detail is not None, what="inspector"
+            )
+            detail = app2.screen.detail
+            assert detail.step.step == 3 and len(detail.effects) == 3
+            assert {a.worker_pid for a in detail.attempts if a.activity == "llm"} == {first_pid, second_pid}
+            text = app2.screen.query_one("#step-detail").render().plain
+            assert f"worker {second_pid}" in text and "claim applied" in text and "payload" in text
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app2.screen, StepScreen)
+    finally:
+        await again.shutdown(stop_everything=True)
