@@ -244,3 +244,26 @@ def test_the_ledger_has_an_id_of_its_own(conn, ledger_target):
 
     first = ledger_id(conn)
     assert len(first) == 32 and ensure_schema(conn) == SCHEMA_VERSION and ledger_id(conn) == first
+
+
+def test_a_stuck_postgres_lock_fails_fast_instead_of_stalling(pg_url):
+    """Another session holds the effect's advisory lock (a stuck writer): the note's check-then-write
+    gives up after the session's lock_timeout (1.5 s) with one clear error, so the activity is retried
+    instead of blocking the worker's event loop and its heartbeats."""
+    import time
+
+    import psycopg
+
+    from checkpoint_tui.ledger.effects import insert_note
+
+    conn = connect(pg_url)
+    stuck = EffectSpec("run-20260101-000000-beef", 1, "db", "note", 1, 1, "run-20260101-000000-beef")
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (stuck.id,))
+        t = time.monotonic()
+        with pytest.raises(Unavailable, match="lock"):
+            insert_note(conn, stuck, check=True)
+        waited = time.monotonic() - t
+    assert 1.0 <= waited < 5.0, waited
+    insert_note(conn, stuck, check=True)  # the lock released: the same write goes through
+    assert conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 1

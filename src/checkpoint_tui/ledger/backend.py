@@ -202,8 +202,9 @@ class PostgresLedger:
 
         try:
             return self._live().execute(_pg_sql(sql), tuple(params))
-        except psycopg.OperationalError as exc:  # the server went away mid-statement: say so, plainly
-            raise Unavailable(f"the PostgreSQL ledger at {self.target} dropped the connection: {exc}") from exc
+        except psycopg.OperationalError as exc:  # the server went away, or a lock/statement timeout
+            what = "dropped the connection" if self.raw.broken or self.raw.closed else "refused the statement"
+            raise Unavailable(f"the PostgreSQL ledger at {self.target} {what}: {exc}".strip()) from exc
 
     @contextmanager
     def transaction(self, key: str | None = None, wait_s: float | None = None) -> Iterator[None]:
@@ -212,8 +213,8 @@ class PostgresLedger:
         with self._live().transaction():
             if wait_s is not None:
                 self.raw.execute(f"SET LOCAL lock_timeout = {int(wait_s * 1000)}")
-            if key is not None:
-                self.raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+            if key is not None:  # through execute(): a lock timeout is one clear error like any other
+                self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
             yield
 
     def data_version(self) -> object:
