@@ -50,6 +50,19 @@ def temporal_address(server_home: Settings) -> str:
     return rec["address"]
 
 
+@pytest.fixture
+def server():
+    """A stand-in OpenAI-compatible server (tests/model_server.py), the model layer's caches cleared."""
+    from checkpoint_tui.model import openai_compat
+    from model_server import StandIn
+
+    openai_compat._models_cache.clear()
+    openai_compat._plain_only.clear()
+    s = StandIn().start()
+    yield s
+    s.stop()
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """One real PostgreSQL server for the session (see pg_server.py)."""

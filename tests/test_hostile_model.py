@@ -7,8 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import pytest
@@ -28,6 +26,7 @@ from checkpoint_tui.model.extract import ExtractError, extract_decision
 from checkpoint_tui.model.openai_compat import GuardrailFailure, ProviderUnavailable, ask_model
 from checkpoint_tui.model.transport import MAX_BODY_BYTES
 from checkpoint_tui.settings import ModelOptions, Settings
+from conftest import supervised
 from model_server import Raw, StandIn, as_json, completion
 
 VALID = '{"action": "compute", "args": {"expression": "6*7"}, "thought": "multiply"}'
@@ -48,15 +47,6 @@ OVERLONG = note("n" * (MAX_NOTE_CHARS + 1))
 TRICKLE = as_json(completion(VALID), every_s=0.3)
 HUGE = as_json(completion("x" * (MAX_BODY_BYTES + 10)))
 HUGE_UNDECLARED = replace(HUGE, length=False)
-
-
-@pytest.fixture
-def server():
-    openai_compat._models_cache.clear()
-    openai_compat._plain_only.clear()
-    s = StandIn().start()
-    yield s
-    s.stop()
 
 
 async def ask(server: StandIn, timeout_s: float = 5.0, model: str | None = "stand-in-model"):
@@ -263,22 +253,6 @@ MODEL_TIMEOUT_S = 1.5
 STEPS = 8
 
 
-@asynccontextmanager
-async def supervised(settings: Settings, address: str) -> AsyncIterator:
-    from checkpoint_tui.ops.supervisor import Supervisor
-    from checkpoint_tui.ops.temporal import connect_client
-
-    client = await connect_client(settings, address)
-    sup = Supervisor(settings, address)
-    assert sup.acquire()
-    try:
-        sup.ensure_worker()
-        async with sup.running(stop_workers=True):
-            yield client
-    finally:
-        await sup.stop(stop_workers=True)
-
-
 def rotation(server: StandIn) -> list[str]:
     """Per request, in order; the comment is how each step must end."""
     server.models_replies = [Raw(b'{"error": "bad"}', 400)]  # step 1: /v1/models 400 -> offline
@@ -307,7 +281,7 @@ async def test_hostile_server_under_a_real_run(home, temporal_address, server, m
     monkeypatch.setenv("CHECKPOINT_MODEL_TIMEOUT", str(MODEL_TIMEOUT_S))  # the worker reads it at start
     reasons = rotation(server)
     model = ModelRef(server.url, "stand-in-model")
-    async with supervised(home, temporal_address) as client:
+    async with supervised(home, temporal_address) as (_, client):
         t = time.monotonic()
         run_id = await start_run(home, client, steps=STEPS, pace=0, model=model)
         assert await wait_for_run(home, client, run_id, timeout=90) == "COMPLETED"

@@ -19,15 +19,6 @@ from model_server import StandIn
 VALID = '{"action": "compute", "args": {"expression": "6*7"}, "thought": "multiply"}'
 
 
-@pytest.fixture
-def server():
-    openai_compat._models_cache.clear()
-    openai_compat._plain_only.clear()
-    s = StandIn().start()
-    yield s
-    s.stop()
-
-
 async def ask(server: StandIn, model: str | None = "stand-in-model", **options):
     return await ask_model(ModelOptions(server.url, model, **options), 2, 5, "previous")
 

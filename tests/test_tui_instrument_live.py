@@ -5,12 +5,11 @@ events and comes back after a restart of the app, and the inspector shows both w
 from __future__ import annotations
 
 from checkpoint_tui.app.session import LabSession
-from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.step_screen import StepScreen
 from conftest import run_cli
-from test_tui_live import SIZE, start_run_via_keys, wait_for
+from test_tui_live import SIZE, kill_in_step_3, wait_for
 
 
 def marker_of(app) -> str | None:
@@ -25,20 +24,7 @@ async def test_completion_sentence_kill_marker_and_inspector_after_a_kill(home):
     try:  # the first app quits with q on success (its worker stays for the next); on failure stop all
         async with app.run_test(size=SIZE) as pilot:
             status = app.query_one(StatusBar)
-            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
-            first_pid = session.supervisor.primary.pid
-            await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
-            await wait_for(pilot, lambda: session.run_id is not None, what="run start")
-            run_id = session.run_id
-            conn = connect(home.ledger)
-            await wait_for(
-                pilot,
-                lambda: conn.execute(
-                    "SELECT 1 FROM activity_log WHERE run_id=? AND step=3 AND activity='llm'", (run_id,)
-                ).fetchone(),
-                what="step 3 model call in flight",
-            )
-            await pilot.press("k")
+            first_pid, run_id, _ = await kill_in_step_3(pilot, session, home)
             await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=60)
             second_pid = session.supervisor.primary.pid
             sentence = (

@@ -40,6 +40,26 @@ async def start_run_via_keys(pilot, steps: int, pace: float) -> None:
     await pilot.press("enter")
 
 
+async def kill_in_step_3(pilot, session: LabSession, home) -> tuple[int, str, object]:
+    """Boot, start a 5-step run with `n`, press `k` while step 3's model call is in flight; returns
+    (the killed pid, the run id, a ledger connection)."""
+    await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
+    first_pid = session.supervisor.primary.pid
+    await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
+    await wait_for(pilot, lambda: session.run_id is not None, what="run start")
+    run_id = session.run_id
+    conn = connect(home.ledger)
+    await wait_for(
+        pilot,
+        lambda: conn.execute(
+            "SELECT 1 FROM activity_log WHERE run_id=? AND step=3 AND activity='llm'", (run_id,)
+        ).fetchone(),
+        what="step 3 model call in flight",
+    )
+    await pilot.press("k")
+    return first_pid, run_id, conn
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 async def test_kill_from_the_keyboard(home, backend, request):
     if backend == "postgresql":
@@ -51,20 +71,7 @@ async def test_kill_from_the_keyboard(home, backend, request):
         async with app.run_test(size=SIZE) as pilot:
             status = app.query_one(StatusBar)
             app.watch(status, "pill", lambda value: pills.append(value), init=False)
-            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
-            first_pid = session.supervisor.primary.pid
-            await start_run_via_keys(pilot, steps=5, pace=1.0)  # a 0.6 s model call to land the kill in
-            await wait_for(pilot, lambda: session.run_id is not None, what="run start")
-            run_id = session.run_id
-            conn = connect(home.ledger)
-            await wait_for(
-                pilot,
-                lambda: conn.execute(
-                    "SELECT 1 FROM activity_log WHERE run_id=? AND step=3 AND activity='llm'", (run_id,)
-                ).fetchone(),
-                what="step 3 model call in flight",
-            )
-            await pilot.press("k")
+            first_pid, run_id, conn = await kill_in_step_3(pilot, session, home)
             await wait_for(pilot, lambda: "worker-dead" in pills, what="worker-dead pill")
             await wait_for(
                 pilot, lambda: status.pill == "running" and session.supervisor.primary.pid != first_pid, what="new pid"
