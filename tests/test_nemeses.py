@@ -62,3 +62,36 @@ def test_shrink_finds_the_one_event_that_breaks_the_run(chaos_home):
     events, steps, _ = load_schedule(home.home / "broken.min.json")
     assert steps == 4 and [(e.step, e.kind) for e in events] == [(3, FORGE)]
     assert "shrink: 2 -> 1 event(s) in 3 runs" in out.stdout
+
+
+def test_a_mixed_schedule_keeps_exactly_once_on_a_postgresql_ledger(session_root, pg_url):
+    """The same nemeses against a shared PostgreSQL ledger: a kill inside an activity, a pause past the
+    heartbeat timeout, a hang the watchdog ends. Its own home: chaos's workers are the PostgreSQL home's."""
+    home = Settings(home=session_root / "nemesis-pg-home")
+    home.ensure_dirs()
+    path = home.home / "mixed.json"
+    events = [
+        {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
+        {"at_step": 3, "nemesis": "pause", "delay_ms": 20, "duration_s": 2.2},
+        {"at_step": 5, "nemesis": "hang", "delay_ms": 20},
+    ]
+    path.write_text(json.dumps({"steps": 7, "seed": 7, "events": events}))
+    try:
+        out = run_cli(
+            "--ledger", pg_url, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"),
+            home=home, timeout=150,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        audit = json.loads((home.home / "r.json").read_text())["audit"]
+        assert audit["workflow_status"] == "COMPLETED"
+        assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
+        assert "LOST 0 · DUPLICATED 0" in out.stdout
+        assert (
+            connect(pg_url).execute("SELECT status FROM runs WHERE run_id = ?", (audit["run_id"],)).fetchone()["status"]
+            == "completed"
+        )  # the run and its effects really are in PostgreSQL
+        assert (
+            not home.db_path.exists() or connect(home.db_path).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+        )
+    finally:
+        run_cli("--ledger", pg_url, "stop", home=home)
