@@ -95,3 +95,29 @@ def test_a_mixed_schedule_keeps_exactly_once_on_a_postgresql_ledger(session_root
         )
     finally:
         run_cli("--ledger", pg_url, "stop", home=home)
+
+
+def test_a_partition_with_kills_and_a_pause_keeps_exactly_once(session_root):
+    """The workers reach Temporal through chaos's loopback proxy; a 3 s partition (past the heartbeat
+    timeout) between a kill and a pause: the run completes and every effect happened once."""
+    home = Settings(home=session_root / "nemesis-net-home")
+    home.ensure_dirs()
+    path = home.home / "net.json"
+    events = [
+        {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
+        {"at_step": 3, "nemesis": "partition", "delay_ms": 20, "duration_s": 3.0},
+        {"at_step": 5, "nemesis": "pause", "delay_ms": 20, "duration_s": 1.0},
+    ]
+    path.write_text(json.dumps({"steps": 7, "seed": 8, "events": events}))
+    try:
+        out = run_cli("chaos", "--schedule", str(path), "--json", str(home.home / "r.json"), home=home, timeout=150)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        report = json.loads((home.home / "r.json").read_text())
+        audit = report["audit"]
+        assert audit["workflow_status"] == "COMPLETED"
+        assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
+        partition = next(p for p in report["pauses"] if p["kind"] == "partition")
+        assert partition["healed_at"] - partition["at"] >= 3.0
+        assert report["nemeses"]["partition"]["median_stall_s"] >= 2.5  # the workers' link really was cut
+    finally:
+        run_cli("stop", home=home)

@@ -142,6 +142,8 @@ class Settings:
     temporal_bin: str | None = None  # the `temporal` CLI to start the dev server with; None: the venv's
     # fsync an effect's file (and its folder) before the ledger stamps it; off only to measure its cost
     fsync_effects: bool = True
+    # where workers reach Temporal when not at the app's address: chaos's network proxy (a partition nemesis)
+    worker_address: str | None = None
 
     @property
     def model_url(self) -> str | None:
@@ -190,6 +192,9 @@ class Settings:
             env["CHECKPOINT_TASK_QUEUE"] = self.task_queue_name
         if self.temporal_bin:
             env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
+        env.pop("CHECKPOINT_WORKER_ADDRESS", None)
+        if self.worker_address:
+            env["CHECKPOINT_WORKER_ADDRESS"] = self.worker_address
         # The model server a worker trusts with the model key is the one it was started with.
         model_env = (
             ("CHECKPOINT_MODEL_URL", self.models.url),
@@ -319,4 +324,5 @@ def load_settings(
         pool_size=pool_size,
         temporal_bin=_env("CHECKPOINT_TEMPORAL_BIN"),
         fsync_effects=_env("CHECKPOINT_FSYNC") != "0",
+        worker_address=_env("CHECKPOINT_WORKER_ADDRESS"),
     )

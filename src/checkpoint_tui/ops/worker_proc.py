@@ -99,7 +99,7 @@ def spawn(
         "--home",
         str(settings.home),
         "--address",
-        address,
+        settings.worker_address or address,  # a chaos network proxy stands between workers and Temporal
         "--namespace",
         settings.namespace,
         "--task-queue",

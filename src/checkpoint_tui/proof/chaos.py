@@ -12,7 +12,7 @@ import signal
 import statistics
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from checkpoint_tui.app.runs import start_run, wait_for_run
@@ -23,14 +23,16 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver
+from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof import nemeses
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.net_proxy import NetProxy
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
     FORGE,
+    PARTITION,
     PAUSES,
     REQUIRED,
     WORKER_MOMENTS,
@@ -43,7 +45,7 @@ from checkpoint_tui.waiting import wait_until
 
 PACE = 0.3
 PROGRESS_TIMEOUT_S = 120.0
-SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None}  # every other nemesis: SIGKILL
+SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None}  # the rest: SIGKILL
 
 
 class Chaos:
@@ -60,6 +62,7 @@ class Chaos:
         self.kills: list[dict] = []  # SIGKILLs
         self.pauses: list[dict] = []  # pauses, hangs and forged writes
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
+        self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
 
     async def spawn_supervisor(self) -> None:
         log = open(self.settings.run_dir / "chaos-supervisor.log", "ab")  # noqa: SIM115 - the child keeps it
@@ -80,8 +83,11 @@ class Chaos:
         print(f"chaos seed={self.seed} steps={self.steps} schedule:", flush=True)
         for ev in self.schedule:
             print(f"  {ev.describe()}", flush=True)
-        await self.spawn_supervisor()
         address = devserver.recorded(settings)[1]["address"]
+        if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
+            self.proxy = NetProxy(address)
+            self.settings = settings = replace(settings, worker_address=await self.proxy.start())
+        await self.spawn_supervisor()
         client = await connect_client(settings, address)
         plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in self.schedule
                 if e.kind == "claim-window-crash"]  # fmt: skip
@@ -94,6 +100,11 @@ class Chaos:
         finally:
             await self._stop_supervisor()
             nemeses.reap_hung(self._hung)
+            if self.proxy is not None:  # its workers are bound to the proxy's address: they go with it
+                for worker in worker_proc.load_all(settings):
+                    worker_proc.stop(settings, worker)
+                    worker_proc.forget(settings, worker.role, worker.slot)
+                await self.proxy.close()
         conn = connect(settings.ledger)
         audit = audit_run(conn, settings, build_snapshot(conn, settings, run_id, status))
         return self._report(run_id, audit, time.monotonic() - started)
@@ -103,7 +114,7 @@ class Chaos:
         if ev.kind == "claim-window-crash":
             await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)  # the worker kills itself
             return
-        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", *PAUSES):
+        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
             await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "llm"))
         elif ev.kind == "worker-between-activities":
             await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "effect"))
@@ -114,6 +125,10 @@ class Chaos:
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
         if ev.kind == "supervisor":
             await self._kill_supervisor(ev, run_id)
+        elif ev.kind == PARTITION and self.proxy is not None:
+            at = time.time()
+            await self.proxy.partition(ev.duration_s or 1.0)
+            self._record(ev, run_id, None, at, {"healed_at": time.time()})
         elif ev.kind in (*PAUSES, FORGE):
             await self._stop_worker(ev, run_id)
         else:

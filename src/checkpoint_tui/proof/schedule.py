@@ -27,7 +27,11 @@ PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP 
 # second outbox line for the step's email, as a ledger that lost its claim would. The audit must
 # catch it, and the shrinker has a failure to shrink.
 FORGE = "forge-duplicate-email"
+# The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
+PARTITION = "partition"
+TIMED = ("pause", PARTITION)  # nemeses that last duration_s
 TARGETS = {
+    PARTITION: "network",
     **{k: "worker" for k in (*WORKER_MOMENTS, "claim-window-crash", *PAUSES)},
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
@@ -43,7 +47,7 @@ class ChaosEvent:
     kind: str
     delay_ms: int
     effect_kind: str | None = None
-    duration_s: float | None = None  # pause only
+    duration_s: float | None = None  # pause and partition only
 
     @property
     def target(self) -> str:
@@ -128,8 +132,8 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     effect_kind = raw.get("effect_kind", "file" if kind == "claim-window-crash" else None)
     if kind == "claim-window-crash" and effect_kind not in KINDS:
         raise UsageError(f"{where}: effect_kind must be one of {', '.join(KINDS)}")
-    duration = raw.get("duration_s", 1.0 if kind == "pause" else None)
-    if kind == "pause" and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
+    duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
+    if kind in TIMED and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
         raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {MAX_PAUSE_S:g}]")
     return ChaosEvent(step, kind, delay, effect_kind if kind == "claim-window-crash" else None,
-                      float(duration) if kind == "pause" else None)  # fmt: skip
+                      float(duration) if kind in TIMED else None)  # fmt: skip
