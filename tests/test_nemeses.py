@@ -64,60 +64,50 @@ def test_shrink_finds_the_one_event_that_breaks_the_run(chaos_home):
     assert "shrink: 2 -> 1 event(s) in 3 runs" in out.stdout
 
 
+def run_clean_schedule(home: Settings, name: str, events: list[dict], *flags: str) -> dict:
+    """Run a 7-step schedule file in `home` (with extra global flags); assert it completed with nothing
+    lost or duplicated and no gap; return the report. The home's processes are stopped afterwards."""
+    home.ensure_dirs()
+    path = home.home / f"{name}.json"
+    path.write_text(json.dumps({"steps": 7, "seed": 7, "events": events}))
+    try:
+        out = run_cli(*flags, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"),
+                      home=home, timeout=150)  # fmt: skip
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        assert "LOST 0 · DUPLICATED 0" in out.stdout
+        report = json.loads((home.home / "r.json").read_text())
+        audit = report["audit"]
+        assert audit["workflow_status"] == "COMPLETED"
+        assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
+        return report
+    finally:
+        run_cli(*flags, "stop", home=home)
+
+
 def test_a_mixed_schedule_keeps_exactly_once_on_a_postgresql_ledger(session_root, pg_url):
     """The same nemeses against a shared PostgreSQL ledger: a kill inside an activity, a pause past the
     heartbeat timeout, a hang the watchdog ends. Its own home: chaos's workers are the PostgreSQL home's."""
     home = Settings(home=session_root / "nemesis-pg-home")
-    home.ensure_dirs()
-    path = home.home / "mixed.json"
     events = [
         {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
         {"at_step": 3, "nemesis": "pause", "delay_ms": 20, "duration_s": 2.2},
         {"at_step": 5, "nemesis": "hang", "delay_ms": 20},
     ]
-    path.write_text(json.dumps({"steps": 7, "seed": 7, "events": events}))
-    try:
-        out = run_cli(
-            "--ledger", pg_url, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"),
-            home=home, timeout=150,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-        audit = json.loads((home.home / "r.json").read_text())["audit"]
-        assert audit["workflow_status"] == "COMPLETED"
-        assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
-        assert "LOST 0 · DUPLICATED 0" in out.stdout
-        assert (
-            connect(pg_url).execute("SELECT status FROM runs WHERE run_id = ?", (audit["run_id"],)).fetchone()["status"]
-            == "completed"
-        )  # the run and its effects really are in PostgreSQL
-        assert (
-            not home.db_path.exists() or connect(home.db_path).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
-        )
-    finally:
-        run_cli("--ledger", pg_url, "stop", home=home)
+    run_id = run_clean_schedule(home, "mixed", events, "--ledger", pg_url)["audit"]["run_id"]
+    row = connect(pg_url).execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    assert row["status"] == "completed"  # the run and its effects really are in PostgreSQL
+    assert not home.db_path.exists() or connect(home.db_path).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
 def test_a_partition_with_kills_and_a_pause_keeps_exactly_once(session_root):
     """The workers reach Temporal through chaos's loopback proxy; a 3 s partition (past the heartbeat
     timeout) between a kill and a pause: the run completes and every effect happened once."""
-    home = Settings(home=session_root / "nemesis-net-home")
-    home.ensure_dirs()
-    path = home.home / "net.json"
     events = [
         {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
         {"at_step": 3, "nemesis": "partition", "delay_ms": 20, "duration_s": 3.0},
         {"at_step": 5, "nemesis": "pause", "delay_ms": 20, "duration_s": 1.0},
     ]
-    path.write_text(json.dumps({"steps": 7, "seed": 8, "events": events}))
-    try:
-        out = run_cli("chaos", "--schedule", str(path), "--json", str(home.home / "r.json"), home=home, timeout=150)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-        report = json.loads((home.home / "r.json").read_text())
-        audit = report["audit"]
-        assert audit["workflow_status"] == "COMPLETED"
-        assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
-        partition = next(p for p in report["pauses"] if p["kind"] == "partition")
-        assert partition["healed_at"] - partition["at"] >= 3.0
-        assert report["nemeses"]["partition"]["median_stall_s"] >= 2.5  # the workers' link really was cut
-    finally:
-        run_cli("stop", home=home)
+    report = run_clean_schedule(Settings(home=session_root / "nemesis-net-home"), "net", events)
+    partition = next(p for p in report["pauses"] if p["kind"] == "partition")
+    assert partition["healed_at"] - partition["at"] >= 3.0
+    assert report["nemeses"]["partition"]["median_stall_s"] >= 2.5  # the workers' link really was cut

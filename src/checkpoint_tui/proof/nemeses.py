@@ -32,13 +32,20 @@ from checkpoint_tui.settings import Settings
 HOLD_MARGIN_S = 5.0  # the hold outlives the pause by this much, in case SIGCONT is late
 
 
-def kill_worker(settings: Settings) -> tuple[int, float] | None:
-    """SIGKILL the active worker; (pid, when), or None between a death and its replacement."""
+def signal_worker(settings: Settings, sig: signal.Signals) -> tuple[ProcIdentity, float] | None:
+    """Send `sig` to the active worker (checked to be ours); (its identity, when), or None between a
+    death and its replacement."""
     worker = worker_proc.load(settings, "active")
     at = time.time()
-    if worker is not None and send_signal_if_ours(worker.ident, signal.SIGKILL):
-        return worker.pid, at
+    if worker is not None and send_signal_if_ours(worker.ident, sig):
+        return worker.ident, at
     return None
+
+
+def kill_worker(settings: Settings) -> tuple[int, float] | None:
+    """SIGKILL the active worker; (pid, when)."""
+    fired = signal_worker(settings, signal.SIGKILL)
+    return (fired[0].pid, fired[1]) if fired else None
 
 
 def kill_devserver(settings: Settings) -> tuple[int, float] | None:
@@ -70,11 +77,7 @@ async def pause_worker(settings: Settings, seconds: float) -> dict | None:
 
 def hang_worker(settings: Settings) -> tuple[ProcIdentity, float] | None:
     """SIGSTOP the active worker and leave it to the supervisor's watchdog."""
-    worker = worker_proc.load(settings, "active")
-    at = time.time()
-    if worker is not None and send_signal_if_ours(worker.ident, signal.SIGSTOP):
-        return worker.ident, at
-    return None
+    return signal_worker(settings, signal.SIGSTOP)
 
 
 def reap_hung(idents: list[ProcIdentity]) -> list[int]:
