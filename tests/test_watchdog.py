@@ -20,8 +20,10 @@ from checkpoint_tui.waiting import wait_until
 async def test_stopped_process_is_hung_after_the_grace_unless_held(home):
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
+        # a process just exec'd may still be in D (paging in) for a moment: wait for it to run or sleep
+        await wait_until(lambda: watchdog.proc_state(sleeper.pid) in ("S", "R"), 5, what="the sleeper running")
         ident = ProcIdentity.of(sleeper.pid)
-        assert ident is not None and watchdog.proc_state(sleeper.pid) in ("S", "R")
+        assert ident is not None
         dog = watchdog.Watchdog(home, grace_s=0.2)
         assert dog.check([(sleeper.pid, ident)]) == [] and not dog.watching_stop
         os.kill(sleeper.pid, signal.SIGSTOP)
