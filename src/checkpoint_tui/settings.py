@@ -21,6 +21,7 @@ from checkpoint_tui.errors import UsageError
 
 DEFAULT_NAMESPACE = "default"
 LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
+PROBE_LOG_ENV = "CHECKPOINT_PROBE_LOG"  # the effects library's probe log (default HOME/run/)
 TEMPORAL_API_KEY_ENV = "TEMPORAL_API_KEY"
 MODEL_API_KEY_ENVS = ("CHECKPOINT_API_KEY", "OPENAI_API_KEY")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -144,6 +145,14 @@ class Settings:
     fsync_effects: bool = True
     # where workers reach Temporal when not at the app's address: chaos's network proxy (a partition nemesis)
     worker_address: str | None = None
+    # --worker-cmd: a user's own worker command (argv, argv[0] resolved) run instead of ours, from worker_cwd
+    worker_cmd: tuple[str, ...] = ()
+    worker_cwd: Path | None = None
+
+    @property
+    def foreign(self) -> bool:
+        """The workers are a user's own command (--worker-cmd), not checkpoint_tui.worker."""
+        return bool(self.worker_cmd)
 
     @property
     def model_url(self) -> str | None:
@@ -260,6 +269,25 @@ def check_private_dir(path: Path) -> None:
 
 def _env(name: str) -> str | None:
     return os.environ.get(name) or None
+
+
+@dataclass(frozen=True)
+class EffectsEnv:
+    """What the effects library (`checkpoint_tui.effects`) reads in a user's worker: the environment
+    the lab sets for a worker it supervises (or a user sets by hand)."""
+
+    ledger_url: str | None = field(default=None, repr=False)  # CHECKPOINT_LEDGER_URL: a PostgreSQL ledger
+    home: Path | None = None  # CHECKPOINT_HOME: the lab home (its SQLite ledger, its run/ folder)
+    probe_log: Path | None = None  # CHECKPOINT_PROBE_LOG: where the physical writes are counted
+
+
+def effects_env() -> EffectsEnv:
+    home, probe = _env("CHECKPOINT_HOME"), _env(PROBE_LOG_ENV)
+    return EffectsEnv(
+        ledger_url=_env(LEDGER_URL_ENV),
+        home=Path(home).expanduser().resolve() if home else None,
+        probe_log=Path(probe).expanduser().absolute() if probe else None,
+    )
 
 
 def _model_timeout() -> float:

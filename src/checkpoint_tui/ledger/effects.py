@@ -5,6 +5,10 @@ Three branches, each recorded in `effect_outcomes` so the UI can count them:
 - skipped:   the claim exists and is stamped -> nothing to do
 - recovered: the claim exists but applied_at IS NULL (a writer died in between) -> redo the
              deterministic write, idempotently, then stamp
+
+The protocol is two transactions, `claim_effect` and `stamp_effect`, with the physical write between
+them; `apply_effect_once` drives them for the lab's own (sync) effects and `checkpoint_tui.effects`
+drives the same two for a user's activity (sync or async), so there is one implementation of it.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ class EffectSpec:
     attempt: int
     worker_pid: int
     workflow_id: str
+    key: str | None = None  # the effect id when given (the effects library's keys); else workflowId:step:kind
 
     @property
     def id(self) -> str:
-        return effect_id(self.workflow_id, self.step, self.kind)
+        return self.key if self.key is not None else effect_id(self.workflow_id, self.step, self.kind)
 
 
 def effect_id(workflow_id: str, step: int, kind: str) -> str:
@@ -44,13 +49,21 @@ def effect_id(workflow_id: str, step: int, kind: str) -> str:
 Physical = Callable[[EffectSpec, bool], None]
 
 
-def apply_effect_once(
-    conn: Ledger,
-    spec: EffectSpec,
-    physical: Physical,
-    after_claim: Callable[[], None] | None = None,
-) -> str:
-    """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
+@dataclass(frozen=True)
+class Claim:
+    """One claim attempt: its `effect_outcomes` row and what the attempt must do (the outcome it
+    records once stamped): 'applied' (we inserted the claim), 'skipped' or 'recovered'."""
+
+    seq: int
+    outcome: str
+
+    @property
+    def must_write(self) -> bool:
+        return self.outcome != "skipped"
+
+
+def claim_effect(conn: Ledger, spec: EffectSpec) -> Claim:
+    """The first transaction: record the attempt and try to insert the claim."""
     with transaction(conn):  # the insert is the lock: ON CONFLICT decides, no other lock needed
         outcome_row = conn.execute(
             "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
@@ -67,20 +80,16 @@ def apply_effect_once(
         )
         if not claimed:
             existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
-
     if claimed:
-        if after_claim is not None:
-            after_claim()  # fault hook: the real claim -> stamp window
-        physical(spec, False)
-        outcome = "applied"
-    elif existing["applied_at"] is not None:
-        outcome = "skipped"
-    else:
-        physical(spec, True)
-        outcome = "recovered"
+        return Claim(int(outcome_row), "applied")
+    return Claim(int(outcome_row), "skipped" if existing["applied_at"] is not None else "recovered")
 
+
+def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim) -> None:
+    """The second transaction, after the physical write returned (not called if it raised: the claim
+    stays unstamped and the attempt without an outcome, i.e. interrupted)."""
     with transaction(conn):  # the stamp and the outcome together: a crash leaves neither
-        if outcome != "skipped":
+        if claim.must_write:
             conn.execute(
                 "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "
                 "WHERE id = ? AND applied_at IS NULL",
@@ -88,9 +97,24 @@ def apply_effect_once(
             )
         conn.execute(
             "UPDATE effect_outcomes SET outcome = ?, finished_at = ? WHERE seq = ?",
-            (outcome, now(), outcome_row),
+            (claim.outcome, now(), claim.seq),
         )
-    return outcome
+
+
+def apply_effect_once(
+    conn: Ledger,
+    spec: EffectSpec,
+    physical: Physical,
+    after_claim: Callable[[], None] | None = None,
+) -> str:
+    """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
+    claim = claim_effect(conn, spec)
+    if claim.outcome == "applied" and after_claim is not None:
+        after_claim()  # fault hook: the real claim -> stamp window
+    if claim.must_write:
+        physical(spec, claim.outcome == "recovered")
+    stamp_effect(conn, spec, claim)
+    return claim.outcome
 
 
 # --- the three physical effects ------------------------------------------------------------------

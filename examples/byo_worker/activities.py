@@ -1,0 +1,103 @@
+"""The activities: each sends one line to the workflow's output file. `send_line` goes through
+`checkpoint_tui.effects.exactly_once`; `send_line_unguarded` is the same body without it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from checkpoint_tui.effects import exactly_once
+
+from shared import LineInput, input_problem, line_text, output_path
+
+_OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+HEARTBEAT_EVERY_S = 0.5  # the unguarded body beats itself; the library beats for the guarded one
+
+
+def append_line(path: Path, line: str, only_if_absent: bool) -> bool:
+    """Append `line` with one O_APPEND write, then fsync. With `only_if_absent`, look for it first
+    under an exclusive lock and append only if no line equals it: a redone (recovered) send, or an
+    earlier attempt that is somehow still running, never adds it twice. True if it appended."""
+    data = line.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    created = not path.exists()
+    fd = os.open(path, _OPEN, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if only_if_absent:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                if any(existing == data for existing in fh):
+                    return False
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # releases the lock
+    if created:
+        _fsync_dir(path.parent)
+    return True
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LineActivities:
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+
+    async def _send(self, inp: LineInput, text: str, only_if_absent: bool) -> None:
+        """The physical send, paced so that a kill lands before or after the append, both mid-write."""
+        path = output_path(self.out_dir, inp.workflow_id)
+        await asyncio.sleep(inp.pace / 2)
+        await asyncio.to_thread(append_line, path, text, only_if_absent)
+        await asyncio.sleep(inp.pace / 2)
+
+    @activity.defn(name="send_line")
+    async def send_line(self, inp: LineInput) -> str:
+        _check(inp)
+
+        async def send(text: str) -> None:
+            await self._send(inp, text, True)
+
+        return await exactly_once(kind="line", payload=line_text(inp.workflow_id, inp.index), write=send)
+
+    @activity.defn(name="send_line_unguarded")
+    async def send_line_unguarded(self, inp: LineInput) -> str:
+        _check(inp)
+        async with _heartbeating():
+            await self._send(inp, line_text(inp.workflow_id, inp.index), False)
+        return "unguarded"
+
+
+def _check(inp: LineInput) -> None:
+    """Activity input is written by whoever can reach the task queue: refuse what cannot be right."""
+    problem = input_problem(inp.index, inp.pace)  # an index obeys the same bounds as a count
+    if problem is None and (not inp.workflow_id.isprintable() or inp.workflow_id != activity.info().workflow_id):
+        problem = "workflow_id must be this activity's own (printable) workflow id"
+    if problem is not None:
+        raise ApplicationError(problem, type="BadInput", non_retryable=True)
+
+
+@contextlib.asynccontextmanager
+async def _heartbeating() -> AsyncIterator[None]:
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()

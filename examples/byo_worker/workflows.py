@@ -1,0 +1,59 @@
+"""The two workflows: `SendLines` (each line through the effects library) and `SendLinesUnguarded`
+(the same activity body without it). Deterministic: no clock, randomness or I/O here."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities import LineActivities
+    from shared import LineInput, parse_input
+
+# A killed worker's activity is retried as soon as its heartbeat times out (2 s) and a replacement
+# polls: unlimited attempts, from 0.2 s, capped at 2 s so a long outage does not leave 20 s gaps.
+ACTIVITY_OPTIONS = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "heartbeat_timeout": timedelta(seconds=2),
+    "retry_policy": RetryPolicy(initial_interval=timedelta(seconds=0.2), maximum_interval=timedelta(seconds=2),
+                                maximum_attempts=0),
+}  # fmt: skip
+
+
+async def _send_all(raw: Any, activity: object) -> dict[str, int]:
+    """Run the `count` activities one after another; returns how many ended in each outcome."""
+    try:
+        inp = parse_input(raw)
+    except (ValueError, TypeError) as err:
+        raise ApplicationError(str(err), type="BadInput", non_retryable=True) from None
+    workflow_id = workflow.info().workflow_id
+    if not workflow_id.isprintable():
+        raise ApplicationError("the workflow id must be printable (it is written into lines)", type="BadInput",
+                               non_retryable=True)  # fmt: skip
+    outcomes: dict[str, int] = {}
+    for index in range(1, inp.count + 1):
+        outcome = await workflow.execute_activity_method(
+            activity,  # type: ignore[arg-type]
+            LineInput(workflow_id=workflow_id, index=index, pace=float(inp.pace)),
+            **ACTIVITY_OPTIONS,  # type: ignore[arg-type]
+        )
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
+
+
+@workflow.defn(name="SendLines")
+class SendLines:
+    @workflow.run
+    async def run(self, inp: Any = None) -> dict[str, int]:  # a SendInput as JSON (see shared.parse_input)
+        return await _send_all(inp, LineActivities.send_line)
+
+
+@workflow.defn(name="SendLinesUnguarded")
+class SendLinesUnguarded:
+    @workflow.run
+    async def run(self, inp: Any = None) -> dict[str, int]:  # a SendInput as JSON (see shared.parse_input)
+        return await _send_all(inp, LineActivities.send_line_unguarded)

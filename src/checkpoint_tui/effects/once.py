@@ -1,0 +1,199 @@
+"""The two drivers of the ledger's claim -> write -> stamp protocol (`ledger.effects.claim_effect` and
+`stamp_effect`, the same two transactions the lab's own effects use): `exactly_once` for async
+activities and `exactly_once_sync` for sync ones. Both heartbeat while they work, count every
+physical write in the probe log before calling it, and run their SQL on the library's ledger thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from temporalio import activity
+
+from checkpoint_tui.effects.identity import EffectRefused, Identity, check_kind, effect_key, effect_spec
+from checkpoint_tui.effects.location import LEDGER, ledger_target, probe_log_path
+from checkpoint_tui.effects.probe import ProbeRecord, append_probe
+from checkpoint_tui.ledger import store
+from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
+
+Outcome = Literal["applied", "skipped", "recovered"]
+Write = Callable[[str], Any]  # write(payload): returns None, or an awaitable (async def)
+T = TypeVar("T")
+log = logging.getLogger("checkpoint_tui.effects")
+
+
+async def exactly_once(*, kind: str, payload: str, write: Write, key: str | None = None) -> Outcome:
+    """Call `write(payload)` so that its effect happens once per key; returns what this call did:
+    'applied' (claimed, written, stamped), 'skipped' (already stamped: not written) or 'recovered'
+    (claimed earlier by an attempt that never stamped: written again, then stamped). An async `write`
+    is awaited, a sync one runs in a thread; the activity heartbeats meanwhile."""
+    ident = Identity.current()
+    spec = effect_spec(kind, payload, key, ident)
+    target, probe = ledger_target(), probe_log_path()
+    async with _beating():
+        claim = await asyncio.wrap_future(LEDGER.submit(_claim, target, spec))
+        if claim.must_write:
+            await asyncio.to_thread(append_probe, probe, _probe_record(spec, ident))
+            if _is_async(write):
+                await write(payload)
+            else:
+                result = await asyncio.to_thread(write, payload)
+                if inspect.isawaitable(result):  # a plain callable that returned a coroutine
+                    await result
+        await asyncio.wrap_future(LEDGER.submit(_stamp, target, spec, claim))
+    return cast(Outcome, claim.outcome)
+
+
+def exactly_once_sync(*, kind: str, payload: str, write: Callable[[str], object], key: str | None = None) -> Outcome:
+    """The twin for sync activities (and plain threads), same semantics: `write` runs in its own
+    thread while this one heartbeats."""
+    if _is_async(write):
+        raise EffectRefused("exactly_once_sync takes a sync write; await exactly_once(...) for an async one")
+    ident = Identity.current()
+    spec = effect_spec(kind, payload, key, ident)
+    target, probe = ledger_target(), probe_log_path()
+    beat = _Heartbeat.current()
+    claim = beat.wait(LEDGER.submit(_claim, target, spec))
+    if claim.must_write:
+        beat.wait(_in_thread(_probe_then_write, probe, _probe_record(spec, ident), write, payload))
+    beat.wait(LEDGER.submit(_stamp, target, spec, claim))
+    return cast(Outcome, claim.outcome)
+
+
+def default_key(kind: str) -> str:
+    """The key `exactly_once(kind=kind)` would use in the calling activity attempt (e.g. to hand the
+    same value to a provider's idempotency-key header)."""
+    return effect_key(check_kind(kind), Identity.current())
+
+
+def close() -> None:
+    """Close the library's ledger connection (a worker shutting down, a test switching ledgers)."""
+    LEDGER.close()
+
+
+# --- the pieces ------------------------------------------------------------------------------------
+
+
+def _claim(target: str | Path, spec: EffectSpec) -> Claim:
+    return claim_effect(store.connect(target), spec)
+
+
+def _stamp(target: str | Path, spec: EffectSpec, claim: Claim) -> None:
+    stamp_effect(store.connect(target), spec, claim)
+
+
+def _probe_record(spec: EffectSpec, ident: Identity) -> ProbeRecord:
+    return ProbeRecord(
+        key=spec.id,
+        kind=spec.kind,
+        workflow_id=ident.workflow_id,
+        run_id=ident.run_id,
+        activity_id=ident.activity_id,
+        attempt=ident.attempt,
+        pid=spec.worker_pid,
+        t=time.time(),
+    )
+
+
+def _probe_then_write(probe: Path, record: ProbeRecord, write: Callable[[str], object], payload: str) -> None:
+    append_probe(probe, record)
+    result = write(payload)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # never awaited: say so once, not as a RuntimeWarning at exit
+        raise EffectRefused("exactly_once_sync's write returned an awaitable; await exactly_once(...) instead")
+
+
+def _is_async(fn: object) -> bool:
+    """An `async def` function, a partial of one, or an object whose `__call__` is one."""
+    call = type(fn).__call__ if not inspect.isroutine(fn) and callable(fn) else None
+    return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
+
+
+def _in_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run `fn` on a new daemon thread (a hung write must not hold the worker's exit), in a copy of
+    the caller's context (so `activity.info()` works inside the write)."""
+    future: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(context.run(fn, *args))
+        except BaseException as exc:  # handed to the caller, who raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="checkpoint-effects-write", daemon=True).start()
+    return future
+
+
+# --- heartbeats ------------------------------------------------------------------------------------
+
+
+def _beat_every() -> float | None:
+    """A quarter of the activity's heartbeat timeout (the SDK throttles to 80 % of it anyway); None
+    outside an activity, in a local activity, or without a heartbeat timeout (nothing to keep alive)."""
+    if not activity.in_activity():
+        return None
+    info = activity.info()
+    if info.is_local or not info.heartbeat_timeout:
+        return None
+    return min(max(info.heartbeat_timeout.total_seconds() / 4, 0.05), 10.0)
+
+
+def _heartbeat() -> None:
+    try:
+        activity.heartbeat()
+    except Exception:  # a failed heartbeat must not crash the write; Temporal's timeout is the judge
+        log.warning("heartbeat failed during an exactly_once write", exc_info=True)
+
+
+@asynccontextmanager
+async def _beating() -> AsyncIterator[None]:
+    every = _beat_every()
+    if every is None:
+        yield
+        return
+
+    async def loop() -> None:
+        while True:
+            _heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class _Heartbeat:
+    """For the sync twin: wait on a future from the activity's own thread (where `activity.heartbeat()`
+    works), beating every `every` seconds until it is done."""
+
+    def __init__(self, every: float | None) -> None:
+        self.every = every
+
+    @classmethod
+    def current(cls) -> _Heartbeat:
+        return cls(_beat_every())
+
+    def wait(self, future: Future[T]) -> T:
+        if self.every is None:
+            return future.result()
+        _heartbeat()
+        while True:
+            try:
+                return future.result(timeout=self.every)
+            except TimeoutError:
+                _heartbeat()

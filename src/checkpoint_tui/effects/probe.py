@@ -1,0 +1,117 @@
+"""The probe log: every physical write call, counted outside the ledger (the independent check).
+
+One JSON line per call, appended BEFORE the write is called (so a kill mid-write still counts the
+attempt): `{"key", "kind", "workflow_id", "run_id", "activity_id", "attempt", "pid", "t"}`. Each line
+is one `write(2)` on an O_APPEND descriptor and under PROBE_LINE_MAX bytes, so lines of concurrent
+writers (threads, processes, hosts on one local file system) never interleave; it is fsynced before
+the write runs. The ledger's claim rows say what the protocol decided; this file says how often the
+user's write was actually entered, which is what a duplicate would show up in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from checkpoint_tui.errors import Failed
+
+PROBE_LINE_MAX = 4000  # bytes, newline included: below the 4 KiB page an append is written in
+PROBE_READ_LIMIT = 64 * 1024 * 1024  # bytes read_probe_log reads at most
+_FIELD_LIMITS = {"workflow_id": 200, "run_id": 100, "activity_id": 100}  # informative only: the key counts
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ProbeLogError(Failed):
+    """The probe log cannot be read within its bound."""
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    key: str
+    kind: str
+    workflow_id: str
+    run_id: str
+    activity_id: str
+    attempt: int
+    pid: int
+    t: float
+
+
+def probe_line(record: ProbeRecord) -> bytes:
+    """The record as one line. The key is kept whole (the library bounds it); the fields that only
+    inform are cut so the line stays under PROBE_LINE_MAX. A lone surrogate becomes a JSON escape."""
+    fields = asdict(record)
+    for name, limit in _FIELD_LIMITS.items():
+        fields[name] = fields[name][:limit]
+    line = (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
+    if len(line) > PROBE_LINE_MAX:
+        raise ValueError(f"probe line of {len(line)} bytes is over {PROBE_LINE_MAX}")  # bounded keys: unreachable
+    return line
+
+
+def append_probe(path: Path, record: ProbeRecord) -> None:
+    """Append one line with one write(2), then fsync: the count survives a SIGKILL that comes next."""
+    line = probe_line(record)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, _OPEN_FLAGS, 0o600)
+    try:
+        written = os.write(fd, line)
+        if written != len(line):  # a full disk; the caller's attempt fails before its write (retried)
+            raise OSError(f"short write to the probe log {path}: {written} of {len(line)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_probe_records(path: str | os.PathLike[str], limit: int = PROBE_READ_LIMIT) -> list[ProbeRecord]:
+    """Every complete record, oldest first. A last line without its newline was torn (a writer killed
+    inside its append, or still appending) and is left out, as is a line that is not a record; a
+    missing file has none. A file over `limit` bytes is refused, not read in part (a partial count
+    would under-report duplicates)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except FileNotFoundError:
+        return []
+    if len(data) > limit:
+        raise ProbeLogError(f"the probe log {path} is over {limit} bytes; move it aside to start a new one")
+    complete = data[: data.rfind(b"\n") + 1]
+    records = []
+    for raw in complete.splitlines():
+        record = _record(raw)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def read_probe_log(path: str | os.PathLike[str], limit: int = PROBE_READ_LIMIT) -> dict[str, int]:
+    """How many physical write calls each key had (more than one: the write was entered again)."""
+    return dict(Counter(r.key for r in read_probe_records(path, limit)))
+
+
+def _record(raw: bytes) -> ProbeRecord | None:
+    """A record from one line; None for a torn or foreign line. Only the key must be there (it is what
+    is counted): fields a later format adds are ignored, odd values of the others read as empty."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):  # torn, not JSON, or nested too deep to be ours
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("key"), str):
+        return None
+    text = {name: str(value.get(name) or "") for name in ("kind", "workflow_id", "run_id", "activity_id")}
+    return ProbeRecord(key=value["key"], attempt=int(_number(value.get("attempt"))), pid=int(_number(value.get("pid"))),
+                       t=_number(value.get("t")), **text)  # fmt: skip
+
+
+def _number(value: object) -> float:
+    """A finite JSON number, else 0 (NaN and infinities parse, but int() of them raises)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:  # an int too large for a float
+        return 0.0
