@@ -52,6 +52,7 @@ def assert_bundle(bundle: Path, checks: list[dict]) -> list[str]:
     assert "run completed — " in screen and "duplicates 0 · applied exactly once across" in screen
     readme = (bundle / "README.md").read_text()
     assert all(f"`{name.split('/')[-1]}`" in readme or f"`{name}`" in readme for name in FILES if name != "README.md")
+    assert_kill_pictures(bundle, runs[0], readme)
     assert f"checkpoint-tui replay --from {bundle}/histories" in readme
 
     nowhere = str(bundle.parent / "no-home")  # no ledger, no server: the files are enough
@@ -59,3 +60,24 @@ def assert_bundle(bundle: Path, checks: list[dict]) -> list[str]:
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert f"REPLAY PASS — {len(histories)}/{len(histories)}" in replay.stdout
     return runs
+
+
+def assert_kill_pictures(bundle: Path, main_run: str, readme: str) -> None:
+    """Each kill or death of a worker in the main run is pictured: `kill-N.svg` shows the history pane at
+    the red marker line the live app draws (naming the dead pid), and the README quotes those lines."""
+    deaths = [r for r in csv.DictReader((bundle / "worker_events.csv").open())
+              if r["run_id"] == main_run and r["event"] in ("kill", "died")]  # fmt: skip
+    pictures = sorted(bundle.glob("kill-*.svg"))
+    if not deaths:
+        assert pictures == []
+        return
+    assert pictures and len(pictures) <= len(deaths), (pictures, deaths)
+    pids = {r["pid"] for r in deaths}
+    for n, picture in enumerate(pictures, start=1):
+        assert picture.name == f"kill-{n}.svg" and f"`kill-{n}.svg`" in readme
+        screen = html.unescape(picture.read_text()).replace("\xa0", " ")
+        assert "── SIGKILL worker" in screen or "── died" in screen, picture
+        named = [pid for pid in pids if f"worker {pid}" in screen]
+        assert named, f"{picture.name} names none of the dead pids {pids}"
+        assert "in flight: " in screen  # the pane is narrower than the line: the README quotes it whole
+    assert readme.count("`── ") == len(pictures) and readme.count("next event +") >= len(pictures)

@@ -3,12 +3,24 @@ events, the step inspector (Enter, click, Escape), the ledger pane following the
 
 from __future__ import annotations
 
+from checkpoint_tui.app.heartbeat import pending_of
 from checkpoint_tui.app.kill_marker import in_flight, place_kill
 from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.settings import HOST
 from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.panes.timeline import heartbeat_age, heartbeat_text
 from checkpoint_tui.tui.step_screen import StepScreen
 from test_tui_snapshots import SIZE, make_app, open_inspector, settle
-from tui_fixtures import RUN, T0, completed_after_kill_view, running_view, step, step_history
+from tui_fixtures import (
+    RUN,
+    T0,
+    completed_after_kill_view,
+    running_view,
+    silent_worker_view,
+    snap,
+    step,
+    step_history,
+)
 
 SENTENCE = "run completed — 8 steps, 24 ledger rows, duplicates 0 · applied exactly once across 2 worker processes"
 
@@ -122,3 +134,73 @@ async def test_chaos_screen_ticks_the_schedule_and_shows_the_counts():
         await pilot.pause()
         assert not hasattr(app.screen, "schedule")
         assert "lost 0 · duplicated 0 · gaps 0 · 6 kills · PASS" in app.query_one(StatusBar).message
+
+
+def pending_info(state: str = "STARTED", attempt: int = 1, beat: float | None = 101.0, timeout_s: int = 2):
+    from temporalio.api.common.v1 import ActivityType
+    from temporalio.api.enums.v1 import PendingActivityState
+    from temporalio.api.workflow.v1 import PendingActivityInfo
+
+    info = PendingActivityInfo(
+        activity_type=ActivityType(name="llm"), attempt=attempt, last_worker_identity=f"w-964d45@{HOST}",
+        state=PendingActivityState.Value(f"PENDING_ACTIVITY_STATE_{state}"),
+    )  # fmt: skip
+    info.last_started_time.FromSeconds(100)
+    if beat is not None:
+        info.last_heartbeat_time.FromSeconds(int(beat))
+    info.activity_options.heartbeat_timeout.FromSeconds(timeout_s)
+    return info
+
+
+def test_pending_activity_from_describe_and_its_heartbeat_text():
+    """The age runs from the last heartbeat (or the attempt's start); silent past 0.8 x the activity's own
+    heartbeat timeout (the SDK's heartbeat throttle: a live worker's last beat is never older)."""
+    live = pending_of([pending_info()], 102.0)
+    assert (live.activity, live.attempt, live.state, live.since_heartbeat) == ("llm", 1, "STARTED", True)
+    assert live.age_s == 1.0 and live.worker == f"w-964d45@{HOST}"
+    assert not live.silent and heartbeat_age(live).plain == "♥1.0s" and heartbeat_text(live).plain == ""
+    quiet = pending_of([pending_info()], 102.7)
+    assert quiet.silent and heartbeat_age(quiet).plain == "♥1.7s" and "red" in str(heartbeat_age(quiet).style)
+    assert heartbeat_text(quiet).plain == "silent · llm attempt 1 on w-964d45 · no heartbeat for 1.7 s"
+    long_timeout = pending_of([pending_info(timeout_s=6)], 104.0)  # 0.8 x 6 s: 3 s is a live worker's rhythm
+    assert round(long_timeout.silent_after_s, 6) == 4.8 and not long_timeout.silent
+    never_beat = pending_of([pending_info(beat=None)], 102.0)
+    assert not never_beat.since_heartbeat and never_beat.silent
+    assert heartbeat_text(never_beat).plain == "silent · llm attempt 1 on w-964d45 · no heartbeat in 2.0 s"
+    retry = pending_of([pending_info("SCHEDULED", attempt=2)], 103.0)
+    assert heartbeat_age(retry).plain == "⧗"
+    assert heartbeat_text(retry).plain == "llm attempt 2 waiting for a worker"
+    assert pending_of([], 100.0) is None
+
+
+async def test_running_row_shows_the_heartbeat_age_of_a_silent_worker():
+    app = make_app(silent_worker_view())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        timeline = app.query_one("#timeline")
+        assert timeline.get_cell("7", "duration").plain == "♥2.3s"
+        assert timeline.get_cell("7", "mark").plain == "silent · llm attempt 1 on w-964d45 · no heartbeat for 2.3 s"
+        assert timeline.get_cell("6", "mark") == "" and timeline.get_cell("6", "duration") == "0.50s"
+        timeline.apply(snap([step(7, "completed")], 30), None)  # the step ends: its row loses the mark
+        assert timeline.get_cell("7", "mark") == "" and timeline.get_cell("7", "duration") == "0.50s"
+
+
+async def test_bundle_screenshot_pictures_each_kill_marker(tmp_path):
+    """A proof bundle's pictures (tui/screenshot.py): the final screen, then the history pane scrolled to
+    each kill's marker line, the line marker_lines() gives for the bundle's README."""
+    import html
+
+    from checkpoint_tui.app.kill_marker import marker_lines
+    from checkpoint_tui.tui.screenshot import save_svg
+
+    v = completed_after_kill_view()
+    paths = await save_svg(v, SENTENCE, tmp_path / "screen.svg", markers=tmp_path)
+    assert paths == [tmp_path / "screen.svg", tmp_path / "kill-1.svg"]
+    final, kill = (html.unescape(p.read_text()).replace("\xa0", " ") for p in paths)
+    assert SENTENCE in final and SENTENCE in kill
+    assert "── SIGKILL worker 4121 (w-964d45) · in flight: ACTIVITY_TASK_STARTED" in kill
+    assert "WORKFLOW_EXECUTION_COMPLETED" in final and "WORKFLOW_EXECUTION_COMPLETED" not in kill
+    lines = marker_lines(v.kills, v.history)
+    assert lines == [place_kill(v.kills[0], v.history)[1]] and lines[0].endswith("next event +0.16 s ──")
+    assert marker_lines(v.kills, [e for e in v.history if e.time > v.kills[0].at], whole=False) == []
+    assert (await save_svg(v, SENTENCE, tmp_path / "only.svg")) == [tmp_path / "only.svg"]

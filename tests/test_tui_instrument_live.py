@@ -1,10 +1,17 @@
 """The app as an instrument against the real dev server and worker processes: after a SIGKILL the
 completion sentence is read from the screen and from `status`, the kill marker sits between history
-events and comes back after a restart of the app, and the inspector shows both workers' attempts."""
+events and comes back after a restart of the app, and the inspector shows both workers' attempts; a
+stopped worker's silence shows as the age of its last heartbeat on the running step."""
 
 from __future__ import annotations
 
+import asyncio
+
+from checkpoint_tui.app.runs import start_run
 from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.proof.nemeses import pause_worker
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.step_screen import StepScreen
@@ -71,3 +78,55 @@ async def test_completion_sentence_kill_marker_and_inspector_after_a_kill(home):
             assert not isinstance(app2.screen, StepScreen)
     finally:
         await again.shutdown(stop_everything=True)
+
+
+def running_row(timeline) -> str | None:
+    rows = [k for k in timeline.row_keys() if timeline.get_cell(k, "status").plain == "running"]
+    return rows[-1] if rows else None
+
+
+def cell(timeline, column: str) -> str:
+    row = running_row(timeline)
+    if row is None:
+        return ""
+    value = timeline.get_cell(row, column)
+    return getattr(value, "plain", str(value))
+
+
+async def test_heartbeat_age_of_a_silent_worker(home):
+    """A real worker stopped in a model call (SIGSTOP, its supervisor's watchdog held off, as chaos's pause
+    does): the running step's row shows the age of its last heartbeat from Temporal's pending activity,
+    red once it is older than a live worker leaves it; then the worker resumes and the run completes. The
+    run's heartbeat timeout is 6 s, so the silence lasts long enough to be seen at one describe a second."""
+    session = LabSession(home)
+    app = CheckpointApp(session, poll_interval=0.1)
+    pause = None
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: session.supervisor is not None and app._booted.is_set(), what="boot")
+            run_id = await start_run(home, session.client, 3, 3.0, heartbeat_timeout_s=6.0)
+            session.view_run(run_id)
+            timeline = app.query_one("#timeline")
+            await wait_for(pilot, lambda: cell(timeline, "duration").startswith("♥"), what="a heartbeat age")
+            assert "silent" not in cell(timeline, "mark")
+            conn = connect(home.ledger)
+            await wait_for(
+                pilot,
+                lambda: conn.execute(
+                    "SELECT 1 FROM activity_log a JOIN steps s ON s.run_id = a.run_id AND s.step = a.step "
+                    "WHERE a.run_id = ? AND a.activity = 'llm' AND s.status = 'running'", (run_id,)
+                ).fetchone(),
+                what="a model call in flight",
+            )  # fmt: skip
+            pause = asyncio.create_task(pause_worker(home, 8.0))
+            await wait_for(pilot, lambda: "silent · llm attempt" in cell(timeline, "mark"), what="silence", timeout=12)
+            assert "red" in str(timeline.get_cell(running_row(timeline), "duration").style)
+            assert (await pause)["pid"] == session.supervisor.primary.pid  # the same worker, resumed
+            status = app.query_one(StatusBar)
+            await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=90)
+            assert queries.effect_totals(conn, run_id).duplicates == 0
+            await pilot.press("q")
+    finally:
+        if pause is not None and not pause.done():
+            await pause  # SIGCONT before anything is stopped
+        await session.shutdown(stop_everything=True)

@@ -14,6 +14,7 @@ from tui_fixtures import (
     empty_view,
     guardrail_view,
     running_view,
+    silent_worker_view,
 )
 
 SIZE = (160, 44)
@@ -115,6 +116,27 @@ def test_chaos_screen(snap_compare):
     assert snap_compare(make_app(running_view()), terminal_size=SIZE, run_before=chaos)
 
 
+def test_lesson_view(snap_compare):
+    """The step-through view mid-lesson: the naive loop re-sent steps 1-2 after its restart, the durable
+    run ended with one email per step and no duplicate."""
+
+    async def lesson(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("v")
+        for _ in range(100):
+            if getattr(pilot.app.screen, "view", None) is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(make_app(running_view()), terminal_size=SIZE, run_before=lesson)
+
+
+def test_silent_worker_heartbeat(snap_compare):
+    """The running step's row with the age of its activity's last heartbeat, red: the worker is silent."""
+    assert snap_compare(make_app(silent_worker_view()), terminal_size=SIZE, run_before=settle)
+
+
 async def test_markup_in_model_output_is_literal():
     app = make_app(guardrail_view())
     async with app.run_test(size=SIZE) as pilot:
@@ -130,9 +152,13 @@ async def test_markup_in_model_output_is_literal():
 
 
 async def test_comparison_view_shows_counts():
+    """The automatic comparison, from the step-through view's `a`."""
     app = make_app(running_view())
     async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
         await pilot.press("v")
+        await pilot.pause(0.1)
+        await pilot.press("a")
         await pilot.pause(0.1)
         text = str(app.screen.query_one("#comparison").render())
         assert "naive loop" in text and "emails sent   9 · sent twice  3" in text

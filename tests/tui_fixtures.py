@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from checkpoint_tui.app.heartbeat import PendingActivity
+from checkpoint_tui.app.lesson import LessonView
+from checkpoint_tui.app.lesson_sides import SideView
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, WorkerEvent
@@ -20,6 +23,7 @@ class FixedSession:
         self.polls = 0
         self.planned: list = []
         self.inspected: list[tuple[str, int]] = []
+        self.lessons: list[FixedLesson] = []
 
     async def boot(self) -> None:
         return None
@@ -92,8 +96,55 @@ class FixedSession:
         note = "truncated; repaired" if step in self.view.snapshot.truncated_steps else "offline"
         return StepDetail(run_id, row, note, effs, claims, attempts)
 
+    def lesson(self) -> FixedLesson:
+        self.lessons.append(FixedLesson())
+        return self.lessons[-1]
+
     async def shutdown(self, stop_everything: bool = False) -> None:
         return None
+
+
+class FixedLesson:
+    """The step-through lesson on fixed data: one view (mid-lesson: the naive loop killed after step 2
+    and restarted, sending steps 1-2 again; the durable run killed after step 2 and finished), and a
+    record of the actions asked for."""
+
+    def __init__(self, view: LessonView | None = None) -> None:
+        self.fixed = view or lesson_view()
+        self.actions: list[tuple[str, str]] = []
+        self.closed = False
+
+    async def act(self, side: str, action: str) -> str:
+        self.actions.append((side, action))
+        return f"{side}: {action.replace('_', ' ')} (fixed data)"
+
+    async def view(self) -> LessonView:
+        return self.fixed
+
+    async def start_over(self) -> str:
+        self.actions.append(("both", "start_over"))
+        return "started over (fixed data)"
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def lesson_view() -> LessonView:
+    naive = SideView(
+        "naive-20261129-120000-beef", 4, 6, 2, None, "pid 5230 gone · no record of its progress survives",
+        "finished: pid 5230 did 4 steps, then exited",
+        ("started process 5207 (progress in its memory)", "step 1 done (pid 5207 remembers it)",
+         "step 2 done (pid 5207 remembers it)", "SIGKILL pid 5207 after step 2 · observed SIGKILL",
+         "restarted as 5230: it starts again from step 1 (pid 5207 is gone)", "pid 5230 did steps 1-4"),
+    )  # fmt: skip
+    durable = SideView(
+        RUN, 4, 4, 0, 0, "worker pid 4180 · at step 4/4 (from the ledger)", "run completed · 4 steps, each once",
+        ("step 1 done · recorded in Temporal's history and the ledger",
+         "step 2 done · recorded in Temporal's history and the ledger",
+         "SIGKILL worker 4121 · observed SIGKILL · gone=True", "the supervisor put worker 4180 in its place",
+         "gate opened to step 4 · it resumes after step 2", "run completed on worker 4180"),
+    )  # fmt: skip
+    return LessonView(4, naive, durable)
 
 
 PAYLOADS = {
@@ -161,6 +212,13 @@ def snap(steps: list[StepRow], total: int, status: str = "RUNNING", **kw) -> Sna
     for k, v in kw.items():
         setattr(s, k, v)
     return s
+
+
+def silent_worker_view() -> View:
+    """A run whose worker went quiet in step 7's model call: Temporal last heard from it 2.3 s ago."""
+    v = running_view()
+    v.pending = PendingActivity("llm", 1, "STARTED", f"w-964d45@{HOST}", 2.34, True)
+    return v
 
 
 def empty_view() -> View:

@@ -53,3 +53,15 @@ def marker_text(kill: KillEvent, activity: str | None, gap_s: float) -> str:
     step = kill.activity_step if kill.activity_step is not None else kill.step
     at_step = f" · step {step}" if step else ""
     return f"── {what} {who} · in flight: {flight}{at_step} · next event +{gap_s:.2f} s ──"
+
+
+def marker_lines(kills: Sequence[KillEvent], events: Sequence[HistoryEvent], whole: bool = True) -> list[str]:
+    """The marker line of each kill an event after it places, in history order: what the history pane
+    shows for these events (a proof bundle's picture and README). Unless `whole` (the events start at
+    the run's first), a kill before the first event is not placed: its place is not in these events."""
+    out = []
+    for kill in sorted(kills, key=lambda k: k.at):
+        placed = place_kill(kill, events)
+        if placed is not None and (whole or placed[0] > 0):
+            out.append(placed[1])
+    return out

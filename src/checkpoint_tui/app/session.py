@@ -19,7 +19,9 @@ from typing import TypeVar
 from temporalio.client import Client
 
 from checkpoint_tui.app.comparison import Comparison, read_comparison
-from checkpoint_tui.app.history import HistoryFollower, workflow_status
+from checkpoint_tui.app.heartbeat import PendingActivity, describe_run
+from checkpoint_tui.app.history import HistoryFollower
+from checkpoint_tui.app.lesson import Lesson
 from checkpoint_tui.app.runs import cancel_run, start_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
@@ -38,6 +40,7 @@ from checkpoint_tui.settings import Settings
 
 SINCE_MARGIN_S = 2.0
 STATUS_EVERY_S = 2.0
+PENDING_EVERY_S = 1.0  # while a step is in flight the same describe also brings its heartbeat age
 EVENTS_REREAD = 20
 HISTORY_PACE_S = 1.0  # the history pane shows new events at most once a second anyway
 PIPE_DRAIN_S = 2.0  # after a proving tool exits, how long its printed lines may still be read
@@ -60,7 +63,8 @@ class LabSession:
         self._last: tuple[str | None, object, Snapshot] | None = None  # (run, data_version, snapshot)
         self._since: float | None = None
         self._final_status: dict[str, str] = {}  # a closed workflow's status never changes: asked once
-        self._status_asked: tuple[float, str | None] | None = None  # (when, what) Temporal last said
+        self._status_asked: tuple[float, str | None, PendingActivity | None] | None = None  # when, what
+        self._running_steps: set[int] = set()  # the viewed run's steps the ledger last showed running
         self._planned: list[str] = []
         self._last_run_status: str | None = None
         self._last_event_id = 0  # the newest worker event delivered
@@ -94,13 +98,15 @@ class LabSession:
         snap, planned, first_execution, changed, kills = await self._db(self._read, run_id, since, reset, stats)
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
+        pending: PendingActivity | None = None
         if reset and self._history is not None:
             await self._history.stop()
             self._history = None
         if run_id is not None and self.client is not None:
             ended = snap.run_status != self._last_run_status  # e.g. finish_run wrote completed / failed
             self._last_run_status = snap.run_status
-            snap.workflow_status = await self._workflow_status(run_id, ended or reset, stats)
+            live = self._step_in_flight(snap, reset)
+            snap.workflow_status, pending = await self._workflow_status(run_id, ended or reset, live, stats)
             if self._history is None:
                 self._history = HistoryFollower(self.client, run_id, first_execution, pace_s=self.history_pace_s)
                 self._history_requests = 0
@@ -118,7 +124,7 @@ class LabSession:
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
-            completion=completion, kills=kills,
+            completion=completion, kills=kills, pending=pending,
         )  # fmt: skip
 
     async def _completion_of(self, run_id: str | None, snap: Snapshot) -> str | None:
@@ -177,22 +183,39 @@ class LabSession:
         self._kills_sent.update(k.id for k in kills)
         return kills
 
-    async def _workflow_status(self, run_id: str, changed: bool, stats: TickStats) -> str | None:
+    def _step_in_flight(self, snap: Snapshot, reset: bool) -> bool:
+        """Whether a step of the viewed run is running, from the step rows the polls delivered (each
+        changed row comes once; a run's first poll brings them all): no query of its own."""
+        if reset:
+            self._running_steps.clear()
+        for s in snap.steps:
+            if s.status == "running":
+                self._running_steps.add(s.step)
+            else:
+                self._running_steps.discard(s.step)
+        return bool(self._running_steps) and snap.run_status == "running"
+
+    async def _workflow_status(
+        self, run_id: str, changed: bool, live: bool, stats: TickStats
+    ) -> tuple[str | None, PendingActivity | None]:
         """Temporal's status, asked when the ledger's run status moved, else every STATUS_EVERY_S (a
-        terminate from outside writes nothing to the ledger); a closed workflow's status is final."""
+        terminate from outside writes nothing to the ledger), or every PENDING_EVERY_S while a step is
+        in flight, when the same describe brings the pending activity; a closed workflow's status is final."""
         cached = self._final_status.get(run_id)
         if cached:
-            return cached
+            return cached, None
         now = time.monotonic()
-        if not changed and self._status_asked is not None and now - self._status_asked[0] < STATUS_EVERY_S:
-            return self._status_asked[1]
+        asked = self._status_asked
+        every = PENDING_EVERY_S if live else STATUS_EVERY_S
+        if not changed and asked is not None and now - asked[0] < every:
+            return asked[1], asked[2] if live else None
         assert self.client is not None
         stats.temporal += 1
-        status = await workflow_status(self.client, run_id)
-        self._status_asked = (now, status)
+        status, pending = await describe_run(self.client, run_id)
+        self._status_asked = (now, status, pending)
         if status not in (None, "RUNNING"):
             self._final_status[run_id] = status
-        return status
+        return status, pending if live else None
 
     async def new_run(self, steps: int, pace: float) -> str:
         assert self.client is not None
@@ -275,6 +298,12 @@ class LabSession:
         """Completed steps of the chaos run, read from the chaos home's ledger (or the shared one)."""
         chaos = replace(self.settings, home=self.settings.run_dir / "chaos")
         return await self._db(lambda: queries.count_completed(connect(chaos.ledger), run_id))
+
+    def lesson(self, steps: int = 4, pace: float = 0.5) -> Lesson:
+        """The step-through lesson on this home (app/lesson.py): its durable run on this session's
+        supervisor and dev server, its naive loop a child process, all driven from a thread of its own."""
+        assert self.supervisor is not None, "boot() first"
+        return Lesson(self.settings, self.address, self.supervisor, steps, pace)
 
     def view_run(self, run_id: str) -> None:
         self.run_id = run_id  # the next poll sees a new run and delivers it whole

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from checkpoint_tui.app.tick_stats import TickStats
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
+
+if TYPE_CHECKING:
+    from checkpoint_tui.app.heartbeat import PendingActivity
 
 
 @dataclass(frozen=True)
@@ -136,3 +140,4 @@ class View:
     stats: TickStats = field(default_factory=TickStats)  # what building this View cost
     completion: str | None = None  # the completion sentence, once the run is over (computed once)
     kills: list[KillEvent] = field(default_factory=list)  # the run's kills not delivered before
+    pending: PendingActivity | None = None  # the in-flight activity as Temporal last described it (<= 1/s)

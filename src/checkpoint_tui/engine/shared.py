@@ -18,6 +18,7 @@ RUN_ID_PATTERN = re.compile(r"run-\d{8}-\d{6}-[0-9a-f]{4}")
 MAX_STEPS = 100_000  # a run's documented maximum (the CLI, the app and start_run all check it)
 MAX_PACE = 100.0  # x the default pause; beyond it a step's timer runs into minutes
 GUARDRAIL_ERROR = "GuardrailError"
+ALLOW_STEPS_SIGNAL = "allow_steps"  # a step-through run (the app's lesson view) may run steps up to this number
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=2)
 START_TO_CLOSE = timedelta(minutes=3)
@@ -53,6 +54,9 @@ class AgentInput:
     steps_per_run: int = 25
     start_step: int = 1
     previous_note: str | None = None
+    # Step-through (the app's lesson view): None runs freely; a number holds the run before any later
+    # step until an ALLOW_STEPS_SIGNAL raises it (carried across continue-as-new).
+    allowed_steps: int | None = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from checkpoint_tui.engine.activities import AgentActivities
     from checkpoint_tui.engine.shared import (
+        ALLOW_STEPS_SIGNAL,
         GUARDRAIL_ERROR,
         RETRY_BACKOFF,
         RETRY_MAX_ATTEMPTS,
@@ -50,10 +51,24 @@ def activity_options(inp: AgentInput) -> dict:
 class AgentLoop:
     def __init__(self) -> None:
         self._step = 0
+        self._allowed = 0  # the highest step an allow_steps signal let run (a step-through run only)
 
     @workflow.query
     def current_step(self) -> int:
         return self._step
+
+    @workflow.signal(name=ALLOW_STEPS_SIGNAL)
+    def allow_steps(self, upto: int) -> None:
+        """Let a step-through run go on up to step `upto`; a run started without a gate ignores it."""
+        if isinstance(upto, int) and not isinstance(upto, bool):
+            self._allowed = max(self._allowed, upto)
+
+    def _gate(self, inp: AgentInput) -> int | None:
+        """How far a step-through run may go (None: it is not one). Workflow input is untrusted."""
+        start = inp.allowed_steps
+        if not isinstance(start, int) or isinstance(start, bool):
+            return None
+        return max(start, self._allowed)
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
@@ -77,6 +92,8 @@ class AgentLoop:
         previous_note = inp.previous_note
         for step in range(inp.start_step, inp.total_steps + 1):
             self._step = step
+            if self._gate(inp) is not None:  # a step-through run waits here for its next "Next step"
+                await workflow.wait_condition(lambda: (self._gate(inp) or 0) >= self._step)
             step_input = StepInput(inp.run_id, step, inp.total_steps)
             await self._bookkeeping(inp, AgentActivities.mark_step_running, step_input)
             out = await workflow.execute_activity_method(
@@ -101,7 +118,8 @@ class AgentLoop:
             if pause > 0 and step < inp.total_steps:
                 await workflow.sleep(timedelta(milliseconds=pause))
             if step < inp.total_steps and step - inp.start_step + 1 >= max(1, inp.steps_per_run):
-                workflow.continue_as_new(replace(inp, start_step=step + 1, previous_note=previous_note))
+                carried = replace(inp, start_step=step + 1, previous_note=previous_note, allowed_steps=self._gate(inp))
+                workflow.continue_as_new(carried)
 
     async def _bookkeeping(self, inp: AgentInput, method, step_input: StepInput) -> None:
         if inp.local_bookkeeping:

@@ -1,21 +1,24 @@
 """`--junit PATH` and `--proof DIR` of `--verify` and `chaos`: the checks as JUnit XML, and a bundle a
 reviewer or a CI artifact store keeps: the JSON report, the JUnit file, every run's history (each
 execution of its chain), the ledger's rows for those runs as CSV, the worker events, the app's final
-screen of the main run as SVG, and a README.md saying what each file proves and how to re-check it.
-Everything in it is read back from the ledger and Temporal after the runs ended."""
+screen of the main run as SVG (and one SVG per kill, the history pane at that kill's marker line),
+and a README.md saying what each file proves and how to re-check it. Everything in it is read back
+from the ledger and Temporal after the runs ended."""
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Protocol
 
 from checkpoint_tui.app.history import to_history_event, workflow_status
+from checkpoint_tui.app.kill_marker import marker_lines
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.view import Snapshot, View
-from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEvent
 from checkpoint_tui.ledger.store import connect
@@ -28,10 +31,15 @@ from checkpoint_tui.proof.replay import chains
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
-# Renders a View headless with a status message and saves it as SVG (tui/screenshot.py; passed in
-# by the CLI, since nothing below tui/ may import Textual).
-Screenshot = Callable[[View, str, Path], Awaitable[None]]
 HISTORY_KEEP = 2000  # what the history pane keeps on screen
+
+
+class Screenshot(Protocol):
+    """Renders a View headless with a status message and saves it as SVG at `path`, plus `kill-N.svg`
+    in `markers` for each kill marker line of its history pane; returns the files written
+    (tui/screenshot.save_svg, passed in by the CLI: nothing below tui/ may import Textual)."""
+
+    async def __call__(self, view: View, message: str, path: Path, *, markers: Path | None = None) -> list[Path]: ...
 
 
 @dataclass(frozen=True)
@@ -83,16 +91,22 @@ async def write_bundle(directory: Path, run: ProofRun, screenshot: Screenshot | 
     files += export(recorded, histories)
     files += _ledger_csvs(conn, run_ids, directory)
     main = run_ids[0] if run_ids else None
-    snap = None
+    snap, markers = None, []
+    for stale in directory.glob("kill-*.svg"):
+        stale.unlink()
     if main is not None:
         snap = build_snapshot(conn, run.settings, main, await workflow_status(client, main))
         if screenshot is not None:
             row = queries.run(conn, main)
             view = _view(snap, recorded, address, run.settings, row.ended_at if row else None)
-            await screenshot(view, completion_line(snap), directory / "screen.svg")
-            files.append(directory / "screen.svg")
+            view.kills = inspect_queries.kill_events(conn, main)  # the history pane marks each (app/kill_marker.py)
+            written = await screenshot(view, completion_line(snap), directory / "screen.svg", markers=directory)
+            files += written
+            whole = bool(view.history) and view.history[0].event_id == 1  # as the pane decides
+            markers = marker_lines(view.kills, view.history, whole)[: sum(p.name.startswith("kill-") for p in written)]
     readme = directory / "README.md"
-    readme.write_text(index_text(directory, run, run_ids, recorded, snap, screenshot is not None and snap is not None))
+    with_svg = screenshot is not None and snap is not None
+    readme.write_text(index_text(directory, run, run_ids, recorded, snap, with_svg, markers))
     return [readme, *files]
 
 

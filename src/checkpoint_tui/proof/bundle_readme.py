@@ -4,6 +4,7 @@ with the bundle's own figures filled in."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ def index_text(
     recorded: list[Recorded],
     main: Snapshot | None,
     with_svg: bool,
+    markers: Sequence[str] = (),
 ) -> str:
     command, document, checks, home = run.command, run.document, run.checks, run.settings.home
     passed = sum(c.ok for c in checks)
@@ -72,6 +74,8 @@ def index_text(
             f"ledger and the recorded history; its status line reads: {completion_line(main)} | open it in a "
             f"browser; `checkpoint-tui --home {home} status {main.run_id}` prints the same figures |"
         )
+    if with_svg and main is not None and markers:
+        lines.append(kill_pictures_row(main, markers))
     lines += [
         "",
         "Re-run the whole proof with the command above (`--verify` uses its own home under `run/verify`; "
@@ -79,6 +83,18 @@ def index_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def kill_pictures_row(main: Snapshot, markers: Sequence[str]) -> str:
+    """The row of `kill-N.svg`: one picture per kill marker line, each line quoted whole (the pane is
+    narrower than a line)."""
+    names = "`, `".join(f"kill-{n}.svg" for n in range(1, len(markers) + 1))
+    return (
+        f"| `{names}` | the same screen with the history pane at each kill of `{main.run_id}`: the red marker "
+        "line the app draws where the kill fell between two history events (which worker, what was in flight, "
+        "how long history stayed silent): " + "; ".join(f"`{m}`" for m in markers) + " | the `kill` / `died` "
+        "rows of `worker_events.csv` (`at`, `pid`) against the events around that time in `histories/` |"
+    )
 
 
 def completion_line(snap: Snapshot) -> str:

@@ -26,6 +26,7 @@ from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
+from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
@@ -54,6 +55,7 @@ class Session(Protocol):
     async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6, on_line=None) -> dict: ...
     async def chaos_progress(self, run_id: str) -> int: ...
     async def step_detail(self, run_id: str, step: int): ...
+    def lesson(self): ...
     async def shutdown(self, stop_everything: bool = False) -> None: ...
 
 
@@ -83,7 +85,7 @@ class CheckpointApp(App[int]):
         Binding("c", "cancel_run", "Cancel", id="cancel-run"),
         Binding("f", "faults", "Faults", id="faults"),
         Binding("r", "runs", "Runs", id="runs"),
-        Binding("v", "compare", "Naive vs durable", id="compare"),
+        Binding("v", "lesson", "Naive vs durable", id="lesson", tooltip="The step-through lesson, side by side"),
         Binding("x", "chaos", "Chaos", id="chaos", tooltip="A seeded chaos schedule in run/chaos, on its own screen"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
@@ -105,6 +107,7 @@ class CheckpointApp(App[int]):
         self._panes: _Panes | None = None
         self._booted = asyncio.Event()
         self._chaos: ChaosScreen | None = None  # the latest chaos run's screen
+        self._lesson = None  # the step-through lesson (app/lesson.py), made on the first `v`
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
     def compose(self) -> ComposeResult:
@@ -166,7 +169,7 @@ class CheckpointApp(App[int]):
                 for pane in (panes.timeline, panes.ledger, panes.history):
                     pane.reset()
             panes.status.show(view)
-            panes.timeline.apply(view.snapshot)
+            panes.timeline.apply(view.snapshot, view.pending)
             panes.ledger.apply(view.snapshot)
             panes.history.apply(view.history, view.kills)
             panes.workers.apply(view.snapshot.worker_events)
@@ -268,6 +271,19 @@ class CheckpointApp(App[int]):
     def action_compare(self) -> None:
         self.push_screen(ComparisonScreen(self.session))
 
+    def action_lesson(self) -> None:
+        """The step-through lesson: the same lesson (its runs and processes) each time it is opened."""
+        if not self._booted.is_set():
+            self.query_one(StatusBar).say("not ready yet")
+            return
+        if self._lesson is None:
+            self._lesson = self.session.lesson()
+        self.push_screen(LessonScreen(self._lesson, automatic=self.action_compare))
+
+    async def _close_lesson(self) -> None:
+        if self._lesson is not None:  # its naive process stopped, an unfinished durable run cancelled
+            await self._lesson.close()
+
     def action_chaos(self) -> None:
         """Show the running chaos schedule, or start one (seeded by the clock) and show it."""
         if self._chaos is not None and self._chaos.report is None and self._chaos.error is None:
@@ -301,11 +317,13 @@ class CheckpointApp(App[int]):
         self.push_screen(RunsScreen(await self.session.runs()), chosen)
 
     async def action_quit_keep(self) -> None:
+        await self._close_lesson()
         await self.session.shutdown(stop_everything=False)
         self.exit(0)
 
     async def action_quit_stop(self) -> None:
         self.query_one(StatusBar).say("stopping the worker and the dev server…")
+        await self._close_lesson()
         await self.session.shutdown(stop_everything=True)
         self.exit(0)
 
@@ -325,8 +343,12 @@ class CheckpointApp(App[int]):
             self.action_chaos,
         )  # fmt: skip
         yield SystemCommand(
-            "Naive vs durable", "The same kill applied to a naive loop and a durable run", self.action_compare
+            "Naive vs durable, step by step", "Next step / Kill / Restart and finish on both sides", self.action_lesson
         )
+        yield SystemCommand(
+            "Naive vs durable, automatic", "The same kill applied to a naive loop and a durable run",
+            self.action_compare,
+        )  # fmt: skip
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
 
 

@@ -26,7 +26,8 @@ HELP = """\
   c        cancel the viewed run
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
-  v        naive loop vs durable run under the same kill (counts from the outbox files and SQLite)
+  v        naive vs durable, step by step: n / N next step, k / K kill,
+           r / R restart and finish (naive / durable); a automatic comparison
   x        chaos screen: seeded kills in run/chaos ticked off, then counts
   enter    timeline row (or click): the step inspector; escape closes it
   tab      cycle panes
@@ -39,7 +40,8 @@ HELP = """\
 the step ran on another host of a shared ledger),
 ledger (effects; the title's duplicates is COUNT(*) − COUNT(DISTINCT id), computed by SQL),
 temporal history (raw events, fetched incrementally; ── marks a kill),
-worker events (spawn/kill/promote…); ✂ marks a truncated model answer.
+worker events (spawn/kill/promote…); ✂ marks a truncated model answer;
+♥ in dur: age of the running activity's last heartbeat (red: worker silent).
 Everything shown is read from the ledger (SQLite or PostgreSQL), the artifact files or Temporal on
 every refresh.
 """

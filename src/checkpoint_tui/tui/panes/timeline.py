@@ -1,5 +1,6 @@
 """Timeline: one row per step, keyed by step number. Enter (or a click) on a row opens the step
-inspector."""
+inspector. The running step's row also shows its in-flight activity as Temporal last described it,
+with the age of its last heartbeat (red once the worker has gone silent)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 
+from checkpoint_tui.app.heartbeat import PendingActivity
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
@@ -34,12 +36,25 @@ class TimelinePane(KeyedTable):
     def __init__(self) -> None:
         super().__init__(COLUMNS, id="timeline")
         self.info = PaneInfo(id="timeline-info")
+        self._live: tuple[StepRow, bool, bool] | None = None  # the running step's row (and its marks)
 
-    def apply(self, snap: Snapshot) -> None:
+    def apply(self, snap: Snapshot, pending: PendingActivity | None = None) -> None:
         resumed, truncated = set(snap.resumed_steps), set(snap.truncated_steps)
-        rows = ((str(s.step), _cells(s, s.step in resumed, s.step in truncated)) for s in snap.steps)
-        self.sync(rows, follow=True)
+        rows = {str(s.step): _cells(s, s.step in resumed, s.step in truncated) for s in snap.steps}
+        for s in snap.steps:  # rows come when they change: the newest running one is the live step
+            if s.status == "running" and (self._live is None or s.step >= self._live[0].step):
+                self._live = (s, s.step in resumed, s.step in truncated)
+            elif self._live is not None and s.step == self._live[0].step:
+                self._live = None
+        if self._live is not None:  # its heartbeat cell; sync() repaints it only when the text changed
+            live, was_resumed, was_truncated = self._live
+            rows[str(live.step)] = _cells(live, was_resumed, was_truncated, pending)
+        self.sync(rows.items(), follow=True)
         self.info.show(f"{snap.completed_steps}/{snap.total_steps} steps completed" if snap.run_id else "no run")
+
+    def reset(self) -> None:
+        super().reset()
+        self._live = None
 
     def action_inspect(self) -> None:
         if 0 <= self.cursor_row < self.row_count:
@@ -55,13 +70,17 @@ class TimelinePane(KeyedTable):
             self.action_inspect()
 
 
-def _cells(s: StepRow, resumed: bool, truncated: bool = False) -> tuple:
+def _cells(s: StepRow, resumed: bool, truncated: bool = False, pending: PendingActivity | None = None) -> tuple:
     duration = f"{s.duration_s:.2f}s" if s.duration_s is not None else ""
     mark = Text()
     if resumed:
         mark.append("⚑ resumed here", style="bold magenta")
     if truncated:
         mark.append((" " if resumed else "") + "✂ truncated", style="bold yellow")
+    note = heartbeat_text(pending) if pending is not None else None
+    if note is not None and note.plain:
+        mark.append(" " if mark else "")
+        mark.append_text(note)
     return (
         str(s.step),
         Text(s.status, style=STATUS_STYLE.get(s.status, "")),
@@ -69,7 +88,32 @@ def _cells(s: StepRow, resumed: bool, truncated: bool = False) -> tuple:
         Text(s.provider or ""),
         str(s.tokens or ""),
         f"{s.cost_usd:.4f}" if s.cost_usd else "0",
-        duration,
+        heartbeat_age(pending) if pending is not None else duration,
         s.worker_label,
         mark if mark else "",
     )
+
+
+
+def heartbeat_age(p: PendingActivity) -> Text:
+    """The running step's `dur` cell: how long since Temporal last heard from its activity (`♥1.2s`),
+    red once that is longer than a live worker ever leaves it; `⧗` while a retry waits for a worker."""
+    if p.state == "SCHEDULED" or p.age_s is None:
+        return Text("⧗", style="bold yellow")
+    age = f"{p.age_s:.1f}" if p.age_s < 10 else f"{p.age_s:.0f}"
+    return Text(f"♥{age}s", style="bold red" if p.silent else "grey62")
+
+
+def heartbeat_text(p: PendingActivity) -> Text:
+    """The mark beside a silent worker's age: `silent · llm attempt 1 on w-964d45 · no heartbeat for 2.3 s`
+    (`in 2.3 s` when the attempt never beat); for a retry waiting for a worker, `llm attempt 2 waiting
+    for a worker`; nothing while the worker heartbeats."""
+    worker = (p.worker or "?").split("@", 1)[0]
+    if p.state == "SCHEDULED":
+        return Text(f"{p.activity} attempt {p.attempt} waiting for a worker", style="bold yellow")
+    if p.state != "STARTED" or p.age_s is None:
+        return Text(f"{p.activity} attempt {p.attempt} {p.state.lower().replace('_', ' ')}", style="yellow")
+    if p.silent:
+        quiet = f"no heartbeat for {p.age_s:.1f} s" if p.since_heartbeat else f"no heartbeat in {p.age_s:.1f} s"
+        return Text(f"silent · {p.activity} attempt {p.attempt} on {worker} · {quiet}", style="bold red")
+    return Text()
