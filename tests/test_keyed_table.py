@@ -75,3 +75,35 @@ async def test_a_log_keeps_only_the_newest_rows():
         log.focus()
         await pilot.press("up", "up")  # no cursor in a log: the keys scroll it
         assert log.scroll_offset.y == bottom - 2
+
+
+async def test_a_follow_jump_restyles_only_rows_not_shown_before():
+    table = KeyedTable(COLUMNS)
+    async with TableApp(table).run_test(size=(40, 12)) as pilot:
+        table.sync(rows(30), follow=True)
+        await pilot.pause()
+        top = table.scroll_offset.y
+        before = {row: line for row, (_, line) in table._painted.items() if isinstance(row, int)}
+        assert before and min(before) == top
+        table.sync(rows(8, 30), follow=True)  # past the bottom: a half-page jump
+        await pilot.pause()
+        assert table.scroll_offset.y > top
+        kept = [row for row in before if row >= table.scroll_offset.y and row != 29]  # 29 lost the cursor
+        assert kept and all(table._painted[row][1] is before[row] for row in kept)
+        assert any(isinstance(row, int) and row >= 30 for row in table._painted)  # the new rows, styled once
+
+
+async def test_scrollbars_hear_the_size_at_most_once_a_second_and_catch_up(monkeypatch):
+    from checkpoint_tui.tui.panes import keyed_table
+
+    table = KeyedTable(COLUMNS)
+    async with TableApp(table).run_test(size=(40, 12)) as pilot:
+        table.sync(rows(30), follow=True)
+        await pilot.pause()
+        bar = table.vertical_scrollbar
+        assert bar.window_virtual_size == 31
+        table.sync(rows(5, 30), follow=True)  # within the second: the bar has not heard
+        assert bar.window_virtual_size == 31 and table.virtual_size.height == 36
+        monkeypatch.setattr(keyed_table, "BARS_EVERY_S", 0.0)
+        table.settle_bars()  # what the app does on its next refresh
+        assert bar.window_virtual_size == 36

@@ -173,6 +173,8 @@ class CheckpointApp(App[int]):
             panes.ledger.apply(view.snapshot)
             panes.history.apply(view.history, view.kills)
             panes.workers.apply(view.snapshot.worker_events)
+            for table in (panes.timeline, panes.ledger, panes.history, panes.workers):
+                table.settle_bars()  # in this frame: any other time would paint a frame of its own
             self._banner(view)
         self.viewed_run = view.snapshot.run_id
         if self.tick_observer is not None:

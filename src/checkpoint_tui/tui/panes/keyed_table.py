@@ -7,6 +7,7 @@ update counter): with a run live, two tables cost ~0.15 s of CPU per refresh, mo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len
@@ -14,13 +15,14 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 Cell = str | Text
 PAD = 1  # spaces either side of a cell, as DataTable draws them
 MAX_WIDTH = 200  # a column never grows past this; longer cells end in an ellipsis (scroll sideways)
+BARS_EVERY_S = 1.0  # scrollbars follow a growing table at most this often
 
 
 class KeyedTable(ScrollView, can_focus=True):
@@ -79,8 +81,11 @@ class KeyedTable(ScrollView, can_focus=True):
         self._cells: list[tuple[Cell, ...]] = []
         self._strips: dict[int, Strip] = {}  # row index -> rendered row (without row styles)
         self._lines: dict[int, tuple[tuple, Strip]] = {}  # row index -> (view key, the line as last shown)
+        self._painted: dict[object, tuple[tuple, Strip]] = {}  # row index -> (context, the styled line)
         self._header: Strip | None = None
         self.cursor_row = -1
+        self._bars_at = 0.0  # when the scrollbars last learned the virtual size
+        self._bars_due = False  # the scrollbars have not heard the latest size
 
     # --- data ---------------------------------------------------------------------------------------
 
@@ -117,6 +122,7 @@ class KeyedTable(ScrollView, can_focus=True):
                 self._cells[i] = cells
             self._strips.pop(i, None)
             self._lines.pop(i, None)
+            self._painted.pop(i, None)
             changed.append(i)
             self._grow_widths(cells)
         if added:
@@ -142,6 +148,7 @@ class KeyedTable(ScrollView, can_focus=True):
         self._index = {k: n for n, k in enumerate(self._keys)}
         self._strips.clear()
         self._lines.clear()
+        self._painted.clear()
         if self.cursor_row >= i:
             self.cursor_row += 1
         self._grow_widths(cells)
@@ -156,11 +163,13 @@ class KeyedTable(ScrollView, can_focus=True):
         self._index = {key: i for i, key in enumerate(self._keys)}
         self._strips.clear()
         self._lines.clear()
+        self._painted.clear()
         self.cursor_row = max(-1, self.cursor_row - drop)
         self.refresh()
 
     def reset(self) -> None:
         self._keys, self._index, self._cells, self._strips, self._lines = [], {}, [], {}, {}
+        self._painted.clear()
         self._widths = self._label_widths()
         self._header = None
         self.cursor_row = -1
@@ -177,6 +186,7 @@ class KeyedTable(ScrollView, can_focus=True):
         if grew:  # every row is laid out on the same columns
             self._strips.clear()
             self._lines.clear()
+            self._painted.clear()
             self._header = None
             self._resize()
             self.refresh()
@@ -191,7 +201,27 @@ class KeyedTable(ScrollView, can_focus=True):
         # Assigning virtual_size schedules a layout pass of the whole screen, which re-renders every
         # widget: as Textual does for a resize without layout, set it quietly and update the scrollbars.
         self.set_reactive(KeyedTable.virtual_size, size)
-        self._scroll_update(size)
+        # A scrollbar repaints whenever it hears of a new size: with rows arriving every refresh that was
+        # ~1 % of a core. It hears at most once a second, in a refresh that paints anyway (settle_bars):
+        # a timer of its own would cost a frame of its own. Scrolling uses the size set above.
+        self._bars_due = True
+        width, height = self.container_size
+        if (size.height > height) != self.show_vertical_scrollbar or (size.width > width) != (
+            self.show_horizontal_scrollbar
+        ):
+            self._update_bars()  # a bar appears or goes: it decides whether the table can scroll at all
+        else:
+            self.settle_bars()
+
+    def settle_bars(self) -> None:
+        """Tell the scrollbars the table's size if it changed and they last heard a second ago or more
+        (the app calls this on every refresh, so they are never more than a refresh late after that)."""
+        if self._bars_due and time.monotonic() - self._bars_at >= BARS_EVERY_S:
+            self._update_bars()
+
+    def _update_bars(self) -> None:
+        self._bars_at, self._bars_due = time.monotonic(), False
+        self._scroll_update(self.virtual_size)
 
     # --- cursor -------------------------------------------------------------------------------------
 
@@ -220,6 +250,8 @@ class KeyedTable(ScrollView, can_focus=True):
         if not self.size.height and not deferred:
             self.call_after_refresh(self._scroll_to_cursor, jump, True)
             return
+        if deferred:
+            self._update_bars()  # sized now: whether it can scroll is known only from here
         row, top = self.cursor_row, self.scroll_offset.y
         visible = max(1, self.scrollable_content_region.height - self._top)
         if row < top:
@@ -250,6 +282,24 @@ class KeyedTable(ScrollView, can_focus=True):
     def take_lines_painted(cls) -> int:
         n, KeyedTable.lines_painted = KeyedTable.lines_painted, 0
         return n
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual caches a widget's styled lines by their y and drops them all when it scrolls, so a
+        follow-scroll restyled every visible line (~0.3 ms each, the bulk of a live refresh). Styled lines
+        are kept here by row instead: after a scroll only rows not shown before are styled."""
+        top, scroll_y = self._top, self.scroll_offset.y
+        context = (crop.x, crop.width, self.size.width, self.scroll_offset.x, self.rich_style, self.has_focus,
+                   tuple(self.get_line_filters()))  # fmt: skip
+        lines: list[Strip] = []
+        for y in crop.line_range:
+            row = y - top + scroll_y
+            key: object = "header" if y < top else row if row < self.row_count else "blank"
+            mark = (context, row == self.cursor_row and self._show_cursor)
+            done = self._painted.get(key)
+            if done is None or done[0] != mark:
+                done = self._painted[key] = (mark, super().render_lines(Region(crop.x, y, crop.width, 1))[0])
+            lines.append(done[1])
+        return lines
 
     def render_line(self, y: int) -> Strip:
         KeyedTable.lines_painted += 1
