@@ -28,6 +28,7 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_MODEL_TIMEOUT_S = 30.0
 
 # Which host ran a step, shown in the panes; CHECKPOINT_HOST names a pool when hostnames are not unique.
+BEAT_EVERY_S = 0.25  # how often a worker's event loop touches its beat file
 HOST = os.environ.get("CHECKPOINT_HOST") or socket.gethostname()
 
 
@@ -161,6 +162,10 @@ class Settings:
     @property
     def run_dir(self) -> Path:
         return self.home / "run"
+
+    def beat_file(self, pid: int) -> Path:
+        """A worker's liveness beat (engine/liveness.py writes it, ops/watchdog.py reads it)."""
+        return self.run_dir / f"beat-{pid}"
 
     @property
     def artifacts_dir(self) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from dataclasses import replace
 
 from temporalio import activity
@@ -40,6 +41,7 @@ FALLBACK_REASON_LIMIT = 300  # of a model-layer reason in a provider label or a 
 ERROR_LIMIT = 2000
 PAYLOAD_LIMIT = 16_384  # an effect's text; a step's decision is a few hundred characters
 RUN_END_STATES = ("completed", "failed", "cancelled")
+FREEZE_S = 60.0  # a `freeze` fault blocks the worker this long unless the watchdog ends it first
 GARBLED = "I think the next step is probably to compute something, but let me explain at length first..."
 
 
@@ -74,6 +76,10 @@ class AgentActivities:
         async with beating():
             if faults.consume(conn, inp.run_id, inp.step, "transient"):
                 raise ApplicationError(f"injected transient model failure (attempt {attempt})", type="TransientFault")
+            if faults.consume(conn, inp.run_id, inp.step, "freeze"):
+                # A hung worker: the event loop blocks (no heartbeat, no liveness beat, no polls) until
+                # the supervisor's watchdog kills it; bounded so that nothing waits forever without one.
+                time.sleep(FREEZE_S)
             if faults.consume(conn, inp.run_id, inp.step, "garble"):
                 self._guardrail(inp, GARBLED, "garble fault: the model returned non-JSON (repair bypassed)")
             answer = await self._decide(inp)

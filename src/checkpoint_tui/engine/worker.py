@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from checkpoint_tui.engine.activities import AgentActivities
+from checkpoint_tui.engine.liveness import beat_forever
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
@@ -63,6 +65,16 @@ async def run_worker(args: argparse.Namespace) -> None:
     loop.add_signal_handler(signal.SIGUSR1, promote.set)
 
     settings = worker_settings(args)
+    beat = asyncio.create_task(beat_forever(settings.beat_file(os.getpid())))  # see engine/liveness.py
+    try:
+        await _serve(args, settings, stop, promote)
+    finally:
+        beat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beat
+
+
+async def _serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event, promote: asyncio.Event) -> None:
     client = await Client.connect(
         args.address, namespace=args.namespace, identity=args.identity, **settings.connection.client_kwargs()
     )

@@ -10,7 +10,7 @@ from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now
 
-FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at")
+FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at", "freeze")
 MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
 MAX_COUNT = 100
 
@@ -29,7 +29,7 @@ class FaultSpec:
 
 
 def parse_fault(text: str) -> FaultSpec:
-    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`."""
+    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`, `freeze:STEP`."""
     parts = text.split(":")
     kind = parts[0].replace("-", "_")
     if kind not in FAULT_KINDS or len(parts) < 2:

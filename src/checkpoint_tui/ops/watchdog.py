@@ -1,10 +1,13 @@
 """The hung-worker watchdog: a worker that is alive but cannot make progress is as good as dead, so
 the supervisor SIGKILLs it and promotes the spare, like after any other death.
 
-"Cannot make progress" is a stopped process (state T or t in /proc/<pid>/stat: SIGSTOP, SIGTSTP, a
-debugger) for at least GRACE_S. A pidfd does not wake the supervisor for a stop, so the check runs on
-its housekeeping tick; it reads one small /proc file per worker of ours (1-3 per tick), never scans
-the process table.
+"Cannot make progress" is either a stopped process (state T or t in /proc/<pid>/stat: SIGSTOP,
+SIGTSTP, a debugger) for at least GRACE_S, or a running one whose event loop has not written its
+liveness beat (run/beat-<pid>, engine/liveness.py) for BEAT_STALE_S: a blocking call or a runaway
+computation in an activity. A pidfd does not wake the supervisor for either, so the check runs on its
+housekeeping tick; it reads one small /proc file and stats one beat file per worker of ours (1-3 per
+tick), never scans the process table. A beat older than the process (a pid reused) does not count,
+nor a missing one (a worker still starting: a startup death is caught by the exit watch).
 
 A deliberate pause (chaos's pause nemesis) is held off: `hold()` writes run/watchdog-hold.json naming
 the worker by pid *and* create time with a deadline; the file is read only when a worker is found
@@ -19,9 +22,12 @@ from dataclasses import dataclass, field
 
 from checkpoint_tui.ops.procs import ProcIdentity, read_json, write_json
 from checkpoint_tui.ops.worker_proc import WorkerProc
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings import BEAT_EVERY_S, Settings
 
 GRACE_S = 1.0  # stopped at least this long: hung (a GC pause or a page-in never stops a process)
+# No beat for this long: hung. 12 missed beats: a cold worker replaying a 25-step segment on a loaded
+# 2-core machine stalls its loop well under a second; a stuck PostgreSQL lock gives up after ~1.5 s.
+BEAT_STALE_S = 12 * BEAT_EVERY_S
 HOLD_FILE = "watchdog-hold.json"
 STOPPED_STATES = {"T": "stopped (SIGSTOP)", "t": "stopped by a tracer"}
 
@@ -49,7 +55,9 @@ class Hang:
 class Watchdog:
     settings: Settings
     grace_s: float = GRACE_S
+    beat_stale_s: float = BEAT_STALE_S
     _since: dict[int, float] = field(default_factory=dict)  # pid -> when first seen stopped
+    _excused: dict[int, float] = field(default_factory=dict)  # pid -> last seen stopped (wall clock)
 
     def check(self, workers: Iterable[tuple[int, ProcIdentity]]) -> list[Hang]:
         """Workers (pid, identity) stopped for at least the grace and not held off by a pause nemesis."""
@@ -58,15 +66,34 @@ class Watchdog:
         seen: set[int] = set()
         for pid, ident in workers:
             state = proc_state(pid)
+            if state is None or state == "Z":
+                continue
             if state not in STOPPED_STATES:
+                hang = self._beat_overdue(pid, ident)
+                if hang is not None:
+                    hung.append(hang)
                 continue
             seen.add(pid)
+            self._excused[pid] = time.time()  # its beat stops too: counted from when it runs again
             stopped = now - self._since.setdefault(pid, now)
             if stopped >= self.grace_s and not held(self.settings, ident):
                 hung.append(Hang(pid, f"hung: {STOPPED_STATES[state]} for {stopped:.2f} s", stopped))
         for pid in set(self._since) - seen:  # running again, or gone
             del self._since[pid]
         return hung
+
+    def _beat_overdue(self, pid: int, ident: ProcIdentity) -> Hang | None:
+        try:
+            beat = self.settings.beat_file(pid).stat().st_mtime
+        except OSError:
+            return None  # not beating yet (starting), or not a worker that beats
+        if beat < ident.create_time:
+            return None  # an earlier process's file under a reused pid
+        silent = time.time() - max(beat, self._excused.get(pid, 0.0))
+        if silent < self.beat_stale_s or held(self.settings, ident):
+            return None
+        self._excused.pop(pid, None)
+        return Hang(pid, f"hung: no liveness beat for {silent:.1f} s", silent)
 
     def hung(self, workers: Iterable[WorkerProc]) -> list[tuple[WorkerProc, Hang]]:
         """check() over the pool's workers, paired with the worker each hang belongs to."""
