@@ -29,10 +29,11 @@ TERMINAL = {"completed", "failed", "cancelled"}
 WAIT_EVERY_S = 0.2
 
 
-WORKFLOW_TASK_TIMEOUT = timedelta(seconds=3)
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=2)
 """A worker killed while it holds a workflow task stalls the run this long (Temporal's default is
-    10 s). Short, but with room for a cold replacement to replay one continue-as-new segment
-    (<= 25 steps, ~0.4-0.8 s measured) on a busy 2-core machine."""
+    10 s). Short, but with room for a cold replacement to replay one continue-as-new segment: its
+    first task must finish inside it or it times out although nothing died (bench/task_timeout.py
+    measures that replay; README "Numbers")."""
 
 
 def agent_input(
