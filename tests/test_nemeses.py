@@ -84,13 +84,15 @@ def run_clean_schedule(home: Settings, name: str, events: list[dict], *flags: st
         run_cli(*flags, "stop", home=home)
 
 
-def test_a_mixed_schedule_keeps_exactly_once_on_a_postgresql_ledger(session_root, pg_url):
+def test_a_mixed_schedule_with_a_partition_keeps_exactly_once_on_a_postgresql_ledger(session_root, pg_url):
     """The same nemeses against a shared PostgreSQL ledger: a kill inside an activity, a pause past the
-    heartbeat timeout, a hang the watchdog ends. Its own home: chaos's workers are the PostgreSQL home's."""
+    heartbeat timeout, a partition from Temporal, a hang the watchdog ends. Its own home: chaos's
+    workers are the PostgreSQL home's."""
     home = Settings(home=session_root / "nemesis-pg-home")
     events = [
         {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
         {"at_step": 3, "nemesis": "pause", "delay_ms": 20, "duration_s": 2.2},
+        {"at_step": 4, "nemesis": "partition", "delay_ms": 20, "duration_s": 2.5},
         {"at_step": 5, "nemesis": "hang", "delay_ms": 20},
     ]
     run_id = run_clean_schedule(home, "mixed", events, "--ledger", pg_url)["audit"]["run_id"]
