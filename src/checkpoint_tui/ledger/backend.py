@@ -7,10 +7,12 @@ rewrites placeholders and the two DDL spellings that differ (autoincrement keys,
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -134,13 +136,20 @@ class SqliteLedger:
 
 def _private_file(path: Path) -> None:
     """The ledger is readable by its owner only (0600; SQLite gives its -wal and -shm files the same
-    mode). Opened without following a symlink planted in its place."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    mode); a symlink planted in its place is refused. An existing ledger is never opened here: closing
+    any descriptor of the file drops every POSIX lock this process holds on it, those of its other
+    SQLite connections included (sqlite.org/howtocorrupt.html, 2.2), and another process closing its
+    last connection would then checkpoint and delete the WAL under them (lost commits, a malformed file)."""
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.ELOOP, "the ledger is not a regular file; refusing to open it", str(path)) from None
+        if st.st_mode & 0o077:
+            os.chmod(path, 0o600)
+        return
+    os.close(fd)  # just created: no connection can hold a lock on it yet
 
 
 class Row(tuple):
