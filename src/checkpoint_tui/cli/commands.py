@@ -11,23 +11,28 @@ from pathlib import Path
 
 from temporalio.service import RPCError
 
+from checkpoint_tui.cli import foreign
 from checkpoint_tui.errors import Exit, Failed, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
+DEFAULT_CHAOS_STEPS = 30
 
 
 def dispatch(args: argparse.Namespace) -> int:
     if (args.verify_junit or args.verify_proof) and not args.verify:
         raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
-    settings = settings_from(args)
+    foreign.check_pairing(args, bool(args.worker_cmd))
+    settings = foreign.with_worker_cmd(args, settings_from(args))
     if args.command not in QUEUELESS and not args.verify:
         from checkpoint_tui.ledger.store import with_shared_queue
 
         settings = with_shared_queue(settings)
     if args.verify:
-        return verify(args, settings)
+        return foreign.verify(args, settings) if settings.foreign else verify(args, settings)
+    if settings.foreign and args.command in ("start", "chaos"):
+        return foreign.start(args, settings) if args.command == "start" else foreign.chaos(args, settings)
     func = getattr(args, "func", None)
     if func is None:
         return tui(args, settings)
@@ -43,6 +48,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def tui(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.foreign:  # the app on a user's own worker: the timeline is its workflow's activities
+        return foreign.tui(args, settings)
     from checkpoint_tui.tui.app import run_app
 
     return run_app(settings, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
@@ -110,6 +117,8 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
             return Exit.OK
     elif not settings.ledger_exists:
         raise UsageError(f"no run {run_id!r}: {settings.home} has no ledger yet")
+    if (code := foreign.status(settings, run_id, args.as_json)) is not None:
+        return code  # a run of a user's workflow: its activities from history, the library's effects
     snap = asyncio.run(_status_snapshot(settings, run_id))
     print(json.dumps(snap.status_json(), indent=2, sort_keys=True) if args.as_json else format_status(snap))
     return Exit.OK
@@ -212,6 +221,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.proof.chaos import chaos_command
     from checkpoint_tui.proof.schedule import load_schedule, make_schedule, save_schedule
 
+    if args.steps is None:
+        args.steps = DEFAULT_CHAOS_STEPS
     if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
         raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
     for given in (args.chaos_schedule, args.chaos_shrink):

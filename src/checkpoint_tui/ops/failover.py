@@ -46,7 +46,7 @@ async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
                 )
                 await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
                 failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
-            if not queries.last_touched_by(conn, run_id, dead.pid):
+            if not dead.foreign and not queries.last_touched_by(conn, run_id, dead.pid):
                 continue  # its sticky worker is alive: a reset would only cost a full replay
             await client.workflow_service.reset_sticky_task_queue(
                 ResetStickyTaskQueueRequest(

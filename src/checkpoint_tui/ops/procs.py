@@ -91,6 +91,21 @@ def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcI
     return ident if ident is not None and list(ident.cmdline) == cmd else None
 
 
+def started_with(pid: int, name: str, limit: int = 1 << 20) -> str | None:
+    """The value of `name` in the environment a process was started with (/proc/<pid>/environ: what
+    it was exec'd with, which it cannot rewrite; readable for this user's processes only), or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read(limit)
+    except OSError:
+        return None
+    prefix = name.encode() + b"="
+    for entry in raw.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode("utf-8", "replace")
+    return None
+
+
 def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
     """Signal only if the pid is still `ident`. A pidfd pins the process between check and kill."""
     try:
@@ -108,17 +123,45 @@ def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
         os.close(fd)
 
 
+def signal_group_if_ours(ident: ProcIdentity, sig: int) -> bool:
+    """Signal the process and its process group (a session leader we spawned: a user's worker command
+    may fork its real worker), only if the leader is still `ident`. The pidfd pins the leader, so its
+    group id cannot be reused between the check and the signal."""
+    try:
+        fd = os.pidfd_open(ident.pid)
+    except (ProcessLookupError, OSError):
+        return False
+    try:
+        if not ident.matches_live():
+            return False
+        try:
+            leads = os.getpgid(ident.pid) == ident.pid  # started in a session of its own
+        except ProcessLookupError:
+            return False
+        if leads:
+            os.killpg(ident.pid, sig)  # the leader and whatever it forked, in one signal each
+        else:
+            signal.pidfd_send_signal(fd, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def wait_gone(ident: ProcIdentity, timeout: float, poll: float = 0.005) -> bool:
     return wait_until_sync(lambda: not ident.exists(), timeout, every=poll)
 
 
-def stop_process(ident: ProcIdentity, grace: float = 5.0) -> bool:
-    """SIGTERM, then SIGKILL after `grace`; True if it is gone (or was not ours/alive)."""
-    if not send_signal_if_ours(ident, signal.SIGTERM):
+def stop_process(ident: ProcIdentity, grace: float = 5.0, group: bool = False) -> bool:
+    """SIGTERM, then SIGKILL after `grace`; True if it is gone (or was not ours/alive). With `group`,
+    its process group is signalled too (signal_group_if_ours)."""
+    send = signal_group_if_ours if group else send_signal_if_ours
+    if not send(ident, signal.SIGTERM):
         return True
     if wait_gone(ident, grace):
         return True
-    send_signal_if_ours(ident, signal.SIGKILL)
+    send(ident, signal.SIGKILL)
     return wait_gone(ident, 2.0)
 
 

@@ -30,7 +30,7 @@ from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
 from checkpoint_tui.ops.failover import assist, record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
-from checkpoint_tui.ops.procs import open_lock, send_signal_if_ours
+from checkpoint_tui.ops.procs import open_lock
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.watchdog import Watchdog
 from checkpoint_tui.ops.worker_proc import WorkerProc
@@ -58,7 +58,7 @@ class Supervisor:
     ) -> None:
         self.settings = settings
         self.address = address
-        self.use_spare = spare
+        self.use_spare = spare and not settings.foreign  # a user's worker command has no standby protocol
         self.assist = assist
         self.respawn = respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
@@ -131,13 +131,13 @@ class Supervisor:
         return self.pool[0]
 
     def _adopt_or_start(self, conn, slot: int, required: bool) -> WorkerProc | None:
-        adopted = worker_proc.load(self.settings, "active", slot)
+        adopted = worker_proc.adoptable(self.settings, "active", slot)
         if adopted is not None:
             record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail=f"active worker adopted (slot {slot})")
             return adopted
         if not required:
             return None
-        spare = worker_proc.load(self.settings, "spare")
+        spare = worker_proc.adoptable(self.settings, "spare")
         if spare is not None and spare.ready(self.settings) and worker_proc.promote(self.settings, spare, slot):
             record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
             return spare
@@ -148,7 +148,7 @@ class Supervisor:
     def _ensure_spare(self) -> None:
         if self.spare is not None and self.spare.alive():
             return
-        existing = worker_proc.load(self.settings, "spare")
+        existing = worker_proc.adoptable(self.settings, "spare")
         conn = connect(self.settings.ledger)
         if existing is not None:
             self.spare = existing
@@ -295,7 +295,7 @@ class Supervisor:
         conn = connect(self.settings.ledger)
         run_id, step = in_flight(conn, worker.pid)
         at = time.time()
-        if not send_signal_if_ours(worker.ident, signal.SIGKILL):
+        if not worker.send(signal.SIGKILL):  # identity-checked (a foreign worker with its process group)
             raise Failed(f"worker pid {worker.pid} is no longer ours; not signalled")
         self._killed_pids.add(worker.pid)
         with contextlib.suppress(TimeoutError):
@@ -378,7 +378,7 @@ class Supervisor:
             await assist(self.settings, self._client, dead)
         if self.use_spare:
             self._ensure_spare()
-        if run_id is not None:
+        if run_id is not None and not dead.foreign:  # latency from our step rows; chaos --workflow reads history
             task = asyncio.ensure_future(record_latency(self.settings, event_id, run_id, at, dead.pid, step))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -24,6 +24,8 @@ from checkpoint_tui.ops.procs import (
     identity_after_exec,
     read_json,
     send_signal_if_ours,
+    signal_group_if_ours,
+    started_with,
     stop_process,
     write_json,
 )
@@ -37,6 +39,7 @@ class WorkerProc:
     role: str  # "active" | "spare"
     slot: int = 0  # which of the pool's active workers (0 .. N-1); a promoted spare takes the dead one's
     proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
+    foreign: bool = False  # a user's --worker-cmd (ops/foreign_worker.py), not checkpoint_tui.worker
 
     @property
     def pid(self) -> int:
@@ -64,6 +67,22 @@ class WorkerProc:
     def ready(self, settings: Settings) -> bool:
         return (settings.run_dir / f"ready-{self.name}").exists()
 
+    def send(self, sig: int) -> bool:
+        """Signal it if it is still ours (identity-checked); a foreign worker with its process group."""
+        if not self.foreign:
+            return send_signal_if_ours(self.ident, sig)
+        self._follow_exec()
+        return signal_group_if_ours(self.ident, sig)
+
+    def _follow_exec(self) -> None:
+        """A user's command may exec another program (env VAR=1 cmd, sh -c 'exec cmd'): our own
+        un-reaped child keeps its pid and create time, so its new command line is still its own."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        now = ProcIdentity.of(self.pid)
+        if now is not None and abs(now.create_time - self.ident.create_time) < 0.05:
+            self.ident = now
+
 
 WORKER_MODULE = "checkpoint_tui.worker"
 
@@ -90,6 +109,10 @@ def new_name() -> str:
 def spawn(
     settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = (), slot: int = 0
 ) -> WorkerProc:
+    if settings.foreign:  # the user's own worker command (a cold spawn: it has no standby protocol)
+        from checkpoint_tui.ops.foreign_worker import spawn_foreign
+
+        return spawn_foreign(settings, address, slot)
     settings.ensure_dirs()
     name = new_name()
     cmd = [
@@ -136,6 +159,7 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "name": worker.name,
             "role": worker.role,
             "slot": worker.slot,
+            "foreign": worker.foreign,
             "saved_at": time.time(),
         },
     )
@@ -151,15 +175,44 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     ident = ProcIdentity.from_record(rec)
     if rec is None or ident is None or not isinstance(rec.get("name"), str):
         return None
-    if not is_home_worker(settings, ident) or not ident.matches_live():
+    foreign = rec.get("foreign") is True
+    if not is_home_worker(settings, ident, foreign) or not ident.matches_live():
         return None
-    return WorkerProc(ident, rec["name"], role, slot)
+    return WorkerProc(ident, rec["name"], role, slot, foreign=foreign)
 
 
-def is_home_worker(settings: Settings, ident: ProcIdentity) -> bool:
+def is_home_worker(settings: Settings, ident: ProcIdentity, foreign: bool = False) -> bool:
     """A record of ours names this home's worker command, not merely some process of this user (a
-    forged record naming another process must not get it signalled)."""
+    forged record naming another process must not get it signalled). A user's worker command does not
+    name the home: the environment we started it with does."""
+    if foreign:
+        return started_for_home(settings, ident.pid)
     return ident.runs("-m", WORKER_MODULE) and ident.runs("--home", str(settings.home))
+
+
+def started_for_home(settings: Settings, pid: int) -> bool:
+    """The process was started with this home's CHECKPOINT_HOME (its initial environment, which the
+    program cannot rewrite; readable only for processes of this user)."""
+    return started_with(pid, "CHECKPOINT_HOME") == str(settings.home)
+
+
+def adoptable(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc | None:
+    """load(), but a live worker of the other kind (ours when --worker-cmd is set, a user's command
+    when not, or another command than the one given) is stopped instead: it would poll the same task
+    queue for workflows it cannot run."""
+    worker = load(settings, role, slot)
+    if worker is None:
+        return None
+    if worker.foreign == settings.foreign and (not worker.foreign or runs_command(worker.ident, settings.worker_cmd)):
+        return worker
+    stop(settings, worker)
+    forget(settings, role, slot)
+    return None
+
+
+def runs_command(ident: ProcIdentity, cmd: tuple[str, ...]) -> bool:
+    """Its command line is `cmd`, or ends with it (a script run through its #! interpreter)."""
+    return bool(cmd) and ident.cmdline[-len(cmd) :] == tuple(cmd)
 
 
 def load_all(settings: Settings) -> list[WorkerProc]:
@@ -184,5 +237,7 @@ def promote(settings: Settings, spare: WorkerProc, slot: int = 0) -> bool:
 
 
 def stop(settings: Settings, worker: WorkerProc) -> None:
-    stop_process(worker.ident, grace=5.0)
+    if worker.foreign:
+        worker._follow_exec()
+    stop_process(worker.ident, grace=5.0, group=worker.foreign)
     (settings.run_dir / f"ready-{worker.name}").unlink(missing_ok=True)

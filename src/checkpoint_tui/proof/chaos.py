@@ -67,15 +67,19 @@ class Chaos:
     async def spawn_supervisor(self) -> None:
         log = open(self.settings.run_dir / "chaos-supervisor.log", "ab")  # noqa: SIM115 - the child keeps it
         self.supervisor = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), "supervise",
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
-            env=self.settings.child_env(),
+            sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), *self.supervise_flags(),
+            "supervise", stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
+            env=self.settings.child_env(), cwd=self.settings.worker_cwd,
         )  # fmt: skip
         log.close()
         assert self.supervisor.stdout is not None
         line = await asyncio.wait_for(self.supervisor.stdout.readline(), 60)
         if not line.startswith(b"supervising"):
             raise Failed(f"the supervisor did not start; see {self.settings.run_dir / 'chaos-supervisor.log'}")
+
+    def supervise_flags(self) -> list[str]:
+        """Global flags for the supervisor process beyond --home (the rest travels in its environment)."""
+        return []
 
     async def run(self) -> dict:
         settings = self.settings

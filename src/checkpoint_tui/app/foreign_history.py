@@ -1,0 +1,227 @@
+"""A user's workflow as Temporal recorded it: its activity executions, read from history (every
+execution of the continue-as-new chain), for the timeline, `status`, chaos and the audit.
+
+History holds one ACTIVITY_TASK_STARTED per activity, written when it closes, with the attempt that
+closed it: an activity that ran more than once (a retry, or a worker killed under it) shows attempt
+> 1 there. An activity still open is completed from the workflow's pending activities (its current
+attempt and the last worker that picked it up).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+CLOSE_FIELDS = {
+    "activity_task_completed_event_attributes": "completed",
+    "activity_task_failed_event_attributes": "failed",
+    "activity_task_timed_out_event_attributes": "timed-out",
+    "activity_task_canceled_event_attributes": "canceled",
+}
+
+
+@dataclass
+class ActivityExec:
+    seq: int  # 1, 2, ... in the order the workflow scheduled them across the chain
+    segment: int  # which execution of the chain (0 = the first)
+    execution: str  # Temporal's run id of that execution
+    activity_id: str
+    activity_type: str
+    scheduled_at: float
+    attempt: int = 1
+    identity: str | None = None  # the worker that ran the attempt history knows of
+    started_at: float | None = None
+    closed_at: float | None = None
+    status: str = "scheduled"  # scheduled | running | completed | failed | timed-out | canceled
+    last_failure: str | None = None  # why the attempt before failed (a kill shows as a heartbeat timeout)
+    resumed: bool = False  # run by another worker than the activity before it
+
+    @property
+    def re_executed(self) -> bool:
+        return self.attempt > 1
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.closed_at is None:
+            return None
+        return max(0.0, self.closed_at - self.started_at)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The pid of an SDK-default identity (`pid@host`), else None."""
+        head = (self.identity or "").split("@", 1)[0]
+        return int(head) if head.isdigit() else None
+
+    @property
+    def worker_host(self) -> str | None:
+        return self.identity.split("@", 1)[1] if self.identity and "@" in self.identity else None
+
+    def to_dict(self) -> dict:
+        return {
+            "seq": self.seq, "activity_id": self.activity_id, "type": self.activity_type, "attempt": self.attempt,
+            "identity": self.identity, "status": self.status, "segment": self.segment, "execution": self.execution,
+            "duration_s": self.duration_s, "last_failure": self.last_failure, "resumed": self.resumed,
+        }  # fmt: skip
+
+
+@dataclass
+class Chain:
+    """Every event of a workflow's chain (raw protobuf events, per execution)."""
+
+    workflow_id: str
+    executions: list[tuple[str, list]] = field(default_factory=list)  # (Temporal run id, events)
+
+    @property
+    def events(self) -> list:
+        return [ev for _, events in self.executions for ev in events]
+
+
+def plain(text: str, limit: int = 200) -> str:
+    """History text shown on a terminal or in a report: no control characters or escapes, bounded."""
+    return _CONTROL.sub("?", text[:limit])
+
+
+def _t(ev) -> float:
+    return ev.event_time.ToSeconds() + ev.event_time.nanos / 1e9
+
+
+async def read_chain(client: Client, workflow_id: str, first_execution: str | None = None) -> Chain:
+    """Every execution of the workflow, first to last (a continue-as-new event names the next one).
+    Without `first_execution`, the latest execution's started event names the chain's first. A
+    workflow Temporal does not know gives an empty chain."""
+    chain = Chain(workflow_id)
+    try:
+        execution = first_execution or await _first_execution(client, workflow_id)
+        total = 0
+        while execution is not None and total < MAX_EVENTS:
+            events = []
+            async for ev in client.get_workflow_handle(workflow_id, run_id=execution).fetch_history_events():
+                events.append(ev)
+            total += len(events)
+            chain.executions.append((execution, events))
+            last = events[-1] if events else None
+            nxt = None
+            if last is not None and last.HasField("workflow_execution_continued_as_new_event_attributes"):
+                nxt = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
+            execution = nxt
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+    return chain
+
+
+async def _first_execution(client: Client, workflow_id: str) -> str | None:
+    async for ev in client.get_workflow_handle(workflow_id).fetch_history_events(page_size=1):
+        attrs = ev.workflow_execution_started_event_attributes
+        return attrs.first_execution_run_id or attrs.original_execution_run_id or None
+    return None
+
+
+def activities(chain: Chain) -> list[ActivityExec]:
+    """The chain's activity executions in scheduling order, with what history says about each."""
+    found: list[ActivityExec] = []
+    for segment, (execution, events) in enumerate(chain.executions):
+        by_sched: dict[int, ActivityExec] = {}
+        for ev in events:
+            if ev.HasField("activity_task_scheduled_event_attributes"):
+                a = ev.activity_task_scheduled_event_attributes
+                act = ActivityExec(
+                    len(found) + 1,
+                    segment,
+                    execution,
+                    plain(a.activity_id, 64),
+                    plain(a.activity_type.name, 128),
+                    _t(ev),
+                )
+                by_sched[ev.event_id] = act
+                found.append(act)
+            elif ev.HasField("activity_task_started_event_attributes"):
+                a = ev.activity_task_started_event_attributes
+                act = by_sched.get(a.scheduled_event_id)
+                if act is not None:
+                    act.attempt, act.identity, act.started_at = max(1, a.attempt), plain(a.identity) or None, _t(ev)
+                    act.status = "running" if act.closed_at is None else act.status
+                    if a.HasField("last_failure") and a.last_failure.message:
+                        act.last_failure = plain(a.last_failure.message)
+            else:
+                _close(ev, by_sched)
+    mark_resumed(found)
+    return found
+
+
+def _close(ev, by_sched: dict[int, ActivityExec]) -> None:
+    for name, status in CLOSE_FIELDS.items():
+        if ev.HasField(name):
+            act = by_sched.get(getattr(ev, name).scheduled_event_id)
+            if act is not None:
+                act.status, act.closed_at = status, _t(ev)
+            return
+
+
+def mark_resumed(acts: list[ActivityExec]) -> None:
+    """An activity run by another worker than the one before it (with a worker) is where the run resumed."""
+    previous = None
+    for act in acts:
+        act.resumed = previous is not None and act.identity is not None and act.identity != previous
+        previous = act.identity or previous
+
+
+async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -> list[ActivityExec]:
+    """Open activities completed from the workflow's pending activities (current attempt, last worker)."""
+    open_acts = {a.activity_id: a for a in acts if a.closed_at is None and a.segment == len(chain.executions) - 1}
+    if not open_acts:
+        return acts
+    try:
+        desc = await client.get_workflow_handle(chain.workflow_id, run_id=chain.executions[-1][0]).describe()
+    except RPCError:
+        return acts
+    for pa in desc.raw_description.pending_activities:
+        act = open_acts.get(pa.activity_id)
+        if act is None:
+            continue
+        act.attempt = max(act.attempt, pa.attempt)
+        if pa.last_worker_identity:
+            act.identity = plain(pa.last_worker_identity)
+        if pa.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED:
+            act.status = "running"
+            if pa.HasField("last_started_time"):
+                act.started_at = pa.last_started_time.ToSeconds() + pa.last_started_time.nanos / 1e9
+        if pa.HasField("last_failure") and pa.last_failure.message:
+            act.last_failure = plain(pa.last_failure.message)
+    mark_resumed(acts)
+    return acts
+
+
+async def read_activities(client: Client, workflow_id: str, first_execution: str | None = None) -> list[ActivityExec]:
+    chain = await read_chain(client, workflow_id, first_execution)
+    return await with_pending(client, chain, activities(chain))
+
+
+def first_event_after(chain: Chain, at: float, not_identity: str | None) -> float | None:
+    """When history next shows a worker at work after `at` (a workflow or activity task started by
+    another identity than `not_identity`): how long a kill stalled the run."""
+    times = []
+    for ev in chain.events:
+        t = _t(ev)
+        if t <= at:
+            continue
+        for name in ("workflow_task_started_event_attributes", "activity_task_started_event_attributes"):
+            if ev.HasField(name) and getattr(ev, name).identity != not_identity:
+                times.append(t)
+    return min(times) if times else None
+
+
+def workflow_task_failures(chain: Chain) -> list[str]:
+    """Failed workflow tasks (a non-determinism error on replay shows here), as short lines."""
+    out = []
+    for ev in chain.events:
+        if ev.HasField("workflow_task_failed_event_attributes"):
+            a = ev.workflow_task_failed_event_attributes
+            out.append(f"event {ev.event_id}: {plain(a.failure.message)!r} (identity {plain(a.identity)})")
+    return out

@@ -1,0 +1,130 @@
+"""Runs of a user's own workflow (`--worker-cmd` with `--workflow TYPE --input JSON`): the lab picks the
+workflow id, writes a `runs` row marked `foreign:TYPE` (so `status RUN`, `replay`'s listing and the app
+find it) before the workflow starts, and writes the row's end once Temporal says the workflow closed
+(nothing in a user's worker writes our runs table)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import sys
+import time
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from checkpoint_tui.app.foreign_history import read_activities
+from checkpoint_tui.app.history import workflow_status
+from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, new_run_id
+from checkpoint_tui.app.view import FINAL_STATES
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution
+from checkpoint_tui.settings import Settings
+
+FOREIGN = "foreign:"  # runs.provider of a run of a user's workflow: foreign:<workflow type>
+MAX_INPUT_BYTES = 64 * 1024
+WORKFLOW_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
+WAIT_EVERY_S = 0.2
+NO_INPUT = object()  # --input not given: the workflow starts with no argument
+PROGRESS_EVERY_S = 1.0
+
+
+def is_foreign(provider: str | None) -> bool:
+    return bool(provider) and provider.startswith(FOREIGN)  # type: ignore[union-attr]
+
+
+def workflow_type_of(provider: str | None) -> str | None:
+    return provider[len(FOREIGN) :] if is_foreign(provider) else None  # type: ignore[index]
+
+
+def check_workflow_type(text: str) -> str:
+    if not WORKFLOW_TYPE.fullmatch(text):
+        raise UsageError(
+            f"--workflow takes a workflow type name ([A-Za-z_][A-Za-z0-9_.-]*, at most 128), not {text[:40]!r}"
+        )
+    return text
+
+
+def parse_input(text: str) -> Any:
+    """The workflow's input: one JSON value of at most 64 KiB (no NaN or Infinity, no deep nesting)."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if len(raw) > MAX_INPUT_BYTES:
+        raise UsageError(f"--input is {len(raw)} bytes; at most {MAX_INPUT_BYTES} (64 KiB)")
+
+    def no_constant(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        value = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise UsageError("--input nests too deeply") from None
+    except ValueError as err:
+        raise UsageError(f"--input is not JSON: {str(err).splitlines()[0][:120]}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError("--input is not a finite number")
+    return value
+
+
+async def start_foreign_run(settings: Settings, client: Client, workflow: str, arg: Any) -> str:
+    """Write the run row, then start the workflow on the lab's task queue; returns the workflow id."""
+    check_workflow_type(workflow)
+    run_id = new_run_id()
+    conn = connect(settings.ledger)
+    create_run(conn, run_id, 0, 0.0, f"{FOREIGN}{workflow}", settings.task_queue)
+    try:
+        handle = await client.start_workflow(
+            workflow, args=[] if arg is NO_INPUT else [arg], id=run_id, task_queue=settings.task_queue,
+            task_timeout=WORKFLOW_TASK_TIMEOUT,
+        )  # fmt: skip
+    except Exception as err:
+        finish_run(conn, run_id, "failed", f"could not start the workflow: {str(err).splitlines()[0][:200]}")
+        raise
+    if handle.result_run_id:
+        set_first_execution(conn, run_id, handle.result_run_id)
+    return run_id
+
+
+async def wait_foreign(
+    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+) -> str | None:
+    """Poll Temporal until the workflow closes (or `timeout`); the ledger row's end is written then.
+    With `progress`, the completed activities on stderr. Returns Temporal's status."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    shown, last_progress = -1, 0.0
+    while deadline is None or time.monotonic() < deadline:
+        try:
+            status = await workflow_status(client, run_id)
+        except RPCError:  # Temporal restarting: ask again
+            status = "RUNNING"
+        if status not in (None, "RUNNING"):
+            record_end(settings, run_id, status)
+            return status
+        if progress and time.monotonic() - last_progress >= PROGRESS_EVERY_S:
+            last_progress = time.monotonic()
+            shown = await _show_progress(client, run_id, shown)
+        await asyncio.sleep(WAIT_EVERY_S)
+    return None
+
+
+async def _show_progress(client: Client, run_id: str, shown: int) -> int:
+    try:
+        acts = await read_activities(client, run_id)
+    except RPCError:
+        return shown
+    done = sum(a.status == "completed" for a in acts)
+    if done != shown:
+        again = sum(a.re_executed for a in acts)
+        print(f"{run_id}: {done}/{len(acts)} activities completed · re-executed {again}", file=sys.stderr, flush=True)
+    return done
+
+
+def record_end(settings: Settings, run_id: str, status: str) -> None:
+    """The runs row's end, from Temporal's status (once; a closed workflow never reopens)."""
+    conn = connect(settings.ledger)
+    row = queries.run(conn, run_id)
+    if row is not None and row.status == "running":
+        finish_run(conn, run_id, FINAL_STATES.get(status, "failed"), None if status == "COMPLETED" else status)

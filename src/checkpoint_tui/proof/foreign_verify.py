@@ -1,0 +1,281 @@
+"""`checkpoint-tui --worker-cmd CMD --verify --workflow TYPE --input JSON`: the --verify scenarios that
+apply to any workflow, run on a user's own worker in a home of their own (run/verify):
+
+1. kill mid-run: three SIGKILLs of the worker while one of the workflow's activities is in flight
+   on it (a cold spawn replaces it; assisted failover fails the dead worker's attempts by identity);
+2. supervisor killed: a separate `start --wait` process is SIGKILLed; the worker survives and a new
+   supervisor adopts the same pid;
+3. unassisted kill: only the activity's heartbeat timeout brings the attempt back;
+4. replay: every execution of every run's recorded history is replayed by a freshly started worker
+   of the user's command (a query on a closed workflow replays its whole history on the current
+   workflow code: a non-determinism error fails it), and no workflow task failed during the runs.
+
+Each run is audited (proof/foreign_audit.py): completed, nothing lost or duplicated, no re-executed
+activity at risk. Everything is read back from Temporal and the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.foreign_history import Chain, first_event_after, read_chain, workflow_task_failures
+from checkpoint_tui.app.foreign_runs import NO_INPUT, start_foreign_run, wait_foreign
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.foreign_worker import probe_log_path, wait_polling
+from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.proof.foreign_audit import audit_foreign, probe_counts
+from checkpoint_tui.proof.foreign_chaos import Progress, until_activity
+from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.report import Report
+from checkpoint_tui.settings import Settings
+
+RUN_TIMEOUT_S = 120.0
+RESUME_TARGET_S = 5.0  # kill -> the next worker at work: a cold spawn of the user's command, assisted
+UNASSISTED_SLACK_S = 5.0  # beyond the activity's own heartbeat timeout: retry interval + a cold spawn
+KILL_AT = (2, 3, 4)  # the activities (in scheduling order) a kill lands in
+
+
+class ForeignContext:
+    def __init__(self, settings: Settings, address: str, client: Client, report: Report, workflow: str, arg: Any):
+        self.settings, self.address, self.client, self.report = settings, address, client, report
+        self.workflow, self.arg = workflow, arg
+        self.sup: Supervisor | None = None
+        self.runs: list[str] = []
+
+    async def supervise(self, assist: bool = True) -> Supervisor:
+        await self.unsupervise(stop_workers=False)
+        sup = Supervisor(self.settings, self.address, assist=assist, spare=False)
+        if not sup.acquire():
+            raise RuntimeError("another supervisor owns the verify home")
+        self.sup = sup  # from here on close() stops its workers, even if the start-up below fails
+        await asyncio.to_thread(sup.ensure_worker)
+        assert sup.primary is not None
+        await wait_polling(self.client, self.settings, sup.primary)
+        sup.start()
+        return sup
+
+    async def unsupervise(self, stop_workers: bool) -> None:
+        if self.sup is not None:
+            await self.sup.stop(stop_workers=stop_workers)
+        self.sup = None
+
+    async def start(self) -> str:
+        run_id = await start_foreign_run(self.settings, self.client, self.workflow, self.arg)
+        self.runs.append(run_id)
+        return run_id
+
+    async def finish(self, run_id: str) -> tuple[str | None, Chain]:
+        status = await wait_foreign(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
+        return status, await read_chain(self.client, run_id)
+
+    def audit(self, tag: str, run_id: str, status: str | None, chain: Chain) -> None:
+        from checkpoint_tui.app.foreign_history import activities
+
+        probes = probe_counts(probe_log_path(self.settings))
+        a = audit_foreign(connect(self.settings.ledger), run_id, self.workflow, status, activities(chain), probes)
+        self.report.check(
+            f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
+            f"status={status} activities={a.completed}/{a.activities} re-executed={len(a.re_executed)} "
+            f"guarded={len(a.guarded_re_executed)} at_risk={len(a.at_risk)} lost={a.lost} duplicated={a.duplicated}"
+            + "".join(f"; {d}" for d in (a.lost_detail + a.duplicated_detail)[:5]),
+        )  # fmt: skip
+
+    async def kill_in_activity(self, run_id: str, k: int, reason: str) -> dict | None:
+        """SIGKILL the live worker while the k-th activity is in flight on it; None if the run ended first."""
+        sup = self.sup
+        assert sup is not None
+        live = lambda: sup.primary.name if sup.primary is not None else None  # noqa: E731
+        if not await until_activity(Progress(self.client, run_id), k, live, RUN_TIMEOUT_S):
+            return None
+        worker = sup.primary
+        if worker is None:
+            return None
+        report = await sup.kill(reason, worker)
+        return {**asdict(report), "identity": worker.name, "activity": k}
+
+    async def close(self) -> None:
+        await self.unsupervise(stop_workers=True)
+
+
+def _resume_s(chain: Chain, kill: dict) -> float | None:
+    nxt = first_event_after(chain, kill["at"], kill["identity"])
+    return None if nxt is None else nxt - kill["at"]
+
+
+async def kill_mid_run(ctx: ForeignContext) -> None:
+    await ctx.supervise()
+    run_id = await ctx.start()
+    kills = [k for k in [await ctx.kill_in_activity(run_id, k, "verify: kill mid-run") for k in KILL_AT] if k]
+    status, chain = await ctx.finish(run_id)
+    r = ctx.report
+    r.check(
+        "1. worker really dies: SIGKILL, no exit code, confirmed",
+        bool(kills) and all(k["signal"] == "SIGKILL" and k["observed"] and k["exit_code"] is None and k["confirmed"]
+                            for k in kills),
+        "; ".join(f"pid={k['pid']} activity={k['activity']} signal={k['signal']} exit_code={k['exit_code'] or 'none'}"
+                  f" confirmed={k['confirmed']}" for k in kills) or "no kill landed (the workflow ended first)",
+    )  # fmt: skip
+    names = {k["identity"] for k in kills}
+    acts = [ev for ev in chain.events if ev.HasField("activity_task_started_event_attributes")]
+    last = acts[-1].activity_task_started_event_attributes.identity if acts else None
+    r.check("1b. another worker finished the run", last is not None and last not in names,
+            f"last activity by {last}; killed {', '.join(sorted(names)) or 'none'}")  # fmt: skip
+    for i, k in enumerate(kills, 1):
+        resumed = _resume_s(chain, k)
+        r.check(f"1c. kill #{i} (activity {k['activity']}): the run resumed in time",
+                resumed is not None and resumed <= RESUME_TARGET_S,
+                f"resumed after {_s(resumed)} (≤{RESUME_TARGET_S}s: a cold spawn of the worker command)",
+                resume_s=resumed)  # fmt: skip
+    ctx.audit("1d.", run_id, status, chain)
+
+
+async def supervisor_killed(ctx: ForeignContext) -> None:
+    await ctx.unsupervise(stop_workers=True)
+    s = ctx.settings
+    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(s.home), "--temporal-address", ctx.address,
+            "--namespace", s.namespace, "--task-queue", s.task_queue, *s.connection.worker_args(),
+            "--worker-cmd", _cmd_text(s), "start", "--workflow", ctx.workflow, "--wait"]  # fmt: skip
+    if ctx.arg is not NO_INPUT:
+        argv += ["--input", json.dumps(ctx.arg)]
+    log = open(s.run_dir / "verify-supervisor.log", "ab")  # noqa: SIM115 - closed below
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=log,
+                                                stdin=asyncio.subprocess.DEVNULL, env=s.child_env(), cwd=s.worker_cwd)
+    try:
+        assert proc.stdout is not None
+        run_id = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
+        ctx.runs.append(run_id)
+        await until_activity(Progress(ctx.client, run_id), 2, None, RUN_TIMEOUT_S)
+        worker = worker_proc.load(s, "active")
+        proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
+        await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        log.close()
+    alive = worker is not None and worker.ident.exists()
+    killed = proc.returncode == -signal.SIGKILL
+    ctx.report.check("2. supervisor process SIGKILLed, its worker survived", killed and alive,
+                     f"supervisor pid {proc.pid} rc={proc.returncode}; worker {worker.pid if worker else None} "
+                     f"alive={alive}")  # fmt: skip
+    sup = await ctx.supervise()
+    adopted = sup.primary.pid if sup.primary else None
+    ctx.report.check("2b. a new supervisor adopted the same worker", worker is not None and adopted == worker.pid,
+                     f"adopted {adopted} (was {worker.pid if worker else None})")  # fmt: skip
+    status, chain = await ctx.finish(run_id)
+    ctx.audit("2c.", run_id, status, chain)
+
+
+async def unassisted(ctx: ForeignContext) -> None:
+    await ctx.supervise(assist=False)
+    run_id = await ctx.start()
+    kill = await ctx.kill_in_activity(run_id, KILL_AT[0], "verify: unassisted kill")
+    status, chain = await ctx.finish(run_id)
+    resumed = _resume_s(chain, kill) if kill else None
+    budget = _heartbeat_timeout(chain) + UNASSISTED_SLACK_S
+    ctx.report.check("3. unassisted kill: the heartbeat timeout brings the activity back",
+                     kill is not None and resumed is not None and resumed <= budget,
+                     f"resumed after {_s(resumed)} (≤ heartbeat timeout + {UNASSISTED_SLACK_S:g} s = {budget:.1f} s)",
+                     unassisted_resume_s=resumed)  # fmt: skip
+    ctx.audit("3b.", run_id, status, chain)
+
+
+async def replay(ctx: ForeignContext) -> None:
+    """A fresh worker replays every recorded execution (a query on a closed workflow replays it whole)."""
+    await ctx.unsupervise(stop_workers=True)
+    await ctx.supervise()
+    replayed, failed, task_failures = 0, [], []
+    for run_id in ctx.runs:
+        chain = await read_chain(ctx.client, run_id)
+        task_failures += [f"{run_id}: {f}" for f in workflow_task_failures(chain)]
+        for execution, _ in chain.executions:
+            try:
+                await ctx.client.get_workflow_handle(run_id, run_id=execution).query("__stack_trace")
+                replayed += 1
+            except Exception as err:  # WorkflowQueryFailedError / RPCError: the replay's error
+                failed.append(f"{run_id}/{execution[:8]}: {str(err).splitlines()[0][:200] if str(err) else err!r}")
+    ctx.report.check("4. every recorded history replays on the worker's current code", replayed > 0 and not failed,
+                     f"replayed {replayed} execution(s) on a fresh worker" + "".join(f"; {f}" for f in failed[:5]))
+    ctx.report.check("4b. no workflow task failed during the runs", not task_failures,
+                     "; ".join(task_failures[:5]) or "none")  # fmt: skip
+
+
+def _heartbeat_timeout(chain: Chain) -> float:
+    for ev in chain.events:
+        if ev.HasField("activity_task_scheduled_event_attributes"):
+            return ev.activity_task_scheduled_event_attributes.heartbeat_timeout.ToTimedelta().total_seconds()
+    return 0.0
+
+
+def _cmd_text(settings: Settings) -> str:
+    import shlex
+
+    return shlex.join(settings.worker_cmd)
+
+
+def _s(value: float | None) -> str:
+    return "none" if value is None else f"{value:.2f}s"
+
+
+SCENARIOS = [kill_mid_run, supervisor_killed, unassisted, replay]
+
+
+def verify_home(settings: Settings, address: str) -> Settings:
+    """run/verify: its own ledger (or the shared one), artifacts and task queue; the user's worker command."""
+    return Settings(
+        home=settings.run_dir / "verify", temporal_address=address, namespace=settings.namespace,
+        connection=settings.connection, ledger_url=settings.ledger_url, temporal_bin=settings.temporal_bin,
+        task_queue_name=settings.task_queue_name, worker_cmd=settings.worker_cmd, worker_cwd=settings.worker_cwd,
+    )  # fmt: skip
+
+
+async def run_foreign_verify(
+    settings: Settings, workflow: str, arg: Any, json_path: Path | None = None, junit_path: Path | None = None
+) -> int:
+    started = time.monotonic()
+    address, _ = resolve_address(settings)
+    vhome = verify_home(settings, address)
+    if vhome.home.exists():
+        for w in worker_proc.load_all(vhome):
+            worker_proc.stop(vhome, w)
+        shutil.rmtree(vhome.home)
+    vhome.ensure_dirs()
+    if vhome.ledger_url and not vhome.task_queue_name:  # a queue of its own on a shared ledger
+        vhome = replace(vhome, task_queue_name=f"checkpoint-verify-{vhome.home_id}")
+    client = await connect_client(vhome, address)
+    print(f"verify: {workflow} on {Path(vhome.worker_cmd[0]).name} · Temporal {address} · "
+          f"home {vhome.home} · task queue {vhome.task_queue}", flush=True)  # fmt: skip
+    report = Report()
+    ctx = ForeignContext(vhome, address, client, report, workflow, arg)
+    try:
+        for scenario in SCENARIOS:
+            try:
+                await scenario(ctx)
+            except Exception as err:  # a scenario that crashes is a failure with a diagnosis
+                report.check(f"{scenario.__name__} ran", False, f"{type(err).__name__}: {str(err)[:300]}")
+    finally:
+        await ctx.close()
+    wall = time.monotonic() - started
+    total, failed = len(report.checks), len(report.failures)
+    print(f"CHECKS FAILED — {failed}/{total}: " + ", ".join(c.name for c in report.failures) if failed
+          else f"ALL CHECKS PASS — {total}/{total}")  # fmt: skip
+    document = {"passed": total - failed, "total": total, "checks": [asdict(c) for c in report.checks],
+                "runs": ctx.runs, "wall_s": round(wall, 2)}  # fmt: skip
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(document, indent=2))
+    if junit_path is not None:
+        write_junit(junit_path, "checkpoint-tui --verify --workflow", report.checks, time_s=wall)
+    return 0 if not failed else 1

@@ -1,0 +1,205 @@
+"""Bring your own worker: the lab runs the example project's own worker (examples/byo_worker), kills it
+on a schedule, and audits its effects with and without the effects library. Real dev servers, real
+worker processes, both ledger backends."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections import Counter
+from itertools import count
+from pathlib import Path
+
+import psutil
+
+from conftest import run_cli
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "byo_worker" / "worker.py"
+WORKER_CMD = f"{shlex.quote(sys.executable)} {shlex.quote(str(EXAMPLE))}"
+_homes = count()
+
+
+def lab_flags(home: Path, ledger: str | None = None) -> list[str]:
+    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", f"byo-{home.name}"]
+    return flags + (["--ledger", ledger] if ledger else [])
+
+
+def started_for(home: Path) -> list[psutil.Process]:
+    """Live processes started with this home's CHECKPOINT_HOME (the example's worker command does not
+    name the home on its command line, so conftest's leftover check cannot see it)."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("CHECKPOINT_HOME") == str(home) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def stop_lab(home: Path) -> None:
+    """`stop` the home (its worker command and dev server), then prove nothing of it is left."""
+    run_cli("--home", str(home), "stop")
+    deadline = time.monotonic() + 10
+    while (left := started_for(home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for proc in left:  # ours: started with this test's home; stop it before failing
+        proc.kill()
+    assert not left, f"left running: {[p.pid for p in left]}"
+
+
+def output_lines(home: Path, run_id: str) -> list[str]:
+    return (home / "example-out" / f"{run_id}.txt").read_text().splitlines()
+
+
+def test_chaos_kills_the_example_worker_and_each_line_is_sent_once(ledger_target, session_root):
+    home = session_root / f"byo-chaos-{next(_homes)}"  # its own dev server: chaos kills it
+    pg = ledger_target if ledger_target.startswith("postgres") else None
+    report_path = home / "chaos.json"
+    try:
+        out = run_cli(*lab_flags(home, pg), "chaos", "--workflow", "SendLines", "--input", '{"count": 12, "pace": 0.2}',
+                      "--seed", "1", "--kills", "6", "--json", str(report_path), timeout=240)  # fmt: skip
+        report = json.loads(report_path.read_text())
+        status = run_cli(*lab_flags(home, pg), "status", report["run_id"], "--json")
+    finally:
+        stop_lab(home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    run_id, audit = report["run_id"], report["foreign_audit"]
+    lines = output_lines(home, run_id)
+    assert Counter(lines) == Counter(f"{run_id} line {i}" for i in range(1, 13))  # each line exactly once
+    assert audit["workflow_status"] == "COMPLETED" and audit["completed"] == audit["activities"] == 12
+    assert (audit["lost"], audit["duplicated"], audit["at_risk"]) == (0, 0, [])
+    assert audit["re_executed"] and all(r["guarded"] for r in audit["re_executed"])  # kills inside activities
+    assert audit["outcomes"]["recovered"] >= 1 and len(audit["probe_writes"]) == 12
+    kinds = [k["kind"] for k in report["kills"]]
+    assert {"supervisor", "temporal-server"} <= set(kinds) and len(kinds) == 6
+    assert all(k["restart_s"] is not None for k in report["kills"])
+    assert [c["ok"] for c in report["checks"]] == [True] * 4 and "verdict: PASS" in out.stdout
+    # status reads the same run back: its activities from history, the library's effects from the ledger
+    assert status.returncode == 0, status.stderr
+    doc = json.loads(status.stdout)
+    assert doc["workflow_type"] == "SendLines" and doc["workflow_status"] == "COMPLETED"
+    assert doc["ledger_rows"] == 12 and doc["duplicates"] == 0 and len(doc["activities"]) == 12
+    if pg:  # the worker wrote to PostgreSQL (CHECKPOINT_LEDGER_URL reached it), not to a SQLite file
+        assert not (home / "run" / "checkpoint.db").exists()
+
+
+def test_unguarded_example_is_reported_at_risk_and_duplicates_where_the_audit_said(session_root):
+    home = session_root / f"byo-unguarded-{next(_homes)}"
+    home.mkdir(parents=True)
+    schedule = home / "schedule.json"  # kills well inside the activity: after its append, before it returns
+    events = [{"at_step": k, "nemesis": "worker-in-activity", "delay_ms": 250} for k in (2, 4, 6)]
+    schedule.write_text(json.dumps({"steps": 8, "seed": 7, "events": events}))
+    report_path = home / "chaos.json"
+    try:
+        out = run_cli(*lab_flags(home), "chaos", "--workflow", "SendLinesUnguarded", "--input",
+                      '{"count": 8, "pace": 0.4}', "--schedule", str(schedule), "--json", str(report_path),
+                      timeout=240)  # fmt: skip
+        report = json.loads(report_path.read_text())
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
+    run_id, audit = report["run_id"], report["foreign_audit"]
+    assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0
+    at_risk = {int(r["activity_id"]) for r in audit["at_risk"]}
+    assert at_risk and at_risk == {int(r["activity_id"]) for r in audit["re_executed"]}
+    assert all(r["attempt"] >= 2 and not r["guarded"] for r in audit["at_risk"])
+    assert "AT RISK" in out.stdout and "verdict: FAIL" in out.stdout
+    # the example's own output file: every line there, and each line sent twice was predicted at risk
+    lines = Counter(output_lines(home, run_id))
+    assert set(lines) == {f"{run_id} line {i}" for i in range(1, 9)}
+    twice = {int(line.rsplit(" ", 1)[1]) for line, n in lines.items() if n > 1}
+    assert twice and twice <= at_risk, (twice, at_risk)
+
+
+def test_byo_flags_are_checked_before_anything_starts(tmp_path, capsys):
+    from checkpoint_tui.cli import run
+
+    home = tmp_path / "never"
+    bad = [
+        ["--worker-cmd", "", "start", "--workflow", "SendLines"],
+        ["--worker-cmd", "/nonexistent/worker --x", "start", "--workflow", "SendLines"],
+        ["--worker-cmd", 'python "unclosed', "start", "--workflow", "SendLines"],
+        ["--worker-cmd", "x" * 5000, "start", "--workflow", "SendLines"],
+        ["--task-queue", "no spaces allowed", "status"],
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "Send Lines!"],
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "{not json"],
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "NaN"],
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "[" * 100_000],
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", json.dumps("x" * 70_000)],
+        ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--input", "{}", "--kills", "6"],
+        ["start", "--workflow", "SendLines"],  # --workflow without --worker-cmd
+        ["--worker-cmd", WORKER_CMD, "start", "--steps", "3"],  # our own workflow on a user's worker
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--fault", "garble:1"],
+        ["--worker-cmd", WORKER_CMD, "compare"],
+        ["--worker-cmd", WORKER_CMD, "--verify"],  # --verify on a user's worker needs --workflow
+    ]
+    for argv in bad:
+        try:
+            code = run(["--home", str(home), *argv])
+        except SystemExit as exit_:  # the parser's own one-line errors
+            code = exit_.code
+        err = capsys.readouterr().err
+        assert code == 2, (argv[:4], err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    out = run_cli("--home", str(home), "--worker-cmd", "/nonexistent/worker", "start", "--workflow", "SendLines")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr  # as a user sees it: one line, exit 2
+    assert not home.exists()  # nothing was created, let alone started
+
+
+async def test_the_app_on_a_foreign_workflow_and_k_kills_the_users_worker(session_root, temporal_address):
+    from checkpoint_tui.app.foreign_runs import start_foreign_run
+    from checkpoint_tui.app.foreign_session import ForeignSession
+    from checkpoint_tui.ops.foreign_worker import pollers
+    from checkpoint_tui.ops.temporal import connect_client
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.tui.app import CheckpointApp
+    from test_tui_live import SIZE, cell_text, wait_for
+
+    home = Settings(home=session_root / f"byo-app-{next(_homes)}", temporal_address=temporal_address,
+                    task_queue_name=f"byo-app-{next(_homes)}", worker_cmd=(sys.executable, str(EXAMPLE)),
+                    worker_cwd=EXAMPLE.parent)  # fmt: skip
+    home.ensure_dirs()
+    client = await connect_client(home, temporal_address)
+    run_id = await start_foreign_run(home, client, "SendLines", {"count": 12, "pace": 0.3})  # the app opens on it
+    session = ForeignSession(home)
+    app = CheckpointApp(session, poll_interval=0.1)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: session.supervisor is not None and session.run_id == run_id, what="boot")
+            first = session.supervisor.primary
+            timeline = app.query_one("#timeline")
+            await wait_for(pilot, lambda: timeline.row_count >= 2, what="activities in the timeline")
+            assert cell_text(timeline, "1", "provider") == "send_line"  # a row per activity execution
+            assert cell_text(timeline, "1", "pid") == str(first.pid)  # the SDK's default identity pid@host
+            await pilot.press("k")
+            await wait_for(pilot, lambda: session.supervisor.primary.pid != first.pid, what="a replacement")
+            assert not first.ident.exists()  # the user's worker process is gone
+            new = session.supervisor.primary
+            ids: set[str] = set()
+
+            async def polls() -> bool:
+                ids.update(await pollers(client, home))
+                return new.name in ids
+
+            deadline = time.monotonic() + 30
+            while not await polls():
+                assert time.monotonic() < deadline, "the replacement never polled"
+                await pilot.pause(0.1)
+            await wait_for(pilot, lambda: "COMPLETED" in str(app.query_one("#history").names), timeout=60,
+                           what="the workflow completed")  # fmt: skip
+            shown = lambda: timeline.row_count == 12 and cell_text(timeline, "12", "status") == "completed"  # noqa: E731
+            await wait_for(pilot, shown, what="every activity shown")
+            marks = [k for k in timeline.row_keys() if "resumed" in cell_text(timeline, k, "mark")]
+            assert marks, "the activity after the kill ran on another worker"
+            assert all(cell_text(timeline, k, "pid") == str(new.pid) for k in marks)
+            info = app.query_one("#ledger-info")
+            await wait_for(pilot, lambda: "12 rows" in info.plain, what="the library's effects in the ledger pane")
+            assert "duplicates 0" in info.plain
+    finally:
+        await session.shutdown(stop_everything=True)
+    lines = Counter(output_lines(home.home, run_id))
+    assert lines == Counter(f"{run_id} line {i}" for i in range(1, 13))
+    assert not started_for(home.home)
