@@ -119,7 +119,8 @@ def _run_commands(sub) -> None:
         default=[],
         metavar="SPEC",
         type=_fault_spec,
-        help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP",
+        help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP"
+        " | freeze:STEP",
     )
 
     status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")
