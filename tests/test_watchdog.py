@@ -115,7 +115,8 @@ async def test_a_worker_frozen_in_an_activity_is_killed_for_its_silent_beat(home
     frozen_at = conn.execute(
         "SELECT MIN(started_at) AS t FROM activity_log WHERE run_id = ? AND step = 2 AND activity = 'llm'", (run_id,)
     ).fetchone()["t"]
-    assert BEAT_STALE_S - 0.5 <= kill["at"] - frozen_at <= BEAT_STALE_S + 2.0, f"killed {kill['at'] - frozen_at:.2f} s in"
+    took = kill["at"] - frozen_at
+    assert BEAT_STALE_S - 0.5 <= took <= BEAT_STALE_S + 2.0, f"killed {took:.2f} s in"
     snap = build_snapshot(conn, home, run_id)
     assert snap.duplicates == 0 and snap.outbox_lines == 4 and snap.completed_steps == 4
     assert not home.beat_file(kill["pid"]).exists() or kill["pid"] != supervisor.primary.pid
