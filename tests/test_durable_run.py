@@ -76,3 +76,32 @@ async def test_cancel_ends_the_run_cancelled(home, client, supervisor):
     assert row["status"] == "cancelled" and "cancelled" in row["error"]
     snap = build_snapshot(conn, home, run_id)
     assert 1 <= snap.completed_steps < 10 and snap.duplicates == 0
+
+
+async def test_hostile_allow_steps_signals_wedge_no_run(home, client, supervisor):
+    """Anyone who reaches the task queue can signal: no payload, two payloads or the wrong type must
+    neither fail a workflow task (a raising handler would, on every replay) nor move a gate."""
+    from temporalio.api.enums.v1 import EventType
+
+    from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, record_run
+    from checkpoint_tui.engine.shared import ALLOW_STEPS_SIGNAL, WORKFLOW_NAME, AgentInput, ModelRef
+
+    free = await start_run(home, client, steps=2, pace=0)
+    gated_id = record_run(home, 2, 0.0, (), ModelRef())
+    gated = await client.start_workflow(
+        WORKFLOW_NAME, AgentInput(gated_id, 2, 0.0, ModelRef(), allowed_steps=0), id=gated_id,
+        task_queue=home.task_queue, task_timeout=WORKFLOW_TASK_TIMEOUT,
+    )  # fmt: skip
+    for handle in (client.get_workflow_handle(free), gated):
+        await handle.signal(ALLOW_STEPS_SIGNAL)
+        await handle.signal(ALLOW_STEPS_SIGNAL, args=[1, 2])
+        await handle.signal(ALLOW_STEPS_SIGNAL, "2")
+        await handle.signal(ALLOW_STEPS_SIGNAL, True)
+    assert await wait_for_run(home, client, free, timeout=60) == "COMPLETED"
+    assert await gated.query("current_step") == 1  # parked: only a real allow_steps(N) moves it
+    assert connect(home.db_path).execute("SELECT COUNT(*) FROM steps WHERE run_id = ?", (gated_id,)).fetchone()[0] == 0
+    await gated.signal(ALLOW_STEPS_SIGNAL, 2)
+    assert await wait_for_run(home, client, gated_id, timeout=60) == "COMPLETED"
+    for run_id in (free, gated_id):
+        events = [ev async for ev in client.get_workflow_handle(run_id).fetch_history_events()]
+        assert not [ev for ev in events if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED], run_id

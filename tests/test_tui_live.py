@@ -130,11 +130,14 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
             assert second.run_id == run_id
             timeline = app2.query_one("#timeline")
             await wait_for(pilot, lambda: timeline.row_count >= 2, what="steps shown")
-            done = conn.execute(
-                "SELECT step FROM steps WHERE run_id=? AND status='completed' ORDER BY step", (run_id,)
-            ).fetchall()
-            shown = set(timeline.row_keys())
-            assert {str(r["step"]) for r in done} <= shown
+
+            def completed_are_shown() -> bool:  # the run goes on: a step may complete between two reads
+                done = conn.execute(
+                    "SELECT step FROM steps WHERE run_id=? AND status='completed' ORDER BY step", (run_id,)
+                ).fetchall()
+                return {str(r["step"]) for r in done} <= set(timeline.row_keys())
+
+            await wait_for(pilot, completed_are_shown, what="every completed step shown")
             assert f"worker {pid}" in str(app2.query_one(StatusBar).render())
     finally:
         await second.shutdown(stop_everything=True)

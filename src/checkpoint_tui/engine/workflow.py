@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -16,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from checkpoint_tui.engine.shared import (
         ALLOW_STEPS_SIGNAL,
         GUARDRAIL_ERROR,
+        MAX_STEPS,
         RETRY_BACKOFF,
         RETRY_MAX_ATTEMPTS,
         RETRY_MAX_INTERVAL,
@@ -30,6 +32,9 @@ with workflow.unsafe.imports_passed_through():
         ToolInput,
         timer_ms,
     )
+
+
+GATE_IDLE = timedelta(hours=1)  # a step-through run nobody advances ends (its app may have died)
 
 
 def activity_options(inp: AgentInput) -> dict:
@@ -58,10 +63,14 @@ class AgentLoop:
         return self._step
 
     @workflow.signal(name=ALLOW_STEPS_SIGNAL)
-    def allow_steps(self, upto: int) -> None:
-        """Let a step-through run go on up to step `upto`; a run started without a gate ignores it."""
+    def allow_steps(self, *args: Any) -> None:
+        """Let a step-through run go on up to step `args[0]`; a run started without a gate ignores it.
+        Anyone who reaches the task queue can send this with any payloads: a handler that raises fails
+        the workflow task on every replay (the signal stays in history), so a fixed signature (the SDK
+        calls it with whatever number of payloads arrived) would let one bad signal wedge any run."""
+        upto = args[0] if len(args) == 1 else None
         if isinstance(upto, int) and not isinstance(upto, bool):
-            self._allowed = max(self._allowed, upto)
+            self._allowed = max(self._allowed, min(upto, MAX_STEPS))
 
     def _gate(self, inp: AgentInput) -> int | None:
         """How far a step-through run may go (None: it is not one). Workflow input is untrusted."""
@@ -84,6 +93,10 @@ class AgentLoop:
         except asyncio.CancelledError:
             await self._finish(inp, "cancelled", "cancelled by the user")
             raise
+        except TimeoutError:  # only a step-through run waits on a timeout (its gate)
+            message = f"a step-through run left waiting at its gate for {GATE_IDLE}"
+            await self._finish(inp, "cancelled", message)
+            raise ApplicationError(message, type="StepThroughIdle", non_retryable=True) from None
         await self._finish(inp, "completed", None)
         return AgentResult(run_id=inp.run_id, completed_steps=inp.total_steps)
 
@@ -93,7 +106,7 @@ class AgentLoop:
         for step in range(inp.start_step, inp.total_steps + 1):
             self._step = step
             if self._gate(inp) is not None:  # a step-through run waits here for its next "Next step"
-                await workflow.wait_condition(lambda: (self._gate(inp) or 0) >= self._step)
+                await workflow.wait_condition(lambda: (self._gate(inp) or 0) >= self._step, timeout=GATE_IDLE)
             step_input = StepInput(inp.run_id, step, inp.total_steps)
             await self._bookkeeping(inp, AgentActivities.mark_step_running, step_input)
             out = await workflow.execute_activity_method(
