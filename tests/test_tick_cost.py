@@ -61,28 +61,34 @@ def test_per_poll_ledger_work_does_not_grow_with_the_run(tmp_path, backend, requ
 
 
 async def test_temporal_requests_per_poll_stay_bounded_while_live(home: Settings):
-    """A live run: the history follower waits between long polls and the status is asked at most every
-    2 s, so polls at the start and near the end of the run cost alike (<= 2 requests per 0.5 s poll)."""
+    """A live run: the history follower waits a second between long polls once caught up, and one
+    describe (status + the in-flight activity's heartbeat) is made at most once a second while a step
+    runs, so the start and the end of the run cost alike: ~2 requests a second of wall time (2.5 with the
+    hop to the next execution at a continue-as-new). Per poll it is 0-2, or 3 when a poll is slow on a
+    loaded machine: the rate is what is bounded."""
     session = LabSession(home)
     try:
         await session.boot()
         run_id = await session.new_run(40, 0.1)
         per_poll: dict[str, list[int]] = {"early": [], "late": []}
+        spans: dict[str, list[float]] = {"early": [], "late": []}  # when each phase's polls ran
         conn = connect(home.ledger)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             view = await session.poll()
             done = view.snapshot.completed_steps
-            if 3 <= done <= 12:
-                per_poll["early"].append(view.stats.temporal)
-            elif 28 <= done <= 37:
-                per_poll["late"].append(view.stats.temporal)
+            phase = "early" if 3 <= done <= 12 else "late" if 28 <= done <= 37 else None
+            if phase is not None:
+                per_poll[phase].append(view.stats.temporal)
+                spans[phase].append(time.monotonic())
             if done >= 38:
                 break
             await asyncio.sleep(0.5)
         assert len(per_poll["early"]) >= 4 and len(per_poll["late"]) >= 4, per_poll
-        for phase in per_poll.values():
-            assert max(phase) <= 2 and sum(phase) / len(phase) <= 1.5, per_poll
+        for name, phase in per_poll.items():
+            seconds = spans[name][-1] - spans[name][0] + 0.5  # the first poll's requests began ~a poll earlier
+            # 1 history long poll + 1 describe a second, and a hop to the next execution at a continue-as-new
+            assert sum(phase) / seconds <= 2.5 and max(phase) <= 3, (name, per_poll, seconds)
         assert conn is not None and run_id
     finally:
         await session.shutdown(stop_everything=True)
