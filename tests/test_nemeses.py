@@ -10,7 +10,7 @@ import pytest
 
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.proof.schedule import FORGE, load_schedule
+from checkpoint_tui.proof.schedule import FORGE, PARTITION, load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 
@@ -113,3 +113,26 @@ def test_a_partition_with_kills_and_a_pause_keeps_exactly_once(session_root):
     partition = next(p for p in report["pauses"] if p["kind"] == "partition")
     assert partition["healed_at"] - partition["at"] >= 3.0
     assert report["nemeses"]["partition"]["median_stall_s"] >= 2.5  # the workers' link really was cut
+
+
+def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root):
+    """`--partitions 1`'s schedule (the seed's three required kills stay where they were) plus a
+    partition placed by time, past the heartbeat timeout: both cut the workers off from Temporal; the
+    run completes with nothing lost or duplicated, and each partition's stall is in the report."""
+    seeded = make_schedule(5, 7, 3, partitions=1)
+    assert [e for e in seeded if e.kind != PARTITION] == make_schedule(5, 7, 3)
+    timed = {"at_s": 1.0, "nemesis": PARTITION, "target": "network", "delay_ms": 0, "duration_s": 2.5}
+    events = [e.to_json() for e in seeded] + [timed]
+    report = run_clean_schedule(Settings(home=session_root / "nemesis-timed-home"), "timed", events)
+    assert report["schedule"] == events  # step events by step, then the time event: rerun exactly as written
+    cuts = {("at_s" in p): p for p in report["pauses"] if p["kind"] == PARTITION}
+    assert set(cuts) == {False, True} and not report["not_fired"]
+    at_time = cuts[True]
+    assert 1.0 <= at_time["fired_s"] <= 1.6 and at_time["at_s"] == 1.0, at_time  # at its time, not at a step
+    for cut in cuts.values():
+        assert cut["healed_at"] - cut["at"] >= cut["duration_s"] and cut["stalled_s"] >= cut["duration_s"], cut
+        assert 0 <= cut["recovery_s"] <= 5.0, cut  # heal -> the run's next activity
+    figures = report["nemeses"][PARTITION]
+    assert figures["count"] == 2 and figures["max_stall_s"] >= 2.5 and figures["median_recovery_s"] is not None
+    print("partitions (s, stalled, recovery):",
+          [(c["duration_s"], round(c["stalled_s"], 2), round(c["recovery_s"], 2)) for c in cuts.values()])  # fmt: skip

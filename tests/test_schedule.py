@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 
+from checkpoint_tui.cli.parser import build_parser
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.proof.schedule import (
+    PARTITION,
     PAUSES,
     REQUIRED,
     ChaosEvent,
+    execute,
     load_schedule,
     make_schedule,
     save_schedule,
@@ -27,6 +32,106 @@ def test_pauses_leave_a_seeds_kills_where_they_were():
     assert len(paused) == 4 and len({e.step for e in both}) == 14
     assert all(0.5 <= e.duration_s <= 3.0 for e in paused if e.kind == "pause")
     assert both == make_schedule(42, 30, 10, pauses=4)
+
+
+def test_partitions_leave_a_seeds_kills_and_pauses_where_they_were():
+    before = make_schedule(42, 40, 10, pauses=4)
+    both = make_schedule(42, 40, 10, pauses=4, partitions=6)
+    assert [e for e in both if e.kind != PARTITION] == before
+    cuts = [e for e in both if e.kind == PARTITION]
+    assert len(cuts) == 6 and len({e.step for e in both}) == 20 and all(2 <= e.step < 40 for e in cuts)
+    assert all(0.5 <= e.duration_s <= 4.0 for e in cuts) and any(e.duration_s > 2.0 for e in cuts)  # past the 2 s
+    assert both == make_schedule(42, 40, 10, pauses=4, partitions=6)  # heartbeat timeout at times
+    assert [e.step for e in both] == sorted(e.step for e in both)
+    assert make_schedule(43, 40, 10, pauses=4, partitions=6) != both
+    with pytest.raises(UsageError, match="--partitions 3 need --steps of at least 12"):
+        make_schedule(1, 11, 5, pauses=2, partitions=3)
+    args = build_parser().parse_args(["chaos", "--partitions", "2"])
+    assert args.partitions == 2 and build_parser().parse_args(["chaos"]).partitions == 0
+
+
+def test_at_s_events_round_trip_and_sort_after_step_events(tmp_path):
+    path = tmp_path / "timed.json"
+    path.write_text(json.dumps({"steps": 8, "events": [
+        {"at_s": 12, "nemesis": "pause", "duration_s": 2},
+        {"at_step": 5, "nemesis": "worker-in-timer", "delay_ms": 30},
+        {"at_s": 2.5, "nemesis": PARTITION, "delay_ms": 100, "duration_s": 3.0},
+    ]}))  # fmt: skip
+    events, steps, seed = load_schedule(path)
+    assert (steps, seed) == (8, None)
+    assert events == [
+        ChaosEvent(5, "worker-in-timer", 30),
+        ChaosEvent(None, PARTITION, 100, duration_s=3.0, at_s=2.5),
+        ChaosEvent(None, "pause", 0, duration_s=2.0, at_s=12.0),
+    ]
+    assert events[1].due_s == pytest.approx(2.6) and events[1].describe() == "at 2.50 s: partition for 3.00 s +100 ms"
+    assert events[1].to_json() == {"at_s": 2.5, "nemesis": PARTITION, "target": "network", "delay_ms": 100,
+                                   "duration_s": 3.0}  # fmt: skip
+    save_schedule(tmp_path / "again.json", events, steps, 4)
+    assert load_schedule(tmp_path / "again.json") == (events, 8, 4)
+
+
+BAD_AT_S = [
+    ({"at_step": 3, "at_s": 3, "nemesis": "pause"}, "exactly one of at_step and at_s"),
+    ({"nemesis": "pause"}, "exactly one of at_step and at_s"),
+    ({"at_s": 0, "nemesis": "pause"}, "at_s must be a number of seconds in (0, 3600]"),
+    ({"at_s": 3600.5, "nemesis": "pause"}, "at_s must be"),
+    ({"at_s": "3", "nemesis": "pause"}, "at_s must be"),
+    ({"at_s": True, "nemesis": "pause"}, "at_s must be"),
+    ({"at_s": None, "nemesis": "pause"}, "at_s must be"),
+    ({"at_s": 2, "nemesis": "claim-window-crash"}, "claim-window-crash names a moment of a step: give it at_step"),
+    ({"at_s": 2, "nemesis": "worker-in-activity"}, "names a moment of a step"),
+]
+
+
+@pytest.mark.parametrize(("event", "error"), BAD_AT_S)
+def test_bad_at_s_events_are_one_line_usage_errors(tmp_path, event, error):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"steps": 10, "events": [{"at_step": 2, "nemesis": "hang"}, event]}))
+    with pytest.raises(UsageError) as err:
+        load_schedule(path)
+    assert error in str(err.value) and f"{path}: event 1" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bad_at_s_is_exit_2_on_the_command_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"at_s": 4000, "nemesis": PARTITION}]))
+    out = run_cli("--home", str(tmp_path / "h"), "chaos", "--schedule", str(path), "--steps", "6")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "at_s must be a number of seconds in (0, 3600]" in out.stderr
+    assert not (tmp_path / "h" / "run" / "devserver.json").exists()  # refused before anything started
+
+
+async def test_execute_fires_time_events_between_step_events_as_their_times_come():
+    """Step events arrive (fake: at a set time), time events fire at theirs: one order, one at a time."""
+    started, fired = time.time(), []
+    arrives = {2: 0.3, 5: 0.7, 6: None}  # step 6's moment never comes (the run ended first)
+    step_events = [ChaosEvent(k, "worker-in-activity", 0) for k in arrives]
+    timed = [ChaosEvent(None, "pause", 0, duration_s=1.0, at_s=t) for t in (0.1, 0.5, 30.0)]
+    timed.append(ChaosEvent(None, PARTITION, 150, duration_s=1.0, at_s=0.75))  # due at 0.9 (its delay)
+
+    async def arrive(ev: ChaosEvent) -> bool:
+        if (at := arrives[ev.step]) is None:
+            return False
+        await asyncio.sleep(max(0.0, started + at - time.time()))
+        return True
+
+    async def strike(ev: ChaosEvent) -> None:
+        assert not fired or fired[-1][1] is not None, "one event at a time"
+        fired.append((ev, None))
+        await asyncio.sleep(0.02)
+        fired[-1] = (ev, time.time() - started)
+
+    async def closed() -> bool:
+        return time.time() - started > 1.1
+
+    left = await execute([*step_events, *timed], arrive, strike, started, closed)
+    order = [(e.step, e.at_s, e.delay_ms) for e, _ in fired]
+    assert order == [(None, 0.1, 0), (2, None, 0), (None, 0.5, 0), (5, None, 0), (None, 0.75, 150)]
+    assert left == [timed[2]]  # at 30 s: the run had closed
+    for ev, at in fired:
+        if ev.at_s is not None:
+            assert ev.due_s <= at < ev.due_s + 0.5, (ev, at)
 
 
 def test_schedule_file_round_trips(tmp_path):
@@ -48,7 +153,7 @@ def test_schedule_file_round_trips(tmp_path):
     [
         [{"at_step": 3, "nemesis": "nuke"}],
         [{"at_step": 99, "nemesis": "pause"}],
-        [{"at_s": 3, "nemesis": "pause"}],
+        [{"at_s": 3, "nemesis": "pause"}, {"at_s": 3.0, "nemesis": "hang"}],
         [{"at_step": 3, "nemesis": "pause", "duration_s": -1}],
         [{"at_step": 3, "nemesis": "supervisor", "target": "worker"}],
         [{"at_step": 3, "nemesis": "pause"}, {"at_step": 3, "nemesis": "hang"}],
@@ -85,6 +190,21 @@ async def test_ddmin_finds_a_one_minimal_failing_subset():
     assert smallest == [events[2], events[9]]
     assert len(asked) == len({tuple(a) for a in asked}) < 40  # each candidate run once, far fewer than 2^12
     assert set(REQUIRED) <= {e.kind for e in events}
+
+
+async def test_ddmin_shrinks_a_mixed_schedule_of_step_and_time_events(tmp_path):
+    timed = [ChaosEvent(None, kind, 0, duration_s=1.5, at_s=t) for kind, t in ((PARTITION, 3.0), ("pause", 9.5))]
+    events = [*make_schedule(11, 40, 12, pauses=3, partitions=3), *timed]
+    cut = next(e for e in events if e.kind == PARTITION and e.at_s is None)
+    culprits = {cut, timed[1]}
+
+    async def fails(candidate: list[ChaosEvent]) -> bool:
+        return culprits <= set(candidate)
+
+    smallest = await ddmin(events, fails)
+    assert smallest == [cut, timed[1]]  # order kept: the step event, then the time event
+    save_schedule(tmp_path / "s.min.json", smallest, 40, 11)
+    assert load_schedule(tmp_path / "s.min.json") == (smallest, 40, 11)
 
 
 async def test_ddmin_keeps_a_single_culprit_and_handles_one_event():

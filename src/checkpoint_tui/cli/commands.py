@@ -229,7 +229,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         if given is not None:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
     if args.chaos_schedule is None and args.chaos_shrink is None:
-        events = make_schedule(args.seed, args.steps, args.kills, args.pauses)  # a schedule that cannot work: 2
+        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions)  # cannot work: 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, args.steps, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
@@ -243,7 +243,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
     return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out, outputs, args.pauses,
-                                     args.chaos_schedule))  # fmt: skip
+                                     args.chaos_schedule, args.partitions))  # fmt: skip
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:

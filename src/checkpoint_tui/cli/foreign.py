@@ -168,7 +168,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     if args.chaos_schedule is not None:
         load_schedule(args.chaos_schedule, span)  # a file that cannot be read or run is a usage error
     else:
-        events = foreign_schedule(args.seed, span, args.kills, args.pauses)  # one that cannot work: 2
+        events = foreign_schedule(args.seed, span, args.kills, args.pauses, args.partitions)  # cannot work: 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, span, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events over {span} activities)")
@@ -177,7 +177,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     json_out = Path(args.chaos_json) if args.chaos_json else None
     return asyncio.run(foreign_chaos_command(settings, workflow, arg, args.seed, span or 0, args.kills, args.pauses,
-                                             json_out, args.chaos_junit, args.chaos_schedule))  # fmt: skip
+                                             json_out, args.chaos_junit, args.chaos_schedule,
+                                             args.partitions))  # fmt: skip
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:

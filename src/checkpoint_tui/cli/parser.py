@@ -153,6 +153,8 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
     chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")
+    chaos.add_argument("--partitions", type=_bounded_int(0, MAX_STEPS), default=0,
+                       help="also cut the workers off from Temporal this many times (0.5-4 s each, through a proxy)")
     chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
                        help="run this schedule file instead of the seeded one (see README: Nemeses)")
     chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,

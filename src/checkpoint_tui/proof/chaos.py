@@ -1,8 +1,9 @@
-"""`checkpoint-tui chaos --seed S --steps N --kills K [--pauses P]`: a reproducible schedule of real
-SIGKILLs of every process (the worker at different moments, the worker inside the claim->stamp
-window, the supervisor, the Temporal dev server) and SIGSTOPs of the worker (proof/nemeses.py), then
-Jepsen-style counts from durable data only. A schedule can also come from a file (`--schedule`,
-proof/schedule.py), and a failing one be shrunk (`--shrink`, proof/shrink.py)."""
+"""`checkpoint-tui chaos --seed S --steps N --kills K [--pauses P] [--partitions Q]`: a reproducible
+schedule of real SIGKILLs of every process (the worker at different moments, the worker inside the
+claim->stamp window, the supervisor, the Temporal dev server), SIGSTOPs of the worker and partitions
+of the workers from Temporal (proof/nemeses.py), then Jepsen-style counts from durable data only. A
+schedule can also come from a file (`--schedule`, proof/schedule.py; events at a step or at a time),
+and a failing one be shrunk (`--shrink`, proof/shrink.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
+from checkpoint_tui.app.runs import TERMINAL, start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.engine.shared import timer_ms
-from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
@@ -37,6 +38,7 @@ from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_
     REQUIRED,
     WORKER_MOMENTS,
     ChaosEvent,
+    execute,
     load_schedule,
     make_schedule,
 )
@@ -51,16 +53,18 @@ SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION
 class Chaos:
     def __init__(
         self, settings: Settings, seed: int | None, steps: int, kills: int = 0, pauses: int = 0,
-        schedule: list[ChaosEvent] | None = None,
+        schedule: list[ChaosEvent] | None = None, partitions: int = 0,
     ) -> None:  # fmt: skip
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.settings = settings
         self.seed, self.steps = seed, steps
-        self.schedule = schedule if schedule is not None else make_schedule(seed or 0, steps, kills, pauses)
+        self.schedule = schedule if schedule is not None else make_schedule(seed or 0, steps, kills, pauses, partitions)
         self.supervisor: asyncio.subprocess.Process | None = None
         self.kills: list[dict] = []  # SIGKILLs
-        self.pauses: list[dict] = []  # pauses, hangs and forged writes
+        self.pauses: list[dict] = []  # pauses, hangs, partitions and forged writes
+        self.not_fired: list[dict] = []  # at_s events the run did not live to see
+        self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
 
@@ -96,10 +100,10 @@ class Chaos:
         plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in self.schedule
                 if e.kind == "claim-window-crash"]  # fmt: skip
         run_id = await start_run(settings, client, self.steps, PACE, plan)
+        self.run_started_at = time.time()
         print(f"run {run_id}", flush=True)
         try:
-            for ev in self.schedule:
-                await self._fire(ev, run_id)
+            await self._execute(run_id)
             status = await wait_for_run(settings, client, run_id, timeout=60 + self.steps * 5)
         finally:
             await self._stop_supervisor()
@@ -113,32 +117,59 @@ class Chaos:
         audit = audit_run(conn, settings, build_snapshot(conn, settings, run_id, status))
         return self._report(run_id, audit, time.monotonic() - started)
 
-    async def _fire(self, ev: ChaosEvent, run_id: str) -> None:
+    async def _execute(self, run_id: str) -> None:
+        """Every event of the schedule, each at its step or its time (schedule.execute)."""
         conn = connect(self.settings.ledger)
+
+        async def closed() -> bool:
+            try:
+                row = queries.run(conn, run_id)
+            except Unavailable:  # the ledger restarting: not closed; ask again
+                return False
+            return row is None or row.status in TERMINAL
+
+        arrive, strike = (lambda ev: self._arrive(ev, run_id)), (lambda ev: self._strike(ev, run_id))
+        left = await execute(self.schedule, arrive, strike, self.run_started_at, closed)
+        self.not_fired += [{**ev.to_json(), "why": "the run completed first"} for ev in left]
+
+    async def _arrive(self, ev: ChaosEvent, run_id: str) -> bool:
+        """Wait for the step event's moment (its delay included); True: fire it."""
+        conn = connect(self.settings.ledger)
+        step = ev.step or 0
         if ev.kind == "claim-window-crash":
-            await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)  # the worker kills itself
-            return
+            await _until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
+            return True
         if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
-            await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "llm"))
+            await _until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
-            await _until(lambda: queries.activity_logged(conn, run_id, ev.step, "effect"))
+            await _until(lambda: queries.activity_logged(conn, run_id, step, "effect"))
         else:  # in the timer after the step; a forged email: once the step's email is stamped
-            await _until(lambda: queries.count_completed(conn, run_id) >= ev.step)
+            await _until(lambda: queries.count_completed(conn, run_id) >= step)
             if ev.kind == "worker-in-timer":
-                await asyncio.sleep(timer_ms(ev.step, PACE) / 1000 * ev.delay_ms / 120)
+                await asyncio.sleep(timer_ms(step, PACE) / 1000 * ev.delay_ms / 120)
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
+        return True
+
+    async def _strike(self, ev: ChaosEvent, run_id: str) -> None:
+        """Fire the event now (a claim-window crash fires itself: the worker's fault plan)."""
+        if ev.kind == "claim-window-crash":
+            return
         if ev.kind == "supervisor":
             await self._kill_supervisor(ev, run_id)
         elif ev.kind == PARTITION and self.proxy is not None:
-            at = time.time()
-            await self.proxy.partition(ev.duration_s or 1.0)
-            self._record(ev, run_id, None, at, {"healed_at": time.time()})
+            await self._partition(ev, run_id)
         elif ev.kind in (*PAUSES, FORGE):
             await self._stop_worker(ev, run_id)
         else:
             kill = nemeses.kill_devserver if ev.kind == "temporal-server" else nemeses.kill_worker
             if (fired := kill(self.settings)) is not None:
                 self._record(ev, run_id, *fired)
+
+    async def _partition(self, ev: ChaosEvent, run_id: str) -> None:
+        assert self.proxy is not None
+        at, seconds = time.time(), ev.duration_s or 1.0
+        await self.proxy.partition(seconds)
+        self._record(ev, run_id, None, at, {"healed_at": time.time(), "duration_s": seconds})
 
     async def _stop_worker(self, ev: ChaosEvent, run_id: str) -> None:
         """A pause (SIGSTOP, SIGCONT after its duration), a hang (SIGSTOP; the watchdog kills) or a forge."""
@@ -167,11 +198,18 @@ class Chaos:
 
     def _record(self, ev: ChaosEvent, run_id: str, pid: int | None, at: float, extra: dict | None = None) -> None:
         sig = SIGNALS.get(ev.kind, "SIGKILL")
+        if ev.at_s is not None:  # placed by time: say when it fired, and at which step the run was
+            extra = {"at_s": ev.at_s, "fired_s": round(at - self.run_started_at, 3), **(extra or {})}
+        step = ev.step if ev.step is not None else self.step_in_flight(run_id)
         detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **(extra or {})}
-        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, ev.step,
+        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, step,
                             json.dumps(detail), at)  # fmt: skip
-        fired = {"kind": ev.kind, "step": ev.step, "pid": pid, "at": at, **(extra or {})}
+        fired = {"kind": ev.kind, "step": step, "pid": pid, "at": at, **(extra or {})}
         (self.kills if sig == "SIGKILL" else self.pauses).append(fired)
+
+    def step_in_flight(self, run_id: str) -> int:
+        """The step a time-placed event landed in: the first one not completed yet."""
+        return min(queries.count_completed(connect(self.settings.ledger), run_id) + 1, self.steps)
 
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None and self.supervisor.returncode is None:
@@ -191,16 +229,18 @@ class Chaos:
             else:  # the run's next activity after the supervisor / dev server came back
                 first = queries.first_activity_after(conn, run_id, k["at"])
                 k["restart_s"] = None if first is None else first - k["at"]
-            k["stalled_s"] = k["restart_s"]
+            k["stalled_s"] = k["recovery_s"] = k["restart_s"]  # a kill ends when it lands
         crashes = len(queries.death_events(conn, run_id, kinds=("died",)))
         restarts = [k["restart_s"] for k in self.kills if k["restart_s"] is not None]
         return {
             "seed": self.seed,
             "steps": self.steps,
             "schedule": [e.to_json() for e in self.schedule],
+            "run_started_at": self.run_started_at,
             "audit": audit.to_dict(),
             "kills": self.kills,
             "pauses": self.pauses,
+            "not_fired": self.not_fired,
             "nemeses": nemeses.nemesis_figures(conn, run_id, [*self.kills, *self.pauses]),
             "worker_deaths_seen_by_supervisor": crashes,
             "median_restart_s": statistics.median(restarts) if restarts else None,
@@ -220,15 +260,26 @@ def print_report(report: dict) -> None:
         print(f"  {detail}")
     for k in report["kills"]:
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
-        print(f"  kill {k['kind']:<26} step {k['step']:>4} pid {k['pid']:>7} -> run resumed after {r}")
+        print(f"  kill {k['kind']:<26} {_where(k)} pid {k['pid']:>7} -> run resumed after {r}")
     for p in report["pauses"]:
         r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"
+        if p.get("recovery_s") is not None and p["kind"] != FORGE:
+            r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
         how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
-        print(f"  {p['kind']:<31} step {p['step']:>4} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
+        print(f"  {p['kind']:<31} {_where(p)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
+    for ev in report.get("not_fired", []):
+        print(f"  not fired: {ev['nemesis']} at {ev['at_s']:.2f} s ({ev['why']})")
     for kind, f in report["nemeses"].items():
-        med = "—" if f["median_stall_s"] is None else f"{f['median_stall_s']:.2f} s"
-        print(f"  {kind:<26} x{f['count']:<3} median stall {med}")
+        med, top, back = (("—" if v is None else f"{v:.2f} s")
+                          for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"]))  # fmt: skip
+        print(f"  {kind:<26} x{f['count']:<3} median stall {med} · max {top} · median after its end {back}")
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if a['ok'] else 'FAIL'}")
+
+
+def _where(fired: dict) -> str:
+    """Where a fired nemesis landed: its step, and its time after the run started if placed by time."""
+    at = f" (at {fired['fired_s']:.2f} s)" if "fired_s" in fired else ""
+    return f"step {fired['step']:>4}{at}"
 
 
 async def run_schedule(settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent]) -> dict:
@@ -240,17 +291,18 @@ async def run_schedule(settings: Settings, seed: int | None, steps: int, events:
 
 async def chaos_command(
     settings: Settings, seed: int, steps: int, kills: int, json_path: Path | None, outputs: ProofOutputs | None = None,
-    pauses: int = 0, schedule_file: Path | None = None,
+    pauses: int = 0, schedule_file: Path | None = None, partitions: int = 0,
 ) -> int:  # fmt: skip
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
     events, command = None, f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {kills}"
     command += f" --pauses {pauses}" if pauses else ""
+    command += f" --partitions {partitions}" if partitions else ""
     if schedule_file is not None:
         events, steps, file_seed = load_schedule(schedule_file, steps)
         seed, command = file_seed if file_seed is not None else seed, f"checkpoint-tui chaos --schedule {schedule_file}"
     if events is None:
-        events = make_schedule(seed, steps, kills, pauses)
+        events = make_schedule(seed, steps, kills, pauses, partitions)
     report = await run_schedule(settings, seed, steps, events)
     checks = [Check(**c) for c in report["checks"]]
     print_report(report)

@@ -6,9 +6,10 @@ The schedule is the seeded one of proof/schedule.py over *activities* instead of
 the workflow's pending activities (a foreign run has no step rows). A user's worker has no fault
 hooks and the lab knows none of its timers, so two seeded moments are mapped: a claim-window crash
 becomes a kill inside the activity, a kill in a timer a kill between activities. Supervisor, dev
-server, pause, hang and partition events apply as they are. The supervisor is a separate
-`supervise --worker-cmd ...` process (it is killed too); the worker command it started is stopped at
-the end.
+server, pause, hang and partition events apply as they are, placed by activity or, from a schedule
+file, by time (`at_s`, seconds after the run started; the same executor as ours, schedule.execute).
+The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too); the worker
+command it started is stopped at the end.
 """
 
 from __future__ import annotations
@@ -41,20 +42,23 @@ from checkpoint_tui.proof.foreign_audit import ForeignAudit, audit_foreign, audi
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, load_schedule, make_schedule
+from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
 
 # What a seeded moment becomes against a user's worker (no claim-window fault hook, no known timers).
 MAPPED = {"claim-window-crash": "worker-in-activity", "worker-in-timer": "worker-between-activities"}
 POLL_S = 0.03  # an activity of the example lasts ~pace seconds: look often enough to land inside it
+CLOSED_POLL_S = 0.25  # waiting for a time event: how often to read the history for the workflow's end
 PROGRESS_TIMEOUT_S = 120.0
 
 
-def foreign_schedule(seed: int, activities_span: int, kills: int, pauses: int = 0) -> list[ChaosEvent]:
+def foreign_schedule(
+    seed: int, activities_span: int, kills: int, pauses: int = 0, partitions: int = 0
+) -> list[ChaosEvent]:
     """The seeded schedule (same seed, same places) with the mapped moments."""
     if kills < 3:
         raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
-    return [map_event(e) for e in make_schedule(seed, activities_span, kills, pauses)]
+    return [map_event(e) for e in make_schedule(seed, activities_span, kills, pauses, partitions)]
 
 
 def map_event(ev: ChaosEvent) -> ChaosEvent:
@@ -137,7 +141,8 @@ class ForeignChaos(Chaos):
     ) -> None:
         super().__init__(settings, seed, span, schedule=schedule)
         self.workflow, self.arg = workflow, arg
-        self.skipped: list[dict] = []  # events whose activity never came (the workflow ended first)
+        self.skipped: list[dict] = []  # events whose activity (or time) never came: the workflow ended first
+        self.progress: Progress | None = None
 
     def supervise_flags(self) -> list[str]:
         return ["--worker-cmd", shlex.join(self.settings.worker_cmd), "--task-queue", self.settings.task_queue]
@@ -157,10 +162,10 @@ class ForeignChaos(Chaos):
             client = await connect_client(settings, address)
             await _first_worker_polling(client, settings)  # a command that cannot start: one line, exit 3
             run_id = await start_foreign_run(settings, client, self.workflow, self.arg)
+            self.run_started_at = time.time()
             print(f"run {run_id}", flush=True)
             progress = Progress(client, run_id)
-            for ev in self.schedule:
-                await self._fire_at(ev, run_id, progress)
+            await self._execute_foreign(run_id, progress)
             status = await wait_foreign(settings, client, run_id, timeout=60 + self.steps * 5)  # writes its end
         finally:
             await self._stop_supervisor()
@@ -175,15 +180,35 @@ class ForeignChaos(Chaos):
         audit = audit_foreign(connect(settings.ledger), run_id, self.workflow, status, progress.acts, probes)
         return self._foreign_report(run_id, audit, progress.chain, time.monotonic() - started)
 
-    async def _fire_at(self, ev: ChaosEvent, run_id: str, progress: Progress) -> None:
-        """Wait for the event's activity (running; closed for a kill between activities), then fire."""
+    async def _execute_foreign(self, run_id: str, progress: Progress) -> None:
+        """Every event, at its activity or its time (schedule.execute, as for our own workflow)."""
+        self.progress = progress
+
+        async def closed() -> bool:
+            await progress.refresh()
+            return progress.closed
+
+        arrive, strike = (lambda ev: self._arrive_at(ev, progress)), (lambda ev: self._strike_foreign(ev, run_id))
+        left = await execute(self.schedule, arrive, strike, self.run_started_at, closed, CLOSED_POLL_S)
+        self.skipped += [{**ev.to_json(), "why": "the workflow closed first"} for ev in left]
+
+    async def _arrive_at(self, ev: ChaosEvent, progress: Progress) -> bool:
+        """Wait for the event's activity (running; closed for a kill between activities); False if the
+        workflow closed before it came."""
         between = ev.kind == "worker-between-activities"
         live = None if between else (lambda: _live_name(self.settings))
-        if not await until_activity(progress, ev.step, live):
+        if not await until_activity(progress, ev.step or 0, live):
             why = f"the workflow closed after {len(progress.acts)} activities"
             self.skipped.append({**ev.to_json(), "why": why})
-            return
+            return False
         await asyncio.sleep(ev.delay_ms / 1000)
+        return True
+
+    def step_in_flight(self, run_id: str) -> int:
+        """The activity a time-placed event landed in: the latest one scheduled."""
+        return max(len(self.progress.acts), 1) if self.progress is not None else 1
+
+    async def _strike_foreign(self, ev: ChaosEvent, run_id: str) -> None:
         if ev.kind in ("worker-in-activity", "worker-between-activities"):
             fired = kill_foreign_worker(self.settings)
             if fired is not None:
@@ -194,9 +219,7 @@ class ForeignChaos(Chaos):
             if (fired_ds := nemeses.kill_devserver(self.settings)) is not None:
                 self._record(ev, run_id, *fired_ds)
         elif ev.kind == PARTITION and self.proxy is not None:
-            at = time.time()
-            await self.proxy.partition(ev.duration_s or 1.0)
-            self._record(ev, run_id, None, at, {"healed_at": time.time()})
+            await self._partition(ev, run_id)
         elif ev.kind in PAUSES:
             await self._stop_worker(ev, run_id)
 
@@ -240,15 +263,21 @@ def foreign_checks(a: ForeignAudit) -> list[Check]:
     ]  # fmt: skip
 
 
+def _where(fired: dict) -> str:
+    at = f" (at {fired['fired_s']:.2f} s)" if "fired_s" in fired else ""
+    return f"activity {fired['step']:>4}{at}"
+
+
 def print_foreign_report(report: dict) -> None:
     for k in report["kills"]:
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
-        print(f"  kill {k['kind']:<26} activity {k['step']:>4} pid {k['pid'] or '-':>7} -> run resumed after {r}")
+        print(f"  kill {k['kind']:<26} {_where(k)} pid {k['pid'] or '-':>7} -> run resumed after {r}")
     for p in report["pauses"]:
         r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"
-        print(f"  {p['kind']:<31} activity {p['step']:>4} pid {p['pid'] or '-':>7} -> run stalled {r}")
+        print(f"  {p['kind']:<31} {_where(p)} pid {p['pid'] or '-':>7} -> run stalled {r}")
     for s in report["not_fired"]:
-        print(f"  not fired: {s['nemesis']} at activity {s['at_step']} ({s['why']})")
+        where = f"activity {s['at_step']}" if "at_step" in s else f"{s['at_s']:.2f} s"
+        print(f"  not fired: {s['nemesis']} at {where} ({s['why']})")
     a = ForeignAudit(**{k: v for k, v in report["foreign_audit"].items() if k != "ok"})
     for line in audit_lines(a):
         print(line)
@@ -258,7 +287,7 @@ def print_foreign_report(report: dict) -> None:
 
 async def foreign_chaos_command(
     settings: Settings, workflow: str, arg: Any, seed: int, span: int, kills: int, pauses: int,
-    json_path: Path | None, junit_path: Path | None, schedule_file: Path | None,
+    json_path: Path | None, junit_path: Path | None, schedule_file: Path | None, partitions: int = 0,
 ) -> int:  # fmt: skip
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
@@ -266,7 +295,7 @@ async def foreign_chaos_command(
         events, span, file_seed = load_schedule(schedule_file, span)
         events, seed = [map_event(e) for e in events], file_seed if file_seed is not None else seed
     else:
-        events = foreign_schedule(seed, span, kills, pauses)
+        events = foreign_schedule(seed, span, kills, pauses, partitions)
     report = await ForeignChaos(settings, seed, span, events, workflow, arg).run()
     print_foreign_report(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"

@@ -1,19 +1,25 @@
-"""Chaos schedules as data: the seeded generator, and the JSON file a schedule is saved to, edited,
-rerun from (`chaos --schedule FILE`) and shrunk to (`chaos --shrink FILE`).
+"""Chaos schedules as data: the seeded generator, the JSON file a schedule is saved to, edited, rerun
+from (`chaos --schedule FILE`) and shrunk to (`chaos --shrink FILE`), and the order events fire in.
 
 A schedule file is a JSON object (a bare list of events is accepted too; then --steps applies):
 
     {"steps": 12, "seed": 3, "events": [
       {"at_step": 4, "nemesis": "pause", "target": "worker", "delay_ms": 40, "duration_s": 1.5},
+      {"at_s": 6.5, "nemesis": "partition", "target": "network", "delay_ms": 0, "duration_s": 3.0},
       {"at_step": 7, "nemesis": "claim-window-crash", "target": "worker", "delay_ms": 0, "effect_kind": "db"}]}
 
-`target` is implied by the nemesis (it is written for the reader and checked on load).
+`target` is implied by the nemesis (it is written for the reader and checked on load). An event is
+placed by step (`at_step`: when the run reaches that step's moment) or by time (`at_s`: seconds
+after the run started), exactly one of the two.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,28 +44,41 @@ TARGETS = {
     FORGE: "outbox",
 }
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
+PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
 MAX_PAUSE_S = 60.0
+MAX_AT_S = 3600.0
+# What an at_s event may be: the moment-of-a-step kills name a moment (inside step k's activity, in
+# its timer, its claim window, its email) that a clock time cannot promise, so they take at_step only.
+AT_S_KINDS = (*PAUSES, PARTITION, "supervisor", "temporal-server")
 
 
 @dataclass(frozen=True)
 class ChaosEvent:
-    step: int
+    step: int | None  # None for an event placed by time (at_s)
     kind: str
     delay_ms: int
     effect_kind: str | None = None
     duration_s: float | None = None  # pause and partition only
+    at_s: float | None = None  # seconds after the run started, instead of a step
 
     @property
     def target(self) -> str:
         return TARGETS[self.kind]
 
+    @property
+    def due_s(self) -> float:
+        """An at_s event fires this long after the run started (its delay_ms included)."""
+        return (self.at_s or 0.0) + self.delay_ms / 1000
+
     def describe(self) -> str:
         extra = f" ({self.effect_kind})" if self.effect_kind else ""
         extra += f" for {self.duration_s:.2f} s" if self.duration_s is not None else ""
-        return f"step {self.step:>4}: {self.kind}{extra} +{self.delay_ms} ms"
+        where = f"step {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
+        return f"{where}: {self.kind}{extra} +{self.delay_ms} ms"
 
     def to_json(self) -> dict:
-        d: dict = {"at_step": self.step, "nemesis": self.kind, "target": self.target, "delay_ms": self.delay_ms}
+        place = {"at_step": self.step} if self.at_s is None else {"at_s": self.at_s}
+        d: dict = {**place, "nemesis": self.kind, "target": self.target, "delay_ms": self.delay_ms}
         if self.effect_kind is not None:
             d["effect_kind"] = self.effect_kind
         if self.duration_s is not None:
@@ -67,13 +86,22 @@ class ChaosEvent:
         return d
 
 
-def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0) -> list[ChaosEvent]:
+def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
+    """A schedule's canonical order: step events by step, then time events by time."""
+    return sorted(events, key=lambda e: (e.at_s is not None, e.step or 0, e.at_s or 0.0))
+
+
+def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0) -> list[ChaosEvent]:
     """The same seed gives the same schedule. One event per step, none at the first or last step.
-    Pauses come from a stream of their own, so adding them leaves a seed's kills where they were."""
+    Pauses and partitions come from streams of their own, drawn on the steps the events before them
+    leave free, so adding them leaves a seed's kills (and adding partitions its pauses) where they were."""
     if kills < len(REQUIRED):
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
-    if kills + pauses > steps - 2:
-        raise UsageError(f"--kills {kills} and --pauses {pauses} need --steps of at least {kills + pauses + 2}")
+    if kills + pauses + partitions > steps - 2:
+        need = kills + pauses + partitions + 2
+        raise UsageError(
+            f"--kills {kills}, --pauses {pauses} and --partitions {partitions} need --steps of at least {need}"
+        )
     rng = random.Random(seed)
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
@@ -88,7 +116,12 @@ def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0) -> list[Ch
         kind = prng.choice(PAUSES)
         duration = round(prng.uniform(*PAUSE_S), 2) if kind == "pause" else None
         events.append(ChaosEvent(step, kind, prng.randrange(0, 120), duration_s=duration))
-    return sorted(events, key=lambda e: e.step)
+    nrng = random.Random(f"partitions-{seed}")
+    free = sorted(set(free) - {e.step for e in events})
+    for step in sorted(nrng.sample(free, partitions)):
+        duration = round(nrng.uniform(*PARTITION_S), 2)
+        events.append(ChaosEvent(step, PARTITION, nrng.randrange(0, 120), duration_s=duration))
+    return in_order(events)
 
 
 def save_schedule(path: Path, events: list[ChaosEvent], steps: int, seed: int | None = None) -> None:
@@ -110,23 +143,27 @@ def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent
     if not isinstance(total, int) or not 2 <= total <= 100_000:
         raise UsageError(f"{path}: 'steps' (or --steps) must be a whole number 2..100000")
     events = [_event(path, i, raw, total) for i, raw in enumerate(doc["events"])]
-    if len({e.step for e in events}) != len(events):
-        raise UsageError(f"{path}: at most one event per step")
+    if len({(e.step, e.at_s) for e in events}) != len(events):
+        raise UsageError(f"{path}: at most one event per step (and per at_s)")
     seed = doc.get("seed")
-    return sorted(events, key=lambda e: e.step), total, seed if isinstance(seed, int) else None
+    return in_order(events), total, seed if isinstance(seed, int) else None
 
 
 def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     where = f"{path}: event {i}"
     if not isinstance(raw, dict):
         raise UsageError(f"{where} is not an object")
-    kind, step, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("delay_ms", 0)
+    kind, step, at_s, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("at_s"), raw.get("delay_ms", 0)
     if kind not in TARGETS:
         raise UsageError(f"{where}: nemesis must be one of {', '.join(TARGETS)}")
     if raw.get("target", TARGETS[kind]) != TARGETS[kind]:
         raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {raw.get('target')!r}")
-    if not isinstance(step, int) or not 1 <= step <= steps:
-        raise UsageError(f"{where}: at_step must be a whole number 1..{steps} (at_s is not supported)")
+    if ("at_step" in raw) == ("at_s" in raw):
+        raise UsageError(f"{where}: give exactly one of at_step and at_s")
+    if "at_s" in raw:
+        _check_at_s(where, kind, at_s)
+    elif not isinstance(step, int) or not 1 <= step <= steps:
+        raise UsageError(f"{where}: at_step must be a whole number 1..{steps}")
     if not isinstance(delay, int) or not 0 <= delay <= 10_000:
         raise UsageError(f"{where}: delay_ms must be a whole number 0..10000")
     effect_kind = raw.get("effect_kind", "file" if kind == "claim-window-crash" else None)
@@ -135,5 +172,59 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
     if kind in TIMED and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
         raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {MAX_PAUSE_S:g}]")
+    if at_s is not None:
+        step, at_s = None, float(at_s)
     return ChaosEvent(step, kind, delay, effect_kind if kind == "claim-window-crash" else None,
-                      float(duration) if kind in TIMED else None)  # fmt: skip
+                      float(duration) if kind in TIMED else None, at_s)  # fmt: skip
+
+
+def _check_at_s(where: str, kind: str, at_s: object) -> None:
+    if isinstance(at_s, bool) or not isinstance(at_s, int | float) or not 0 < at_s <= MAX_AT_S:
+        raise UsageError(f"{where}: at_s must be a number of seconds in (0, {MAX_AT_S:g}]")
+    if kind not in AT_S_KINDS:
+        takes = ", ".join(AT_S_KINDS)
+        raise UsageError(f"{where}: {kind} names a moment of a step: give it at_step (at_s takes {takes})")
+
+
+async def execute(
+    events: list[ChaosEvent],
+    arrive: Callable[[ChaosEvent], Awaitable[bool]],
+    strike: Callable[[ChaosEvent], Awaitable[None]],
+    started_at: float,
+    closed: Callable[[], Awaitable[bool]],
+    every: float = 0.05,
+) -> list[ChaosEvent]:
+    """Fire a schedule one event at a time, each when its trigger comes: a step event when `arrive`
+    (the run reaching its moment, the event's delay included) returns True (False: the run ended
+    first, nothing to fire); an at_s event when the clock reaches `started_at` (wall time) + its
+    due_s. The two interleave in the order their triggers come: while a step event waits for its
+    step, a time event whose time comes first fires, then the step event goes on waiting (it may then
+    fire late, right after). Returns the time events the run did not live to see (`closed` said so)."""
+    timed = sorted((e for e in events if e.at_s is not None), key=lambda e: e.due_s)
+    for ev in (e for e in events if e.at_s is None):
+        arrival = asyncio.ensure_future(arrive(ev))
+        try:
+            while timed and not arrival.done():
+                left = max(0.0, started_at + timed[0].due_s - time.time())
+                done, _ = await asyncio.wait({arrival}, timeout=left)
+                if not done:
+                    await strike(timed.pop(0))
+            due = await arrival  # (an arrival that failed raises here)
+        finally:
+            arrival.cancel()  # a no-op once it is done; else a strike raised: leave no task behind
+        if due:
+            await strike(ev)
+    while timed:
+        if not await _sleep_until(started_at + timed[0].due_s, closed, every):
+            return timed
+        await strike(timed.pop(0))
+    return []
+
+
+async def _sleep_until(at: float, closed: Callable[[], Awaitable[bool]], every: float) -> bool:
+    """Sleep until wall time `at`; False as soon as the run has closed."""
+    while not await closed():
+        if (left := at - time.time()) <= 0:
+            return True
+        await asyncio.sleep(min(every, left))
+    return False

@@ -4,7 +4,9 @@ rerunning each candidate for real. The result is written beside FILE as `<name>.
 1-minimal (removing any one of its events makes it pass), not necessarily the global minimum.
 
 Each rerun is a fresh run of the same steps on the same home; a schedule whose failure depends on
-timing may pass on a rerun, and then shrinking keeps the larger schedule (it never guesses)."""
+timing may pass on a rerun, and then shrinking keeps the larger schedule (it never guesses). An event
+placed by time (`at_s`) keeps its time in every subset, though without the events before it the run
+may be at another step by then."""
 
 from __future__ import annotations
 
