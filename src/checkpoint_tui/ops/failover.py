@@ -20,6 +20,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect, record_worker_event, set_event_latency
 from checkpoint_tui.ops.worker_proc import WorkerProc
@@ -27,6 +28,9 @@ from checkpoint_tui.settings import Settings
 
 log = logging.getLogger(__name__)
 LATENCY_WAIT_S = 60.0
+# Each run's assistance is bounded: with the dev server dead or restarting, an unbounded describe held
+# the supervisor's loop (no respawn, no watchdog) for ~9 s; Temporal's timeouts cover what is skipped.
+ASSIST_RUN_S = 2.0
 
 
 async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
@@ -37,28 +41,36 @@ async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
     reset: list[str] = []
     for run_id in queries.running_runs(conn, settings.task_queue):
         try:
-            desc = await client.get_workflow_handle(run_id).describe()
-            for pa in desc.raw_description.pending_activities:
-                if pa.last_worker_identity != dead.name:
-                    continue
-                act = client.get_async_activity_handle(
-                    workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
-                )
-                await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
-                failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
-            if not dead.foreign and not queries.last_touched_by(conn, run_id, dead.pid):
-                continue  # its sticky worker is alive: a reset would only cost a full replay
-            await client.workflow_service.reset_sticky_task_queue(
-                ResetStickyTaskQueueRequest(
-                    namespace=settings.namespace,
-                    execution=WorkflowExecution(workflow_id=run_id, run_id=desc.run_id),
-                )
-            )
-            reset.append(run_id)
-        except Exception as err:  # the activity may have completed meanwhile; that is fine
+            async with asyncio.timeout(ASSIST_RUN_S):
+                await _assist_run(settings, client, conn, dead, run_id, failed, reset)
+        except Exception as err:  # the activity may have completed meanwhile, or the server is away: fine
             log.info("assist for %s: %s", run_id, err)
     detail = json.dumps({"failed_activities": failed, "sticky_reset": reset})
     record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
+
+
+async def _assist_run(
+    settings: Settings, client: Client, conn: Ledger, dead: WorkerProc, run_id: str, failed: list[str], reset: list[str]
+) -> None:
+    """One run: fail the dead worker's pending attempts, reset its sticky queue if it held the run."""
+    desc = await client.get_workflow_handle(run_id).describe()
+    for pa in desc.raw_description.pending_activities:
+        if pa.last_worker_identity != dead.name:
+            continue
+        act = client.get_async_activity_handle(
+            workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
+        )
+        await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
+        failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
+    if not dead.foreign and not queries.last_touched_by(conn, run_id, dead.pid):
+        return  # its sticky worker is alive: a reset would only cost a full replay
+    await client.workflow_service.reset_sticky_task_queue(
+        ResetStickyTaskQueueRequest(
+            namespace=settings.namespace,
+            execution=WorkflowExecution(workflow_id=run_id, run_id=desc.run_id),
+        )
+    )
+    reset.append(run_id)
 
 
 async def record_latency(
