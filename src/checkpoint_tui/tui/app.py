@@ -168,6 +168,7 @@ class CheckpointApp(App[int]):
             if view.run_changed:
                 for pane in (panes.timeline, panes.ledger, panes.history):
                     pane.reset()
+                    pane.info.expire()
             panes.status.show(view)
             panes.timeline.apply(view.snapshot, view.pending)
             panes.ledger.apply(view.snapshot)

@@ -290,16 +290,32 @@ class KeyedTable(ScrollView, can_focus=True):
         top, scroll_y = self._top, self.scroll_offset.y
         context = (crop.x, crop.width, self.size.width, self.scroll_offset.x, self.rich_style, self.has_focus,
                    tuple(self.get_line_filters()))  # fmt: skip
-        lines: list[Strip] = []
+        lines: list[Strip | None] = []
+        marks: list[tuple[object, tuple]] = []
         for y in crop.line_range:
             row = y - top + scroll_y
             key: object = "header" if y < top else row if row < self.row_count else "blank"
             mark = (context, row == self.cursor_row and self._show_cursor)
             done = self._painted.get(key)
-            if done is None or done[0] != mark:
-                done = self._painted[key] = (mark, super().render_lines(Region(crop.x, y, crop.width, 1))[0])
-            lines.append(done[1])
-        return lines
+            lines.append(done[1] if done is not None and done[0] == mark else None)
+            marks.append((key, mark))
+        # The rest are styled by Textual in runs of adjacent lines: each call has a fixed cost
+        # (colours and styles looked up through the DOM) larger than a line's.
+        i = 0
+        while i < len(lines):
+            if lines[i] is not None:
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j] is None:
+                j += 1
+            styled = super().render_lines(Region(crop.x, crop.y + i, crop.width, j - i))
+            for n, strip in enumerate(styled, start=i):
+                lines[n] = strip
+                key, mark = marks[n]
+                self._painted[key] = (mark, strip)
+            i = j
+        return lines  # type: ignore[return-value]  # every None was filled
 
     def render_line(self, y: int) -> Strip:
         KeyedTable.lines_painted += 1

@@ -3,8 +3,12 @@ title (a title change repaints the whole bordered pane), a changed count repaint
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.widgets import Static
+
+COUNTS_EVERY_S = 1.0
 
 
 class PaneInfo(Static):
@@ -16,12 +20,22 @@ class PaneInfo(Static):
         super().__init__("", **kwargs)
         self.styles.height = lines
         self._shown: Text | None = None
+        self._shown_at = 0.0
 
-    def show(self, text: Text | str) -> None:
+    def show(self, text: Text | str, now: bool = False) -> None:
+        """Counts repaint at most once every COUNTS_EVERY_S unless `now` (panes call this on every
+        refresh, so a count held back is shown on a later one)."""
         text = text if isinstance(text, Text) else Text(text)
-        if text != self._shown:  # the same text again would still cost a repaint
-            self._shown = text
+        if text == self._shown:  # the same text again would still cost a repaint
+            return
+        at = time.monotonic()
+        if now or at - self._shown_at >= COUNTS_EVERY_S:
+            self._shown, self._shown_at = text, at
             self.update(text, layout=False)  # fixed height: a repaint of these lines, no layout pass
+
+    def expire(self) -> None:
+        """The next show() repaints at once (another run: its counts are news)."""
+        self._shown_at = 0.0
 
     @property
     def plain(self) -> str:

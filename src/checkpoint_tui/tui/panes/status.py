@@ -3,6 +3,8 @@ a shared ledger, provider."""
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
@@ -29,6 +31,7 @@ PILL_STYLE = {
     "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
 }  # fmt: skip
 BAR_WIDTH = 20
+COUNTS_EVERY_S = 1.0  # progress and counts repaint at most this often (see StatusBar.refresh_text)
 
 
 def pill_for(view: View) -> str:
@@ -54,16 +57,20 @@ class StatusBar(Static):
         self._view: View | None = None
         self.message = "starting: finding the dev server and the worker…"
         self._shown_text: Text | None = None
+        self._shown_at = 0.0
         self.completion: str | None = None  # the viewed run's completion sentence, once it ended
 
     def show(self, view: View) -> None:
         self._view = view
-        self.pill = pill_for(view)
+        pill = pill_for(view)
+        news = pill != self.pill or view.run_changed
+        self.pill = pill
         if view.completion != self.completion:  # said once when the run ends (or a finished run is opened)
             self.completion = view.completion
+            news = True
             if view.completion:
                 self.message = view.completion
-        self.refresh_text()
+        self.refresh_text(news)
 
     def set_pill(self, pill: str) -> None:
         self.pill = pill
@@ -73,10 +80,17 @@ class StatusBar(Static):
         self.message = message
         self.refresh_text()
 
-    def refresh_text(self) -> None:
+    def refresh_text(self, news: bool = True) -> None:
+        """Show the status now if `news` (a pill, a message, another run), else at most once every
+        COUNTS_EVERY_S: progress alone changes every refresh of a live run, and each repaint of these
+        lines costs more than the line that changed (the app calls show() on every refresh, so a
+        held-back count is shown on a later one)."""
         text = render_status(self._view, self.pill, self.message)
-        if text != self._shown_text:  # an unchanged update would still cost a layout pass
-            self._shown_text = text
+        if text == self._shown_text:  # an unchanged update would still cost a repaint
+            return
+        now = time.monotonic()
+        if news or now - self._shown_at >= COUNTS_EVERY_S:
+            self._shown_text, self._shown_at = text, now
             self.update(text, layout=False)  # fixed height (app.tcss): a repaint, not a layout pass
 
 
