@@ -8,6 +8,8 @@ duplicate ledger rows, and the probe log showing the killed write was entered tw
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -16,10 +18,16 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import RawValue, RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.worker import Worker
 
 from checkpoint_tui.effects import read_probe_log, read_probe_records
 from checkpoint_tui.ledger import queries
@@ -144,3 +152,103 @@ def check_exactly_once(target: str, home: Path, probe: Path, wf: str, key: str, 
     assert outcomes.count("recovered") == 1 and outcomes[0] == "interrupted", outcomes
     assert sum(result.values()) == COUNT and result.get("recovered", 0) >= 1, result
     assert read_probe_log(probe)[key] >= 2  # the killed write and its redo were both entered
+
+
+# --- hostile input: the workflow (or the activity) fails at once, never its task or a retry loop --------
+
+
+def raw(data: bytes, encoding: bytes = b"json/plain") -> RawValue:
+    """A payload as anyone who can reach the task queue may send it, not as Python's JSON encoder makes."""
+    return RawValue(Payload(metadata={"encoding": encoding}, data=data))
+
+
+HOSTILE = [
+    raw(b'{"count": 1' + b"0" * 5000 + b"}"),  # more digits than Python's int parser takes (4300)
+    raw(b"[" * 100_000 + b"]" * 100_000),  # nested deeper than the JSON decoder recurses
+    raw(b'{"count": ' + b"[" * 900 + b"]" * 900 + b"}"),  # decodes; its repr would nearly recurse too far
+    raw(b"{not json"),
+    raw(b"\x00\xff", b"binary/plain"),
+]
+HOSTILE_WORKFLOW = [{"pace": 10**400}, {"count": 10**400}, {"count": 1, "pace": -(10**400)}, *HOSTILE]
+
+
+def hostile_activity(workflow_id: str) -> list[object]:
+    return [{"workflow_id": workflow_id, "index": 1, "pace": 10**400},
+            {"workflow_id": workflow_id, "index": 10**400, "pace": 0.1},
+            {"workflow_id": workflow_id, "index": "1", "pace": 0.1},
+            {"workflow_id": workflow_id, "index": 1}, *HOSTILE]  # fmt: skip
+
+
+@workflow.defn(name="HostileActivityInput", sandboxed=False)
+class HostileActivityInput:
+    """Schedules the example's `send_line` on its task queue with input no `SendLines` would send."""
+
+    @workflow.run
+    async def run(self, queue: str) -> list[str]:
+        results = []
+        for arg in hostile_activity(workflow.info().workflow_id):
+            try:
+                await workflow.execute_activity("send_line", arg, task_queue=queue,
+                                                start_to_close_timeout=timedelta(seconds=10),
+                                                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.1),
+                                                                         maximum_attempts=3))  # fmt: skip
+                results.append("completed")
+            except ActivityError as err:
+                cause = err.cause
+                kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+                results.append(f"{kind} {RetryState(err.retry_state).name}")
+        return results
+
+
+async def bad_input_failure(handle) -> str:
+    try:
+        await asyncio.wait_for(handle.result(), 20)
+    except WorkflowFailureError as err:
+        cause = err.cause
+        return cause.type if isinstance(cause, ApplicationError) else type(cause).__name__
+    except TimeoutError:
+        return "still running (its workflow task fails and is retried)"
+    return "completed"
+
+
+@pytest.mark.parametrize("ledger_target", ["sqlite"], indirect=True)
+async def test_hostile_input_fails_at_once(workers: Workers, temporal_address: str) -> None:
+    """Huge integers, integers Python will not parse, nesting the JSON decoder will not follow, not
+    JSON at all: the workflow fails with `BadInput` (never its task, which Temporal would retry
+    forever), and so does an activity given such input, without a retry."""
+    workers.start()
+    client = await Client.connect(temporal_address)
+    queue = workers.env["CHECKPOINT_TASK_QUEUE"]
+    handles = [await client.start_workflow("SendLines", arg, id=f"byo-hostile-{uuid.uuid4().hex[:8]}",
+                                           task_queue=queue) for arg in HOSTILE_WORKFLOW]  # fmt: skip
+    try:
+        failures = await asyncio.gather(*(bad_input_failure(h) for h in handles))
+        own_queue = f"hostile-{uuid.uuid4().hex[:8]}"
+        async with Worker(client, task_queue=own_queue, workflows=[HostileActivityInput]):
+            results = await client.execute_workflow(
+                HostileActivityInput.run, queue, id=f"byo-act-{uuid.uuid4().hex[:8]}", task_queue=own_queue,
+                execution_timeout=timedelta(seconds=60),
+            )
+    except BaseException:
+        print(workers.output())
+        raise
+    finally:
+        for handle in handles:  # a workflow whose task kept failing must not outlive the test
+            with contextlib.suppress(Exception):  # it is over already
+                await handle.terminate()
+    assert failures == ["BadInput"] * len(HOSTILE_WORKFLOW), failures
+    assert results == ["BadInput NON_RETRYABLE_FAILURE"] * len(hostile_activity(""))
+
+
+def test_output_names_never_collide() -> None:
+    """A hashed name (an id that is not a plain file name) is never the plain name of another id."""
+    spec = importlib.util.spec_from_file_location("byo_shared", WORKER.parent / "shared.py")
+    assert spec is not None and spec.loader is not None
+    shared = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = shared  # its dataclasses look their module up there
+    spec.loader.exec_module(shared)
+    ids = ["a", "a.txt", ".a", "a:b", "a_b", "a/b", "..", "a" * 120, "a" * 121, "\u00e9", "\ud800", ""]
+    ids += [shared.output_name(i).removesuffix(".txt") for i in ids]  # ids that spell another id's name
+    names = {i: shared.output_name(i) for i in ids}
+    assert len(set(names.values())) == len(set(ids)), names
+    assert all("/" not in n and not n.startswith(".") for n in names.values())

@@ -43,13 +43,19 @@ class Lab:
         return connect(self.target)
 
     def row(self, key: str):
-        return self.conn.execute("SELECT * FROM effects WHERE id = ?", (key,)).fetchone()
+        """The row of a business key (stored as `key:<key>`)."""
+        return self.conn.execute("SELECT * FROM effects WHERE id = ?", (f"key:{key}",)).fetchone()
 
     def outcomes(self, key: str) -> list[str]:
         rows = self.conn.execute(
-            "SELECT COALESCE(outcome, 'interrupted') FROM effect_outcomes WHERE effect_id = ? ORDER BY seq", (key,)
+            "SELECT COALESCE(outcome, 'interrupted') FROM effect_outcomes WHERE effect_id = ? ORDER BY seq",
+            (f"key:{key}",),
         )
         return [r[0] for r in rows]
+
+    def writes(self) -> dict[str, int]:
+        """The probe log's physical writes per business key."""
+        return {k.removeprefix("key:"): n for k, n in read_probe_log(self.probe).items()}
 
 
 @pytest.fixture
@@ -102,7 +108,7 @@ async def test_applied_then_skipped(lab: Lab, api: str) -> None:
     assert row["applied_at"] is not None and row["kind"] == "email" and row["payload"] == "hello"
     assert (row["run_id"], row["step"], row["attempt"]) == ("", 0, 1)
     assert lab.outcomes("invoice-42") == ["applied", "skipped"]
-    assert read_probe_log(lab.probe) == {"invoice-42": 1}
+    assert lab.writes() == {"invoice-42": 1}
 
 
 @pytest.mark.parametrize("api", ["async", "sync"])
@@ -121,7 +127,7 @@ async def test_a_write_that_raises_leaves_a_claim_the_next_call_recovers(lab: La
     assert await call(api, kind="email", payload="p", write=flaky, key="k-1") == "skipped"
     assert calls == ["p", "p"]
     assert lab.outcomes("k-1") == ["interrupted", "recovered", "skipped"]
-    assert read_probe_log(lab.probe) == {"k-1": 2}
+    assert lab.writes() == {"k-1": 2}
 
 
 CHILD = """
@@ -140,7 +146,7 @@ async def test_a_writer_killed_mid_write_is_recovered(lab: Lab) -> None:
     sent: list[str] = []
     assert await exactly_once(kind="email", payload="bye", write=sent.append, key="k-kill") == "recovered"
     assert sent == ["bye"] and lab.row("k-kill")["applied_at"] is not None
-    assert read_probe_log(lab.probe) == {"k-kill": 2}  # the killed attempt counts: its line came first
+    assert lab.writes() == {"k-kill": 2}  # the killed attempt counts: its line came first
     assert queries.effect_totals(lab.conn, "").duplicates == 0
 
 
@@ -166,6 +172,7 @@ async def test_sync_and_async_writes(lab: Lab) -> None:
     assert lab.row("w-4") is None  # refused before anything was claimed
 
 
+@pytest.mark.parametrize("api", ["async", "sync"])
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -179,12 +186,15 @@ async def test_sync_and_async_writes(lab: Lab) -> None:
         ({"key": "k" * (effects.KEY_LIMIT + 1)}, "key must be"),
         ({"key": "line\nbreak"}, "key must be"),
         ({"key": None}, "pass key="),
+        ({"key": 10**5000}, "key must be a str"),  # str() of it raises ValueError: not what to say
+        ({"kind": 10**5000}, "kind must be a str"),
+        ({"write": None}, "write must be callable"),
     ],
 )
-async def test_refusals_claim_nothing(lab: Lab, kwargs: dict, message: str) -> None:
+async def test_refusals_claim_nothing(lab: Lab, kwargs: dict, message: str, api: str) -> None:
     args = {"kind": "email", "payload": "ok", "key": "k-refused", "write": lambda p: None, **kwargs}
     with pytest.raises(EffectRefused, match=message) as err:
-        await exactly_once(**args)
+        await call(api, **args)
     assert isinstance(err.value, ApplicationError) and err.value.non_retryable  # no endless retries
     assert lab.conn.execute("SELECT COUNT(*) FROM effect_outcomes").fetchone()[0] == 0
     assert not lab.probe.exists()
@@ -234,31 +244,223 @@ def test_probe_reader_refuses_a_file_over_its_bound(tmp_path: Path) -> None:
 
 
 def test_probe_lines_stay_under_4_kib_whatever_the_ids() -> None:
+    """The worst case: the longest key of 4-byte characters, and ids of control characters (6 bytes
+    each as JSON escapes) and lone surrogates, at the largest attempt a PostgreSQL step can count."""
     from checkpoint_tui.effects.identity import Identity, effect_key
 
     hostile = Identity("\u2603\n\"\\" * 1000, "r" * 300, "9" * 300, 3)
     key = effect_key("email", hostile)
-    assert key.startswith("sha256:") and key.endswith(":email") and len(key) < 100
-    longest_key = "\U0001f600\\" * (effects.KEY_LIMIT // 2)
-    line = probe_line(record(longest_key, workflow_id=hostile.workflow_id, run_id="\ud800" * 300))
-    assert len(line) < 4000 and line.endswith(b"\n") and line.count(b"\n") == 1
-    assert json.loads(line)["key"] == longest_key
-    assert effect_key("email", Identity("wf", "run", "7", 1)) == "wf:run:7:email"
-    assert effect_key("email", Identity("wf", "run", "7", 1), key="inv-1") == "inv-1"
+    assert key.startswith("act:sha256:") and key.endswith(":email") and len(key) < 100
+    worst_key = effect_key("k" * 64, Identity("", "", "", 1), key="\U0001f600" * effects.KEY_LIMIT)
+    for ids in ("\x01", "\ud800", "\U0001f600", '"'):
+        line = probe_line(record(worst_key, kind="k" * 64, workflow_id=ids * 1000, run_id=ids * 1000,
+                                 activity_id=ids * 1000, attempt=2**31 - 1, pid=2**22, t=time.time()))  # fmt: skip
+        assert len(line) < 4000 and line.startswith(b"\n") and line.endswith(b"\n") and line.count(b"\n") == 2
+        assert json.loads(line)["key"] == worst_key
+        assert json.loads(line)["workflow_id"].startswith(ids * 10)  # cut, but informative
+    assert effect_key("email", Identity("wf", "run", "7", 1)) == "act:wf:run:7:email"
+    assert effect_key("email", Identity("wf", "run", "7", 1), key="inv-1") == "key:inv-1"
+
+
+def test_a_torn_line_does_not_swallow_the_next_record(tmp_path: Path) -> None:
+    """A short write (a full disk) leaves part of a record without its newline; the next writer's
+    record starts with a newline of its own, so it is still a line of its own."""
+    path = tmp_path / "probe.jsonl"
+    torn = probe_line(record("torn"))[:40]
+    path.write_bytes(probe_line(record("a")) + torn + probe_line(record("b")) + torn)
+    assert read_probe_log(path) == {"a": 1, "b": 1}
+    old_format = b"".join(probe_line(record(k)).lstrip(b"\n") for k in "ab")  # lines without the leading newline
+    path.write_bytes(old_format)
+    assert read_probe_log(path) == {"a": 1, "b": 1}
+
+
+def test_keys_are_namespaced_by_source() -> None:
+    """Business keys, default keys and the lab's own effect ids (`<workflow id>:<step>:<kind>`) never
+    meet, whatever ':' the ids hold."""
+    from checkpoint_tui.effects.identity import Identity, effect_key
+    from checkpoint_tui.ledger.effects import effect_id
+
+    ids = [("a:b", "c", "1"), ("a", "b:c", "1"), ("a", "b", "c:1"), ("a:b:c", "1", "email"), ("a", "b", "c")]
+    defaults = {effect_key("email", Identity(w, r, a, 1)) for w, r, a in ids}
+    assert len(defaults) == 5 and all(k.startswith("act:") for k in defaults)
+    lab_id = effect_id("run-20240101-000000-abcd", 3, "email")
+    business = {effect_key("email", Identity("", "", "", 1), key=k) for k in [lab_id, *defaults]}
+    assert len(business) == 6 and all(k.startswith("key:") for k in business)
+    assert not business & defaults and lab_id not in business | defaults
+
+
+async def test_a_business_key_equal_to_a_lab_effect_id_is_its_own_effect(lab: Lab) -> None:
+    """The lab's own effect `run-…:3:email` is stamped in the same ledger; a user's business key of the
+    same text is another effect, not `skipped` because of it."""
+    from checkpoint_tui.ledger.effects import EffectSpec, apply_effect_once
+
+    spec = EffectSpec(run_id="run-x", step=3, kind="email", payload="lab", attempt=1, worker_pid=os.getpid(),
+                      workflow_id="run-x")  # fmt: skip
+    assert apply_effect_once(lab.conn, spec, lambda s, r: None) == "applied"
+    sent: list[str] = []
+    assert await exactly_once(kind="email", payload="user", write=sent.append, key=spec.id) == "applied"
+    assert sent == ["user"] and lab.row(spec.id)["payload"] == "user"
+    assert lab.conn.execute("SELECT payload FROM effects WHERE id = ?", (spec.id,)).fetchone()[0] == "lab"
+
+
+# --- concurrency, cancellation, threads and forks --------------------------------------------------
+
+
+@pytest.mark.parametrize("apis", [("async", "async"), ("async", "sync"), ("sync", "sync")])
+async def test_concurrent_callers_on_one_key_in_one_process_write_once(lab: Lab, apis: tuple[str, str]) -> None:
+    """Two live calls on one business key at once (two workflows using one invoice id): the second
+    waits for the first and is `skipped`, instead of finding the claim unstamped and writing again."""
+    sent: list[str] = []
+
+    def slow(payload: str) -> None:
+        time.sleep(0.3)
+        sent.append(payload)
+
+    calls = (call(api, kind="email", payload="p", write=slow, key="invoice-42") for api in apis)
+    outcomes = await asyncio.gather(*calls)
+    assert sorted(outcomes) == ["applied", "skipped"] and sent == ["p"]
+    assert lab.writes() == {"invoice-42": 1} and lab.outcomes("invoice-42") == ["applied", "skipped"]
+
+
+@pytest.mark.parametrize("api", ["async", "sync"])
+async def test_a_call_on_the_same_key_from_inside_its_own_write_is_refused(lab: Lab, api: str) -> None:
+    """It would wait for its own turn forever (heartbeating all the while): refused, not deadlocked."""
+    inner: list[str] = []
+
+    def write(payload: str) -> None:
+        try:
+            exactly_once_sync(kind="email", payload="inner", write=print, key="k-nested")
+        except EffectRefused as err:
+            inner.append(str(err))
+        assert exactly_once_sync(kind="email", payload="inner", write=print, key="k-other") == "applied"
+
+    assert await call(api, kind="email", payload="p", write=write, key="k-nested") == "applied"
+    assert len(inner) == 1 and "its own write" in inner[0]
+    assert lab.outcomes("k-nested") == ["applied"] and lab.outcomes("k-other") == ["applied"]
+
+
+async def test_a_cancelled_waiter_passes_its_turn_on(lab: Lab) -> None:
+    from checkpoint_tui.effects.gate import GATE
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def held(payload: str) -> None:
+        started.set()
+        await release.wait()
+
+    first = asyncio.create_task(exactly_once(kind="email", payload="p", write=held, key="k-turn"))
+    await started.wait()
+    waiter = asyncio.create_task(exactly_once(kind="email", payload="p", write=held, key="k-turn"))
+    await asyncio.sleep(0.1)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    release.set()
+    assert await first == "applied"
+    assert await asyncio.wait_for(exactly_once(kind="email", payload="p", write=held, key="k-turn"), 10) == "skipped"
+    assert lab.outcomes("k-turn") == ["applied", "skipped"] and not GATE._turns  # nothing left held
+
+
+async def test_a_call_cancelled_after_its_write_still_stamps(lab: Lab) -> None:
+    """A cancellation (Temporal delivers one with a heartbeat) that arrives after the write returned,
+    while the stamp waits for the ledger thread: the stamp is made, then the cancellation is raised,
+    so a retry finds the effect stamped and does not send it again."""
+    from checkpoint_tui.effects.location import LEDGER
+
+    written, release = threading.Event(), threading.Event()
+
+    def write(payload: str) -> None:
+        LEDGER.submit(release.wait, 10)  # the ledger thread is busy: the stamp queues behind this
+        written.set()
+
+    task = asyncio.create_task(exactly_once(kind="email", payload="p", write=write, key="k-stamp"))
+    assert await asyncio.to_thread(written.wait, 10)
+    await asyncio.sleep(0.1)
+    task.cancel()
+    await asyncio.sleep(0.1)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert lab.row("k-stamp")["applied_at"] is not None and lab.outcomes("k-stamp") == ["applied"]
+    assert await exactly_once(kind="email", payload="p", write=write, key="k-stamp") == "skipped"
+    assert lab.writes() == {"k-stamp": 1}
+
+
+def test_writes_never_wait_for_the_loops_default_executor(lab: Lab) -> None:
+    """The event loop's default executor is the worker's (few threads, maybe all busy or hung): a sync
+    write and the probe append run on the library's own threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    hung = threading.Event()
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1))
+        blocker = loop.run_in_executor(None, hung.wait)  # its one thread is taken
+        try:
+            return await asyncio.wait_for(exactly_once(kind="email", payload="p", write=print, key="k-exec"), 10)
+        finally:
+            hung.set()
+            await blocker
+
+    result: list[object] = []
+    runner = threading.Thread(target=lambda: result.append(_outcome_or_error(main)))
+    runner.start()
+    runner.join(30)
+    assert result == ["applied"]
+
+
+def _outcome_or_error(main) -> object:
+    try:
+        return asyncio.run(main())
+    except BaseException as exc:
+        return exc
+
+
+FORK = """
+import contextlib, os, signal, threading
+from checkpoint_tui.effects import exactly_once_sync
+from checkpoint_tui.effects.location import LEDGER
+try:
+    from checkpoint_tui.effects.gate import GATE
+    gate_mutex = GATE._mutex
+except ImportError:
+    gate_mutex = contextlib.nullcontext()
+held, release = threading.Event(), threading.Event()
+def hold():
+    with LEDGER._lock, gate_mutex:  # another thread holds the library's locks at the fork
+        held.set()
+        release.wait()
+threading.Thread(target=hold, daemon=True).start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(10)  # a child deadlocked on a lock copied while held dies of SIGALRM
+    out = exactly_once_sync(kind="email", payload="child", write=lambda p: None, key="k-fork")
+    os._exit(0 if out == "applied" else 3)
+release.set()
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_can_call_the_library(lab: Lab) -> None:
+    out = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, timeout=20, env=os.environ)
+    assert out.returncode == 0 and out.stdout.strip() == "0", out.stderr[-2000:]
+    assert lab.outcomes("k-fork") == ["applied"]
 
 
 async def test_probe_log_location_can_be_set(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere = tmp_path / "elsewhere" / "probe.jsonl"
     monkeypatch.setenv("CHECKPOINT_PROBE_LOG", str(elsewhere))
     await exactly_once(kind="email", payload="x", write=lambda p: None, key="k-probe")
-    assert read_probe_log(elsewhere) == {"k-probe": 1} and not lab.probe.exists()
+    assert read_probe_log(elsewhere) == {"key:k-probe": 1} and not lab.probe.exists()
     assert elsewhere.stat().st_mode & 0o777 == 0o600
 
 
 async def test_threads_share_one_ledger_thread(lab: Lab) -> None:
     """Many sync callers at once (a sync activity pool): each key applied once, then skipped by all.
-    (Callers racing on one key while its first write is still running would each find it unstamped
-    and recover: the protocol serialises claims, not writes; the write's own check makes it once.)"""
+    (Callers racing on one key take turns in this process: see the concurrent-callers test below.)"""
     sent: list[str] = []
     lock = threading.Lock()
 
@@ -275,7 +477,7 @@ async def test_threads_share_one_ledger_thread(lab: Lab) -> None:
         again = await asyncio.gather(*(loop.run_in_executor(pool, send, f"k-{i % 2}") for i in range(8)))
     assert first == ["applied"] * 8 and again == ["skipped"] * 8
     assert sorted(sent) == [f"k-{i}" for i in range(8)]
-    assert read_probe_log(lab.probe) == {f"k-{i}": 1 for i in range(8)}
+    assert lab.writes() == {f"k-{i}": 1 for i in range(8)}
     assert [t.name for t in threading.enumerate()].count("checkpoint-effects-ledger") == 1
 
 
@@ -339,10 +541,10 @@ async def test_in_real_activities_keys_retries_and_heartbeats(lab: Lab, temporal
     run = handle.result_run_id
     assert [r["outcome"] for r in results] == ["applied", "applied", "skipped", "recovered"]
     assert [r["attempt"] for r in results] == [1, 1, 2, 2]  # the 2.5 s writes outlived a 1 s heartbeat timeout
-    assert [r["key"] for r in results] == [f"{wf}:{run}:{i}:mail" for i in (1, 2, 3, 4)]
+    assert [r["key"] for r in results] == [f"act:{wf}:{run}:{i}:mail" for i in (1, 2, 3, 4)]
     rows = queries.effects(lab.conn, wf)  # run_id = the workflow id: the lab's panes find them
     assert [(e.id, e.step, e.kind, e.payload) for e in rows] == [
-        (f"{wf}:{run}:{i}:mail", i, "mail", f"to {name}")
+        (f"act:{wf}:{run}:{i}:mail", i, "mail", f"to {name}")
         for i, name in enumerate(("slow", "sync-slow", "fail-after", "raise-in-write"), 1)
     ]
     assert all(e.applied_at is not None for e in rows)
@@ -352,3 +554,36 @@ async def test_in_real_activities_keys_retries_and_heartbeats(lab: Lab, temporal
     assert [counts[e.id] for e in rows] == [1, 1, 1, 2]
     attempts = {r.activity_id: r for r in read_probe_records(lab.probe) if r.workflow_id == wf}
     assert attempts["4"].attempt == 2 and attempts["4"].run_id == run and attempts["4"].pid == os.getpid()
+
+
+WORST_KEY = "\U0001f600" * effects.KEY_LIMIT  # 2 KiB of UTF-8
+CONTROL = "\x01"  # 6 bytes as a JSON escape
+
+
+@activity.defn(name="lib_hostile_ids")
+async def lib_hostile_ids(kind: str) -> str:
+    return await exactly_once(kind=kind, payload="p", write=lambda p: None, key=WORST_KEY)
+
+
+@workflow.defn(name="HostileIds", sandboxed=False)
+class HostileIds:
+    @workflow.run
+    async def run(self) -> str:
+        return await workflow.execute_activity(
+            lib_hostile_ids, "k" * 64, activity_id=CONTROL * 1000, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=2),
+        )  # fmt: skip
+
+
+async def test_the_longest_key_with_hostile_ids_in_a_real_activity(lab: Lab, temporal_address: str) -> None:
+    """Ids of control characters and the longest key of 4-byte characters: the probe line is cut to
+    fit (and checked before anything is claimed), so the write runs and is stamped on attempt 1."""
+    client = await Client.connect(temporal_address)
+    queue = f"lib-{uuid.uuid4().hex[:8]}"
+    wf = "w" + CONTROL * 900
+    async with Worker(client, task_queue=queue, workflows=[HostileIds], activities=[lib_hostile_ids]):
+        handle = await client.start_workflow(HostileIds.run, id=wf, task_queue=queue)
+        assert await asyncio.wait_for(handle.result(), 60) == "applied"
+    assert lab.row(WORST_KEY)["applied_at"] is not None and lab.outcomes(WORST_KEY) == ["applied"]
+    (probe,) = read_probe_records(lab.probe)
+    assert probe.key == f"key:{WORST_KEY}" and probe.workflow_id.startswith("w" + CONTROL * 10)

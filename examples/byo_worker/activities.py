@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from checkpoint_tui.effects import exactly_once
 
-from shared import LineInput, input_problem, line_text, output_path
+from shared import LineInput, decode, line_text, output_path, parse_line_input
 
 _OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 HEARTBEAT_EVERY_S = 0.5  # the unguarded body beats itself; the library beats for the guarded one
@@ -63,9 +64,12 @@ class LineActivities:
         await asyncio.to_thread(append_line, path, text, only_if_absent)
         await asyncio.sleep(inp.pace / 2)
 
+    # The input is a LineInput as JSON, taken undecoded (RawValue, exactly: see workflows.py) and
+    # checked by `_check`, so that no input fails the activity with a retryable error.
+
     @activity.defn(name="send_line")
-    async def send_line(self, inp: LineInput) -> str:
-        _check(inp)
+    async def send_line(self, raw: RawValue = None) -> str:  # type: ignore[assignment]
+        inp = _check(raw)
 
         async def send(text: str) -> None:
             await self._send(inp, text, True)
@@ -73,20 +77,24 @@ class LineActivities:
         return await exactly_once(kind="line", payload=line_text(inp.workflow_id, inp.index), write=send)
 
     @activity.defn(name="send_line_unguarded")
-    async def send_line_unguarded(self, inp: LineInput) -> str:
-        _check(inp)
+    async def send_line_unguarded(self, raw: RawValue = None) -> str:  # type: ignore[assignment]
+        inp = _check(raw)
         async with _heartbeating():
             await self._send(inp, line_text(inp.workflow_id, inp.index), False)
         return "unguarded"
 
 
-def _check(inp: LineInput) -> None:
-    """Activity input is written by whoever can reach the task queue: refuse what cannot be right."""
-    problem = input_problem(inp.index, inp.pace)  # an index obeys the same bounds as a count
-    if problem is None and (not inp.workflow_id.isprintable() or inp.workflow_id != activity.info().workflow_id):
-        problem = "workflow_id must be this activity's own (printable) workflow id"
-    if problem is not None:
-        raise ApplicationError(problem, type="BadInput", non_retryable=True)
+def _check(raw: RawValue | None) -> LineInput:
+    """Activity input is written by whoever can reach the task queue: refuse what cannot be right,
+    whatever it holds, with a non-retryable `BadInput`."""
+    try:
+        value = None if raw is None else decode(lambda: activity.payload_converter().from_payload(raw.payload))
+        inp = parse_line_input(value)
+        if not inp.workflow_id.isprintable() or inp.workflow_id != activity.info().workflow_id:
+            raise ValueError("workflow_id must be this activity's own (printable) workflow id")
+    except ValueError as err:
+        raise ApplicationError(str(err), type="BadInput", non_retryable=True) from None
+    return inp
 
 
 @contextlib.asynccontextmanager

@@ -4,8 +4,8 @@ queue's default name, and where a workflow's output file is."""
 from __future__ import annotations
 
 import hashlib
-import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,9 +34,8 @@ class LineInput:
 
 
 def parse_input(raw: object) -> SendInput:
-    """The workflow's input from its JSON (or a SendInput). Parsed here rather than by the SDK's
-    converter: an input the converter cannot fit to the dataclass fails the workflow *task*, which
-    Temporal retries forever; a ValueError here fails the workflow once, saying why."""
+    """The workflow's input from its decoded JSON (or a SendInput). A ValueError says why it cannot
+    run; the workflow turns it into a non-retryable `BadInput` failure."""
     if raw is None:
         return SendInput()
     if isinstance(raw, SendInput):
@@ -50,15 +49,49 @@ def parse_input(raw: object) -> SendInput:
     return inp
 
 
+def parse_line_input(raw: object) -> LineInput:
+    """An activity's input from its decoded JSON; ValueError if it is not one `SendLines` would send."""
+    if not isinstance(raw, dict) or set(raw) != {"workflow_id", "index", "pace"}:
+        raise ValueError('the input is a JSON object with "workflow_id", "index" and "pace"')
+    if not isinstance(raw["workflow_id"], str):
+        raise ValueError(f"workflow_id must be a string (got {show(raw['workflow_id'])})")
+    problem = input_problem(raw["index"], raw["pace"])  # an index obeys the same bounds as a count
+    if problem is not None:
+        raise ValueError(problem)
+    return LineInput(workflow_id=raw["workflow_id"], index=raw["index"], pace=float(raw["pace"]))
+
+
+def decode(decoder: Callable[[], object]) -> object:
+    """A payload decoded by `decoder` (the SDK's converter, called here rather than by the SDK: an
+    input it cannot decode would otherwise fail the workflow *task*, retried forever, or the activity
+    with a retryable error). Anything it raises (not JSON, more than 4300 digits in an integer,
+    nesting deeper than the decoder recurses) becomes a ValueError."""
+    try:
+        return decoder()
+    except Exception as err:  # RecursionError included: it is a RuntimeError
+        raise ValueError(f"the input cannot be decoded: {type(err).__name__}") from None
+
+
 def input_problem(count: object, pace: object) -> str | None:
-    """Why the input cannot run, or None. Hostile input is refused, not clamped."""
+    """Why the input cannot run, or None. Hostile input is refused, not clamped. Only comparisons
+    touch the values: no float() or isfinite() of a huge integer (OverflowError), no str() of one
+    (ValueError over 4300 digits)."""
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
-        return f"count must be an integer 1..{MAX_COUNT} (got {str(count)[:40]!r})"
-    if not isinstance(pace, int | float) or isinstance(pace, bool) or not math.isfinite(pace):
-        return f"pace must be a number of seconds (got {str(pace)[:40]!r})"
-    if not 0 <= pace <= MAX_PACE_S:
-        return f"pace must be 0..{MAX_PACE_S:g} s (got {pace:g})"
+        return f"count must be an integer 1..{MAX_COUNT} (got {show(count)})"
+    if not isinstance(pace, int | float) or isinstance(pace, bool) or not 0 <= pace <= MAX_PACE_S:
+        return f"pace must be 0..{MAX_PACE_S:g} seconds (got {show(pace)})"  # NaN and infinities too
     return None
+
+
+def show(value: object) -> str:
+    """A short, safe rendering of a hostile value for an error message."""
+    if isinstance(value, bool | float) or (isinstance(value, int) and value.bit_length() <= 64):
+        return repr(value)
+    if isinstance(value, int):
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, str):
+        return repr(value[:40])
+    return f"a {type(value).__name__}"
 
 
 def line_text(workflow_id: str, index: int) -> str:
@@ -67,13 +100,14 @@ def line_text(workflow_id: str, index: int) -> str:
 
 def output_name(workflow_id: str) -> str:
     """`<workflow_id>.txt` when the id is a plain file name (letters, digits, `._-`, not starting with
-    a dot, at most 120 characters); otherwise a sanitized prefix plus a hash of the whole id, so two
-    ids never share a file and no id names a path outside the output folder."""
+    a dot, at most 120 characters); otherwise a sanitized prefix, `+` and a hash of the whole id. A
+    plain name never holds `+`, so no id's plain name is another id's hashed one; two ids never share
+    a file and no id names a path outside the output folder."""
     safe = _UNSAFE.sub("_", workflow_id)
     if safe == workflow_id and 0 < len(safe) <= 120 and not safe.startswith("."):
         return f"{safe}.txt"
     digest = hashlib.sha256(workflow_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{safe.lstrip('.')[:80] or 'workflow'}-{digest}.txt"
+    return f"{safe.lstrip('.')[:80] or 'workflow'}+{digest}.txt"
 
 
 def output_path(out_dir: Path, workflow_id: str) -> Path:

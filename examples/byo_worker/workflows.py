@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities import LineActivities
-    from shared import LineInput, parse_input
+    from shared import LineInput, decode, parse_input
 
 # A killed worker's activity is retried as soon as its heartbeat times out (2 s) and a replacement
 # polls: unlimited attempts, from 0.2 s, capped at 2 s so a long outage does not leave 20 s gaps.
@@ -24,10 +23,14 @@ ACTIVITY_OPTIONS = {
 }  # fmt: skip
 
 
-async def _send_all(raw: Any, activity: object) -> dict[str, int]:
-    """Run the `count` activities one after another; returns how many ended in each outcome."""
+async def _send_all(raw: RawValue | None, activity: object) -> dict[str, int]:
+    """Run the `count` activities one after another; returns how many ended in each outcome. The input
+    arrives undecoded (RawValue) and is decoded and checked here: whatever it holds, a bad one fails
+    the workflow with `BadInput` (the SDK, decoding it itself, would fail the workflow *task* on what
+    it cannot decode, and Temporal retries a task forever)."""
     try:
-        inp = parse_input(raw)
+        value = None if raw is None else decode(lambda: workflow.payload_converter().from_payload(raw.payload))
+        inp = parse_input(value)
     except (ValueError, TypeError) as err:
         raise ApplicationError(str(err), type="BadInput", non_retryable=True) from None
     workflow_id = workflow.info().workflow_id
@@ -45,15 +48,19 @@ async def _send_all(raw: Any, activity: object) -> dict[str, int]:
     return outcomes
 
 
+# The input is a SendInput as JSON (see shared.parse_input). The parameter's type must be exactly
+# RawValue (no Optional) for the SDK to hand the payload over undecoded; no argument at all is None.
+
+
 @workflow.defn(name="SendLines")
 class SendLines:
     @workflow.run
-    async def run(self, inp: Any = None) -> dict[str, int]:  # a SendInput as JSON (see shared.parse_input)
+    async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
         return await _send_all(inp, LineActivities.send_line)
 
 
 @workflow.defn(name="SendLinesUnguarded")
 class SendLinesUnguarded:
     @workflow.run
-    async def run(self, inp: Any = None) -> dict[str, int]:  # a SendInput as JSON (see shared.parse_input)
+    async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
         return await _send_all(inp, LineActivities.send_line_unguarded)

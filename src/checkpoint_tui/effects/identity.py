@@ -4,6 +4,7 @@ ledger row it becomes. Everything a caller passes is checked here, before anythi
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 
 from checkpoint_tui.ledger.effects import EffectSpec
 
-KEY_LIMIT = 512  # characters of a key (the probe line stays under 4 KiB)
+KEY_LIMIT = 512  # characters of a business key (the probe line stays under 4 KiB, see probe.py)
 PAYLOAD_LIMIT = 64 * 1024  # bytes of a payload, UTF-8: the ledger row holds it
 KIND = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 STEP_MAX = 2**31 - 1  # the `step` column is a 4-byte INTEGER on PostgreSQL
@@ -55,24 +56,39 @@ class Identity:
 
 
 def check_kind(kind: object) -> str:
-    if not isinstance(kind, str) or not KIND.fullmatch(kind):
-        raise EffectRefused(f"kind must be 1-64 characters of A-Z a-z 0-9 _ . - (got {str(kind)[:80]!r})")
+    if not isinstance(kind, str):  # never str() a caller's object here: a huge int raises ValueError
+        raise EffectRefused(f"kind must be a str, not {type(kind).__name__}")
+    if not KIND.fullmatch(kind):
+        raise EffectRefused(f"kind must be 1-64 characters of A-Z a-z 0-9 _ . - (got {kind[:80]!r})")
     return kind
 
 
+def check_write(write: object) -> None:
+    if not callable(write):
+        raise EffectRefused(f"write must be callable (write(payload)), not {type(write).__name__}")
+
+
 def effect_key(kind: str, ident: Identity, key: str | None = None) -> str:
-    """The business key if given, else `workflowId:runId:activityId:kind` (as `sha256:<hex>:kind` when
-    that is over KEY_LIMIT characters or not printable: a workflow id is the caller's free text)."""
+    """The ledger id of an effect, namespaced by where it comes from so that no two sources meet (the
+    lab's own effects are `<workflow id>:<step>:<kind>`, with lab workflow ids `run-...`):
+    - a business key: `key:<key>`;
+    - the default: `act:<workflow id>:<run id>:<activity id>:<kind>`, readable when no id holds ':'
+      and the identity (without `act:`) is at most KEY_LIMIT printable characters; otherwise
+      `act:sha256:<hex of the ids as a JSON list>:<kind>` (one field fewer, so the forms never meet)."""
     if key is not None:
-        if not isinstance(key, str) or not key or len(key) > KEY_LIMIT or not key.isprintable():
-            raise EffectRefused(f"key must be 1-{KEY_LIMIT} printable characters (got {str(key)[:80]!r})")
-        return key
+        if not isinstance(key, str):
+            raise EffectRefused(f"key must be a str, not {type(key).__name__}")
+        if not key or len(key) > KEY_LIMIT or not key.isprintable():
+            raise EffectRefused(f"key must be 1-{KEY_LIMIT} printable characters (got {key[:80]!r})")
+        return f"key:{key}"
     if not ident.activity_id:
         raise EffectRefused("outside a Temporal activity there is no durable identity: pass key=")
-    default = f"{ident.workflow_id}:{ident.run_id}:{ident.activity_id}:{kind}"
-    if len(default) <= KEY_LIMIT and default.isprintable():
-        return default
-    return f"sha256:{hashlib.sha256(default.encode('utf-8', 'surrogatepass')).hexdigest()}:{kind}"
+    ids = (ident.workflow_id, ident.run_id, ident.activity_id)
+    plain = ":".join((*ids, kind))
+    if len(plain) <= KEY_LIMIT and plain.isprintable() and not any(":" in part for part in ids):
+        return f"act:{plain}"
+    digest = hashlib.sha256(json.dumps(ids).encode("ascii")).hexdigest()  # ensure_ascii: surrogates too
+    return f"act:sha256:{digest}:{kind}"
 
 
 def check_payload(payload: object) -> str:

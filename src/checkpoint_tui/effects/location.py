@@ -64,6 +64,11 @@ class LedgerThread:
     keep beating while SQLite waits for its write lock). Sync activities on many threads queue here."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh state (also in a forked child, which has no ledger thread, and whose copy of the lock
+        may have been held by a thread of the parent at the fork: it would never be released)."""
         self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] | None = None
         self._pid = 0
@@ -102,3 +107,4 @@ def _serve(inbox: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], F
 
 
 LEDGER = LedgerThread()
+os.register_at_fork(after_in_child=LEDGER._reset)

@@ -1,7 +1,9 @@
 """The two drivers of the ledger's claim -> write -> stamp protocol (`ledger.effects.claim_effect` and
 `stamp_effect`, the same two transactions the lab's own effects use): `exactly_once` for async
-activities and `exactly_once_sync` for sync ones. Both heartbeat while they work, count every
-physical write in the probe log before calling it, and run their SQL on the library's ledger thread."""
+activities and `exactly_once_sync` for sync ones. Both check the whole call before claiming, take
+their turn on the key in this process (`gate`), heartbeat while they work, count every physical
+write in the probe log before calling it, run their SQL on the library's ledger thread and their
+sync writes on threads of their own."""
 
 from __future__ import annotations
 
@@ -14,18 +16,33 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from temporalio import activity
 
-from checkpoint_tui.effects.identity import EffectRefused, Identity, check_kind, effect_key, effect_spec
+from checkpoint_tui.effects.gate import GATE
+from checkpoint_tui.effects.identity import (
+    EffectRefused,
+    Identity,
+    check_kind,
+    check_write,
+    effect_key,
+    effect_spec,
+)
 from checkpoint_tui.effects.location import LEDGER, ledger_target, probe_log_path
-from checkpoint_tui.effects.probe import ProbeRecord, append_probe
+from checkpoint_tui.effects.probe import ProbeRecord, append_probe, probe_line
 from checkpoint_tui.ledger import store
 from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
 
 Outcome = Literal["applied", "skipped", "recovered"]
+# The (ledger, key) turns the current context holds: its write runs in it (awaited, or on a thread in
+# a copy of it), so a call from inside the write on the same key is refused instead of waiting for
+# itself forever.
+_HELD: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
+    "checkpoint_effects_held", default=frozenset()
+)
 Write = Callable[[str], Any]  # write(payload): returns None, or an awaitable (async def)
 T = TypeVar("T")
 log = logging.getLogger("checkpoint_tui.effects")
@@ -35,21 +52,22 @@ async def exactly_once(*, kind: str, payload: str, write: Write, key: str | None
     """Call `write(payload)` so that its effect happens once per key; returns what this call did:
     'applied' (claimed, written, stamped), 'skipped' (already stamped: not written) or 'recovered'
     (claimed earlier by an attempt that never stamped: written again, then stamped). An async `write`
-    is awaited, a sync one runs in a thread; the activity heartbeats meanwhile."""
-    ident = Identity.current()
-    spec = effect_spec(kind, payload, key, ident)
-    target, probe = ledger_target(), probe_log_path()
+    is awaited, a sync one runs on a thread of the library's own; the activity heartbeats meanwhile.
+    Calls on one key in this process take turns (see `gate`)."""
+    call = _Call.prepare(kind, payload, write, key)
     async with _beating():
-        claim = await asyncio.wrap_future(LEDGER.submit(_claim, target, spec))
-        if claim.must_write:
-            await asyncio.to_thread(append_probe, probe, _probe_record(spec, ident))
-            if _is_async(write):
-                await write(payload)
-            else:
-                result = await asyncio.to_thread(write, payload)
-                if inspect.isawaitable(result):  # a plain callable that returned a coroutine
-                    await result
-        await asyncio.wrap_future(LEDGER.submit(_stamp, target, spec, claim))
+        held = _hold(call)
+        turn = GATE.enter(call.gate)
+        try:
+            await asyncio.wrap_future(turn)
+            claim = await asyncio.wrap_future(LEDGER.submit(_claim, call.target, call.spec))
+            if claim.must_write:
+                await asyncio.wrap_future(_in_thread(append_probe, call.probe, call.line))
+                await _write(write, payload)
+            await _unabandoned(LEDGER.submit(_stamp, call.target, call.spec, claim))
+        finally:
+            GATE.exit(call.gate, turn)
+            _HELD.reset(held)
     return cast(Outcome, claim.outcome)
 
 
@@ -58,14 +76,24 @@ def exactly_once_sync(*, kind: str, payload: str, write: Callable[[str], object]
     thread while this one heartbeats."""
     if _is_async(write):
         raise EffectRefused("exactly_once_sync takes a sync write; await exactly_once(...) for an async one")
-    ident = Identity.current()
-    spec = effect_spec(kind, payload, key, ident)
-    target, probe = ledger_target(), probe_log_path()
+    call = _Call.prepare(kind, payload, write, key)
     beat = _Heartbeat.current()
-    claim = beat.wait(LEDGER.submit(_claim, target, spec))
-    if claim.must_write:
-        beat.wait(_in_thread(_probe_then_write, probe, _probe_record(spec, ident), write, payload))
-    beat.wait(LEDGER.submit(_stamp, target, spec, claim))
+    held = _hold(call)
+    turn = GATE.enter(call.gate)
+    try:
+        beat.wait(turn)
+        claim = beat.wait(LEDGER.submit(_claim, call.target, call.spec))
+        if claim.must_write:
+            beat.wait(_in_thread(_probe_then_write, call.probe, call.line, write, payload))
+        stamp = LEDGER.submit(_stamp, call.target, call.spec, claim)
+        try:
+            beat.wait(stamp)
+        except BaseException:  # interrupted (a sync activity's cancellation): the stamp is made first
+            stamp.exception()
+            raise
+    finally:
+        GATE.exit(call.gate, turn)
+        _HELD.reset(held)
     return cast(Outcome, claim.outcome)
 
 
@@ -81,6 +109,38 @@ def close() -> None:
 
 
 # --- the pieces ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call, checked whole before anything is claimed: a refusal after the claim would leave it
+    unstamped, and a retryable one would make every retry `recovered` without ever writing."""
+
+    spec: EffectSpec
+    target: str | Path
+    probe: Path
+    line: bytes  # the probe record, built (and bounded) now
+    gate: tuple[str, str]  # (ledger, key): the turn this call waits for
+
+    @classmethod
+    def prepare(cls, kind: object, payload: object, write: object, key: str | None) -> _Call:
+        check_write(write)
+        ident = Identity.current()
+        spec = effect_spec(kind, payload, key, ident)
+        target, probe = ledger_target(), probe_log_path()
+        try:
+            line = probe_line(_probe_record(spec, ident))
+        except ValueError as err:  # bounded keys and cut fields: unreachable, but never after a claim
+            raise EffectRefused(str(err)) from None
+        return cls(spec, target, probe, line, (str(target), spec.id))
+
+
+def _hold(call: _Call) -> contextvars.Token[frozenset[tuple[str, str]]]:
+    held = _HELD.get()
+    if call.gate in held:
+        raise EffectRefused(f"exactly_once on {call.spec.id[:80]!r} called from inside its own write: it would wait "
+                            "for itself; use another kind or key for a nested effect")  # fmt: skip
+    return _HELD.set(held | {call.gate})
 
 
 def _claim(target: str | Path, spec: EffectSpec) -> Claim:
@@ -104,8 +164,39 @@ def _probe_record(spec: EffectSpec, ident: Identity) -> ProbeRecord:
     )
 
 
-def _probe_then_write(probe: Path, record: ProbeRecord, write: Callable[[str], object], payload: str) -> None:
-    append_probe(probe, record)
+async def _write(write: Write, payload: str) -> None:
+    """An async write awaited here; a sync one on a thread of its own (not the loop's default executor:
+    a worker's few threads, which hung writes would use up)."""
+    if _is_async(write):
+        await write(payload)
+        return
+    result = await asyncio.wrap_future(_in_thread(write, payload))
+    if inspect.isawaitable(result):  # a plain callable that returned a coroutine
+        await result
+
+
+async def _unabandoned(future: Future[T]) -> T:
+    """Wait for `future` to the end, even if this task is cancelled meanwhile (a heartbeat delivers
+    Temporal's cancellation): the stamp after a completed write must not be dropped from the ledger
+    thread's queue, or the effect, done, stays unstamped and a retry sends it again. The cancellation
+    is raised once the future is done."""
+    waiter = asyncio.wrap_future(future)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(waiter)
+            break
+        except asyncio.CancelledError as exc:
+            if waiter.done():  # the future itself was cancelled: nothing left to wait for
+                raise
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+def _probe_then_write(probe: Path, line: bytes, write: Callable[[str], object], payload: str) -> None:
+    append_probe(probe, line)
     result = write(payload)
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):

@@ -1,11 +1,15 @@
 """The probe log: every physical write call, counted outside the ledger (the independent check).
 
 One JSON line per call, appended BEFORE the write is called (so a kill mid-write still counts the
-attempt): `{"key", "kind", "workflow_id", "run_id", "activity_id", "attempt", "pid", "t"}`. Each line
-is one `write(2)` on an O_APPEND descriptor and under PROBE_LINE_MAX bytes, so lines of concurrent
-writers (threads, processes, hosts on one local file system) never interleave; it is fsynced before
-the write runs. The ledger's claim rows say what the protocol decided; this file says how often the
-user's write was actually entered, which is what a duplicate would show up in.
+attempt): `{"key", "kind", "workflow_id", "run_id", "activity_id", "attempt", "pid", "t"}` (`t`: when
+the call began). Each record is one `write(2)` on an O_APPEND descriptor and under PROBE_LINE_MAX
+bytes, so records of concurrent writers (threads, processes, hosts on one local file system) never
+interleave; it is fsynced before the write runs. A record starts with a newline as well as ending
+with one: a record torn by a short write (a full disk) is then a line of its own, never the start of
+the next record's line (the reader skips it, and the empty lines between records).
+
+The ledger's claim rows say what the protocol decided; this file says how often the user's write was
+actually entered, which is what a duplicate would show up in.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from pathlib import Path
 
 from checkpoint_tui.errors import Failed
 
-PROBE_LINE_MAX = 4000  # bytes, newline included: below the 4 KiB page an append is written in
+PROBE_LINE_MAX = 4000  # bytes, newlines included: below the 4 KiB page an append is written in
 PROBE_READ_LIMIT = 64 * 1024 * 1024  # bytes read_probe_log reads at most
-_FIELD_LIMITS = {"workflow_id": 200, "run_id": 100, "activity_id": 100}  # informative only: the key counts
+# Bytes of JSON text (quotes included) each informative field may take; only the key counts. The key
+# takes at most 2 + 4 * (4 + KEY_LIMIT) = 2066 bytes (a printable character is at most 4 bytes of
+# UTF-8, or 2 as the escapes \" and \\), the kind 66, names and numbers ~120: ~3650 with these.
+_FIELD_BUDGETS = {"workflow_id": 800, "run_id": 300, "activity_id": 300}
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -42,20 +49,38 @@ class ProbeRecord:
 
 
 def probe_line(record: ProbeRecord) -> bytes:
-    """The record as one line. The key is kept whole (the library bounds it); the fields that only
-    inform are cut so the line stays under PROBE_LINE_MAX. A lone surrogate becomes a JSON escape."""
+    """The record as one line, between two newlines. The key is kept whole (the library bounds it); the
+    fields that only inform are cut, by their encoded bytes, so the line stays under PROBE_LINE_MAX. A
+    lone surrogate becomes a JSON escape. A line that would still be over (a key the library did not
+    bound) raises ValueError: the library builds the line before it claims anything."""
     fields = asdict(record)
-    for name, limit in _FIELD_LIMITS.items():
-        fields[name] = fields[name][:limit]
-    line = (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
+    for name, budget in _FIELD_BUDGETS.items():
+        fields[name] = _cut(fields[name], budget)
+    text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    line = f"\n{text}\n".encode("utf-8", "backslashreplace")
     if len(line) > PROBE_LINE_MAX:
-        raise ValueError(f"probe line of {len(line)} bytes is over {PROBE_LINE_MAX}")  # bounded keys: unreachable
+        raise ValueError(f"probe line of {len(line)} bytes is over {PROBE_LINE_MAX}")
     return line
 
 
-def append_probe(path: Path, record: ProbeRecord) -> None:
-    """Append one line with one write(2), then fsync: the count survives a SIGKILL that comes next."""
-    line = probe_line(record)
+def _json_size(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+
+
+def _cut(text: str, budget: int) -> str:
+    """The longest prefix of `text` whose JSON string (quotes included) is at most `budget` bytes."""
+    text = text[:budget]  # every character takes at least one byte
+    size = 2
+    for i, char in enumerate(text):
+        size += _json_size(char) - 2
+        if size > budget:
+            return text[:i]
+    return text
+
+
+def append_probe(path: Path, line: bytes) -> None:
+    """Append one record (`probe_line`) with one write(2), then fsync: the count survives a SIGKILL
+    that comes next."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, _OPEN_FLAGS, 0o600)
     try:
@@ -69,9 +94,10 @@ def append_probe(path: Path, record: ProbeRecord) -> None:
 
 def read_probe_records(path: str | os.PathLike[str], limit: int = PROBE_READ_LIMIT) -> list[ProbeRecord]:
     """Every complete record, oldest first. A last line without its newline was torn (a writer killed
-    inside its append, or still appending) and is left out, as is a line that is not a record; a
-    missing file has none. A file over `limit` bytes is refused, not read in part (a partial count
-    would under-report duplicates)."""
+    inside its append, or still appending) and is left out, as is a line that is not a record (a
+    record torn by a short write is a line of its own) and an empty line; a missing file has none. A
+    file over `limit` bytes is refused, not read in part (a partial count would under-report
+    duplicates)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -82,7 +108,7 @@ def read_probe_records(path: str | os.PathLike[str], limit: int = PROBE_READ_LIM
     complete = data[: data.rfind(b"\n") + 1]
     records = []
     for raw in complete.splitlines():
-        record = _record(raw)
+        record = _record(raw) if raw.strip() else None
         if record is not None:
             records.append(record)
     return records
