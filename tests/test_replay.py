@@ -6,6 +6,7 @@ diverging event."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from junitparser import JUnitXml
 from temporalio import workflow
 
 from checkpoint_tui import cli
+from checkpoint_tui.app.foreign_runs import FOREIGN, start_foreign_run
 from checkpoint_tui.app.runs import new_run_id, wait_for_run
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.shared import AgentInput, AgentResult
@@ -63,6 +65,16 @@ def fail_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("FAIL")]
 
 
+async def foreign_run(home: Settings, client) -> str:
+    """A run of a user's workflow as `--worker-cmd ... start --workflow SendLines` records it (ledger row
+    `foreign:SendLines`, a real workflow in Temporal), on a queue nobody polls, then terminated: a real
+    history that AgentLoop cannot replay."""
+    run_id = await start_foreign_run(replace(home, task_queue_name=f"{home.task_queue}-byo"), client, "SendLines",
+                                     {"count": 2})  # fmt: skip
+    await client.get_workflow_handle(run_id).terminate("test: a foreign history, never run")
+    return run_id
+
+
 async def test_chain_with_kills_replays_and_changed_code_fails(home, client, supervisor, tmp_path, capsys):
     conn = connect(home.db_path)
     run_id = new_run_id()
@@ -86,6 +98,18 @@ async def test_chain_with_kills_replays_and_changed_code_fails(home, client, sup
     first = json.loads((corpus / files[0]).read_text())
     assert first["events"][-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
     assert JUnitXml.fromfile(str(junit)).tests == 3
+
+    # A run of a user's workflow in the same ledger: --all replays ours and skips it with a note; named,
+    # it is a usage error (exit 2) before anything is replayed.
+    foreign = await foreign_run(home, client)
+    every = run_cli("replay", "--all", home=home, timeout=90)
+    assert every.returncode == 0, every.stdout + every.stderr
+    skip = [line for line in every.stdout.splitlines() if line.startswith(f"skip  {foreign}:")]
+    assert len(skip) == 1 and "your own workflow SendLines" in skip[0] and "--verify --workflow SendLines" in skip[0]
+    assert "REPLAY PASS — 3/3" in every.stdout and not fail_lines(every.stdout)
+    named = run_cli("replay", run_id, foreign, home=home)
+    assert named.returncode == 2 and "PASS" not in named.stdout
+    assert named.stderr.count("\n") == 1 and "--verify --workflow SendLines" in named.stderr
 
     # Without a server: an unreachable address, a home with nothing in it.
     nowhere = tmp_path / "empty-home"
@@ -148,3 +172,19 @@ def test_unreadable_history_file_fails(tmp_path, capsys):
     (corpus / "run-20261130-000000-abcd.01.json").write_text('{"events": [{"eventType": "NOT_A_TYPE"}]}')
     assert cli.run(["--home", str(tmp_path / "h"), "replay", "--from", str(corpus)]) == 1
     assert "FAIL  replay run-20261130-000000-abcd.01.json" in capsys.readouterr().out
+
+
+def test_foreign_runs_only_nothing_is_started(tmp_path, capsys):
+    """A home whose only run is of a user's workflow: --all skips it and starts no server; named: exit 2."""
+    home = Settings(home=tmp_path / "h")
+    home.ensure_dirs()
+    run_id = new_run_id()
+    create_run(connect(home.ledger), run_id, 0, 0.0, f"{FOREIGN}SendLines", "byo-example")  # as start_foreign_run does
+    assert cli.run(["--home", str(home.home), "replay", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert f"skip  {run_id}: a run of your own workflow SendLines" in out
+    assert "nothing to replay" in out and not (home.run_dir / "devserver.json").exists()
+    assert cli.run(["--home", str(home.home), "replay", run_id]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{run_id} is a run of your own workflow SendLines" in err[0]
+    assert not (home.run_dir / "devserver.json").exists()

@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
+from checkpoint_tui.app.foreign_runs import workflow_type_of
 from checkpoint_tui.app.history import to_history_event
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.errors import UsageError
@@ -187,7 +188,7 @@ async def replay_command(
                      event_id=outcome.divergence.event_id if outcome.divergence else None)  # fmt: skip
     total, failed = len(report.checks), len(report.failures)
     if not total:
-        print("nothing to replay: this home's ledger has no runs")
+        print("nothing to replay: no history of checkpoint-tui's workflow among this home's runs")
     elif failed:
         print(f"REPLAY FAILED — {failed}/{total} histories do not replay on this checkout's workflow code")
     else:
@@ -203,11 +204,37 @@ async def _from_temporal(settings: Settings, selection: Selection, report: Repor
     if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
         raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")
     run_ids = list(selection.run_ids) or (queries.run_ids(conn) if conn is not None else [])
+    run_ids = ours(conn, run_ids, named=bool(selection.run_ids)) if conn is not None else run_ids
     if not run_ids:
         return []
     address, _ = resolve_address(settings)
     client = await connect_client(settings, address)
     return await chains(client, run_ids, conn, report, strict=not selection.all_runs)
+
+
+def ours(conn, run_ids: list[str], named: bool) -> list[str]:
+    """The runs of checkpoint-tui's own workflow. A run of a user's workflow (`--worker-cmd ... start
+    --workflow`, its row's provider `foreign:TYPE`) would only fail against AgentLoop: with --all it is
+    skipped with a note; named, it is a usage error (exit 2) before anything starts."""
+    kept = []
+    for run_id in run_ids:
+        row = queries.run(conn, run_id)
+        workflow = workflow_type_of(row.provider) if row is not None else None
+        if workflow is None:
+            kept.append(run_id)
+        elif named:
+            raise UsageError(f"{run_id} is {foreign_note(workflow)}")
+        else:
+            print(f"skip  {run_id}: {foreign_note(workflow)}")
+    return kept
+
+
+def foreign_note(workflow: str) -> str:
+    return (
+        f"a run of your own workflow {workflow}, which checkpoint-tui's AgentLoop cannot replay; "
+        f"--worker-cmd CMD --verify --workflow {workflow} --input JSON replays your workflow's histories "
+        "on your worker's own code"
+    )
 
 
 async def chains(client: Client, run_ids: list[str], conn, report: Report | None, strict: bool) -> list[Recorded]:

@@ -51,12 +51,19 @@ class Context:
         sup = Supervisor(self.settings, self.address, assist=assist, spare=spare)
         if not sup.acquire():
             raise RuntimeError("another supervisor owns the verify home")
-        await asyncio.to_thread(sup.ensure_worker)
-        await wait_until(
-            lambda: all(w.ready(self.settings) for w in (sup.primary, sup.spare) if w is not None),
-            READY_TIMEOUT_S, what="the worker (and spare) connected; see run/worker.log",
-        )  # fmt: skip  # scenarios measure failover: start them with the worker (and spare) connected
         self.sup = sup
+        try:
+            await asyncio.to_thread(sup.ensure_worker)
+            await wait_until(
+                lambda: all(w.ready(self.settings) for w in (sup.primary, sup.spare) if w is not None),
+                READY_TIMEOUT_S, what="the worker (and spare) connected; see run/worker.log",
+            )  # fmt: skip  # scenarios measure failover: start them with the worker (and spare) connected
+        except BaseException:  # a start-up that failed half-way: stop what it started, release the home
+            await self.unsupervise(stop_workers=True)
+            for w in worker_proc.load_all(self.settings):  # one recorded before it reached the pool
+                await asyncio.to_thread(worker_proc.stop, self.settings, w)
+                worker_proc.forget(self.settings, w.role, w.slot)
+            raise
         sup.start()  # unsupervise() stops it
         return sup
 
