@@ -5,6 +5,7 @@ inside a batch update. The app holds no run state: quit and restart and every pa
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -141,6 +142,9 @@ class CheckpointApp(App[int]):
             status.say(str(err))
             return
         self._booted.set()
+        # What exists now (Textual, the SDK, the session) lives as long as the app: out of the garbage
+        # collector's full passes, which otherwise walk it every ~10 s of a live run (~0.1 s each).
+        gc.freeze()
         status.say("ready — n new run · k kill worker · f faults · ? help")
         while True:  # the next poll starts only when the last one has been applied: no overlap
             try:

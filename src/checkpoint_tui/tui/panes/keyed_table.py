@@ -132,10 +132,24 @@ class KeyedTable(ScrollView, can_focus=True):
             self._resize()
             if follow and at_end:
                 self._move_cursor(self.row_count - 1, jump=True)
+            self._forget_far_rows()
         for i in changed:
             self.refresh_line(i + self._top)
         if not changed and added:
             self.refresh()
+
+    def _forget_far_rows(self) -> None:
+        """Rendered rows are kept only near the view: each Strip is a dozen objects for the garbage
+        collector to walk, and keeping every row ever shown made a long run's collections (and the
+        app's CPU) grow with its length. A row scrolled back to is rendered again."""
+        page = max(1, self.scrollable_content_region.height)
+        if len(self._strips) + len(self._painted) < 8 * page + 64:
+            return
+        top = self.scroll_offset.y
+        keep = range(top - 2 * page, top + 3 * page)
+        for cache in (self._strips, self._lines, self._painted):
+            for row in [r for r in cache if isinstance(r, int) and r not in keep]:
+                del cache[row]
 
     def insert_before(self, before: str, key: str, cells: tuple[Cell, ...]) -> int | None:
         """Insert a row above the row `before` (a marker between log lines); returns its index, None if
