@@ -211,3 +211,48 @@ async def test_ledger_server_crash_mid_run(home: Settings, temporal_address: str
         assert snap.completed_steps == 16 and snap.missing_steps == []
         assert snap.duplicates == 0 and snap.unstamped == 0
         assert (snap.outbox_lines, snap.outbox_duplicates, snap.notes_rows, snap.notes_duplicates) == (16, 0, 16, 0)
+
+
+async def test_a_zombie_writer_stopped_in_the_claim_window_writes_nothing_twice(home: Settings, temporal_address: str):
+    """--workers 2: the worker writing step 3's email is stopped right after its claim (held off from
+    the watchdog, as a pause nemesis is). Temporal times its heartbeat out and gives the activity to the
+    other worker, which recovers the effect and the run completes. Then the stopped one is continued:
+    the zombie finishes its stale write. Outbox, notes and ledger must still hold every effect once."""
+    from checkpoint_tui.ledger.faults import FaultSpec
+    from checkpoint_tui.ops import watchdog
+
+    settings = replace(home, pool_size=2)
+    async with supervised(settings, temporal_address) as (sup, client):
+        pool = sup.pool_workers()
+        for w in pool:
+            watchdog.hold(settings, w.ident, 120)  # this pause is deliberate: the test continues it
+        stall = FaultSpec("stop_after_claim", 3, effect_kind="email")
+        run_id = await start_run(settings, client, steps=5, pace=0.1, fault_plan=[stall])
+        conn = connect(settings.ledger)
+        deadline = time.monotonic() + 60
+        stopped = []
+        while not stopped:
+            assert time.monotonic() < deadline, "no worker stopped in the claim window"
+            stopped = [w for w in pool if watchdog.proc_state(w.pid) == "T"]
+            await asyncio.sleep(0.05)
+        zombie = stopped[0]
+        try:
+            assert await wait_for_run(settings, client, run_id, timeout=90) == "COMPLETED"
+            assert watchdog.proc_state(zombie.pid) == "T"  # the run finished without it
+            assert send_signal_if_ours(zombie.ident, signal.SIGCONT)
+            email = f"{run_id}:3:email"
+            deadline = time.monotonic() + 30  # the zombie's stale write and stamp (or its give-up) land
+            while conn.execute("SELECT COUNT(*) FROM effect_outcomes WHERE effect_id = ? AND outcome IS NOT NULL "
+                               "AND worker_pid = ?", (email, zombie.pid)).fetchone()[0] == 0:  # fmt: skip
+                assert time.monotonic() < deadline, "the continued zombie never finished its write"
+                await asyncio.sleep(0.05)
+        finally:
+            send_signal_if_ours(zombie.ident, signal.SIGCONT)
+        snap = build_snapshot(conn, settings, run_id, "COMPLETED")
+        assert snap.duplicates == 0 and snap.outbox_lines == 5 and snap.outbox_duplicates == 0
+        assert snap.notes_rows == 5 and snap.completed_steps == 5
+        attempts = conn.execute(
+            "SELECT worker_pid, outcome FROM effect_outcomes WHERE effect_id = ? ORDER BY seq", (email,)
+        ).fetchall()
+        assert len({a["worker_pid"] for a in attempts}) == 2, [tuple(a) for a in attempts]  # two writers
+        assert "recovered" in {a["outcome"] for a in attempts}  # the other worker finished it

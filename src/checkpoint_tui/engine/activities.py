@@ -174,8 +174,13 @@ class AgentActivities:
         return outcomes
 
     def _maybe_crash(self, inp: EffectInput, kind: str) -> None:
-        if faults.consume(connect(self.ledger), inp.run_id, inp.step, "crash_after_claim", kind):
+        conn = connect(self.ledger)
+        if faults.consume(conn, inp.run_id, inp.step, "crash_after_claim", kind):
             os.kill(os.getpid(), signal.SIGKILL)  # the claim is committed, the write never happens
+        if faults.consume(conn, inp.run_id, inp.step, "stop_after_claim", kind):
+            # A zombie writer: stopped between claim and write until someone sends SIGCONT; by then
+            # Temporal may have given the activity to another worker, which recovers the effect.
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     @activity.defn(name="mark_step_completed")
     async def mark_step_completed(self, inp: StepInput) -> None:

@@ -10,7 +10,7 @@ from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now
 
-FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at", "freeze")
+FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at", "freeze", "stop_after_claim")
 MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
 MAX_COUNT = 100
 
@@ -29,7 +29,8 @@ class FaultSpec:
 
 
 def parse_fault(text: str) -> FaultSpec:
-    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`, `freeze:STEP`."""
+    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`,
+    `freeze:STEP`, `stop_after_claim:STEP[:KIND]`."""
     parts = text.split(":")
     kind = parts[0].replace("-", "_")
     if kind not in FAULT_KINDS or len(parts) < 2:
@@ -48,7 +49,7 @@ def parse_fault(text: str) -> FaultSpec:
         if not 1 <= count <= MAX_COUNT:
             raise ValueError(f"bad fault {text!r}: COUNT must be between 1 and {MAX_COUNT}")
         return FaultSpec(kind, step, count=count)
-    if kind == "crash_after_claim":
+    if kind in ("crash_after_claim", "stop_after_claim"):
         effect_kind = parts[2] if len(parts) > 2 else "file"
         if effect_kind not in KINDS:
             raise ValueError(f"bad fault {text!r}: effect kind must be one of {KINDS}")
