@@ -142,7 +142,7 @@ def idle(home: Settings, steps: int, seconds: float) -> dict:
                 raise SystemExit("the app did not catch up with the finished run in 300 s")
             time.sleep(0.5)
         catch_up_s, load_cpu = time.monotonic() - opened, app.cpu()
-        time.sleep(3.0)
+        time.sleep(min(3.0, seconds))  # settle
         cpu0, t0 = app.cpu(), time.time()
         time.sleep(seconds)
         cpu1, t1 = app.cpu(), time.time()

@@ -3,7 +3,8 @@
 `examples/byo_worker/worker.py` runs as an ordinary subprocess; it is SIGKILLed while one activity is
 inside its write (its probe line is logged, its ledger claim not yet stamped), started again, and the
 workflow completes with each line in the output file exactly once, that effect `recovered` once, no
-duplicate ledger rows, and the probe log showing the killed write was entered twice. Both backends."""
+duplicate ledger rows, and the probe log showing the killed write was entered twice. On SQLite (the library's kill-mid-write
+recovery on PostgreSQL is tests/test_effects_library.py's)."""
 
 from __future__ import annotations
 
@@ -123,6 +124,7 @@ async def kill_mid_write(workers: Workers, proc: subprocess.Popen, target: str, 
     raise AssertionError(f"no kill landed inside a write in {KILL_TRIES} tries")
 
 
+@pytest.mark.parametrize("ledger_target", ["sqlite"], indirect=True)  # PostgreSQL: test_effects_library.py
 async def test_plain_worker_killed_mid_write_recovers_exactly_once(
     workers: Workers, ledger_target: str, tmp_path: Path, temporal_address: str
 ) -> None:

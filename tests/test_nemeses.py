@@ -101,26 +101,15 @@ def test_a_mixed_schedule_with_a_partition_keeps_exactly_once_on_a_postgresql_le
     assert not home.db_path.exists() or connect(home.db_path).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
-def test_a_partition_with_kills_and_a_pause_keeps_exactly_once(session_root):
-    """The workers reach Temporal through chaos's loopback proxy; a 3 s partition (past the heartbeat
-    timeout) between a kill and a pause: the run completes and every effect happened once."""
-    events = [
-        {"at_step": 2, "nemesis": "worker-in-activity", "delay_ms": 20},
-        {"at_step": 3, "nemesis": "partition", "delay_ms": 20, "duration_s": 3.0},
-        {"at_step": 5, "nemesis": "pause", "delay_ms": 20, "duration_s": 1.0},
-    ]
-    report = run_clean_schedule(Settings(home=session_root / "nemesis-net-home"), "net", events)
-    partition = next(p for p in report["pauses"] if p["kind"] == "partition")
-    assert partition["healed_at"] - partition["at"] >= 3.0
-    assert report["nemeses"]["partition"]["median_stall_s"] >= 2.5  # the workers' link really was cut
-
-
 def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root):
-    """`--partitions 1`'s schedule (the seed's three required kills stay where they were) plus a
-    partition placed by time, past the heartbeat timeout: both cut the workers off from Temporal; the
-    run completes with nothing lost or duplicated, and each partition's stall is in the report."""
-    seeded = make_schedule(5, 7, 3, partitions=1)
-    assert [e for e in seeded if e.kind != PARTITION] == make_schedule(5, 7, 3)
+    """The short mixed schedule on SQLite (PostgreSQL: the test above): `--pauses 1 --partitions 1`'s
+    schedule (the seed's claim-window, supervisor and dev-server kills stay where they were; a 1.85 s
+    pause; a 2.32 s partition) plus a partition placed by time, past the heartbeat timeout: both cut
+    the workers off from Temporal; the run completes with nothing lost or duplicated, and each
+    partition's stall is in the report."""
+    seeded = make_schedule(5, 7, 3, pauses=1, partitions=1)
+    assert [e for e in seeded if e.kind != PARTITION] == make_schedule(5, 7, 3, pauses=1)
+    assert {e.kind for e in seeded} >= {"claim-window-crash", "pause", PARTITION}
     timed = {"at_s": 1.0, "nemesis": PARTITION, "target": "network", "delay_ms": 0, "duration_s": 2.5}
     events = [e.to_json() for e in seeded] + [timed]
     report = run_clean_schedule(Settings(home=session_root / "nemesis-timed-home"), "timed", events)
