@@ -3,8 +3,8 @@
 `examples/byo_worker/worker.py` runs as an ordinary subprocess; it is SIGKILLed while one activity is
 inside its write (its probe line is logged, its ledger claim not yet stamped), started again, and the
 workflow completes with each line in the output file exactly once, that effect `recovered` once, no
-duplicate ledger rows, and the probe log showing the killed write was entered twice. On SQLite (the library's kill-mid-write
-recovery on PostgreSQL is tests/test_effects_library.py's)."""
+duplicate ledger rows, and the probe log showing the killed write was entered twice. On SQLite (the
+library's kill-mid-write recovery on PostgreSQL is tests/test_effects_library.py's)."""
 
 from __future__ import annotations
 
