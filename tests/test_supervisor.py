@@ -102,3 +102,15 @@ async def _until(cond, timeout: float = 30.0) -> None:
     while not cond():
         assert time.monotonic() < deadline, "condition not reached"
         await asyncio.sleep(0.02)
+
+
+async def test_a_stop_right_after_the_start_is_not_lost(home, temporal_address):
+    """stop() may come before the supervisor's thread has made its stop Event (or while it connects to
+    Temporal): the request must still end the thread at once, not after the 10 s join timeout with the
+    thread left watching (and respawning) behind it."""
+    for _ in range(5):
+        sup = Supervisor(home, temporal_address, spare=False)
+        sup.start()
+        t = time.monotonic()
+        await sup.stop()
+        assert time.monotonic() - t < 3.0 and not sup._thread.alive

@@ -47,15 +47,9 @@ STOP_WAIT_S = 10.0
 
 class Supervisor:
     def __init__(
-        self,
-        settings: Settings,
-        address: str,
-        *,
-        spare: bool = True,
-        assist: bool = True,
-        respawn: bool = True,
+        self, settings: Settings, address: str, *, spare: bool = True, assist: bool = True, respawn: bool = True,
         worker_args: tuple[str, ...] = (),
-    ) -> None:
+    ) -> None:  # fmt: skip
         self.settings = settings
         self.address = address
         self.use_spare = spare and not settings.foreign  # a user's worker command has no standby protocol
@@ -73,6 +67,7 @@ class Supervisor:
         self._tasks: set[asyncio.Task] = set()
         self._thread = LoopThread(name="supervisor")
         self._stop: asyncio.Event | None = None
+        self._stop_requested = False  # stop() may come before _watch has made its Event (e.g. mid-connect)
         self._client: Client | None = None
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
@@ -181,10 +176,13 @@ class Supervisor:
 
     def start(self) -> None:
         """Start watching on the supervisor's thread (until stop()); `running()` pairs the two."""
+        self._stop_requested = False
         self._thread.start(self._watch)
 
     async def _watch(self) -> None:
         self._stop = asyncio.Event()
+        if self._stop_requested:  # stop() came first
+            self._stop.set()
         if self.assist:
             self._client = await self._connect()
         await self.run()
@@ -193,9 +191,10 @@ class Supervisor:
                 await asyncio.wait_for(task, 5.0)
 
     def _request_stop(self) -> None:
-        assert self._stop is not None
-        self._stop.set()
-        self._wake.set()
+        self._stop_requested = True
+        if self._stop is not None:
+            self._stop.set()
+            self._wake.set()
 
     async def _connect(self) -> Client | None:
         try:
@@ -214,11 +213,10 @@ class Supervisor:
 
     async def stop(self, stop_workers: bool = False) -> None:
         """Stop watching. With stop_workers, also SIGTERM the pool and the spare (by identity)."""
-        if self._stop is not None:
-            if self._thread.alive:
-                self._thread.call_soon(self._request_stop)
-            else:  # run() was awaited on the caller's own loop
-                self._request_stop()
+        if self._thread.alive:
+            self._thread.call_soon(self._request_stop)
+        else:  # not started, or run() was awaited on the caller's own loop
+            self._request_stop()
         if not await self._thread.join(STOP_WAIT_S):
             log.warning("supervisor thread did not stop within %.0f s", STOP_WAIT_S)
         if stop_workers:
@@ -237,6 +235,8 @@ class Supervisor:
         (the kill must land inside a model call of a few hundred ms)."""
         if self._stop is None:
             self._stop = asyncio.Event()
+        if self._stop_requested:
+            self._stop.set()
         self._wake = asyncio.Event()
         exits = self._exits = ExitWatch(self._wake)
         try:
