@@ -135,6 +135,8 @@ def test_byo_flags_are_checked_before_anything_starts(tmp_path, capsys):
         ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--fault", "garble:1"],
         ["--worker-cmd", WORKER_CMD, "compare"],
         ["--worker-cmd", WORKER_CMD, "--verify"],  # --verify on a user's worker needs --workflow
+        # a proof bundle is for our own workflow: refused, not silently ignored
+        ["--worker-cmd", WORKER_CMD, "--verify", "--workflow", "SendLines", "--proof", str(tmp_path / "p")],
     ]
     for argv in bad:
         try:

@@ -94,6 +94,8 @@ def check_pairing(args: argparse.Namespace, foreign: bool) -> None:
         raise UsageError(f"{command} runs checkpoint-tui's own workflow; it does not take --worker-cmd")
     if foreign and args.verify and not args.verify_workflow:
         raise UsageError("--verify with --worker-cmd needs --workflow TYPE (and --input JSON)")
+    if foreign and args.verify and args.verify_proof:  # refused rather than silently ignored
+        raise UsageError("--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit")
     if command in ("start", "chaos"):
         if getattr(args, "input_json", None) is not None and not args.workflow:
             raise UsageError("--input goes with --workflow")
