@@ -117,6 +117,17 @@ async def test_chain_with_kills_replays_and_changed_code_fails(home, client, sup
     assert offline.returncode == 0, offline.stdout + offline.stderr
     assert "REPLAY PASS — 3/3" in offline.stdout and not (nowhere / "run").exists()
 
+    # A history file of another workflow type under --from (a user's): skipped with a note, not failed.
+    theirs = tmp_path / "their-corpus"
+    theirs.mkdir()
+    first = sorted(corpus.glob("*.json"))[0]
+    data = json.loads(first.read_text())
+    data["events"][0]["workflowExecutionStartedEventAttributes"]["workflowType"]["name"] = "SendLines"
+    (theirs / first.name).write_text(json.dumps(data))
+    other = run_cli("--home", str(nowhere), "--temporal-address", "127.0.0.1:9", "replay", "--from", str(theirs))
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert "a history of workflow SendLines, not AgentLoop" in other.stdout and "nothing to replay" in other.stdout
+
     # Changed workflow code, through the same command's seam (the class is a parameter).
     settings = Settings(home=nowhere)
     capsys.readouterr()

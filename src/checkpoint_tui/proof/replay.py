@@ -176,6 +176,7 @@ async def replay_command(
             raise UsageError(f"--from {selection.from_path}: no history files (JSON with an 'events' list)")
         for path in other:
             print(f"skip  {path}: JSON, but not a history")
+        recorded = _only_ours(recorded, workflow)
         for b in bad:
             report.check(f"replay {b.path.name}", False, b.reason)
     else:
@@ -197,6 +198,22 @@ async def replay_command(
         write_junit(junit_path, "checkpoint-tui replay", report.checks, time_s=time.monotonic() - started)
         print(f"wrote {junit_path}")
     return 1 if failed else 0
+
+
+def _only_ours(recorded: list[Recorded], workflow: type) -> list[Recorded]:
+    """Files of another workflow type (a user's, under --worker-cmd) are skipped with a note: replayed
+    against ours they could only fail, and say nothing about either."""
+    ours = getattr(workflow, "__temporal_workflow_definition").name
+    kept = []
+    for rec in recorded:
+        events = rec.history.events
+        start = events[0].workflow_execution_started_event_attributes if events else None
+        kind = start.workflow_type.name if start is not None else ""
+        if kind and kind != ours:
+            print(f"skip  {rec.name}: a history of workflow {kind}, not {ours}: replay it against its own code")
+        else:
+            kept.append(rec)
+    return kept
 
 
 async def _from_temporal(settings: Settings, selection: Selection, report: Report) -> list[Recorded]:
