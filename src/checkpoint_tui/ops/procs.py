@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import socket
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -106,47 +107,47 @@ def started_with(pid: int, name: str, limit: int = 1 << 20) -> str | None:
     return None
 
 
-def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
-    """Signal only if the pid is still `ident`. A pidfd pins the process between check and kill."""
+@contextlib.contextmanager
+def _pinned_if_ours(ident: ProcIdentity) -> Iterator[int | None]:
+    """A pidfd of `ident`'s pid if that pid is still `ident` (else None): the pidfd pins the process, so
+    neither it nor its group id can be reused between this check and a signal sent while it is open."""
     try:
         fd = os.pidfd_open(ident.pid)
     except (ProcessLookupError, OSError):
-        return False
+        yield None
+        return
     try:
-        if not ident.matches_live():
-            return False
-        signal.pidfd_send_signal(fd, sig)
-        return True
-    except ProcessLookupError:
-        return False
+        yield fd if ident.matches_live() else None
     finally:
         os.close(fd)
+
+
+def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:
+    """Signal only if the pid is still `ident`."""
+    with _pinned_if_ours(ident) as fd:
+        if fd is None:
+            return False
+        try:
+            signal.pidfd_send_signal(fd, sig)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def signal_group_if_ours(ident: ProcIdentity, sig: int) -> bool:
     """Signal the process and its process group (a session leader we spawned: a user's worker command
-    may fork its real worker), only if the leader is still `ident`. The pidfd pins the leader, so its
-    group id cannot be reused between the check and the signal."""
-    try:
-        fd = os.pidfd_open(ident.pid)
-    except (ProcessLookupError, OSError):
-        return False
-    try:
-        if not ident.matches_live():
+    may fork its real worker), only if the leader is still `ident`."""
+    with _pinned_if_ours(ident) as fd:
+        if fd is None:
             return False
         try:
-            leads = os.getpgid(ident.pid) == ident.pid  # started in a session of its own
+            if os.getpgid(ident.pid) == ident.pid:  # started in a session of its own
+                os.killpg(ident.pid, sig)  # the leader and whatever it forked, in one signal each
+            else:
+                signal.pidfd_send_signal(fd, sig)
         except ProcessLookupError:
             return False
-        if leads:
-            os.killpg(ident.pid, sig)  # the leader and whatever it forked, in one signal each
-        else:
-            signal.pidfd_send_signal(fd, sig)
         return True
-    except ProcessLookupError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def wait_gone(ident: ProcIdentity, timeout: float, poll: float = 0.005) -> bool:

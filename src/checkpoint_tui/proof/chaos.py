@@ -85,17 +85,23 @@ class Chaos:
         """Global flags for the supervisor process beyond --home (the rest travels in its environment)."""
         return []
 
-    async def run(self) -> dict:
-        settings = self.settings
-        started = time.monotonic()
-        print(f"chaos seed={self.seed} steps={self.steps} schedule:", flush=True)
+    async def start_lab(self, header: str, unit: str = "step") -> str:
+        """Print the schedule, put the network proxy between workers and Temporal if a partition is
+        planned, start the supervisor; returns the dev server's address."""
+        print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule:
-            print(f"  {ev.describe()}", flush=True)
-        address = devserver.recorded(settings)[1]["address"]
+            print(f"  {ev.describe().replace('step', unit, 1)}", flush=True)
+        address = devserver.recorded(self.settings)[1]["address"]
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
-            self.settings = settings = replace(settings, worker_address=await self.proxy.start())
+            self.settings = replace(self.settings, worker_address=await self.proxy.start())
         await self.spawn_supervisor()
+        return address
+
+    async def run(self) -> dict:
+        started = time.monotonic()
+        address = await self.start_lab(f"steps={self.steps}")
+        settings = self.settings
         client = await connect_client(settings, address)
         plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in self.schedule
                 if e.kind == "claim-window-crash"]  # fmt: skip

@@ -40,7 +40,6 @@ from checkpoint_tui.proof import nemeses
 from checkpoint_tui.proof.chaos import Chaos
 from checkpoint_tui.proof.foreign_audit import ForeignAudit, audit_foreign, audit_lines, probe_counts
 from checkpoint_tui.proof.junit import write_junit
-from checkpoint_tui.proof.net_proxy import NetProxy
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
@@ -148,16 +147,9 @@ class ForeignChaos(Chaos):
         return ["--worker-cmd", shlex.join(self.settings.worker_cmd), "--task-queue", self.settings.task_queue]
 
     async def run(self) -> dict:
-        settings = self.settings
         started = time.monotonic()
-        print(f"chaos seed={self.seed} workflow={self.workflow} activities={self.steps} schedule:", flush=True)
-        for ev in self.schedule:
-            print(f"  {ev.describe().replace('step', 'activity', 1)}", flush=True)
-        address = devserver.recorded(settings)[1]["address"]
-        if any(ev.kind == PARTITION for ev in self.schedule):
-            self.proxy = NetProxy(address)
-            self.settings = settings = replace(settings, worker_address=await self.proxy.start())
-        await self.spawn_supervisor()
+        address = await self.start_lab(f"workflow={self.workflow} activities={self.steps}", unit="activity")
+        settings = self.settings
         try:
             client = await connect_client(settings, address)
             await _first_worker_polling(client, settings)  # a command that cannot start: one line, exit 3
