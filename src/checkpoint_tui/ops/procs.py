@@ -7,8 +7,10 @@ import contextlib
 import json
 import os
 import secrets
+import select
 import signal
 import socket
+import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -120,6 +122,47 @@ def _pinned_if_ours(ident: ProcIdentity) -> Iterator[int | None]:
         yield fd if ident.matches_live() else None
     finally:
         os.close(fd)
+
+
+class ExitFd:
+    """Whether a process we did not start is still alive, asked as often as a supervisor tick likes: a
+    pidfd opened once (then the identity checked, so the pidfd is known to hold *that* process) turns
+    readable when it exits. Reading /proc through psutil instead cost ~0.5 ms of CPU a call here."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._close = weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def pin(cls, ident: ProcIdentity) -> ExitFd | None:
+        """A pin of `ident`, or None if the system has no pidfds (the caller falls back to /proc)."""
+        try:
+            fd = os.pidfd_open(ident.pid)
+        except ProcessLookupError:
+            return cls._dead()
+        except OSError:
+            return None
+        pin = cls(fd)
+        if not ident.exists():  # the pid is gone, or someone else's: the pin holds a stranger
+            pin._gone()
+        return pin
+
+    @classmethod
+    def _dead(cls) -> ExitFd:
+        pin = cls.__new__(cls)
+        pin._fd = None
+        return pin
+
+    def alive(self) -> bool:
+        if self._fd is None:
+            return False
+        if select.select([self._fd], [], [], 0)[0]:  # exited (a zombie counts as gone, as in exists())
+            self._gone()
+        return self._fd is not None
+
+    def _gone(self) -> None:
+        self._fd = None
+        self._close()
 
 
 def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.procs import (
+    ExitFd,
     ProcIdentity,
     identity_after_exec,
     read_json,
@@ -45,10 +46,14 @@ class WorkerProc:
     def pid(self) -> int:
         return self.ident.pid
 
+    _exit: ExitFd | None = field(default=None, repr=False, compare=False)  # an adopted worker's pidfd
+
     def alive(self) -> bool:
         if self.proc is not None:  # our own child: waitpid(WNOHANG) is exact and cheap
             return self.proc.poll() is None
-        return self.ident.exists()
+        if self._exit is None:  # adopted: pinned once by a pidfd, then asked with one poll(2)
+            self._exit = ExitFd.pin(self.ident)
+        return self._exit.alive() if self._exit is not None else self.ident.exists()
 
     def exit_status(self) -> tuple[str | None, int | None]:
         """(signal name, exit code) as observed; only our own child's status can be observed."""

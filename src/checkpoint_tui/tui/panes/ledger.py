@@ -26,8 +26,8 @@ class LedgerPane(KeyedTable):
         self.info = PaneInfo(id="ledger-info", lines=2)
 
     def apply(self, snap: Snapshot) -> None:
-        self.sync(((e.id, _cells(e)) for e in snap.effects), follow=True)  # the live step, unless moved away
-        self.info.show(info_text(snap))
+        self.sync_records(((e.id, e) for e in snap.effects), _cells, follow=True)  # the live step, unless moved away
+        self.info.show(lambda: info_text(snap))
         bad = snap.duplicates != 0 or snap.outbox_duplicates != 0
         if self.parent is not None:
             self.parent.set_class(bad, "dup-bad")

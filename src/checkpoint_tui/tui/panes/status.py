@@ -7,10 +7,10 @@ import time
 
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from checkpoint_tui.app.view import View
 from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.tui.panes.text_lines import TextLines
 
 PILLS = (
     "starting",
@@ -49,7 +49,7 @@ def pill_for(view: View) -> str:
     return "running" if view.worker_pid else "worker-dead"
 
 
-class StatusBar(Static):
+class StatusBar(TextLines):
     pill: reactive[str] = reactive("starting")
 
     def __init__(self) -> None:
@@ -85,13 +85,14 @@ class StatusBar(Static):
         COUNTS_EVERY_S: progress alone changes every refresh of a live run, and each repaint of these
         lines costs more than the line that changed (the app calls show() on every refresh, so a
         held-back count is shown on a later one)."""
+        now = time.monotonic()
+        if not news and now - self._shown_at < COUNTS_EVERY_S:
+            return  # held back (not even built): a later refresh shows it
         text = render_status(self._view, self.pill, self.message)
         if text == self._shown_text:  # an unchanged update would still cost a repaint
             return
-        now = time.monotonic()
-        if news or now - self._shown_at >= COUNTS_EVERY_S:
-            self._shown_text, self._shown_at = text, now
-            self.update(text, layout=False)  # fixed height (app.tcss): a repaint, not a layout pass
+        self._shown_text, self._shown_at = text, now
+        self.set_text(text)  # fixed height (app.tcss): a repaint, not a layout pass
 
 
 def render_status(view: View | None, pill: str, message: str) -> Text:

@@ -40,7 +40,7 @@ class TimelinePane(KeyedTable):
 
     def apply(self, snap: Snapshot, pending: PendingActivity | None = None) -> None:
         resumed, truncated = set(snap.resumed_steps), set(snap.truncated_steps)
-        rows = {str(s.step): _cells(s, s.step in resumed, s.step in truncated) for s in snap.steps}
+        rows = {str(s.step): (s, s.step in resumed, s.step in truncated, None) for s in snap.steps}
         for s in snap.steps:  # rows come when they change: the newest running one is the live step
             if s.status == "running" and (self._live is None or s.step >= self._live[0].step):
                 self._live = (s, s.step in resumed, s.step in truncated)
@@ -48,8 +48,8 @@ class TimelinePane(KeyedTable):
                 self._live = None
         if self._live is not None:  # its heartbeat cell; sync() repaints it only when the text changed
             live, was_resumed, was_truncated = self._live
-            rows[str(live.step)] = _cells(live, was_resumed, was_truncated, pending)
-        self.sync(rows.items(), follow=True)
+            rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
+        self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
         self.info.show(f"{snap.completed_steps}/{snap.total_steps} steps completed" if snap.run_id else "no run")
 
     def reset(self) -> None:

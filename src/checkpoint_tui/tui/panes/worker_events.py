@@ -22,7 +22,7 @@ class WorkerEventsPane(KeyedTable):
         self.info = None  # events need no counts line
 
     def apply(self, events: list[WorkerEvent]) -> None:
-        self.sync(((str(e.id), _cells(e)) for e in events), follow=True)
+        self.sync_records(((str(e.id), e) for e in events), _cells, follow=True)
 
 
 def describe(e: WorkerEvent) -> str:

@@ -1,0 +1,89 @@
+"""Styled lines kept by row for a scrolling table (a mixin for KeyedTable, ahead of ScrollView).
+
+Textual caches a widget's styled lines by their y and drops them all when it scrolls, so a follow-scroll
+restyled every visible line (~0.3 ms each, the bulk of a live refresh). Here styled lines are kept by
+row: after a scroll only rows not shown before are styled. And a table with no padding, border, tint
+or opacity of its own is styled here, without Textual's styles cache: for such a widget the cache would
+hand back the line render_line() made plus the line filters, after looking up colours and styles
+through the DOM on every call (the lines are the same; tests compare the two paths)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rich.style import Style
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+class PaintedLines:
+    # provided by KeyedTable / its Widget bases
+    _top: int
+    _painted: dict[object, tuple[tuple, Strip]]
+    _pass_base: Style | None
+    cursor_row: int
+    _show_cursor: bool
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines of `crop`: those shown before as they were, the rest styled (see the module)."""
+        top, scroll_y = self._top, self.scroll_offset.y
+        base = self._pass_base = self.rich_style  # one DOM walk per pass (it was one per line)
+        filters = tuple(self.get_line_filters())
+        context = (crop.x, crop.width, self.size.width, self.scroll_offset.x, base, self.has_focus, filters)
+        lines: list[Strip | None] = []
+        marks: list[tuple[object, tuple]] = []
+        for y in crop.line_range:
+            row = y - top + scroll_y
+            key: object = "header" if y < top else row if row < self.row_count else "blank"
+            mark = (context, row == self.cursor_row and self._show_cursor)
+            done = self._painted.get(key)
+            lines.append(done[1] if done is not None and done[0] == mark else None)
+            marks.append((key, mark))
+        if None in lines:
+            fill = self._styled_by_us(crop, lines, filters) if self._plain() else self._styled_by_textual(crop, lines)
+            for n, strip in fill:
+                lines[n] = strip
+                key, mark = marks[n]
+                self._painted[key] = (mark, strip)
+        self._pass_base = None
+        return lines  # type: ignore[return-value]  # every None was filled
+
+    def _plain(self) -> bool:
+        """No padding, border, outline, tint, hatch or opacity: Textual's styling of a line would leave
+        it as render_line() made it, bar the line filters."""
+        styles = self.styles
+        return (
+            styles.gutter == (0, 0, 0, 0)
+            and not any(edge for edge, _ in styles.outline)
+            and styles.tint.a == 0
+            and self.opacity == 1.0
+            and styles.text_opacity == 1.0
+            and not styles.has_rule("hatch")
+        )
+
+    def _styled_by_us(self, crop: Region, lines: list[Strip | None], filters: tuple) -> Iterator[tuple[int, Strip]]:
+        """The lines that `lines` lacks, as Textual's styles cache would make them for a plain widget."""
+        width = self.region.width
+        base_background, background = self.background_colors
+        inner = self._styles_cache.get_inner_outer(base_background, background)[0].rich_style
+        whole = crop.column_span == (0, width)
+        for n, y in enumerate(crop.line_range):
+            if lines[n] is None:
+                strip = self.render_line(y).adjust_cell_length(width, inner)
+                for line_filter in filters:
+                    strip = strip.apply_filter(line_filter, background)
+                yield n, strip if whole else strip.crop(crop.x, crop.right)
+
+    def _styled_by_textual(self, crop: Region, lines: list[Strip | None]) -> Iterator[tuple[int, Strip]]:
+        """The lines that `lines` lacks, styled by Textual in runs of adjacent lines (each call has a
+        fixed cost, colours and styles looked up through the DOM, larger than a line's)."""
+        i = 0
+        while i < len(lines):
+            if lines[i] is not None:
+                i += 1
+                continue
+            j = i
+            while j < len(lines) and lines[j] is None:
+                j += 1
+            yield from enumerate(super().render_lines(Region(crop.x, crop.y + i, crop.width, j - i)), start=i)
+            i = j
