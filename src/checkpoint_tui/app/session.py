@@ -124,7 +124,7 @@ class LabSession:
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
-            completion=completion, kills=kills, pending=pending,
+            completion=completion, kills=kills, pending=pending, quiet=not (changed or history or kills or reset),
         )  # fmt: skip
 
     async def _completion_of(self, run_id: str | None, snap: Snapshot) -> str | None:
@@ -221,6 +221,8 @@ class LabSession:
         assert self.client is not None
         planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
         self.run_id = await start_run(self.settings, self.client, steps, pace, planned, ledger_call=self._db)
+        if self.supervisor is not None:
+            self.supervisor.poke()  # a planned kill_at fault is armed from now
         await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
         return self.run_id
 

@@ -138,6 +138,7 @@ class View:
     owns_home: bool = False  # this app's supervisor holds the home's lock (else it only observes)
     planned_faults: list[str] = field(default_factory=list)
     stats: TickStats = field(default_factory=TickStats)  # what building this View cost
+    quiet: bool = False  # nothing new since the previous View: no ledger commit, no history event
     completion: str | None = None  # the completion sentence, once the run is over (computed once)
     kills: list[KillEvent] = field(default_factory=list)  # the run's kills not delivered before
     pending: PendingActivity | None = None  # the in-flight activity as Temporal last described it (<= 1/s)

@@ -94,10 +94,11 @@ def delete_for_run(conn: Ledger, run_id: str) -> None:
     conn.execute("DELETE FROM faults WHERE run_id = ?", (run_id,))
 
 
-def armed_kill_steps(conn: Ledger) -> list[tuple[str, int]]:
-    """(run_id, step) of kill_at faults not yet fired, for the supervisor to watch."""
+def armed_kill_steps(conn: Ledger) -> tuple[list[tuple[str, int]], bool]:
+    """(run_id, step) of kill_at faults not yet fired, for the supervisor to watch, and whether any run
+    is running at all (one statement: the supervisor asks on every housekeeping tick)."""
     rows = conn.execute(
-        "SELECT f.run_id, f.step FROM faults f JOIN runs r ON r.run_id = f.run_id "
-        "WHERE f.kind = 'kill_at' AND f.fired < f.count AND r.status = 'running'"
+        "SELECT r.run_id, f.step FROM runs r LEFT JOIN faults f ON f.run_id = r.run_id "
+        "AND f.kind = 'kill_at' AND f.fired < f.count WHERE r.status = 'running'"
     ).fetchall()
-    return [(r["run_id"], r["step"]) for r in rows]
+    return [(r["run_id"], r["step"]) for r in rows if r["step"] is not None], bool(rows)

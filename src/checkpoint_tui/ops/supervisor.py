@@ -39,6 +39,7 @@ from checkpoint_tui.waiting import wait_until
 
 log = logging.getLogger(__name__)
 TICK_S = 0.25  # housekeeping: the dev server, the spare (deaths wake the loop through pidfds)
+IDLE_TICK_S = 1.0  # the same while no run is running
 FAST_TICK_S = 0.05  # while a kill_at fault is armed
 DEVSERVER_EVERY_S = 5.0  # a look at the dev server's record besides its pidfd (a record rewritten by hand)
 KILL_WAIT_S = 5.0
@@ -53,8 +54,7 @@ class Supervisor:
         self.settings = settings
         self.address = address
         self.use_spare = spare and not settings.foreign  # a user's worker command has no standby protocol
-        self.assist = assist
-        self.respawn = respawn
+        self.assist, self.respawn = assist, respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
         self.pool_size = max(1, settings.pool_size)
         self.pool: dict[int, WorkerProc] = {}  # slot -> active worker
@@ -71,6 +71,7 @@ class Supervisor:
         self._client: Client | None = None
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
+        self._live = True  # a run is running (else housekeeping ticks slowly: each wake-up costs ~1 ms)
         self.watchdog = Watchdog(settings)  # a stopped (hung) worker is killed and replaced
         self._exits = ExitWatch(self._wake)
         self._devserver_pid: int | None = None
@@ -90,6 +91,10 @@ class Supervisor:
         self._lock_fd = fd
         self._publish()
         return True
+
+    def poke(self) -> None:
+        """A run was just started: look at the ledger now (with no run running, the tick is slow)."""
+        self._thread.call_soon(self._wake.set)
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -154,13 +159,9 @@ class Supervisor:
 
     def _publish(self) -> None:
         """Swap in a fresh status (one reference assignment: readers on other threads see old or new)."""
-        self.status = SupervisorStatus(
-            self.state,
-            self.primary.pid if self.primary else None,
-            self.spare.pid if self.spare else None,
-            [w.pid for w in self.pool_workers()],
-            self.owns_home,
-        )
+        primary, spare = self.primary, self.spare
+        pool = [w.pid for w in self.pool_workers()]
+        self.status = SupervisorStatus(self.state, primary and primary.pid, spare and spare.pid, pool, self.owns_home)
 
     # --- running on its own thread ---------------------------------------------------------------
 
@@ -249,9 +250,10 @@ class Supervisor:
                 self._publish()
                 pids = [w.pid for w in [*self.pool_workers(), self.spare] if w is not None]
                 exits.watch([*pids, *([self._devserver_pid] if self._devserver_pid else [])])
-                with contextlib.suppress(asyncio.TimeoutError):
-                    fast = self._armed or self.watchdog.watching_stop
-                    await asyncio.wait_for(self._wake.wait(), FAST_TICK_S if fast else TICK_S)
+                fast = self._armed or self.watchdog.watching_stop
+                every = FAST_TICK_S if fast else TICK_S if self._live else IDLE_TICK_S
+                with contextlib.suppress(asyncio.TimeoutError):  # a task: the loop runs others meanwhile
+                    await asyncio.wait_for(self._wake.wait(), every)
         finally:
             exits.close()
 
@@ -320,7 +322,7 @@ class Supervisor:
 
     async def _fire_kill_faults(self) -> bool:
         conn = connect(self.settings.ledger)
-        armed = faults.armed_kill_steps(conn)
+        armed, self._live = faults.armed_kill_steps(conn)
         self._armed = bool(armed)
         for run_id, step in armed:
             for worker in self.pool_workers():
@@ -343,8 +345,7 @@ class Supervisor:
         self._devserver_pid = ident.pid if ident is not None else None  # its exit wakes the loop
         if ident is not None or rec is None:
             return
-        died_at = time.time()
-        previous = self.state
+        died_at, previous = time.time(), self.state
         self.state = SupervisorState.TEMPORAL_DOWN
         self._publish()
         conn = connect(self.settings.ledger)
@@ -356,10 +357,8 @@ class Supervisor:
             return
         self.temporal_restarts += 1
         self._devserver_pid = server.pid
-        record_worker_event(
-            conn, "temporal-restart", server.pid, None,
-            detail=f"{server.address} back after {time.time() - died_at:.2f} s",
-        )  # fmt: skip
+        back = f"{server.address} back after {time.time() - died_at:.2f} s"
+        record_worker_event(conn, "temporal-restart", server.pid, None, detail=back)
         self.state = previous if previous != SupervisorState.TEMPORAL_DOWN else SupervisorState.RUNNING
 
     async def _on_death(self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None) -> None:

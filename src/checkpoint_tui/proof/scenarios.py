@@ -74,6 +74,8 @@ class Context:
 
     async def run(self, steps: int, faults: Sequence[FaultSpec] = (), pace: float = PACE) -> tuple[str, str | None]:
         run_id = await start_run(self.settings, self.client, steps, pace, faults)
+        if self.sup is not None:
+            self.sup.poke()  # its kill_at faults are armed from now
         status = await wait_for_run(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
         return run_id, status
 

@@ -5,6 +5,7 @@ inside a batch update. The app holds no run state: quit and restart and every pa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable
@@ -17,6 +18,8 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -33,11 +36,13 @@ from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
+from checkpoint_tui.tui.quiet_driver import QuietLinuxDriver
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
 from checkpoint_tui.tui.step_screen import StepScreen
 from checkpoint_tui.tui.tick_report import StatsFile, TickReport
 
 POLL_INTERVAL_S = 0.5
+IDLE_POLL_S = 1.0  # the refresh while the viewed run is over and nothing changes (see _pause)
 
 
 class Session(Protocol):
@@ -107,9 +112,14 @@ class CheckpointApp(App[int]):
         self._stop_everything = False
         self._panes: _Panes | None = None
         self._booted = asyncio.Event()
+        self._poll_now = asyncio.Event()  # ends the pause between polls (an action changed what is shown)
         self._chaos: ChaosScreen | None = None  # the latest chaos run's screen
         self._lesson = None  # the step-through lesson (app/lesson.py), made on the first `v`
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        return QuietLinuxDriver if driver is LinuxDriver else driver  # an input thread that sleeps
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -147,6 +157,7 @@ class CheckpointApp(App[int]):
         gc.freeze()
         status.say("ready — n new run · k kill worker · f faults · ? help")
         while True:  # the next poll starts only when the last one has been applied: no overlap
+            view = None
             try:
                 started = time.perf_counter()
                 view = await self.session.poll()
@@ -159,7 +170,17 @@ class CheckpointApp(App[int]):
                     hint = "the supervisor restarts the embedded dev server"
                 status.say(f"Temporal unreachable ({type(err).__name__}); {hint}. Still polling.")
                 status.set_pill("temporal-down")
-            await asyncio.sleep(self.poll_interval)
+            await self._pause(view)
+
+    async def _pause(self, view: View | None) -> None:
+        """The refresh interval; twice that (at least IDLE_POLL_S) while the viewed run is over and
+        nothing changed since the last poll: every wake-up of an idle app costs CPU. An action that
+        changes what is shown (a new run, another run, a kill) ends the pause at once."""
+        idle = view is not None and view.quiet and view.snapshot.final_state is not None
+        pause = max(IDLE_POLL_S, 2 * self.poll_interval) if idle else self.poll_interval
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._poll_now.wait(), pause)
+        self._poll_now.clear()
 
     @on(ViewReady)
     def apply_view(self, message: ViewReady) -> None:
@@ -235,6 +256,7 @@ class CheckpointApp(App[int]):
             status.say(f"could not start a run: {err}")
             return
         status.say(f"started {run_id} ({steps} steps, pace {pace})")
+        self._poll_now.set()
 
     @work(group="actions", exit_on_error=False)
     async def action_kill_worker(self) -> None:
@@ -248,6 +270,7 @@ class CheckpointApp(App[int]):
         except Exception as err:
             status.say(f"kill refused: {err}")
             return
+        self._poll_now.set()
         code = "none" if report.exit_code is None else report.exit_code
         where = f" at step {report.step}" if report.step else ""
         status.say(
@@ -319,6 +342,7 @@ class CheckpointApp(App[int]):
         def chosen(run_id: str | None) -> None:
             if run_id:
                 self.session.view_run(run_id)
+                self._poll_now.set()
                 self.query_one(StatusBar).say(f"viewing {run_id}")
 
         self.push_screen(RunsScreen(await self.session.runs()), chosen)

@@ -1,0 +1,86 @@
+"""Textual's Linux driver, with an input thread that sleeps until there is input.
+
+Textual's input thread wakes ten times a second to look for keys, whether any came or not. Here a
+wake-up costs ~0.1-0.4 ms of CPU (more when the machine is otherwise idle), so that alone was ~1 % of
+a core of an app that should idle near zero. This thread waits on the terminal and on a pipe that the
+exit event writes to; it wakes on a timer only while a lone ESC waits to be told apart from the start
+of an escape sequence (the parser's timeout, which is what Textual's 0.1 s tick is for).
+
+run_input_thread follows Textual 8.2.8's own (pinned in pyproject.toml), with those two changes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+from codecs import getincrementaldecoder
+
+from textual._loop import loop_last
+from textual._xterm_parser import XTermParser
+from textual.drivers.linux_driver import LinuxDriver
+
+ESC_TICK_S = 0.1  # while the parser waits for the rest of an escape sequence (Textual's tick)
+IDLE_WAIT_S = 5.0  # otherwise: input and the exit event both wake the thread at once
+
+
+class _WakingEvent(threading.Event):
+    """The driver's exit event: setting it also wakes the input thread (a byte down a pipe)."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self._wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full (already woken) or closed (driver gone)
+            os.write(self._wake_fd, b"x")
+
+
+class QuietLinuxDriver(LinuxDriver):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.exit_event = _WakingEvent(self._wake_w)
+
+    def close(self) -> None:
+        super().close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def run_input_thread(self) -> None:
+        """Wait for input (or the exit event) and dispatch events."""
+        selector = selectors.DefaultSelector()
+        fileno = self.fileno
+        selector.register(fileno, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        parser = XTermParser(self._debug)
+        feed, tick = parser.feed, parser.tick
+        decode = getincrementaldecoder("utf-8")().decode
+
+        def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
+            for last, (key, mask) in loop_last(events):
+                if key.fd == self._wake_r:
+                    with contextlib.suppress(OSError):
+                        os.read(self._wake_r, 64)
+                    continue
+                if mask & selectors.EVENT_READ:
+                    data = decode(os.read(fileno, 1024 * 4), final=final and last)
+                    if not data:  # stdin piped
+                        break
+                    for event in feed(data):
+                        self.process_message(event)
+            for event in tick():
+                self.process_message(event)
+
+        def wait() -> float:
+            return ESC_TICK_S if parser._timeout_time is not None else IDLE_WAIT_S
+
+        try:
+            while not self.exit_event.is_set():
+                process(selector.select(wait()))
+            selector.unregister(fileno)
+            process(selector.select(0.1), final=True)
+        finally:
+            selector.close()
