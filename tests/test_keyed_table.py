@@ -107,3 +107,23 @@ async def test_scrollbars_hear_the_size_at_most_once_a_second_and_catch_up(monke
         monkeypatch.setattr(keyed_table, "BARS_EVERY_S", 0.0)
         table.settle_bars()  # what the app does on its next refresh
         assert bar.window_virtual_size == 36
+
+
+async def test_a_trim_renumbers_rendered_rows_instead_of_rendering_them_again():
+    table = KeyedTable(COLUMNS, max_rows=100)  # striped: an odd drop would move every stripe
+    async with TableApp(table).run_test(size=(40, 12)) as pilot:
+        table.sync(rows(100, 1000), follow=True)  # four digits each: no column grows (that renders all again)
+        await pilot.pause()
+        shown = {table.row_keys()[row]: line for row, (_, line) in table._painted.items() if isinstance(row, int)}
+        table.sync(rows(11, 1100), follow=False)  # 111 > 110: the oldest rows go
+        await pilot.pause()
+        assert table.row_count <= 100 and "1000" not in table.row_keys()
+        keys = table.row_keys()
+        kept = {keys[row]: line for row, (_, line) in table._painted.items() if isinstance(row, int)}
+        assert set(shown) & set(kept) and all(kept[k] is shown[k] for k in set(shown) & set(kept))
+        region = table.size.region
+        lines = table.render_lines(region)
+        table._painted.clear(), table._lines.clear(), table._strips.clear()
+        assert [line.text for line in lines] == [line.text for line in table.render_lines(region)]
+        fresh = table.render_lines(region)
+        assert [[seg.style for seg in line] for line in lines] == [[seg.style for seg in line] for line in fresh]

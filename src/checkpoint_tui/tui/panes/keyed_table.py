@@ -202,15 +202,19 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         return i
 
     def _trim(self) -> None:
-        """Drop the oldest rows beyond max_rows (in batches: each drop renumbers every row)."""
+        """Drop the oldest rows beyond max_rows (in batches: each drop renumbers every row). Rendered
+        rows are renumbered too, not rendered again (a history pane trims every few seconds); an even
+        number is dropped so that striped rows keep their stripe."""
         drop = self.row_count - (self._max_rows or 0)
+        drop += drop % 2
         for key in self._keys[:drop]:
             self._made_from.pop(key, None)
         del self._keys[:drop], self._cells[:drop]
         self._index = {key: i for i, key in enumerate(self._keys)}
-        self._strips.clear()
-        self._lines.clear()
-        self._painted.clear()
+        for cache in (self._strips, self._lines, self._painted):
+            kept = _renumbered(cache, drop)
+            cache.clear()
+            cache.update(kept)
         self.cursor_row = max(-1, self.cursor_row - drop)
         self.refresh()
 
@@ -373,3 +377,8 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         line = strip.apply_style(style).crop_extend(scroll_x, scroll_x + width, base)
         self._lines[row] = (key, line)
         return line
+
+
+def _renumbered(cache: dict, drop: int) -> dict:
+    """Row-keyed entries moved up by `drop` rows (the dropped ones left out); named entries as they are."""
+    return {k if isinstance(k, str) else k - drop: v for k, v in cache.items() if isinstance(k, str) or k >= drop}
