@@ -17,12 +17,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from checkpoint_tui.app.view import View
 from checkpoint_tui.errors import CheckpointError
@@ -34,6 +33,7 @@ from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
 from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.panes.steady import SteadyFooter, SteadyHorizontal, SteadyScreen, SteadyVertical, boxed
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
 from checkpoint_tui.tui.quiet_driver import QuietLinuxDriver
@@ -117,6 +117,9 @@ class CheckpointApp(App[int]):
         self._lesson = None  # the step-through lesson (app/lesson.py), made on the first `v`
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
+    def get_default_screen(self) -> Screen:
+        return SteadyScreen(id="_default")
+
     def get_driver_class(self) -> type[Driver]:
         driver = super().get_driver_class()
         return QuietLinuxDriver if driver is LinuxDriver else driver  # an input thread that sleeps
@@ -124,14 +127,14 @@ class CheckpointApp(App[int]):
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static("", id="banner")
-        with Horizontal(id="main"):
-            with Vertical(id="left"):
-                yield _boxed(TimelinePane(), "timeline-box")
-                yield _boxed(WorkerEventsPane(), "workers-box")
-            with Vertical(id="right"):
-                yield _boxed(LedgerPane(), "ledger-box")
-                yield _boxed(HistoryPane(), "history-box")
-        yield Footer()
+        with SteadyHorizontal(id="main"):
+            with SteadyVertical(id="left"):
+                yield boxed(TimelinePane(), "timeline-box")
+                yield boxed(WorkerEventsPane(), "workers-box")
+            with SteadyVertical(id="right"):
+                yield boxed(LedgerPane(), "ledger-box")
+                yield boxed(HistoryPane(), "history-box")
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         # Found once: a query walks the DOM, and the refresh handler runs twice a second.
@@ -155,6 +158,7 @@ class CheckpointApp(App[int]):
         # What exists now (Textual, the SDK, the session) lives as long as the app: out of the garbage
         # collector's full passes, which otherwise walk it every ~10 s of a live run (~0.1 s each).
         gc.freeze()
+        gc.set_threshold(10_000, 10, 10)  # young collections every 10k allocations, not 700 (7/s live)
         status.say("ready — n new run · k kill worker · f faults · ? help")
         while True:  # the next poll starts only when the last one has been applied: no overlap
             view = None
@@ -381,13 +385,6 @@ class CheckpointApp(App[int]):
             self.action_compare,
         )  # fmt: skip
         yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
-
-
-def _boxed(pane, box_id: str) -> Vertical:
-    """A pane in a bordered box with a fixed title; its counts line (if any) sits inside, on top."""
-    box = Vertical(*([pane.info] if pane.info is not None else []), pane, id=box_id, classes="pane-box")
-    box.border_title = pane.TITLE
-    return box
 
 
 def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None) -> int:

@@ -11,8 +11,10 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from checkpoint_tui.tui.panes.steady import SteadyLines
 
-class TextLines(Widget):
+
+class TextLines(SteadyLines, Widget):
     DEFAULT_CSS = """
     TextLines { height: auto; }
     """
