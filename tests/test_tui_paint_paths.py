@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
@@ -124,3 +127,38 @@ def test_an_exit_pin_sees_an_adopted_process_exit():
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _screen(name: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+
+
+def _until(cond, timeout: float) -> float:
+    """Seconds until cond() held; fails after timeout."""
+    start = time.monotonic()
+    while not cond():
+        assert time.monotonic() - start < timeout, "timed out"
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_the_quiet_input_thread_takes_keys_escape_and_quit_at_once(home):
+    """In a real terminal (the quiet driver is only used there): keys arrive, a lone Escape is told
+    apart from an escape sequence on the parser's tick, and q quits without waiting out a sleep."""
+    name = f"quiet-{os.getpid()}"
+    flags = ["--home", str(home.home), "--temporal-address", home.temporal_address]
+    cmd = " ".join([sys.executable, "-m", "checkpoint_tui", *flags])
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", f"exec {cmd}"], check=True)
+    try:
+        _until(lambda: "ready — n new run" in _screen(name), 60)
+        subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
+        _until(lambda: "cycle panes" in _screen(name), 5)  # the help screen
+        subprocess.run(["tmux", "send-keys", "-t", name, "Escape"], check=True)
+        assert _until(lambda: "cycle panes" not in _screen(name), 5) < 1.0
+        subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
+        gone = lambda: subprocess.run(["tmux", "has-session", "-t", name], capture_output=True).returncode != 0  # noqa: E731
+        assert _until(gone, 10) < 3.0
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run([sys.executable, "-m", "checkpoint_tui", *flags, "stop"], capture_output=True, timeout=60)
