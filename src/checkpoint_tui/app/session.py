@@ -96,6 +96,8 @@ class LabSession:
         started = time.time()
         stats = TickStats()
         snap, planned, first_execution, changed, kills = await self._db(self._read, run_id, since, reset, stats)
+        if changed and self.supervisor is not None:
+            self.supervisor.poke()  # a run another process started may carry kill_at faults
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
         pending: PendingActivity | None = None
@@ -229,6 +231,8 @@ class LabSession:
     async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
         target = self.run_id if for_current_run and self.run_id else NEXT_RUN
         await self._db(lambda: faults.add_fault(connect(self.settings.ledger), target, fault))
+        if self.supervisor is not None:
+            self.supervisor.poke()
         return target
 
     async def kill(self) -> KillReport:

@@ -156,7 +156,9 @@ class ExitFd:
     def alive(self) -> bool:
         if self._fd is None:
             return False
-        if select.select([self._fd], [], [], 0)[0]:  # exited (a zombie counts as gone, as in exists())
+        poller = select.poll()  # not select(): it fails for descriptors past 1023
+        poller.register(self._fd, select.POLLIN)
+        if poller.poll(0):  # readable: exited (a zombie counts as gone, as in exists())
             self._gone()
         return self._fd is not None
 

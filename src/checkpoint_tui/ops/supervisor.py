@@ -93,8 +93,9 @@ class Supervisor:
         return True
 
     def poke(self) -> None:
-        """A run was just started: look at the ledger now (with no run running, the tick is slow)."""
-        self._thread.call_soon(self._wake.set)
+        """A run was started, or the ledger changed: look now if no run was running (the tick is slow)."""
+        if not self._live:
+            self._thread.call_soon(self._wake.set)
 
     def release(self) -> None:
         if self._lock_fd is not None:

@@ -286,6 +286,7 @@ class CheckpointApp(App[int]):
     async def action_cancel_run(self) -> None:
         try:
             await self.session.cancel()
+            self._poll_now.set()
             self.query_one(StatusBar).say("cancel requested")
         except Exception as err:
             self.query_one(StatusBar).say(f"cancel failed: {err}")
@@ -300,6 +301,7 @@ class CheckpointApp(App[int]):
     @work(group="actions", exit_on_error=False)
     async def _plan_fault(self, fault: FaultSpec, current: bool) -> None:
         target = await self.session.plan_fault(fault, current)
+        self._poll_now.set()
         self.query_one(StatusBar).say(f"planned {fault.describe()} for {target}")
 
     def action_compare(self) -> None:

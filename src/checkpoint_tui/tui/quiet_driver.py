@@ -25,45 +25,56 @@ IDLE_WAIT_S = 5.0  # otherwise: input and the exit event both wake the thread at
 
 
 class _WakingEvent(threading.Event):
-    """The driver's exit event: setting it also wakes the input thread (a byte down a pipe)."""
+    """The driver's exit event: setting it also wakes the input thread (a byte down its pipe, while it
+    has one: the thread makes the pipe when it starts and closes it when it ends, so a suspend and
+    resume, which ends one input thread and starts another, gets a fresh pipe)."""
 
-    def __init__(self, wake_fd: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._wake_fd = wake_fd
+        self.lock = threading.Lock()
+        self.wake_fd: int | None = None  # the running input thread's pipe, write end
 
     def set(self) -> None:
         super().set()
-        with contextlib.suppress(OSError):  # full (already woken) or closed (driver gone)
-            os.write(self._wake_fd, b"x")
+        with self.lock:
+            if self.wake_fd is not None:
+                with contextlib.suppress(BlockingIOError):  # full: already woken
+                    os.write(self.wake_fd, b"x")
 
 
 class QuietLinuxDriver(LinuxDriver):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.exit_event = _WakingEvent(self._wake_w)
-
-    def close(self) -> None:
-        super().close()
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.exit_event: _WakingEvent = _WakingEvent()
 
     def run_input_thread(self) -> None:
         """Wait for input (or the exit event) and dispatch events."""
+        event = self.exit_event
+        with event.lock:
+            wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            event.wake_fd = wake_w
+        try:
+            self._read_input(wake_r)
+        finally:
+            with event.lock:
+                event.wake_fd = None
+                os.close(wake_r)
+                os.close(wake_w)
+
+    def _read_input(self, wake_r: int) -> None:
         selector = selectors.DefaultSelector()
         fileno = self.fileno
         selector.register(fileno, selectors.EVENT_READ)
-        selector.register(self._wake_r, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
         parser = XTermParser(self._debug)
         feed, tick = parser.feed, parser.tick
         decode = getincrementaldecoder("utf-8")().decode
 
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
             for last, (key, mask) in loop_last(events):
-                if key.fd == self._wake_r:
+                if key.fd == wake_r:
                     with contextlib.suppress(OSError):
-                        os.read(self._wake_r, 64)
+                        os.read(wake_r, 64)
                     continue
                 if mask & selectors.EVENT_READ:
                     data = decode(os.read(fileno, 1024 * 4), final=final and last)

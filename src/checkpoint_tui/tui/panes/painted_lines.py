@@ -39,13 +39,16 @@ class PaintedLines:
             done = self._painted.get(key)
             lines.append(done[1] if done is not None and done[0] == mark else None)
             marks.append((key, mark))
-        if None in lines:
-            fill = self._styled_by_us(crop, lines, filters) if self._plain() else self._styled_by_textual(crop, lines)
-            for n, strip in fill:
-                lines[n] = strip
-                key, mark = marks[n]
-                self._painted[key] = (mark, strip)
-        self._pass_base = None
+        try:
+            if None in lines:
+                plain = self._plain()
+                fill = self._styled_by_us(crop, lines, filters) if plain else self._styled_by_textual(crop, lines)
+                for n, strip in fill:
+                    lines[n] = strip
+                    key, mark = marks[n]
+                    self._painted[key] = (mark, strip)
+        finally:
+            self._pass_base = None  # render_line outside a pass looks styles up afresh
         return lines  # type: ignore[return-value]  # every None was filled
 
     def _plain(self) -> bool:
