@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.cells import cell_len
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -318,6 +319,12 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         segments: list[Segment] = []
         pad = Segment(" " * self._pad)
         for cell, width in zip(cells, self._widths, strict=True):
+            if isinstance(cell, str):  # most cells: one segment, no Text (as Text would, control codes go)
+                plain = strip_control_codes(cell)
+                room = width - cell_len(plain)
+                if room >= 0:
+                    segments.append(Segment(f"{pad.text}{plain}{' ' * room}{pad.text}"))
+                    continue
             text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
             text.no_wrap = True
             text.truncate(width, overflow="ellipsis", pad=True)
