@@ -71,7 +71,7 @@ class Supervisor:
         self._client: Client | None = None
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
-        self._live = True  # a run is running (else housekeeping ticks slowly: each wake-up costs ~1 ms)
+        self._live = True  # a run is running (else housekeeping ticks slowly: a wake-up is not free)
         self.watchdog = Watchdog(settings)  # a stopped (hung) worker is killed and replaced
         self._exits = ExitWatch(self._wake)
         self._devserver_pid: int | None = None

@@ -1,8 +1,8 @@
 """Textual's Linux driver, with an input thread that sleeps until there is input.
 
-Textual's input thread wakes ten times a second to look for keys, whether any came or not. Here a
-wake-up costs ~0.1-0.4 ms of CPU (more when the machine is otherwise idle), so that alone was ~1 % of
-a core of an app that should idle near zero. This thread waits on the terminal and on a pipe that the
+Textual's input thread wakes ten times a second to look for keys, whether any came or not, and a
+wake-up is not free (least of all on an otherwise idle machine): an app that should idle near zero
+spent a visible share of its CPU there. This thread waits on the terminal and on a pipe that the
 exit event writes to; it wakes on a timer only while a lone ESC waits to be told apart from the start
 of an escape sequence (the parser's timeout, which is what Textual's 0.1 s tick is for).
 

@@ -162,8 +162,8 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         self.sync(changed(), follow)
 
     def _refresh_rows(self, rows: list[int]) -> None:
-        """Repaint the changed rows that are in view, as one region: a refresh per row cost ~0.08 ms, and
-        a history flush brings ~100 rows a second, most of them below the view until it follows."""
+        """Repaint the changed rows that are in view, as one region: each refresh call has a cost, and
+        a history flush brings dozens of rows at once, most of them below the view until it follows."""
         shift = self._top - self.scroll_offset.y
         shown = [y for y in (row + shift for row in rows) if 0 <= y < self.size.height]
         if shown:

@@ -1,8 +1,8 @@
 """A scrollbar drawn straight to Strips, redrawn only when what it shows changes.
 
 Textual's ScrollBar renders through Rich (a renderable, a console pass, line splitting, then the styles
-cache) on every change of position or size: with the tables following a live run that was ~7 repaints
-a second at ~0.8 ms each, the largest single item of the app's live CPU. The bar is the same one
+cache) on every change of position or size, and the tables following a live run change both several
+times a second: it was the largest single item of the app's live CPU. The bar is the same one
 Textual draws (its own ScrollBarRender.render_bar, its own colours for normal / hover / grabbed);
 only the path to the screen is shorter, and an unchanged bar is not drawn again."""
 

@@ -3,8 +3,8 @@
 Each frame Textual re-renders every widget that overlaps the union of the frame's dirty regions, and
 with the tables of a live run changing on both sides that union is most of the screen. A widget whose
 styled lines are all still in its styles cache is cheap to draw, but asking still looks up its colours,
-padding, opacity and line filters through the DOM: ~0.15 ms for each of the dozen containers, counts
-lines and the footer, twice a second. Here the answer is kept: if the styles cache still holds the very
+padding, opacity and line filters through the DOM, for each of the dozen containers, counts lines
+and the footer, on every frame. Here the answer is kept: if the styles cache still holds the very
 strips the last answer was made from (a change of content, style or size clears or re-renders them),
 for the same crop, size and filters, the last answer is the answer."""
 

@@ -2,7 +2,7 @@
 
 The status bar and the panes' counts lines change about once a second while a run is live. As Statics
 each change went through Textual's content pipeline (a Content built from the Text, wrapped, formatted,
-then styled), ~0.6 ms for a one-line count; here it is a Rich wrap and one style pass (~0.1 ms)."""
+then styled); here it is a Rich wrap and one style pass."""
 
 from __future__ import annotations
 
