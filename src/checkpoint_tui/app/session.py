@@ -97,7 +97,7 @@ class LabSession:
         stats = TickStats()
         snap, planned, first_execution, changed, kills = await self._db(self._read, run_id, since, reset, stats)
         if changed and self.supervisor is not None:
-            self.supervisor.poke()  # a run another process started may carry kill_at faults
+            self.supervisor.poke()  # a run started (here or elsewhere) or a fault planned: kill_at is armed now
         self._since = started - SINCE_MARGIN_S
         history: list[HistoryEvent] = []
         pending: PendingActivity | None = None
@@ -223,16 +223,12 @@ class LabSession:
         assert self.client is not None
         planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
         self.run_id = await start_run(self.settings, self.client, steps, pace, planned, ledger_call=self._db)
-        if self.supervisor is not None:
-            self.supervisor.poke()  # a planned kill_at fault is armed from now
         await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
         return self.run_id
 
     async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
         target = self.run_id if for_current_run and self.run_id else NEXT_RUN
         await self._db(lambda: faults.add_fault(connect(self.settings.ledger), target, fault))
-        if self.supervisor is not None:
-            self.supervisor.poke()
         return target
 
     async def kill(self) -> KillReport:

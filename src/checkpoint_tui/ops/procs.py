@@ -129,28 +129,21 @@ class ExitFd:
     pidfd opened once (then the identity checked, so the pidfd is known to hold *that* process) turns
     readable when it exits: one poll(2), where psutil reads two /proc files per call."""
 
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-        self._close = weakref.finalize(self, os.close, fd)
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd  # None: gone
+        self._close = weakref.finalize(self, os.close, fd) if fd is not None else None
 
     @classmethod
     def pin(cls, ident: ProcIdentity) -> ExitFd | None:
         """A pin of `ident`, or None if the system has no pidfds (the caller falls back to /proc)."""
         try:
-            fd = os.pidfd_open(ident.pid)
+            pin = cls(os.pidfd_open(ident.pid))
         except ProcessLookupError:
-            return cls._dead()
+            return cls(None)
         except OSError:
             return None
-        pin = cls(fd)
         if not ident.exists():  # the pid is gone, or someone else's: the pin holds a stranger
             pin._gone()
-        return pin
-
-    @classmethod
-    def _dead(cls) -> ExitFd:
-        pin = cls.__new__(cls)
-        pin._fd = None
         return pin
 
     def alive(self) -> bool:
@@ -164,7 +157,8 @@ class ExitFd:
 
     def _gone(self) -> None:
         self._fd = None
-        self._close()
+        if self._close is not None:
+            self._close()
 
 
 def send_signal_if_ours(ident: ProcIdentity, sig: int) -> bool:

@@ -62,7 +62,7 @@ class QuietLinuxDriver(LinuxDriver):
                 os.close(wake_w)
 
     def _read_input(self, wake_r: int) -> None:
-        selector = selectors.DefaultSelector()
+        selector = selectors.SelectSelector()  # as Textual: select(2) on the terminal
         fileno = self.fileno
         selector.register(fileno, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)

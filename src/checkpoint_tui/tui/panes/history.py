@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from functools import lru_cache
 
 from rich.text import Text
 
@@ -118,11 +119,11 @@ def _line(ev: HistoryEvent) -> str | Text:
     return line
 
 
-_second: list = [None, ""]  # the last second formatted: events come dozens to a second
-
-
 def _clock(t: float) -> str:
-    second = int(t)
-    if _second[0] != second:
-        _second[:] = [second, time.strftime("%H:%M:%S", time.localtime(second))]
-    return f"{_second[1]}.{int((t % 1) * 1000):03d}"
+    return f"{_hms(int(t))}.{int((t % 1) * 1000):03d}"
+
+
+@lru_cache(maxsize=8)
+def _hms(second: int) -> str:
+    """A second formatted once: events come dozens to a second."""
+    return time.strftime("%H:%M:%S", time.localtime(second))
