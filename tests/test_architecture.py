@@ -112,4 +112,28 @@ def test_import_contracts_hold():
     lint = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run([str(lint)], capture_output=True, text=True, timeout=120, cwd=PKG.parent.parent)
     assert out.returncode == 0, out.stdout[-3000:]
-    assert "2 kept, 0 broken" in out.stdout
+    assert "3 kept, 0 broken" in out.stdout
+
+
+FRAMEWORK_MODULES = ("pydantic_ai", "agents", "openai", "temporalio.contrib.openai_agents",
+                     "temporalio.openai_agents", "temporalio.contrib.pydantic")  # fmt: skip
+
+
+def imported_names(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
+
+
+def test_only_the_integrations_import_an_agent_framework():
+    """import-linter checks root packages only: the frameworks' Temporal modules live inside temporalio."""
+    offenders = [f"{rel(p)}: {name}" for p in modules() if p.relative_to(PKG).parts[0] != "integrations"
+                 for name in imported_names(ast.parse(p.read_text()))
+                 if any(name == m or name.startswith(m + ".") for m in FRAMEWORK_MODULES)]  # fmt: skip
+    assert offenders == []
+    assert any(n.startswith("temporalio.contrib.openai_agents") for n in imported_names(ast.parse(
+        "from temporalio.contrib.openai_agents import workflow"))), "the detector sees the import"

@@ -15,8 +15,8 @@ from junitparser import JUnitXml
 from temporalio import workflow
 
 from checkpoint_tui import cli
-from checkpoint_tui.app.foreign_runs import FOREIGN, start_foreign_run
 from checkpoint_tui.app.runs import new_run_id, wait_for_run
+from checkpoint_tui.app.workflow_runs import WORKFLOW_PROVIDER, start_workflow_run
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.shared import AgentInput, AgentResult
 from checkpoint_tui.engine.workflow import AgentLoop
@@ -65,13 +65,13 @@ def fail_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("FAIL")]
 
 
-async def foreign_run(home: Settings, client) -> str:
+async def user_workflow_run(home: Settings, client) -> str:
     """A run of a user's workflow as `--worker-cmd ... start --workflow SendLines` records it (ledger row
-    `foreign:SendLines`, a real workflow in Temporal), on a queue nobody polls, then terminated: a real
+    `workflow:SendLines`, a real workflow in Temporal), on a queue nobody polls, then terminated: a real
     history that AgentLoop cannot replay."""
-    run_id = await start_foreign_run(replace(home, task_queue_name=f"{home.task_queue}-byo"), client, "SendLines",
+    run_id = await start_workflow_run(replace(home, task_queue_name=f"{home.task_queue}-byo"), client, "SendLines",
                                      {"count": 2})  # fmt: skip
-    await client.get_workflow_handle(run_id).terminate("test: a foreign history, never run")
+    await client.get_workflow_handle(run_id).terminate("test: a user workflow history, never run")
     return run_id
 
 
@@ -101,13 +101,13 @@ async def test_chain_with_kills_replays_and_changed_code_fails(home, client, sup
 
     # A run of a user's workflow in the same ledger: --all replays ours and skips it with a note; named,
     # it is a usage error (exit 2) before anything is replayed.
-    foreign = await foreign_run(home, client)
+    user_run = await user_workflow_run(home, client)
     every = run_cli("replay", "--all", home=home, timeout=90)
     assert every.returncode == 0, every.stdout + every.stderr
-    skip = [line for line in every.stdout.splitlines() if line.startswith(f"skip  {foreign}:")]
+    skip = [line for line in every.stdout.splitlines() if line.startswith(f"skip  {user_run}:")]
     assert len(skip) == 1 and "your own workflow SendLines" in skip[0] and "--verify --workflow SendLines" in skip[0]
     assert "REPLAY PASS — 3/3" in every.stdout and not fail_lines(every.stdout)
-    named = run_cli("replay", run_id, foreign, home=home)
+    named = run_cli("replay", run_id, user_run, home=home)
     assert named.returncode == 2 and "PASS" not in named.stdout
     assert named.stderr.count("\n") == 1 and "--verify --workflow SendLines" in named.stderr
 
@@ -185,12 +185,13 @@ def test_unreadable_history_file_fails(tmp_path, capsys):
     assert "FAIL  replay run-20261130-000000-abcd.01.json" in capsys.readouterr().out
 
 
-def test_foreign_runs_only_nothing_is_started(tmp_path, capsys):
+def test_user_workflow_runs_only_nothing_is_started(tmp_path, capsys):
     """A home whose only run is of a user's workflow: --all skips it and starts no server; named: exit 2."""
     home = Settings(home=tmp_path / "h")
     home.ensure_dirs()
     run_id = new_run_id()
-    create_run(connect(home.ledger), run_id, 0, 0.0, f"{FOREIGN}SendLines", "byo-example")  # as start_foreign_run does
+    # as start_workflow_run does
+    create_run(connect(home.ledger), run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}SendLines", "byo-example")
     assert cli.run(["--home", str(home.home), "replay", "--all"]) == 0
     out = capsys.readouterr().out
     assert f"skip  {run_id}: a run of your own workflow SendLines" in out

@@ -151,7 +151,7 @@ class Settings:
     worker_cwd: Path | None = None
 
     @property
-    def foreign(self) -> bool:
+    def user_worker(self) -> bool:
         """The workers are a user's own command (--worker-cmd), not checkpoint_tui.worker."""
         return bool(self.worker_cmd)
 

@@ -18,6 +18,8 @@ from typing import TypeVar
 
 from temporalio.client import Client
 
+from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
+from checkpoint_tui.app.activity_timeline import ActivityTimeline
 from checkpoint_tui.app.comparison import Comparison, read_comparison
 from checkpoint_tui.app.heartbeat import PendingActivity, describe_run
 from checkpoint_tui.app.history import HistoryFollower
@@ -26,6 +28,8 @@ from checkpoint_tui.app.runs import cancel_run, start_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.app.workflow_runs import is_user_workflow, record_end, workflow_type_of
+from checkpoint_tui.app.workload import AgentLoopWorkload, UserWorkflow, Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import faults, inspect_queries, queries
 from checkpoint_tui.ledger.faults import FaultSpec
@@ -36,6 +40,7 @@ from checkpoint_tui.ops.devserver import DevServer, stop_devserver
 from checkpoint_tui.ops.state import KillReport
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.ops.user_worker import probe_log_path
 from checkpoint_tui.settings import Settings
 
 SINCE_MARGIN_S = 2.0
@@ -49,8 +54,12 @@ T = TypeVar("T")
 
 
 class LabSession:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, workload: Workload | None = None) -> None:
         self.settings = settings
+        self.workload = workload or AgentLoopWorkload()  # what `n` starts
+        framework = workload.framework if isinstance(workload, UserWorkflow) else None
+        self._timeline = ActivityTimeline(framework)  # the viewed run's activities, when it is a user's workflow
+        self._user_runs: dict[str, bool] = {}
         self.address = ""
         self.server: DevServer | None = None
         self.client: Client | None = None
@@ -89,7 +98,39 @@ class LabSession:
 
     async def poll(self) -> View:
         """One View. The first poll of a run carries all its rows; later ones only rows written since
-        the previous poll began (minus a margin for writes committed just after they were stamped)."""
+        the previous poll began (minus a margin for writes committed just after they were stamped).
+        A run of a user's workflow has its timeline and its completion from history and its audit."""
+        user = self.run_id is not None and await self._is_user_run(self.run_id)  # before: _completion_of skips it
+        view = await self._poll_lab()
+        run_id = view.snapshot.run_id
+        if run_id is not None and self.client is not None and user and await self._is_user_run(run_id):
+            closed = view.snapshot.final_state is not None
+            acts = await self._timeline.apply(self.client, view, closed and run_id in self._completion)
+            view.completion = await self._user_completion(view.snapshot, acts) if closed else None
+        return view
+
+    async def _is_user_run(self, run_id: str) -> bool:
+        if run_id not in self._user_runs:
+            row = await self._db(lambda: queries.run(connect(self.settings.ledger), run_id))
+            self._user_runs[run_id] = row is not None and is_user_workflow(row.provider)
+        return self._user_runs[run_id]
+
+    async def _user_completion(self, snap: Snapshot, acts: list) -> str | None:
+        """The audit's sentence, once per run (a closed workflow's history no longer changes); the run
+        row's end is written then (nothing in a user's worker writes it)."""
+        run_id = snap.run_id or ""
+        if run_id not in self._completion:
+            workflow = workflow_type_of((await self._db(lambda: queries.run(connect(self.settings.ledger), run_id)))
+                                        .provider)  # type: ignore[union-attr]  # fmt: skip
+            probes = probe_counts(probe_log_path(self.settings))
+            audit = await self._db(lambda: audit_activities(connect(self.settings.ledger), run_id, workflow,
+                                                            snap.workflow_status, acts, probes))  # fmt: skip
+            self._completion[run_id] = audit.sentence() or ""
+            if snap.workflow_status:
+                await self._db(record_end, self.settings, run_id, snap.workflow_status)
+        return self._completion[run_id]
+
+    async def _poll_lab(self) -> View:
         run_id = self.run_id
         reset = self._history is None or self._history.run_id != run_id
         since = None if reset else self._since
@@ -132,8 +173,8 @@ class LabSession:
     async def _completion_of(self, run_id: str | None, snap: Snapshot) -> str | None:
         """The completion sentence, computed once when the run's status turns terminal: the figures of
         that poll, and the worker processes that completed a step counted by one query."""
-        if run_id is None or snap.final_state is None:
-            return None
+        if run_id is None or snap.final_state is None or self._user_runs.get(run_id):
+            return None  # a user's workflow: its audit's sentence (poll)
         if run_id not in self._completion:
             finishers = await self._db(lambda: inspect_queries.finisher_count(connect(self.settings.ledger), run_id))
             sentence = snap.completion_sentence(finishers)
@@ -142,8 +183,19 @@ class LabSession:
         return self._completion.get(run_id)
 
     async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
-        """One step in full (the step inspector), read on the ledger thread."""
+        """One step (or a user's activity) in full (the inspector), read on the ledger thread."""
+        if await self._is_user_run(run_id):
+            return await self._db(self._activity_detail, run_id, step)
         return await self._db(lambda: inspect_queries.step_detail(connect(self.settings.ledger), run_id, step))
+
+    def _activity_detail(self, run_id: str, seq: int) -> StepDetail | None:
+        conn = connect(self.settings.ledger)
+        act = self._timeline.find(run_id, seq)
+        if act is None or not act.activity_id.isdigit():
+            return self._timeline.detail(run_id, seq, [], [])
+        claims = [c for c in queries.claim_attempts(conn, run_id) if c.step == int(act.activity_id)]
+        ids = {c.effect_id for c in claims}
+        return self._timeline.detail(run_id, seq, [e for e in queries.effects(conn, run_id) if e.id in ids], claims)
 
     def _read(
         self, run_id: str | None, since: float | None, reset: bool, stats: TickStats
@@ -220,7 +272,11 @@ class LabSession:
         return status, pending if live else None
 
     async def new_run(self, steps: int, pace: float) -> str:
+        """`n`: our loop with these steps and pace, or the user's workflow the app was opened with."""
         assert self.client is not None
+        if isinstance(self.workload, UserWorkflow):
+            self.run_id = await self.workload.start(self.settings, self.client)
+            return self.run_id
         planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
         self.run_id = await start_run(self.settings, self.client, steps, pace, planned, ledger_call=self._db)
         await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))

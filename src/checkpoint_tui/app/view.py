@@ -61,6 +61,7 @@ class Snapshot:
     guardrail_step: StepRow | None = None
     partial: bool = False  # steps/effects hold only rows changed since the previous build
     truncated_steps: list[int] = field(default_factory=list)  # of `steps`: the model's answer was cut
+    unit: str = "step"  # what a row of `steps` is: our loop's step, or a user workflow's activity (app/workload.py)
 
     @property
     def final_state(self) -> str | None:

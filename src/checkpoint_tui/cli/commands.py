@@ -8,12 +8,16 @@ import asyncio
 import json
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.service import RPCError
 
-from checkpoint_tui.cli import foreign
-from checkpoint_tui.errors import Exit, Failed, UsageError
+from checkpoint_tui.cli import user_workflow
+from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
+
+if TYPE_CHECKING:
+    from checkpoint_tui.app.workload import Workload
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
@@ -23,16 +27,16 @@ DEFAULT_CHAOS_STEPS = 30
 def dispatch(args: argparse.Namespace) -> int:
     if (args.verify_junit or args.verify_proof) and not args.verify:
         raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
-    foreign.check_pairing(args, bool(args.worker_cmd))
-    settings = foreign.with_worker_cmd(args, settings_from(args))
+    user_workflow.check_pairing(args, bool(args.worker_cmd))
+    settings = user_workflow.with_worker_cmd(args, settings_from(args))
     if args.command not in QUEUELESS and not args.verify:
         from checkpoint_tui.ledger.store import with_shared_queue
 
         settings = with_shared_queue(settings)
     if args.verify:
-        return foreign.verify(args, settings) if settings.foreign else verify(args, settings)
-    if settings.foreign and args.command in ("start", "chaos"):
-        return foreign.start(args, settings) if args.command == "start" else foreign.chaos(args, settings)
+        return user_workflow.verify(args, settings) if settings.user_worker else verify(args, settings)
+    if settings.user_worker and args.command in ("start", "chaos"):
+        return user_workflow.start(args, settings) if args.command == "start" else user_workflow.chaos(args, settings)
     func = getattr(args, "func", None)
     if func is None:
         return tui(args, settings)
@@ -48,8 +52,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def tui(args: argparse.Namespace, settings: Settings) -> int:
-    if settings.foreign:  # the app on a user's own worker: the timeline is its workflow's activities
-        return foreign.tui(args, settings)
+    if settings.user_worker:  # the app on a user's own worker: the timeline is its workflow's activities
+        return user_workflow.tui(args, settings)
     from checkpoint_tui.tui.app import run_app
 
     return run_app(settings, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
@@ -77,13 +81,15 @@ def proof_outputs(junit: Path | None, bundle: Path | None):
 
 def start(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.runs import check_run_shape
+    from checkpoint_tui.app.workload import AgentLoopWorkload
 
     check_run_shape(args.steps, args.pace, args.fault)  # before the dev server or a worker starts
-    return asyncio.run(_start(settings, args.steps, args.pace, args.fault, args.wait))
+    return asyncio.run(start_workload(settings, AgentLoopWorkload(args.steps, args.pace, args.fault), args.wait))
 
 
-async def _start(settings: Settings, steps: int, pace: float, fault_plan: list, wait: bool) -> int:
-    from checkpoint_tui.app.runs import start_run, wait_for_run
+async def start_workload(settings: Settings, workload: Workload, wait: bool) -> int:
+    """`start` of any workload: the worker (adopted or spawned, detached), the run; with `wait`, supervise
+    it to its end (exit 0 only if it COMPLETED)."""
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client, resolve_address
 
@@ -93,13 +99,17 @@ async def _start(settings: Settings, steps: int, pace: float, fault_plan: list, 
     sup = Supervisor(settings, address, spare=wait)
     if wait:
         sup.acquire()  # respawn only if no other supervisor (e.g. the TUI) already owns this home
-    sup.ensure_worker()
-    run_id = await start_run(settings, client, steps, pace, fault_plan)
+    await asyncio.to_thread(sup.ensure_worker)
+    await workload.ready(settings, client, sup.primary)
+    try:
+        run_id = await workload.start(settings, client)
+    except RPCError as err:
+        raise Unavailable(f"Temporal refused to start {workload.title()}: {str(err).splitlines()[0][:200]}") from None
     print(run_id, flush=True)
     if not wait:
         return Exit.OK
     async with sup.running():
-        status = await wait_for_run(settings, client, run_id, progress=True)
+        status = await workload.wait(settings, client, run_id, progress=True)
     return Exit.OK if status == "COMPLETED" else Exit.FAILED
 
 
@@ -117,7 +127,7 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
             return Exit.OK
     elif not settings.ledger_exists:
         raise UsageError(f"no run {run_id!r}: {settings.home} has no ledger yet")
-    if (code := foreign.status(settings, run_id, args.as_json)) is not None:
+    if (code := user_workflow.status(settings, run_id, args.as_json, args.framework)) is not None:
         return code  # a run of a user's workflow: its activities from history, the library's effects
     snap = asyncio.run(_status_snapshot(settings, run_id))
     print(json.dumps(snap.status_json(), indent=2, sort_keys=True) if args.as_json else format_status(snap))
@@ -228,6 +238,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     for given in (args.chaos_schedule, args.chaos_shrink):
         if given is not None:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
+    events: list = []
     if args.chaos_schedule is None and args.chaos_shrink is None:
         events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions)  # cannot work: 2
         if args.chaos_save is not None:
@@ -242,8 +253,16 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(shrink_command(settings, args.chaos_shrink, args.steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
-    return asyncio.run(chaos_command(settings, args.seed, args.steps, args.kills, json_out, outputs, args.pauses,
-                                     args.chaos_schedule, args.partitions))  # fmt: skip
+    seed, steps = args.seed, args.steps
+    if args.chaos_schedule is not None:
+        events, steps, file_seed = load_schedule(args.chaos_schedule, args.steps)
+        seed = file_seed if file_seed is not None else seed
+        command = f"checkpoint-tui chaos --schedule {args.chaos_schedule}"
+    else:
+        command = f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {args.kills}"
+        command += f" --pauses {args.pauses}" if args.pauses else ""
+        command += f" --partitions {args.partitions}" if args.partitions else ""
+    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs))
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:

@@ -8,7 +8,7 @@ import math
 import os
 from pathlib import Path
 
-from checkpoint_tui.cli import commands, foreign
+from checkpoint_tui.cli import commands, user_workflow
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.errors import Exit
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
@@ -68,10 +68,10 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--task-queue",
         metavar="NAME",
-        type=foreign.task_queue,
+        type=user_workflow.task_queue,
         help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home, or one per shared ledger)",
     )
-    foreign.add_global_flags(p)  # --worker-cmd, and --workflow/--input for --verify and the app
+    user_workflow.add_global_flags(p)  # --worker-cmd, and --workflow/--input for --verify and the app
 
 
 def _app_flags(p: argparse.ArgumentParser) -> None:
@@ -112,7 +112,7 @@ def _run_commands(sub) -> None:
         "--pace", type=_float_in(0, MAX_PACE), default=1.0, help="timer/think-time scale (0 = none; at most 100)"
     )
     start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
-    foreign.add_run_flags(start)
+    user_workflow.add_run_flags(start)
     start.add_argument(
         "--fault",
         action="append",
@@ -148,8 +148,8 @@ def _proof_commands(sub) -> None:
     chaos.set_defaults(func=commands.chaos)
     chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1)
     chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None,
-                       help="steps of the run (default 30); with --workflow, activities the schedule spreads over")
-    foreign.add_run_flags(chaos)
+                       help="steps of the run (default 30); not with --workflow (see --aim)")
+    user_workflow.add_run_flags(chaos, chaos=True)
     chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
     chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")

@@ -62,7 +62,7 @@ async def _assist_run(
         )
         await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
         failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
-    if not dead.foreign and not queries.last_touched_by(conn, run_id, dead.pid):
+    if not dead.user_cmd and not queries.last_touched_by(conn, run_id, dead.pid):
         return  # its sticky worker is alive: a reset would only cost a full replay
     await client.workflow_service.reset_sticky_task_queue(
         ResetStickyTaskQueueRequest(

@@ -53,7 +53,7 @@ class Supervisor:
     ) -> None:  # fmt: skip
         self.settings = settings
         self.address = address
-        self.use_spare = spare and not settings.foreign  # a user's worker command has no standby protocol
+        self.use_spare = spare and not settings.user_worker  # a user's worker command has no standby protocol
         self.assist, self.respawn = assist, respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
         self.pool_size = max(1, settings.pool_size)
@@ -298,7 +298,7 @@ class Supervisor:
         conn = connect(self.settings.ledger)
         run_id, step = in_flight(conn, worker.pid)
         at = time.time()
-        if not worker.send(signal.SIGKILL):  # identity-checked (a foreign worker with its process group)
+        if not worker.send(signal.SIGKILL):  # identity-checked (a user's worker command with its process group)
             raise Failed(f"worker pid {worker.pid} is no longer ours; not signalled")
         self._killed_pids.add(worker.pid)
         with contextlib.suppress(TimeoutError):
@@ -378,7 +378,7 @@ class Supervisor:
             await assist(self.settings, self._client, dead)
         if self.use_spare:
             self._ensure_spare()
-        if run_id is not None and not dead.foreign:  # latency from our step rows; chaos --workflow reads history
+        if run_id is not None and not dead.user_cmd:  # latency from our step rows; chaos --workflow reads history
             task = asyncio.ensure_future(record_latency(self.settings, event_id, run_id, at, dead.pid, step))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

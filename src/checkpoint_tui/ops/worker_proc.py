@@ -40,7 +40,7 @@ class WorkerProc:
     role: str  # "active" | "spare"
     slot: int = 0  # which of the pool's active workers (0 .. N-1); a promoted spare takes the dead one's
     proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
-    foreign: bool = False  # a user's --worker-cmd (ops/foreign_worker.py), not checkpoint_tui.worker
+    user_cmd: bool = False  # a user's --worker-cmd (ops/user_worker.py), not checkpoint_tui.worker
 
     @property
     def pid(self) -> int:
@@ -73,8 +73,8 @@ class WorkerProc:
         return (settings.run_dir / f"ready-{self.name}").exists()
 
     def send(self, sig: int) -> bool:
-        """Signal it if it is still ours (identity-checked); a foreign worker with its process group."""
-        if not self.foreign:
+        """Signal it if it is still ours (identity-checked); a user's worker command with its process group."""
+        if not self.user_cmd:
             return send_signal_if_ours(self.ident, sig)
         self._follow_exec()
         return signal_group_if_ours(self.ident, sig)
@@ -114,10 +114,10 @@ def new_name() -> str:
 def spawn(
     settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = (), slot: int = 0
 ) -> WorkerProc:
-    if settings.foreign:  # the user's own worker command (a cold spawn: it has no standby protocol)
-        from checkpoint_tui.ops.foreign_worker import spawn_foreign
+    if settings.user_worker:  # the user's own worker command (a cold spawn: it has no standby protocol)
+        from checkpoint_tui.ops.user_worker import spawn_user_worker
 
-        return spawn_foreign(settings, address, slot)
+        return spawn_user_worker(settings, address, slot)
     settings.ensure_dirs()
     name = new_name()
     cmd = [
@@ -164,7 +164,7 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "name": worker.name,
             "role": worker.role,
             "slot": worker.slot,
-            "foreign": worker.foreign,
+            "user_cmd": worker.user_cmd,
             "saved_at": time.time(),
         },
     )
@@ -180,17 +180,17 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     ident = ProcIdentity.from_record(rec)
     if rec is None or ident is None or not isinstance(rec.get("name"), str):
         return None
-    foreign = rec.get("foreign") is True
-    if not is_home_worker(settings, ident, foreign) or not ident.matches_live():
+    user_cmd = rec.get("user_cmd") is True
+    if not is_home_worker(settings, ident, user_cmd) or not ident.matches_live():
         return None
-    return WorkerProc(ident, rec["name"], role, slot, foreign=foreign)
+    return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd)
 
 
-def is_home_worker(settings: Settings, ident: ProcIdentity, foreign: bool = False) -> bool:
+def is_home_worker(settings: Settings, ident: ProcIdentity, user_cmd: bool = False) -> bool:
     """A record of ours names this home's worker command, not merely some process of this user (a
     forged record naming another process must not get it signalled). A user's worker command does not
     name the home: the environment we started it with does."""
-    if foreign:
+    if user_cmd:
         return started_for_home(settings, ident.pid)
     return ident.runs("-m", WORKER_MODULE) and ident.runs("--home", str(settings.home))
 
@@ -208,7 +208,8 @@ def adoptable(settings: Settings, role: str = "active", slot: int = 0) -> Worker
     worker = load(settings, role, slot)
     if worker is None:
         return None
-    if worker.foreign == settings.foreign and (not worker.foreign or runs_command(worker.ident, settings.worker_cmd)):
+    same_cmd = not worker.user_cmd or runs_command(worker.ident, settings.worker_cmd)
+    if worker.user_cmd == settings.user_worker and same_cmd:
         return worker
     stop(settings, worker)
     forget(settings, role, slot)
@@ -242,7 +243,7 @@ def promote(settings: Settings, spare: WorkerProc, slot: int = 0) -> bool:
 
 
 def stop(settings: Settings, worker: WorkerProc) -> None:
-    if worker.foreign:
+    if worker.user_cmd:
         worker._follow_exec()
-    stop_process(worker.ident, grace=5.0, group=worker.foreign)
+    stop_process(worker.ident, grace=5.0, group=worker.user_cmd)
     (settings.run_dir / f"ready-{worker.name}").unlink(missing_ok=True)

@@ -44,10 +44,14 @@ def signal_worker(settings: Settings, sig: signal.Signals) -> tuple[ProcIdentity
     return None
 
 
-def kill_worker(settings: Settings) -> tuple[int, float] | None:
-    """SIGKILL the active worker; (pid, when)."""
-    fired = signal_worker(settings, signal.SIGKILL)
-    return (fired[0].pid, fired[1]) if fired else None
+def kill_active_worker(settings: Settings) -> tuple[int, float, str, dict | None] | None:
+    """SIGKILL the active worker (identity-checked; a user's worker command with its process group):
+    (pid, when, its Temporal identity, None)."""
+    worker = worker_proc.load(settings, "active")
+    at = time.time()
+    if worker is not None and worker.send(signal.SIGKILL):
+        return worker.pid, at, worker.name, None
+    return None
 
 
 def kill_devserver(settings: Settings) -> tuple[int, float] | None:

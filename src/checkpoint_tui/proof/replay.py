@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
-from checkpoint_tui.app.foreign_runs import workflow_type_of
+from checkpoint_tui.app.workflow_runs import workflow_type_of
 from checkpoint_tui.app.history import to_history_event
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.errors import UsageError
@@ -231,7 +231,7 @@ async def _from_temporal(settings: Settings, selection: Selection, report: Repor
 
 def ours(conn, run_ids: list[str], named: bool) -> list[str]:
     """The runs of checkpoint-tui's own workflow. A run of a user's workflow (`--worker-cmd ... start
-    --workflow`, its row's provider `foreign:TYPE`) would only fail against AgentLoop: with --all it is
+    --workflow`, its row's provider `workflow:TYPE`) would only fail against AgentLoop: with --all it is
     skipped with a note; named, it is a usage error (exit 2) before anything starts."""
     kept = []
     for run_id in run_ids:
@@ -240,13 +240,13 @@ def ours(conn, run_ids: list[str], named: bool) -> list[str]:
         if workflow is None:
             kept.append(run_id)
         elif named:
-            raise UsageError(f"{run_id} is {foreign_note(workflow)}")
+            raise UsageError(f"{run_id} is {user_workflow_note(workflow)}")
         else:
-            print(f"skip  {run_id}: {foreign_note(workflow)}")
+            print(f"skip  {run_id}: {user_workflow_note(workflow)}")
     return kept
 
 
-def foreign_note(workflow: str) -> str:
+def user_workflow_note(workflow: str) -> str:
     return (
         f"a run of your own workflow {workflow}, which checkpoint-tui's AgentLoop cannot replay; "
         f"--worker-cmd CMD --verify --workflow {workflow} --input JSON replays your workflow's histories "

@@ -40,7 +40,10 @@ def info_text(snap: Snapshot) -> Text:
     bad = snap.duplicates != 0 or snap.outbox_duplicates != 0
     t = Text(f"{snap.ledger_rows} rows · ")
     t.append(f"duplicates {snap.duplicates}", style="bold red" if bad else "bold green")
-    t.append(f" · outbox {snap.outbox_lines} lines (repeated {snap.outbox_duplicates})\n")
+    if snap.unit == "step":  # our loop's outbox file; a user's workflow has its own outputs
+        t.append(f" · outbox {snap.outbox_lines} lines (repeated {snap.outbox_duplicates})\n")
+    else:
+        t.append(" · through the effects library\n")
     t.append(
         f"claims: applied {c.get('applied', 0)} · skipped {c.get('skipped', 0)} · recovered "
         f"{c.get('recovered', 0)} · interrupted {c.get('interrupted', 0)}"

@@ -50,7 +50,8 @@ class TimelinePane(KeyedTable):
             live, was_resumed, was_truncated = self._live
             rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
         self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
-        self.info.show(f"{snap.completed_steps}/{snap.total_steps} steps completed" if snap.run_id else "no run")
+        done = f"{snap.completed_steps}/{snap.total_steps} {snap.unit}s completed"
+        self.info.show(done if snap.run_id else "no run")
 
     def reset(self) -> None:
         super().reset()

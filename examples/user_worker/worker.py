@@ -1,4 +1,4 @@
-"""The example's worker: `python examples/byo_worker/worker.py` (any working directory).
+"""The example's worker: `python examples/user_worker/worker.py` (any working directory).
 
 Connects with the SDK's environment configuration (`TEMPORAL_ADDRESS`, default 127.0.0.1:7233;
 `TEMPORAL_NAMESPACE`, default `default`; TLS and API key variables as the SDK reads them), polls the
@@ -29,7 +29,7 @@ from shared import DEFAULT_TASK_QUEUE
 from workflows import SendLines, SendLinesUnguarded
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
-log = logging.getLogger("byo_worker")
+log = logging.getLogger("user_worker")
 
 
 def out_dir() -> Path:

@@ -75,7 +75,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
     return env
 
 
-def spawn_foreign(settings: Settings, address: str, slot: int = 0) -> WorkerProc:
+def spawn_user_worker(settings: Settings, address: str, slot: int = 0) -> WorkerProc:
     """Start the user's worker command detached, its output appended to run/worker.log; record it as
     the slot's active worker once it has exec'd."""
     settings.ensure_dirs()
@@ -87,16 +87,16 @@ def spawn_foreign(settings: Settings, address: str, slot: int = 0) -> WorkerProc
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             cwd=settings.worker_cwd or settings.home, env=worker_env(settings, address),
         )  # fmt: skip
-    ident = identity_after_foreign_exec(proc.pid, cmd)
+    ident = identity_after_user_exec(proc.pid, cmd)
     if ident is None:
         rc = returncode_of(proc)
         raise Unavailable(startup_death("the worker command", rc, log_path, log_start, "at once"))
-    worker = WorkerProc(ident, default_identity(proc.pid), "active", slot, proc, foreign=True)
+    worker = WorkerProc(ident, default_identity(proc.pid), "active", slot, proc, user_cmd=True)
     save(settings, worker)
     return worker
 
 
-def identity_after_foreign_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAIT_S) -> ProcIdentity | None:
+def identity_after_user_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAIT_S) -> ProcIdentity | None:
     """The child's identity once it runs `cmd`: its command line is `cmd`, or ends with it (a script
     run through its #! interpreter). None if it died first."""
     seen: list[ProcIdentity | None] = []

@@ -1,5 +1,7 @@
 """A user's workflow as Temporal recorded it: its activity executions, read from history (every
-execution of the continue-as-new chain), for the timeline, `status`, chaos and the audit.
+execution of the continue-as-new chain), for the timeline, `status`, chaos and the audit. Each one is
+classified (model request, tool call, MCP call, other) by the agent framework's adapter that the
+activity types name (app/frameworks/), from its payloads as history holds them.
 
 History holds one ACTIVITY_TASK_STARTED per activity, written when it closes, with the attempt that
 closed it: an activity that ran more than once (a retry, or a worker killed under it) shows attempt
@@ -9,6 +11,7 @@ attempt and the last worker that picked it up).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -16,6 +19,9 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+
+MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
 MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CLOSE_FIELDS = {
@@ -41,10 +47,35 @@ class ActivityExec:
     status: str = "scheduled"  # scheduled | running | completed | failed | timed-out | canceled
     last_failure: str | None = None  # why the attempt before failed (a kill shows as a heartbeat timeout)
     resumed: bool = False  # run by another worker than the activity before it
+    heartbeat_timeout_s: float | None = None  # as scheduled (None: none set)
+    start_to_close_s: float | None = None
+    args: list[object] = field(default_factory=list, repr=False)  # decoded input payloads (None: undecodable)
+    result: object = field(default=None, repr=False)  # the completion's first payload, decoded
+    summary: str | None = None  # the user-metadata summary the workflow gave it
+    info: UnitInfo | None = None  # what it is (model request, tool call, ...): app/frameworks/
 
     @property
     def re_executed(self) -> bool:
         return self.attempt > 1
+
+    @property
+    def cls(self) -> str:
+        return self.info.cls if self.info is not None else "other"
+
+    @property
+    def label(self) -> str:
+        return self.info.label if self.info is not None else self.activity_type
+
+    @property
+    def decode_error(self) -> bool:
+        """Its arguments never decoded on the worker: the body never ran, whatever the attempt count."""
+        return bool(self.last_failure) and "decoding arguments" in (self.last_failure or "").lower()
+
+    @property
+    def unassisted_bound_s(self) -> float | None:
+        """How long Temporal waits before it retries an attempt whose worker died: the heartbeat
+        timeout, else the start-to-close timeout."""
+        return self.heartbeat_timeout_s or self.start_to_close_s
 
     @property
     def duration_s(self) -> float | None:
@@ -67,6 +98,12 @@ class ActivityExec:
             "seq": self.seq, "activity_id": self.activity_id, "type": self.activity_type, "attempt": self.attempt,
             "identity": self.identity, "status": self.status, "segment": self.segment, "execution": self.execution,
             "duration_s": self.duration_s, "last_failure": self.last_failure, "resumed": self.resumed,
+            "class": self.cls, "label": self.label, "summary": self.summary,
+            "tool": self.info.name if self.info is not None and self.cls in ("tool", "mcp") else None,
+            "call_id": self.info.call_id if self.info is not None else None,
+            "args_digest": self.info.args_digest if self.info is not None else None,
+            "tokens": self.info.tokens if self.info is not None else None,
+            "heartbeat_timeout_s": self.heartbeat_timeout_s, "start_to_close_s": self.start_to_close_s,
         }  # fmt: skip
 
 
@@ -89,6 +126,33 @@ def plain(text: str, limit: int = 200) -> str:
 
 def _t(ev) -> float:
     return ev.event_time.ToSeconds() + ev.event_time.nanos / 1e9
+
+
+def decode_payload(payload) -> object:
+    """One payload as JSON, bounded; None when it is not JSON, too big, or nests too deeply."""
+    data = payload.data
+    if len(data) > MAX_PAYLOAD_BYTES or payload.metadata.get("encoding", b"") != b"json/plain":
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+
+
+def _payloads(payloads) -> list[object]:
+    return [decode_payload(p) for p in list(payloads.payloads)[:16]]
+
+
+def _summary(ev) -> str | None:
+    if not ev.HasField("user_metadata") or not ev.user_metadata.HasField("summary"):
+        return None
+    text = decode_payload(ev.user_metadata.summary)
+    return plain(text, 120) if isinstance(text, str) else None
+
+
+def _secs(duration) -> float | None:
+    value = duration.seconds + duration.nanos / 1e9
+    return value or None
 
 
 async def read_chain(client: Client, workflow_id: str, first_execution: str | None = None) -> Chain:
@@ -138,6 +202,10 @@ def activities(chain: Chain) -> list[ActivityExec]:
                     plain(a.activity_id, 64),
                     plain(a.activity_type.name, 128),
                     _t(ev),
+                    heartbeat_timeout_s=_secs(a.heartbeat_timeout),
+                    start_to_close_s=_secs(a.start_to_close_timeout) or _secs(a.schedule_to_close_timeout),
+                    args=_payloads(a.input),
+                    summary=_summary(ev),
                 )
                 by_sched[ev.event_id] = act
                 found.append(act)
@@ -152,15 +220,31 @@ def activities(chain: Chain) -> list[ActivityExec]:
             else:
                 _close(ev, by_sched)
     mark_resumed(found)
+    label(found)
     return found
+
+
+def label(acts: list[ActivityExec], framework: str | None = None) -> str | None:
+    """Classify every activity by its framework's adapter (`framework`, else the one the activity
+    types name); returns the framework used (None: a plain workflow)."""
+    framework = framework or detect(a.activity_type for a in acts)
+    seen = [ActivitySeen(a.activity_type, a.args, a.result, a.summary) for a in acts]
+    for act, info in zip(acts, classify(framework, seen), strict=False):
+        act.info = info
+    return framework
 
 
 def _close(ev, by_sched: dict[int, ActivityExec]) -> None:
     for name, status in CLOSE_FIELDS.items():
         if ev.HasField(name):
-            act = by_sched.get(getattr(ev, name).scheduled_event_id)
+            attrs = getattr(ev, name)
+            act = by_sched.get(attrs.scheduled_event_id)
             if act is not None:
                 act.status, act.closed_at = status, _t(ev)
+                if status == "completed" and attrs.HasField("result") and attrs.result.payloads:
+                    act.result = decode_payload(attrs.result.payloads[0])
+                elif status == "failed" and attrs.HasField("failure") and attrs.failure.message:
+                    act.last_failure = plain(attrs.failure.message)
             return
 
 
@@ -198,9 +282,14 @@ async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -
     return acts
 
 
-async def read_activities(client: Client, workflow_id: str, first_execution: str | None = None) -> list[ActivityExec]:
+async def read_activities(
+    client: Client, workflow_id: str, first_execution: str | None = None, framework: str | None = None
+) -> list[ActivityExec]:
     chain = await read_chain(client, workflow_id, first_execution)
-    return await with_pending(client, chain, activities(chain))
+    acts = await with_pending(client, chain, activities(chain))
+    if framework is not None:
+        label(acts, framework)
+    return acts
 
 
 def first_event_after(chain: Chain, at: float, not_identity: str | None) -> float | None:

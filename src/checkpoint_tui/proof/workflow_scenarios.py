@@ -5,13 +5,15 @@ apply to any workflow, run on a user's own worker in a home of their own (run/ve
    on it (a cold spawn replaces it; assisted failover fails the dead worker's attempts by identity);
 2. supervisor killed: a separate `start --wait` process is SIGKILLed; the worker survives and a new
    supervisor adopts the same pid;
-3. unassisted kill: only the activity's heartbeat timeout brings the attempt back;
+3. unassisted kill: only the killed activity's own timeout brings the attempt back (its heartbeat
+   timeout, or its start-to-close timeout when it has none: then the bound says so);
 4. replay: every execution of every run's recorded history is replayed by a freshly started worker
    of the user's command (a query on a closed workflow replays its whole history on the current
    workflow code: a non-determinism error fails it), and no workflow task failed during the runs.
 
-Each run is audited (proof/foreign_audit.py): completed, nothing lost or duplicated, no re-executed
-activity at risk. Everything is read back from Temporal and the ledger.
+Each run is audited (app/activity_audit.py): completed, nothing lost or duplicated, no re-executed
+tool call or activity at risk (model requests re-run are reported apart). Everything is read back
+from Temporal and the ledger.
 """
 
 from __future__ import annotations
@@ -24,19 +26,26 @@ import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.foreign_history import Chain, first_event_after, read_chain, workflow_task_failures
-from checkpoint_tui.app.foreign_runs import NO_INPUT, start_foreign_run, wait_foreign
+from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
+from checkpoint_tui.app.activity_history import (
+    Chain,
+    activities,
+    first_event_after,
+    label,
+    read_chain,
+    workflow_task_failures,
+)  # fmt: skip
+from checkpoint_tui.app.workflow_runs import NO_INPUT, wait_workflow_run
+from checkpoint_tui.app.workload import UserWorkflow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.ops.foreign_worker import probe_log_path, wait_polling
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.foreign_audit import audit_foreign, probe_counts
-from checkpoint_tui.proof.foreign_chaos import Progress, until_activity
+from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
+from checkpoint_tui.proof.chaos_activities import Progress, until_activity
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
@@ -47,10 +56,10 @@ UNASSISTED_SLACK_S = 5.0  # beyond the activity's own heartbeat timeout: retry i
 KILL_AT = (2, 3, 4)  # the activities (in scheduling order) a kill lands in
 
 
-class ForeignContext:
-    def __init__(self, settings: Settings, address: str, client: Client, report: Report, workflow: str, arg: Any):
+class WorkflowContext:
+    def __init__(self, settings: Settings, address: str, client: Client, report: Report, workload: UserWorkflow):
         self.settings, self.address, self.client, self.report = settings, address, client, report
-        self.workflow, self.arg = workflow, arg
+        self.workload, self.workflow, self.arg = workload, workload.workflow, workload.arg
         self.sup: Supervisor | None = None
         self.runs: list[str] = []
 
@@ -72,23 +81,24 @@ class ForeignContext:
         self.sup = None
 
     async def start(self) -> str:
-        run_id = await start_foreign_run(self.settings, self.client, self.workflow, self.arg)
+        run_id = await self.workload.start(self.settings, self.client)
         self.runs.append(run_id)
         return run_id
 
     async def finish(self, run_id: str) -> tuple[str | None, Chain]:
-        status = await wait_foreign(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
+        status = await wait_workflow_run(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
         return status, await read_chain(self.client, run_id)
 
     def audit(self, tag: str, run_id: str, status: str | None, chain: Chain) -> None:
-        from checkpoint_tui.app.foreign_history import activities
-
+        acts = activities(chain)
+        label(acts, self.workload.framework)
         probes = probe_counts(probe_log_path(self.settings))
-        a = audit_foreign(connect(self.settings.ledger), run_id, self.workflow, status, activities(chain), probes)
+        a = audit_activities(connect(self.settings.ledger), run_id, self.workflow, status, acts, probes)
         self.report.check(
             f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
             f"status={status} activities={a.completed}/{a.activities} re-executed={len(a.re_executed)} "
-            f"guarded={len(a.guarded_re_executed)} at_risk={len(a.at_risk)} lost={a.lost} duplicated={a.duplicated}"
+            f"guarded={len(a.guarded_re_executed)} at_risk={len(a.at_risk)} model_reruns={len(a.model_reruns)} "
+            f"never_ran={len(a.never_ran)} lost={a.lost} duplicated={a.duplicated}"
             + "".join(f"; {d}" for d in (a.lost_detail + a.duplicated_detail)[:5]),
         )  # fmt: skip
 
@@ -97,13 +107,17 @@ class ForeignContext:
         sup = self.sup
         assert sup is not None
         live = lambda: sup.primary.name if sup.primary is not None else None  # noqa: E731
-        if not await until_activity(Progress(self.client, run_id), k, live, RUN_TIMEOUT_S):
+        progress = Progress(self.client, run_id, self.workload.framework)
+        act = await until_activity(progress, lambda: progress.activity(k), live, RUN_TIMEOUT_S)
+        if act is None:
             return None
         worker = sup.primary
         if worker is None:
             return None
         report = await sup.kill(reason, worker)
-        return {**asdict(report), "identity": worker.name, "activity": k}
+        bound = act.unassisted_bound_s
+        return {**asdict(report), "identity": worker.name, "activity": k, "label": act.label, "bound_s": bound,
+                "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout"}
 
     async def close(self) -> None:
         await self.unsupervise(stop_workers=True)
@@ -114,7 +128,7 @@ def _resume_s(chain: Chain, kill: dict) -> float | None:
     return None if nxt is None else nxt - kill["at"]
 
 
-async def kill_mid_run(ctx: ForeignContext) -> None:
+async def kill_mid_run(ctx: WorkflowContext) -> None:
     await ctx.supervise()
     run_id = await ctx.start()
     kills = [k for k in [await ctx.kill_in_activity(run_id, k, "verify: kill mid-run") for k in KILL_AT] if k]
@@ -141,12 +155,14 @@ async def kill_mid_run(ctx: ForeignContext) -> None:
     ctx.audit("1d.", run_id, status, chain)
 
 
-async def supervisor_killed(ctx: ForeignContext) -> None:
+async def supervisor_killed(ctx: WorkflowContext) -> None:
     await ctx.unsupervise(stop_workers=True)
     s = ctx.settings
     argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(s.home), "--temporal-address", ctx.address,
             "--namespace", s.namespace, "--task-queue", s.task_queue, *s.connection.worker_args(),
             "--worker-cmd", _cmd_text(s), "start", "--workflow", ctx.workflow, "--wait"]  # fmt: skip
+    if ctx.workload.framework:
+        argv[argv.index("--worker-cmd"):argv.index("--worker-cmd")] = ["--framework", ctx.workload.framework]
     if ctx.arg is not NO_INPUT:
         argv += ["--input", json.dumps(ctx.arg)]
     log = open(s.run_dir / "verify-supervisor.log", "ab")  # noqa: SIM115 - closed below
@@ -156,7 +172,8 @@ async def supervisor_killed(ctx: ForeignContext) -> None:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
         ctx.runs.append(run_id)
-        await until_activity(Progress(ctx.client, run_id), 2, None, RUN_TIMEOUT_S)
+        progress = Progress(ctx.client, run_id, ctx.workload.framework)
+        await until_activity(progress, lambda: progress.activity(2), None, RUN_TIMEOUT_S)
         worker = worker_proc.load(s, "active")
         proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
         await proc.wait()
@@ -178,21 +195,25 @@ async def supervisor_killed(ctx: ForeignContext) -> None:
     ctx.audit("2c.", run_id, status, chain)
 
 
-async def unassisted(ctx: ForeignContext) -> None:
+async def unassisted(ctx: WorkflowContext) -> None:
     await ctx.supervise(assist=False)
     run_id = await ctx.start()
     kill = await ctx.kill_in_activity(run_id, KILL_AT[0], "verify: unassisted kill")
     status, chain = await ctx.finish(run_id)
     resumed = _resume_s(chain, kill) if kill else None
-    budget = _heartbeat_timeout(chain) + UNASSISTED_SLACK_S
-    ctx.report.check("3. unassisted kill: the heartbeat timeout brings the activity back",
+    own = (kill or {}).get("bound_s") or 0.0
+    budget = own + UNASSISTED_SLACK_S
+    source = (kill or {}).get("bound_from", "timeout")
+    slow = f"; a kill there costs a minute or more: give {(kill or {}).get('label')} a heartbeat timeout" \
+        if own >= 60 else ""
+    ctx.report.check(f"3. unassisted kill: the activity's own {source} brings it back",
                      kill is not None and resumed is not None and resumed <= budget,
-                     f"resumed after {_s(resumed)} (≤ heartbeat timeout + {UNASSISTED_SLACK_S:g} s = {budget:.1f} s)",
-                     unassisted_resume_s=resumed)  # fmt: skip
+                     f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
+                     f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}", unassisted_resume_s=resumed)  # fmt: skip
     ctx.audit("3b.", run_id, status, chain)
 
 
-async def replay(ctx: ForeignContext) -> None:
+async def replay(ctx: WorkflowContext) -> None:
     """A fresh worker replays every recorded execution (a query on a closed workflow replays it whole)."""
     await ctx.unsupervise(stop_workers=True)
     await ctx.supervise()
@@ -210,13 +231,6 @@ async def replay(ctx: ForeignContext) -> None:
                      f"replayed {replayed} execution(s) on a fresh worker" + "".join(f"; {f}" for f in failed[:5]))
     ctx.report.check("4b. no workflow task failed during the runs", not task_failures,
                      "; ".join(task_failures[:5]) or "none")  # fmt: skip
-
-
-def _heartbeat_timeout(chain: Chain) -> float:
-    for ev in chain.events:
-        if ev.HasField("activity_task_scheduled_event_attributes"):
-            return ev.activity_task_scheduled_event_attributes.heartbeat_timeout.ToTimedelta().total_seconds()
-    return 0.0
 
 
 def _cmd_text(settings: Settings) -> str:
@@ -241,9 +255,10 @@ def verify_home(settings: Settings, address: str) -> Settings:
     )  # fmt: skip
 
 
-async def run_foreign_verify(
-    settings: Settings, workflow: str, arg: Any, json_path: Path | None = None, junit_path: Path | None = None
+async def run_workflow_verify(
+    settings: Settings, workload: UserWorkflow, json_path: Path | None = None, junit_path: Path | None = None
 ) -> int:
+    workflow = workload.workflow
     started = time.monotonic()
     address, _ = resolve_address(settings)
     vhome = verify_home(settings, address)
@@ -258,7 +273,7 @@ async def run_foreign_verify(
     print(f"verify: {workflow} on {Path(vhome.worker_cmd[0]).name} · Temporal {address} · "
           f"home {vhome.home} · task queue {vhome.task_queue}", flush=True)  # fmt: skip
     report = Report()
-    ctx = ForeignContext(vhome, address, client, report, workflow, arg)
+    ctx = WorkflowContext(vhome, address, client, report, workload)
     try:
         for scenario in SCENARIOS:
             try:

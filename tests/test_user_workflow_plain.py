@@ -1,6 +1,6 @@
 """#18 acceptance 2: the effects library in a plain Temporal worker started by hand (no lab supervisor).
 
-`examples/byo_worker/worker.py` runs as an ordinary subprocess; it is SIGKILLed while one activity is
+`examples/user_worker/worker.py` runs as an ordinary subprocess; it is SIGKILLed while one activity is
 inside its write (its probe line is logged, its ledger claim not yet stamped), started again, and the
 workflow completes with each line in the output file exactly once, that effect `recovered` once, no
 duplicate ledger rows, and the probe log showing the killed write was entered twice. On SQLite (the
@@ -34,7 +34,7 @@ from checkpoint_tui.effects import read_probe_log, read_probe_records
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 
-WORKER = Path(__file__).resolve().parent.parent / "examples" / "byo_worker" / "worker.py"
+WORKER = Path(__file__).resolve().parent.parent / "examples" / "user_worker" / "worker.py"
 COUNT, PACE = 6, 1.0  # a write takes ~1 s (half before its append, half after): room to land a kill in it
 KILL_TRIES = 3  # a kill that lost the race (the stamp landed first) is retried on a later activity
 

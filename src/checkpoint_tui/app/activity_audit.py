@@ -1,12 +1,19 @@
-"""The audit of a user's workflow run, with or without the effects library.
+"""The audit of a user's workflow run, with or without the effects library, by activity class.
 
 What it can see, and from where:
 - **re-executed** (from Temporal history): every activity whose closing attempt is > 1, i.e. that
-  ran more than once (a retry, or a worker killed under it and the activity started again).
+  ran more than once (a retry, or a worker killed under it and the activity started again). Each is
+  of a class (app/frameworks/): a tool call (named, with its call id), an MCP call, a model request,
+  or another activity.
 - **guarded**: the activity made at least one claim attempt through the library (an
-  `effect_outcomes` row of the run with `step` = its activity id). A re-executed activity without
-  one is **at risk**: whatever it did to the outside world may have happened once per attempt, and
-  the lab cannot see it.
+  `effect_outcomes` row of the run with `step` = its activity id). A re-executed tool call or other
+  activity without one is **at risk**: whatever it did to the outside world may have happened once
+  per attempt, and the lab cannot see it.
+- **model requests re-run** are reported apart, with the tokens their completed attempts used (paid
+  again for each extra attempt, as far as history tells): a model request has no side effect of its
+  own, so it fails the verdict only under `--strict-models`.
+- **never ran**: an activity whose arguments the worker could not decode (its failures say so) ran
+  no body, however many attempts it had: it is not at risk, it is broken.
 - **with the library** (the ledger): effects claimed but never stamped (lost, once the workflow is
   over), duplicate effect ids, and the claim outcomes (applied / skipped / recovered / interrupted).
 - **the probe log** (independent of the ledger's rows): physical `write` calls per effect key. A key
@@ -25,7 +32,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.app.foreign_history import ActivityExec
+from checkpoint_tui.app.activity_history import ActivityExec
+from checkpoint_tui.app.frameworks import detect
 from checkpoint_tui.effects import read_probe_log
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
@@ -35,15 +43,22 @@ DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays r
 
 
 @dataclass
-class ForeignAudit:
+class ActivityAudit:
     run_id: str
     workflow_type: str | None
     workflow_status: str | None
     activities: int = 0
     completed: int = 0
+    framework: str | None = None
+    strict_models: bool = False
     re_executed: list[dict] = field(default_factory=list)  # each: the activity, guarded or not, its effects
-    at_risk: list[dict] = field(default_factory=list)  # re-executed with no guarded effect
+    at_risk: list[dict] = field(default_factory=list)  # re-executed tool/other with no guarded effect
     guarded_re_executed: list[dict] = field(default_factory=list)
+    model_reruns: list[dict] = field(default_factory=list)  # re-executed model requests
+    tokens_paid_again: int = 0  # the completed attempt's usage x the extra attempts, over model_reruns
+    never_ran: list[dict] = field(default_factory=list)  # arguments never decoded: no body ran
+    tool_calls: int = 0
+    model_requests: int = 0
     effects: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     unstamped: list[str] = field(default_factory=list)
@@ -59,23 +74,50 @@ class ForeignAudit:
 
     @property
     def ok(self) -> bool:
-        return self.workflow_status == "COMPLETED" and not self.lost and not self.duplicated and not self.at_risk
+        models_ok = not (self.strict_models and self.model_reruns)
+        clean = not self.lost and not self.duplicated and not self.at_risk and not self.never_ran
+        return self.workflow_status == "COMPLETED" and clean and models_ok
+
+    def sentence(self) -> str | None:
+        """The completion sentence of the run, from this audit (the one verdict the app, `status`
+        and chaos show); None while the workflow runs."""
+        if self.workflow_status in (None, "RUNNING"):
+            return None
+        state = {"COMPLETED": "completed", "CANCELED": "cancelled"}.get(self.workflow_status, "failed")
+        verdict = "nothing at risk, lost or duplicated" if self.ok else "NOT exactly once"
+        if self.at_risk:
+            verdict += f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)})"
+        elif self.never_ran:
+            verdict += f" ({len(self.never_ran)} never ran: decode error)"
+        elif self.lost or self.duplicated:
+            verdict += f" (lost {self.lost}, duplicated {self.duplicated})"
+        elif not self.ok and self.model_reruns:
+            verdict += f" ({len(self.model_reruns)} model requests re-run, --strict-models)"
+        return (
+            f"run {state} — {self.completed} of {self.activities} activities, re-executed {len(self.re_executed)} "
+            f"(guarded {len(self.guarded_re_executed)}, model {len(self.model_reruns)}) · {verdict}"
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
 
 
-def audit_foreign(
+def audit_activities(
     conn: Ledger,
     run_id: str,
     workflow_type: str | None,
     workflow_status: str | None,
     acts: list[ActivityExec],
     probe_counts: dict[str, int] | None,
-) -> ForeignAudit:
-    """`acts` from history (app/foreign_history.py); `probe_counts` the probe log's writes per key, or
-    None when there is no probe log (a worker that does not use the library)."""
-    a = ForeignAudit(run_id, workflow_type, workflow_status, len(acts), sum(x.status == "completed" for x in acts))
+    strict_models: bool = False,
+) -> ActivityAudit:
+    """`acts` from history, classified (app/activity_history.py); `probe_counts` the probe log's
+    writes per key, or None when there is no probe log (a worker that does not use the library)."""
+    a = ActivityAudit(run_id, workflow_type, workflow_status, len(acts), sum(x.status == "completed" for x in acts))
+    a.strict_models = strict_models
+    a.framework = detect(x.activity_type for x in acts)
+    a.tool_calls = sum(x.cls in ("tool", "mcp") for x in acts)
+    a.model_requests = sum(x.cls == "model" for x in acts)
     effects = queries.effects(conn, run_id)
     by_id = {e.id: e for e in effects}
     by_step: dict[int, list[EffectRow]] = {}  # an activity's claim attempts (a business key may be shared)
@@ -93,21 +135,28 @@ def audit_foreign(
         guarded = by_step.get(int(act.activity_id)) if act.activity_id.isdigit() else None
         entry = {**act.to_dict(), "guarded": bool(guarded), "effects": [_effect_line(e, a) for e in guarded or []]}
         a.re_executed.append(entry)
-        (a.guarded_re_executed if guarded else a.at_risk).append(entry)
+        if act.decode_error and not guarded:
+            a.never_ran.append(entry)
+        elif act.cls == "model":
+            a.model_reruns.append(entry)
+            a.tokens_paid_again += (act.info.tokens or 0) * (act.attempt - 1) if act.info is not None else 0
+        else:
+            (a.guarded_re_executed if guarded else a.at_risk).append(entry)
     _ledger_checks(a, effects)
     _probe_checks(a, effects)
     a.lost, a.duplicated = len(a.lost_detail), len(a.duplicated_detail)
-    for name in ("lost_detail", "duplicated_detail", "re_executed", "at_risk", "guarded_re_executed", "re_entered"):
+    for name in ("lost_detail", "duplicated_detail", "re_executed", "at_risk", "guarded_re_executed", "re_entered",
+                 "model_reruns", "never_ran"):
         setattr(a, name, getattr(a, name)[:DETAIL_LIMIT])
     return a
 
 
-def _effect_line(e: EffectRow, a: ForeignAudit) -> str:
+def _effect_line(e: EffectRow, a: ActivityAudit) -> str:
     writes = f" · {a.probe_writes.get(e.id, 0)} physical write(s)" if a.probe_available else ""
     return f"{e.id} ({e.kind}) {e.outcomes or 'no claim outcome'}{writes}"
 
 
-def _ledger_checks(a: ForeignAudit, effects: list[EffectRow]) -> None:
+def _ledger_checks(a: ActivityAudit, effects: list[EffectRow]) -> None:
     over = a.workflow_status not in (None, "RUNNING")
     for e in effects:
         if e.applied_at is None:
@@ -120,7 +169,7 @@ def _ledger_checks(a: ForeignAudit, effects: list[EffectRow]) -> None:
         a.duplicated_detail.append(f"{a.duplicate_ids} duplicate effect ids")
 
 
-def _probe_checks(a: ForeignAudit, effects: list[EffectRow]) -> None:
+def _probe_checks(a: ActivityAudit, effects: list[EffectRow]) -> None:
     """The probe log against the claim attempts: a write may be entered once per attempt that claimed
     the right to write (applied, recovered) or died before its outcome was recorded (interrupted: it
     may have been inside the write). More writes than that were made outside the protocol."""
@@ -147,11 +196,13 @@ def probe_counts(path: Path) -> dict[str, int] | None:
     return dict(read_probe_log(path))  # the library's own reader (bounded; torn or foreign lines skipped)
 
 
-def audit_lines(a: ForeignAudit) -> list[str]:
+def audit_lines(a: ActivityAudit) -> list[str]:
     """The report, plainly: what ran more than once, which of it was guarded, what is at risk."""
+    kind = f" ({a.framework}: {a.model_requests} model requests, {a.tool_calls} tool calls)" if a.framework else ""
     lines = [
-        f"workflow {a.workflow_type} {a.workflow_status} · activities {a.completed}/{a.activities} completed · "
-        f"re-executed {len(a.re_executed)} (guarded {len(a.guarded_re_executed)}, AT RISK {len(a.at_risk)})"
+        f"workflow {a.workflow_type} {a.workflow_status}{kind} · activities {a.completed}/{a.activities} completed · "
+        f"re-executed {len(a.re_executed)} (guarded {len(a.guarded_re_executed)}, AT RISK {len(a.at_risk)}, "
+        f"model requests {len(a.model_reruns)}, never ran {len(a.never_ran)})"
     ]
     for r in a.guarded_re_executed:
         lines.append(f"  re-executed, guarded: {_act(r)} · " + "; ".join(r["effects"]))
@@ -160,6 +211,12 @@ def audit_lines(a: ForeignAudit) -> list[str]:
             f"  AT RISK: {_act(r)} ran {r['attempt']} times with no effect through the library: "
             "what it did outside may have happened more than once"
         )
+    if a.model_reruns:
+        strict = " (fails the verdict: --strict-models)" if a.strict_models else " (not a side effect: reported apart)"
+        lines.append(f"  model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}{strict}")
+        lines += [f"    {_act(r)}" for r in a.model_reruns[:10]]
+    for r in a.never_ran:
+        lines.append(f"  never ran (decode error): {_act(r)} · {r['attempt']} attempts, no body ran")
     o = a.outcomes
     lines.append(
         f"library effects {a.effects} · applied {o.get('applied', 0)} · skipped {o.get('skipped', 0)} · "
@@ -181,4 +238,12 @@ def audit_lines(a: ForeignAudit) -> list[str]:
 
 def _act(r: dict) -> str:
     failure = f" (before: {r['last_failure'][:80]})" if r.get("last_failure") else ""
-    return f"#{r['seq']} {r['type']} activity {r['activity_id']} attempt {r['attempt']} on {r['identity']}{failure}"
+    what = r.get("label") or r["type"]
+    return f"#{r['seq']} {what} activity {r['activity_id']} attempt {r['attempt']} on {r['identity']}{failure}"
+
+
+def _names(entries: list[dict]) -> str:
+    """The at-risk units by name (a tool's name, else the activity type), each once, in order."""
+    names = list(dict.fromkeys((r.get("tool") or r["type"]) for r in entries))
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+

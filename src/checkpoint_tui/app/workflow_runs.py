@@ -1,5 +1,5 @@
 """Runs of a user's own workflow (`--worker-cmd` with `--workflow TYPE --input JSON`): the lab picks the
-workflow id, writes a `runs` row marked `foreign:TYPE` (so `status RUN`, `replay`'s listing and the app
+workflow id, writes a `runs` row marked `workflow:TYPE` (so `status RUN`, `replay`'s listing and the app
 find it) before the workflow starts, and writes the row's end once Temporal says the workflow closed
 (nothing in a user's worker writes our runs table)."""
 
@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from checkpoint_tui.app.foreign_history import read_activities
+from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.history import workflow_status
 from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, new_run_id
 from checkpoint_tui.app.view import FINAL_STATES
@@ -25,7 +25,9 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution
 from checkpoint_tui.settings import Settings
 
-FOREIGN = "foreign:"  # runs.provider of a run of a user's workflow: foreign:<workflow type>
+WORKFLOW_PROVIDER = "workflow:"  # runs.provider of a run of a user's workflow: workflow:<workflow type>
+# Ledgers written before the prefix had its name mark such runs `foreign:<type>`: still read as theirs.
+PROVIDER_PREFIXES = (WORKFLOW_PROVIDER, "foreign:")
 MAX_INPUT_BYTES = 64 * 1024
 WORKFLOW_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 WAIT_EVERY_S = 0.2
@@ -33,12 +35,14 @@ NO_INPUT = object()  # --input not given: the workflow starts with no argument
 PROGRESS_EVERY_S = 1.0
 
 
-def is_foreign(provider: str | None) -> bool:
-    return bool(provider) and provider.startswith(FOREIGN)  # type: ignore[union-attr]
+def is_user_workflow(provider: str | None) -> bool:
+    return bool(provider) and provider.startswith(PROVIDER_PREFIXES)  # type: ignore[union-attr]
 
 
 def workflow_type_of(provider: str | None) -> str | None:
-    return provider[len(FOREIGN) :] if is_foreign(provider) else None  # type: ignore[index]
+    if not is_user_workflow(provider):
+        return None
+    return provider.split(":", 1)[1]  # type: ignore[union-attr]
 
 
 def check_workflow_type(text: str) -> str:
@@ -69,12 +73,12 @@ def parse_input(text: str) -> Any:
     return value
 
 
-async def start_foreign_run(settings: Settings, client: Client, workflow: str, arg: Any) -> str:
+async def start_workflow_run(settings: Settings, client: Client, workflow: str, arg: Any) -> str:
     """Write the run row, then start the workflow on the lab's task queue; returns the workflow id."""
     check_workflow_type(workflow)
     run_id = new_run_id()
     conn = connect(settings.ledger)
-    create_run(conn, run_id, 0, 0.0, f"{FOREIGN}{workflow}", settings.task_queue)
+    create_run(conn, run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}{workflow}", settings.task_queue)
     try:
         handle = await client.start_workflow(
             workflow, args=[] if arg is NO_INPUT else [arg], id=run_id, task_queue=settings.task_queue,
@@ -88,7 +92,7 @@ async def start_foreign_run(settings: Settings, client: Client, workflow: str, a
     return run_id
 
 
-async def wait_foreign(
+async def wait_workflow_run(
     settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
 ) -> str | None:
     """Poll Temporal until the workflow closes (or `timeout`); the ledger row's end is written then.

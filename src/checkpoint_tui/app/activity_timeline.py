@@ -1,0 +1,94 @@
+"""The app's view of a run of a user's workflow (agent frameworks included): the lab session as it is
+(the supervisor runs and kills the user's command, the ledger pane shows the effects library's rows,
+history and worker events as always), with the timeline made of the viewed run's activities read from
+Temporal history, one row per activity in scheduling order: what it is (`model · scripted-mailer`,
+`tool · send_email · call 3f2a…`), attempt, the worker that ran it, where the run resumed on another
+worker, tokens from the model's usage. The completion sentence is the audit's (one verdict)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.activity_history import ActivityExec, read_activities
+from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, StepDetail
+from checkpoint_tui.ledger.rows import StepRow
+
+ACTIVITIES_EVERY_S = 0.5  # history is re-read at most this often (a user's run is short; see README)
+STATUS = {"completed": "completed", "running": "running", "failed": "failed", "timed-out": "failed",
+          "canceled": "cancelled", "scheduled": "scheduled"}  # fmt: skip
+SHOWN_CHARS = 400  # an input or result summary in the inspector
+
+
+def step_row(a: ActivityExec) -> StepRow:
+    """An activity in the timeline's row shape: step = its place in the run, provider = what it is
+    (with the worker identity when it is not the SDK's default `pid@host`, whose pid the pid column shows)."""
+    kind = a.label if a.worker_pid is not None or not a.identity else f"{a.label} @ {a.identity}"
+    tokens = a.info.tokens if a.info is not None else None
+    return StepRow(
+        step=a.seq, status=STATUS.get(a.status, a.status), attempt=a.attempt, worker_pid=a.worker_pid,
+        started_pid=None, provider=kind, action=a.info.name if a.info is not None else None, thought=a.summary,
+        tool_result=None, tokens=tokens, cost_usd=None, started_at=a.started_at, ended_at=a.closed_at,
+        error=a.last_failure, raw_output=None, worker_host=a.worker_host,
+    )  # fmt: skip
+
+
+@dataclass
+class ActivityTimeline:
+    framework: str | None = None  # forced (--framework); None: recognised from the activity types
+    _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
+    _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run
+
+    async def apply(self, client: Client, view: View, closed: bool) -> list[ActivityExec]:
+        """The snapshot's step rows and figures from the run's activities; only changed rows after the first."""
+        snap: Snapshot = view.snapshot
+        acts = await self.activities(client, snap.run_id or "", closed)
+        if view.run_changed:
+            self._rows = {}
+        rows = [step_row(a) for a in acts]
+        snap.steps = [r for r in rows if self._rows.get(r.step) != r]
+        self._rows.update({r.step: r for r in snap.steps})
+        snap.total_steps, snap.completed_steps = len(acts), sum(a.status == "completed" for a in acts)
+        snap.resumed_steps, snap.missing_steps = [a.seq for a in acts if a.resumed], []
+        snap.partial = not view.run_changed
+        snap.unit = "activity"
+        return acts
+
+    async def activities(self, client: Client, run_id: str, closed: bool) -> list[ActivityExec]:
+        cached = self._acts
+        fresh = cached is not None and cached[0] == run_id
+        if fresh and (closed or time.monotonic() - cached[1] < ACTIVITIES_EVERY_S):  # type: ignore[index]
+            return cached[2]  # type: ignore[index]  # a closed run's history no longer changes
+        acts = await read_activities(client, run_id, framework=self.framework)
+        self._acts = (run_id, time.monotonic(), acts)
+        return acts
+
+    def find(self, run_id: str, seq: int) -> ActivityExec | None:
+        acts = self._acts[2] if self._acts is not None and self._acts[0] == run_id else []
+        return next((a for a in acts if a.seq == seq), None)
+
+    def detail(self, run_id: str, seq: int, effects: list, claims: list) -> StepDetail | None:
+        """The inspector of one activity: what it is, its input and result as history has them, its
+        attempts with their workers, and the effects it claimed through the library."""
+        act = self.find(run_id, seq)
+        if act is None:
+            return None
+        row = step_row(act)
+        note = f"input {_shown(act.args)}\nresult {_shown(act.result)}"
+        attempts = []
+        if act.worker_pid is not None and act.started_at is not None:  # history keeps the closing attempt's worker
+            attempts.append(ActivityAttempt(act.label, act.attempt, act.worker_pid, act.worker_host, act.started_at))
+        return StepDetail(run_id, row, note, effects, claims, attempts)
+
+
+def _shown(value: object) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"

@@ -1,0 +1,293 @@
+"""Chaos against a user's workflow (a `ChaosTarget`, proof/targets.py), agent frameworks included: the
+run's activities are read from Temporal history as it goes (a user's run has no step rows), each
+classified by its framework's adapter (app/frameworks/), and every event is placed on an *activity
+start*: "at 3" is the third start of an activity the aim picks (`--aim tool|model|any|GLOB`).
+
+A kill inside an activity is placed over that activity type's observed duration (the median of the
+run's earlier completed ones of the type, measured from Temporal's start and close times): at a
+seeded fraction of it after Temporal says the attempt started, so some kills land before the
+activity's side effect and some after it, instead of wherever polling happens to notice it. A type
+not seen completed yet falls back to the event's delay after it was seen running.
+
+A user's worker has no fault hooks and the lab knows none of its timers, so two seeded moments are
+mapped: a claim-window crash becomes a kill inside the activity, a kill in a timer a kill between
+activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too)."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import random
+import statistics
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, audit_lines, probe_counts
+from checkpoint_tui.app.activity_history import (
+    ActivityExec,
+    Chain,
+    activities,
+    first_event_after,
+    label,
+    read_chain,
+    with_pending,
+)  # fmt: skip
+from checkpoint_tui.app.workload import UserWorkflow
+from checkpoint_tui.errors import Failed, Unavailable, UsageError
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
+from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.schedule import FORGE, ChaosEvent, make_schedule
+from checkpoint_tui.proof.targets import ChaosTarget
+
+if TYPE_CHECKING:
+    from checkpoint_tui.proof.chaos import Chaos
+
+MAPPED = {"claim-window-crash": "worker-in-activity", "worker-in-timer": "worker-between-activities"}
+AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
+PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
+POLL_S = 0.03  # how often history is read while an event waits for its activity start
+PROGRESS_TIMEOUT_S = 120.0
+
+
+def check_aim(text: str) -> str:
+    if not text or len(text) > 128 or any(ord(c) < 32 for c in text):
+        raise UsageError("--aim takes tool, model, any, or a glob over activity types / tool names (<= 128)")
+    return text
+
+
+def aimed(aim: str, act: ActivityExec) -> bool:
+    if aim == "any":
+        return True
+    if aim == "tool":
+        return act.cls in ("tool", "mcp", "other")  # an activity of a plain workflow may have effects
+    if aim == "model":
+        return act.cls == "model"
+    name = act.info.name if act.info is not None and act.info.name else ""
+    return fnmatch.fnmatchcase(act.activity_type, aim) or bool(name) and fnmatch.fnmatchcase(name, aim)
+
+
+def workload_schedule(seed: int, kills: int, pauses: int = 0, partitions: int = 0) -> tuple[list[ChaosEvent], int]:
+    """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
+    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
+    if kills < 3:
+        raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
+    span = kills + pauses + partitions + 2
+    return [map_event(e) for e in make_schedule(seed, span, kills, pauses, partitions)], span
+
+
+def map_event(ev: ChaosEvent) -> ChaosEvent:
+    if ev.kind == FORGE:
+        raise UsageError(f"{FORGE} forges our own outbox; a user's workflow has none")
+    if ev.kind in MAPPED:
+        return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
+    return ev
+
+
+class Progress:
+    """The run as Temporal has it: activities in scheduling order (open ones with their pending
+    state), classified."""
+
+    def __init__(self, client: Client, run_id: str, framework: str | None = None) -> None:
+        self.client, self.run_id, self.framework = client, run_id, framework
+        self.chain = Chain(run_id)
+        self.acts: list[ActivityExec] = []
+        self.closed = False
+
+    async def refresh(self) -> None:
+        try:
+            self.chain = await read_chain(self.client, self.run_id)
+            self.acts = await with_pending(self.client, self.chain, activities(self.chain))
+            label(self.acts, self.framework)
+            last = self.chain.executions[-1][1] if self.chain.executions else []
+            self.closed = bool(last) and _closes(last[-1])
+        except RPCError:  # the dev server restarting (a nemesis): look again
+            pass
+
+    def activity(self, k: int) -> ActivityExec | None:
+        return self.acts[k - 1] if len(self.acts) >= k else None
+
+    def aimed(self, aim: str, k: int) -> ActivityExec | None:
+        """The k-th activity (in scheduling order) the aim picks, once it is scheduled."""
+        picked = [a for a in self.acts if aimed(aim, a)]
+        return picked[k - 1] if len(picked) >= k else None
+
+    def usual_s(self, act: ActivityExec) -> float | None:
+        """The median duration of the run's completed activities of this one's type (same tool)."""
+        kind = _kind(act)
+        same = [a.duration_s for a in self.acts if a is not act and a.status == "completed"
+                and a.activity_type == act.activity_type and _kind(a) == kind and a.duration_s is not None]  # fmt: skip
+        return statistics.median(same) if same else None
+
+
+def _kind(act: ActivityExec) -> tuple[str, str | None]:
+    """What makes two activities alike for timing: the type, and the tool a framework's call names."""
+    return act.activity_type, act.info.name if act.info is not None else None
+
+
+def _closes(ev) -> bool:
+    return any(
+        ev.HasField(f"workflow_execution_{what}_event_attributes")
+        for what in ("completed", "failed", "timed_out", "canceled", "terminated")
+    )
+
+
+async def until_activity(
+    progress: Progress, pick, running_on, timeout: float = PROGRESS_TIMEOUT_S
+) -> ActivityExec | None:
+    """Wait until the activity `pick()` names is in flight on the worker `running_on()` names (not on a
+    dead one whose attempt Temporal has not failed yet), or closed (with `running_on` None: only
+    closed). None if the workflow closed before it came."""
+    deadline = time.monotonic() + timeout
+    while True:
+        await progress.refresh()
+        act = pick()
+        if act is not None and act.closed_at is not None:  # between activities; or too late to land inside
+            return act
+        on_live = running_on is not None and act is not None and act.status == "running"
+        if on_live and act.identity is not None and act.identity == running_on():
+            return act
+        if progress.closed:
+            return None
+        if time.monotonic() > deadline:
+            raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
+        await asyncio.sleep(POLL_S)
+
+
+def _live_name(settings) -> str | None:
+    live = worker_proc.load(settings, "active")
+    return live.name if live is not None else None
+
+
+class ActivityTarget(ChaosTarget):
+    def __init__(self, workload: UserWorkflow, aim: str = "any", seed: int | None = None,
+                 strict_models: bool = False, placed: bool = True) -> None:  # fmt: skip
+        """`placed`: in-activity kills at a seeded fraction of the type's duration (a seeded schedule);
+        False: at exactly the event's delay after Temporal's start of the attempt (a schedule file)."""
+        self.workload, self.aim, self.strict_models, self.placed = workload, aim, strict_models, placed
+        self.phases = random.Random(f"phase-{seed}")  # a stream of its own: the schedule stays put
+        self.progress: Progress | None = None
+        self._landing: dict = {}
+        self._audit: ActivityAudit | None = None
+
+    def header(self, chaos: Chaos) -> str:
+        return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
+
+    def span(self, chaos: Chaos) -> int:
+        return max(chaos.steps * 4, 40)  # the run's activities are unknown up front: a generous bound
+
+    async def start(self, chaos: Chaos, client: Client) -> str:
+        await _first_worker_polling(client, chaos.settings)  # a command that cannot start: one line, exit 3
+        run_id = await self.workload.start(chaos.settings, client)
+        self.progress = Progress(client, run_id, self.workload.framework)
+        return run_id
+
+    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+        assert self.progress is not None
+        await self.progress.refresh()
+        return self.progress.closed
+
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        progress, k = self.progress, ev.step or 0
+        assert progress is not None
+        between = ev.kind == "worker-between-activities"
+        live = None if between else (lambda: _live_name(chaos.settings))
+        act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
+        if act is None:
+            chaos.not_fired.append({**ev.to_json(), "why": f"the workflow closed after {len(progress.acts)} "
+                                    f"activities, {self._count(progress)} of them aimed ({self.aim})"})  # fmt: skip
+            return False
+        self._landing = {"step": act.seq, "label": act.label, "class": act.cls}
+        inside = ev.kind == "worker-in-activity" and act.started_at is not None and act.closed_at is None
+        usual = progress.usual_s(act) if inside and self.placed else None
+        if inside and usual is not None:
+            phase = round(self.phases.uniform(*PHASE), 3)
+            await asyncio.sleep(max(0.0, act.started_at + phase * usual - time.time()))  # type: ignore[operator]
+            self._landing.update(phase=phase, usual_s=round(usual, 3), started_at=act.started_at)
+        elif inside:  # from Temporal's start of the attempt, not from when polling saw it
+            await asyncio.sleep(max(0.0, act.started_at + ev.delay_ms / 1000 - time.time()))  # type: ignore[operator]
+            self._landing["started_at"] = act.started_at
+        else:
+            await asyncio.sleep(ev.delay_ms / 1000)
+        return True
+
+    def _count(self, progress: Progress) -> int:
+        return sum(aimed(self.aim, a) for a in progress.acts)
+
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        if ev.kind not in ("worker-in-activity", "worker-between-activities"):
+            return False
+        fired = nemeses.kill_active_worker(chaos.settings)
+        if fired is not None:
+            landing = dict(self._landing)
+            started = landing.pop("started_at", None)
+            extra = {"identity": fired[2], **landing}
+            if started is not None:
+                extra["into_s"] = round(fired[1] - started, 3)
+            chaos._record(ev, run_id, fired[0], fired[1], extra)
+        return True
+
+    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+        return max(len(self.progress.acts), 1) if self.progress is not None else 1
+
+    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> ActivityAudit:
+        assert self.progress is not None
+        await self.progress.refresh()
+        probes = probe_counts(probe_log_path(chaos.settings))
+        self._audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
+                                       self.progress.acts, probes, self.strict_models)  # fmt: skip
+        return self._audit
+
+    def stalls(self, chaos: Chaos, run_id: str) -> None:
+        chain = self.progress.chain if self.progress is not None else Chain(run_id)
+        for fired in [*chaos.kills, *chaos.pauses]:
+            after = fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
+            nxt = first_event_after(chain, after, fired.get("identity"))
+            fired["stalled_s"] = fired["restart_s"] = None if nxt is None else nxt - fired["at"]
+
+    def figures(self, chaos: Chaos, run_id: str) -> dict:
+        return {"workflow": self.workload.workflow, "aim": self.aim, "framework": self._audit.framework
+                if self._audit is not None else None}  # fmt: skip
+
+    def checks(self, audit: ActivityAudit) -> list[Check]:
+        return activity_checks(audit)
+
+    def lines(self, report: dict) -> list[str]:
+        return audit_lines(self._audit) if self._audit is not None else []
+
+
+async def _first_worker_polling(client: Client, settings, timeout: float = 30.0) -> None:
+    """The supervisor process's first worker, polling (it may be between a death and a respawn)."""
+    deadline = time.monotonic() + timeout
+    while (worker := worker_proc.load(settings, "active")) is None:
+        if time.monotonic() > deadline:
+            raise Unavailable(f"the worker command did not stay up; see {settings.run_dir / 'worker.log'}")
+        await asyncio.sleep(POLL_S)
+    await wait_polling(client, settings, worker, timeout)
+
+
+def activity_checks(a: ActivityAudit) -> list[Check]:
+    """The verdict as checks: it passes exactly when all of them do (ActivityAudit.ok)."""
+    risky = "; ".join(f"#{r['seq']} {r.get('label') or r['type']} attempt {r['attempt']}" for r in a.at_risk[:10])
+    models = f"model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}"
+    return [
+        Check("chaos: workflow COMPLETED", a.workflow_status == "COMPLETED",
+              f"workflow {a.workflow_status} · activities {a.completed}/{a.activities}"),
+        Check("chaos: no lost effect", a.lost == 0, f"lost {a.lost}" + "".join(f"; {d}" for d in a.lost_detail[:10])),
+        Check("chaos: no duplicated effect", a.duplicated == 0,
+              f"duplicated {a.duplicated}" + "".join(f"; {d}" for d in a.duplicated_detail[:10])),
+        Check("chaos: no re-executed tool call or activity at risk", not a.at_risk,
+              f"re-executed {len(a.re_executed)} · guarded {len(a.guarded_re_executed)} · at risk {len(a.at_risk)}"
+              + (f": {risky}" if risky else "")),
+        Check("chaos: every activity's arguments decoded", not a.never_ran,
+              f"never ran (decode error) {len(a.never_ran)}"
+              + "".join(f"; #{r['seq']} {r['type']}" for r in a.never_ran[:5])),
+        Check("chaos: model requests re-run" + (" (--strict-models)" if a.strict_models else " (reported apart)"),
+              not (a.strict_models and a.model_reruns), models),
+    ]  # fmt: skip

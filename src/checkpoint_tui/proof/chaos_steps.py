@@ -1,0 +1,137 @@
+"""Chaos against checkpoint-tui's own AgentLoop (a `ChaosTarget`, proof/targets.py): an event's moment
+is read from the ledger's step and activity rows, a claim-window crash is the worker's own planned
+fault, a forged email is written into the outbox, and the run is audited from the ledger, the
+artifact files and Temporal's status (proof/audit.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.runs import TERMINAL, start_run
+from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.workload import AgentLoopWorkload
+from checkpoint_tui.engine.shared import timer_ms
+from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.faults import FaultSpec
+from checkpoint_tui.ledger.latency import measure
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof.audit import Audit, audit_run
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent
+from checkpoint_tui.proof.targets import ChaosTarget, until
+
+if TYPE_CHECKING:
+    from checkpoint_tui.proof.chaos import Chaos
+
+
+class StepTarget(ChaosTarget):
+    def __init__(self, workload: AgentLoopWorkload) -> None:
+        self.workload = workload
+
+    def header(self, chaos: Chaos) -> str:
+        return f"steps={chaos.steps}"
+
+    async def start(self, chaos: Chaos, client: Client) -> str:
+        plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in chaos.schedule
+                if e.kind == "claim-window-crash"]  # fmt: skip
+        return await start_run(chaos.settings, client, chaos.steps, self.workload.pace, plan)
+
+    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+        try:
+            row = queries.run(connect(chaos.settings.ledger), run_id)
+        except Unavailable:  # the ledger restarting: not closed; ask again
+            return False
+        return row is None or row.status in TERMINAL
+
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        conn = connect(chaos.settings.ledger)
+        step = ev.step or 0
+        if ev.kind == "claim-window-crash":
+            await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
+            return True
+        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
+            await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
+        elif ev.kind == "worker-between-activities":
+            await until(lambda: queries.activity_logged(conn, run_id, step, "effect"))
+        else:  # in the timer after the step; a forged email: once the step's email is stamped
+            await until(lambda: queries.count_completed(conn, run_id) >= step)
+            if ev.kind == "worker-in-timer":
+                await asyncio.sleep(timer_ms(step, self.workload.pace) / 1000 * ev.delay_ms / 120)
+        await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
+        return True
+
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        if ev.kind == "claim-window-crash":  # fires itself: the worker's fault plan
+            return True
+        if ev.kind == FORGE:
+            at = nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
+            chaos._record(ev, run_id, None, at)
+            return True
+        return False
+
+    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+        """The step a time-placed event landed in: the first one not completed yet."""
+        return min(queries.count_completed(connect(chaos.settings.ledger), run_id) + 1, chaos.steps)
+
+    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
+        conn = connect(chaos.settings.ledger)
+        return audit_run(conn, chaos.settings, build_snapshot(conn, chaos.settings, run_id, status))
+
+    def stalls(self, chaos: Chaos, run_id: str) -> None:
+        conn = connect(chaos.settings.ledger)
+        for k in chaos.kills:
+            if k["kind"].startswith("worker"):
+                k["restart_s"] = measure(conn, run_id, k["at"], k["pid"], None).restart_s
+            else:  # the run's next activity after the supervisor / dev server came back
+                first = queries.first_activity_after(conn, run_id, k["at"])
+                k["restart_s"] = None if first is None else first - k["at"]
+            k["stalled_s"] = k["recovery_s"] = k["restart_s"]  # a kill ends when it lands
+
+    def figures(self, chaos: Chaos, run_id: str) -> dict:
+        conn = connect(chaos.settings.ledger)
+        return {
+            "nemeses": nemeses.nemesis_figures(conn, run_id, [*chaos.kills, *chaos.pauses]),
+            "worker_deaths_seen_by_supervisor": len(queries.death_events(conn, run_id, kinds=("died",))),
+        }
+
+    def checks(self, audit: Audit) -> list[Check]:
+        return audit_checks(audit.to_dict())
+
+    def lines(self, report: dict) -> list[str]:
+        a = report["audit"]
+        lines = [
+            f"workflow {a['workflow_status']} · steps {a['total_steps'] - len(a['step_gaps'])}/{a['total_steps']}",
+            f"claims attempted {a['claims_attempted']} · applied {a['applied']} · skipped {a['skipped']} · "
+            f"recovered {a['recovered']} · interrupted {a['interrupted']}",
+            f"LOST {a['lost']} · DUPLICATED {a['duplicated']} · step gaps {a['step_gaps']}",
+        ]
+        lines += [f"  {detail}" for detail in (a["lost_detail"] + a["duplicated_detail"])[:10]]
+        for kind, f in report["nemeses"].items():
+            med, top, back = (("—" if v is None else f"{v:.2f} s")
+                              for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"]))  # fmt: skip
+            lines.append(f"  {kind:<26} x{f['count']:<3} median stall {med} · max {top} · median after its end {back}")
+        return lines
+
+
+def audit_checks(a: dict) -> list[Check]:
+    """The audit's verdict as checks (for --junit): it is ok exactly when all of them pass."""
+    done = a["total_steps"] - len(a["step_gaps"])
+    claims = (
+        f"claims attempted {a['claims_attempted']} · applied {a['applied']} · skipped {a['skipped']} · "
+        f"recovered {a['recovered']} · interrupted {a['interrupted']}"
+    )
+    lost = "".join(f"; {d}" for d in a["lost_detail"][:10])
+    duplicated = "".join(f"; {d}" for d in a["duplicated_detail"][:10])
+    return [
+        Check("chaos: workflow COMPLETED", a["workflow_status"] == "COMPLETED",
+              f"workflow {a['workflow_status']} · steps {done}/{a['total_steps']}"),
+        Check("chaos: no lost effect", a["lost"] == 0, f"lost {a['lost']} · {claims}{lost}"),
+        Check("chaos: no duplicated effect", a["duplicated"] == 0,
+              f"duplicated {a['duplicated']} · {claims}{duplicated}"),
+        Check("chaos: no step gaps", not a["step_gaps"], f"step gaps {a['step_gaps']}"),
+    ]  # fmt: skip

@@ -1,0 +1,74 @@
+"""What chaos asks of a workload (proof/chaos.py runs the schedule; a target answers for one kind of
+workload): when an event's moment has come, what only this workload can fire, how the run is
+audited, and how the audit reads as checks and lines. Ours is proof/chaos_steps.py; a user's
+workflow (agent frameworks included) is proof/chaos_activities.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.errors import Failed
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.schedule import ChaosEvent
+from checkpoint_tui.waiting import wait_until
+
+if TYPE_CHECKING:
+    from checkpoint_tui.proof.chaos import Chaos
+
+PROGRESS_TIMEOUT_S = 120.0
+
+
+class ChaosTarget:
+    workload: Workload
+
+    def header(self, chaos: Chaos) -> str:
+        raise NotImplementedError
+
+    def span(self, chaos: Chaos) -> int:
+        """How many units the run is expected to have (bounds the wait for its end)."""
+        return chaos.steps
+
+    async def start(self, chaos: Chaos, client: Client) -> str:
+        raise NotImplementedError
+
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        """Wait for the event's moment (its delay included); True: fire it, False: the run ended first."""
+        raise NotImplementedError
+
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        """Fire what only this workload has; True if it handled the event."""
+        return False
+
+    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+        raise NotImplementedError
+
+    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+        raise NotImplementedError
+
+    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Any:
+        """The audit of the run (an object with `ok` and `to_dict()`)."""
+        raise NotImplementedError
+
+    def stalls(self, chaos: Chaos, run_id: str) -> None:
+        """Fill each fired event's restart_s / stalled_s from durable data."""
+
+    def figures(self, chaos: Chaos, run_id: str) -> dict:
+        """Report keys of this workload's own."""
+        return {}
+
+    def checks(self, audit: Any) -> list[Check]:
+        raise NotImplementedError
+
+    def lines(self, report: dict) -> list[str]:
+        raise NotImplementedError
+
+
+async def until(cond: Callable[[], bool], timeout: float = PROGRESS_TIMEOUT_S) -> None:
+    try:
+        await wait_until(cond, timeout, every=0.01, what="chaos: the run's next event")
+    except TimeoutError:
+        raise Failed("chaos: the run stopped making progress (see run/worker.log, run/temporal.log)") from None
