@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
 
 from checkpoint_tui.cli import commands, user_workflow
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
-from checkpoint_tui.errors import Exit
+from checkpoint_tui.errors import Exit, UsageError
+from checkpoint_tui.files import check_output_dir, check_output_path
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 from checkpoint_tui.settings import is_postgres_url
 
@@ -93,7 +93,8 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--stats", metavar="PATH", help=argparse.SUPPRESS)  # per-refresh costs, for bench/tui_tick.py
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
-    p.add_argument("--json", dest="json_path", metavar="PATH", help="with --verify: also write the results here")
+    p.add_argument("--json", dest="json_path", metavar="PATH", type=_output_file,
+                   help="with --verify: also write the results here")  # fmt: skip
     p.add_argument(
         "--junit", dest="verify_junit", metavar="PATH", type=_output_file,
         help="with --verify: also write the checks as JUnit XML here",
@@ -161,7 +162,7 @@ def _proof_commands(sub) -> None:
                        help="write the seeded schedule to FILE and exit without running it")
     chaos.add_argument("--shrink", dest="chaos_shrink", metavar="FILE", type=Path,
                        help="rerun subsets of this failing schedule; write the smallest failing one to FILE.min.json")
-    chaos.add_argument("--json", dest="chaos_json", metavar="PATH", help="write the report here")
+    chaos.add_argument("--json", dest="chaos_json", metavar="PATH", type=_output_file, help="write the report here")
     chaos.add_argument("--junit", dest="chaos_junit", metavar="PATH", type=_output_file, help="the checks as JUnit XML")
     chaos.add_argument(
         "--proof", dest="chaos_proof", metavar="DIR", type=_output_dir,
@@ -206,35 +207,20 @@ def _existing_path(text: str) -> Path:
     return path
 
 
-def _writable_parent(path: Path, text: str) -> None:
-    """The nearest existing ancestor must be a directory we can write in (the rest is created later)."""
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text}: cannot create it under {parent}")
-
-
 def _output_file(text: str) -> Path:
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file path")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{text}: not writable")
-    _writable_parent(path, text)
-    return path
+    """Checked before anything runs (files.check_output_path): a link, a directory or a device there
+    is refused, so a run's report is never lost at its end."""
+    try:
+        return check_output_path(text, "output")
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("output ")) from None
 
 
 def _output_dir(text: str) -> Path:
-    path = Path(text)
-    if path.exists():
-        if not path.is_dir():
-            raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise argparse.ArgumentTypeError(f"{text}: not writable")
-        return path
-    _writable_parent(path, text)
-    return path
+    try:
+        return check_output_dir(text, "output")
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("output ")) from None
 
 
 def _bounded_int(low: int, high: int):

@@ -8,6 +8,7 @@ from the ledger and Temporal after the runs ended."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -18,6 +19,7 @@ from checkpoint_tui.app.history import to_history_event, workflow_status
 from checkpoint_tui.app.kill_marker import marker_lines
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEvent
@@ -26,7 +28,7 @@ from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.bundle_readme import completion_line, index_text
 from checkpoint_tui.proof.histories import Recorded, export
-from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.junit import junit_xml, write_junit
 from checkpoint_tui.proof.replay import chains
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
@@ -76,38 +78,50 @@ async def emit(outputs: ProofOutputs, run: ProofRun) -> None:
 
 
 async def write_bundle(directory: Path, run: ProofRun, screenshot: Screenshot | None) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
+    """Every file through one descriptor of `directory` (files.OutputDir: a link planted inside is
+    replaced, never followed); files of an earlier bundle there that this one did not write again are
+    removed if they are regular files its manifest names."""
+    with OutputDir(directory, "the proof bundle") as out:
+        files = await _fill(out, run, screenshot)
+        out.replace_manifest()
+    return files
+
+
+async def _fill(out: OutputDir, run: ProofRun, screenshot: Screenshot | None) -> list[Path]:
     conn = connect(run.settings.ledger)
     run_ids = run.run_ids if run.run_ids is not None else queries.run_ids(conn, run.settings.task_queue)
-    report = directory / "report.json"
-    report.write_text(json.dumps(run.document, indent=2))
-    files = [report, write_junit(directory / "junit.xml", run.command, run.checks, run.properties, run.wall_s)]
+    files = [
+        out.write("report.json", json.dumps(run.document, indent=2)),
+        out.write("junit.xml", junit_xml(run.command, run.checks, run.properties, run.wall_s)),
+    ]
     address, _ = resolve_address(run.settings)
     client = await connect_client(run.settings, address)
     recorded = await chains(client, run_ids, conn, None, strict=False)
-    histories = directory / "histories"
-    for stale in histories.glob("*.json"):  # a bundle written into the same DIR before
-        stale.unlink()
-    files += export(recorded, histories)
-    files += _ledger_csvs(conn, run_ids, directory)
+    files += export(recorded, out.subdir("histories"))
+    files += _ledger_csvs(conn, run_ids, out)
     main = run_ids[0] if run_ids else None
     snap, markers = None, []
-    for stale in directory.glob("kill-*.svg"):
-        stale.unlink()
     if main is not None:
         snap = build_snapshot(conn, run.settings, main, await workflow_status(client, main))
         if screenshot is not None:
             row = queries.run(conn, main)
             view = _view(snap, recorded, address, run.settings, row.ended_at if row else None)
             view.kills = inspect_queries.kill_events(conn, main)  # the history pane marks each (app/kill_marker.py)
-            written = await screenshot(view, completion_line(snap), directory / "screen.svg", markers=directory)
+            written = await _screens(out, screenshot, view, completion_line(snap))
             files += written
             whole = bool(view.history) and view.history[0].event_id == 1  # as the pane decides
             markers = marker_lines(view.kills, view.history, whole)[: sum(p.name.startswith("kill-") for p in written)]
-    readme = directory / "README.md"
     with_svg = screenshot is not None and snap is not None
-    readme.write_text(index_text(directory, run, run_ids, recorded, snap, with_svg, markers))
+    readme = out.write("README.md", index_text(out.path, run, run_ids, recorded, snap, with_svg, markers))
     return [readme, *files]
+
+
+async def _screens(out: OutputDir, screenshot: Screenshot, view: View, message: str) -> list[Path]:
+    """The SVGs are rendered into a fresh private folder of the bundle, then renamed into place (the
+    renderer opens paths itself; there, no link can have been planted)."""
+    with out.scratch() as scratch:
+        written = await screenshot(view, message, scratch / "screen.svg", markers=scratch)
+        return out.adopt(scratch, [p.name for p in written])
 
 
 def _view(snap: Snapshot, recorded: list[Recorded], address: str, settings: Settings, ended: float | None) -> View:
@@ -124,9 +138,8 @@ def _view(snap: Snapshot, recorded: list[Recorded], address: str, settings: Sett
     )  # fmt: skip
 
 
-def _ledger_csvs(conn: Ledger, run_ids: list[str], directory: Path) -> list[Path]:
-    out = directory / "ledger"
-    out.mkdir(exist_ok=True)
+def _ledger_csvs(conn: Ledger, run_ids: list[str], out: OutputDir) -> list[Path]:
+    ledger = out.subdir("ledger")
     runs = [r for r in (queries.run(conn, run_id) for run_id in run_ids) if r is not None]
     effects = [{"run_id": run_id, **asdict(e)} for run_id in run_ids for e in queries.effects(conn, run_id)]
     attempts = [{"run_id": run_id, **asdict(a)} for run_id in run_ids for a in queries.claim_attempts(conn, run_id)]
@@ -135,10 +148,10 @@ def _ledger_csvs(conn: Ledger, run_ids: list[str], directory: Path) -> list[Path
         for e in queries.worker_events(conn, run_id, limit=1_000_000):
             events[e.id] = asdict(e)
     return [
-        _csv(out / "runs.csv", _columns(RunRow), [asdict(r) for r in runs]),
-        _csv(out / "effects.csv", ["run_id", *_columns(EffectRow)], effects),
-        _csv(out / "effect_outcomes.csv", ["run_id", *_columns(ClaimAttempt)], attempts),
-        _csv(directory / "worker_events.csv", _columns(WorkerEvent), [events[k] for k in sorted(events)]),
+        ledger.write("runs.csv", _csv(_columns(RunRow), [asdict(r) for r in runs])),
+        ledger.write("effects.csv", _csv(["run_id", *_columns(EffectRow)], effects)),
+        ledger.write("effect_outcomes.csv", _csv(["run_id", *_columns(ClaimAttempt)], attempts)),
+        out.write("worker_events.csv", _csv(_columns(WorkerEvent), [events[k] for k in sorted(events)])),
     ]
 
 
@@ -146,9 +159,9 @@ def _columns(row_type: type) -> list[str]:
     return [f.name for f in fields(row_type)]
 
 
-def _csv(path: Path, columns: list[str], rows: Iterable[dict]) -> Path:
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()  # also for no rows: a reader sees the columns
-        writer.writerows(rows)
-    return path
+def _csv(columns: list[str], rows: Iterable[dict]) -> str:
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()  # also for no rows: a reader sees the columns
+    writer.writerows(rows)
+    return text.getvalue()

@@ -6,13 +6,16 @@ any other `<name>.json` the history of workflow `<name>`."""
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
+
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import HISTORY_LIMIT, OutputDir, read_json_file
 
 SOURCE_TEMPORAL = "temporal"
 MIN_EVENTS = 2  # WORKFLOW_EXECUTION_STARTED + its first WORKFLOW_TASK_SCHEDULED (core panics on less)
@@ -86,33 +89,37 @@ def continued_as(history: WorkflowHistory) -> str | None:
     return None
 
 
-def export(chains: list[Recorded], directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for rec in chains:
-        path = directory / f"{rec.name}.json"
-        path.write_text(rec.history.to_json())
-        written.append(path)
-    return written
+def export(chains: list[Recorded], directory: Path | OutputDir) -> list[Path]:
+    """Each history as `<name>.json` in `directory` (a path, or one a bundle has open already)."""
+    if isinstance(directory, OutputDir):
+        return [directory.write(f"{rec.name}.json", rec.history.to_json()) for rec in chains]
+    with OutputDir(directory, "--export") as out:
+        return export(chains, out)
 
 
 def history_files(source: Path) -> list[Path]:
-    """A file, or every *.json under a directory, in name order (so a chain reads first to last)."""
-    if source.is_file():
+    """A file, or every *.json under a directory, in name order (so a chain reads first to last). Links
+    to directories are not walked into; links, FIFOs and devices named *.json are listed, so that each
+    gets its own FAIL line."""
+    if not source.is_dir():
         return [source]
-    return sorted(source.rglob("*.json"))
+    found = []
+    for root, _dirs, names in os.walk(source):  # followlinks=False
+        found += [Path(root) / n for n in names if n.endswith(".json")]
+    return sorted(found)
 
 
 def load(source: Path) -> tuple[list[Recorded], list[Unreadable], list[Path]]:
-    """(histories, files that claim to be histories but do not parse, JSON files that are not histories)."""
+    """(histories, files that claim to be histories but do not parse, JSON files that are not histories).
+    A file found in a directory is read without following a link (the user named the directory)."""
     found: list[Recorded] = []
     bad: list[Unreadable] = []
     other: list[Path] = []
     for path in history_files(source):
         try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            bad.append(Unreadable(path, f"not JSON: {err}"))
+            data = read_json_file(path, "the history", HISTORY_LIMIT, follow=path == source)
+        except UsageError as err:
+            bad.append(Unreadable(path, str(err)))
             continue
         if not isinstance(data, dict) or not isinstance(data.get("events"), list):
             other.append(path)  # e.g. a report.json beside the histories

@@ -5,6 +5,7 @@ also reads the files back in the tests)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import socket
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from junitparser import Failure, JUnitXml, TestCase, TestSuite
 
+from checkpoint_tui.files import write_output
 from checkpoint_tui.proof.report import Check
 
 # Characters XML 1.0 cannot carry at all (a control byte in a model answer or an SDK message)
@@ -51,6 +53,24 @@ def junit_suite(name: str, checks: Sequence[Check], properties: Mapping[str, obj
     return suite
 
 
+def junit_xml(
+    name: str,
+    checks: Sequence[Check],
+    properties: Mapping[str, object] | None = None,
+    time_s: float | None = None,
+) -> bytes:
+    """The checks as a JUnit XML document."""
+    xml = JUnitXml("checkpoint-tui")
+    suite = junit_suite(name, checks, properties)
+    xml.add_testsuite(suite)
+    xml.update_statistics()  # the totals on <testsuites>
+    if time_s is not None:  # checks have no time of their own: the command's wall time
+        suite.time = xml.time = round(time_s, 3)
+    rendered = io.BytesIO()
+    xml.write(rendered, pretty=True)
+    return rendered.getvalue()
+
+
 def write_junit(
     path: Path,
     name: str,
@@ -58,12 +78,5 @@ def write_junit(
     properties: Mapping[str, object] | None = None,
     time_s: float | None = None,
 ) -> Path:
-    xml = JUnitXml("checkpoint-tui")
-    suite = junit_suite(name, checks, properties)
-    xml.add_testsuite(suite)
-    xml.update_statistics()  # the totals on <testsuites>
-    if time_s is not None:  # checks have no time of their own: the command's wall time
-        suite.time = xml.time = round(time_s, 3)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    xml.write(str(path), pretty=True)
-    return path
+    """Written as every output is (files.write_output: never through a link)."""
+    return write_output(path, junit_xml(name, checks, properties, time_s), "the JUnit file")

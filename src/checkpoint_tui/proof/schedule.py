@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
@@ -124,17 +125,16 @@ def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0, partitions
     return in_order(events)
 
 
-def save_schedule(path: Path, events: list[ChaosEvent], steps: int, seed: int | None = None) -> None:
+def save_schedule(
+    path: Path, events: list[ChaosEvent], steps: int, seed: int | None = None, what: str = "the schedule"
+) -> None:
     doc = {"steps": steps, "seed": seed, "events": [e.to_json() for e in events]}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    write_output(path, json.dumps(doc, indent=1) + "\n", what)
 
 
 def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent], int, int | None]:
     """(events sorted by step, steps, seed) from a schedule file; any malformed entry is a usage error."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read the schedule {path}: {err}") from None
+    doc = read_json_file(path, "the schedule", SCHEDULE_LIMIT)
     if isinstance(doc, list):
         doc = {"events": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("events"), list):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from checkpoint_tui.errors import Failed
+from checkpoint_tui.files import check_output_path
 from checkpoint_tui.ops import devserver
 from checkpoint_tui.proof.chaos import run_schedule
 from checkpoint_tui.proof.schedule import ChaosEvent, load_schedule, save_schedule
@@ -57,9 +58,15 @@ async def ddmin(items: Sequence[T], fails: Callable[[list[T]], Awaitable[bool]])
     return [items[i] for i in current]
 
 
+def shrunk_path(schedule_file: Path) -> Path:
+    """Where the smallest failing schedule is written: FILE.min.json beside FILE."""
+    return schedule_file.with_name(schedule_file.name.removesuffix(".json") + ".min.json")
+
+
 async def shrink_command(settings: Settings, schedule_file: Path, steps: int | None = None) -> int:
     """Exit 0 with `<FILE>.min.json` written if the schedule fails; 1 if it passes (nothing to shrink)."""
     events, total, seed = load_schedule(schedule_file, steps)
+    out = check_output_path(shrunk_path(schedule_file), "the shrunk schedule")  # before any run, not after them
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
     runs = 0
@@ -79,8 +86,7 @@ async def shrink_command(settings: Settings, schedule_file: Path, steps: int | N
         print(f"shrink: {schedule_file} passes; nothing to shrink")
         return 1
     smallest = await ddmin(events, fails)
-    out = schedule_file.with_name(schedule_file.name.removesuffix(".json") + ".min.json")
-    save_schedule(out, smallest, total, seed)
+    save_schedule(out, smallest, total, seed, "the shrunk schedule")
     print(f"shrink: {len(events)} -> {len(smallest)} event(s) in {runs} runs; still failing:")
     for ev in smallest:
         print(f"  {ev.describe()}")

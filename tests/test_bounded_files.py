@@ -1,0 +1,234 @@
+"""Every file the lab reads is bounded and every file it writes goes around planted links: a deep,
+endless, huge or non-regular schedule or history is one line and exit 2 (a FAIL line of its own in
+`replay --from DIR`, the other files still replayed) within 5 s and 200 MB; outputs are written by
+temp + rename in a directory opened once, a named output that is a link is refused, and clean-up
+removes only regular files the lab's manifest names."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import (
+    HISTORY_LIMIT,
+    OutputDir,
+    check_json_value,
+    check_output_path,
+    read_json_file,
+    write_output,
+)
+from checkpoint_tui.files.outputs import MANIFEST
+from checkpoint_tui.proof.schedule import make_schedule, save_schedule
+from replay_fixtures import good_history
+
+DEEP = b"[" * 200_000
+TIME_LIMIT_S = 5.0
+MEMORY_LIMIT_MB = 200
+# The command under a wrapper that reports the largest resident set of its children (the CLI and
+# whatever it spawns), in KiB, on its last stderr line.
+_MEASURE = (
+    "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)"
+)
+
+
+def cli_measured(tmp_path: Path, *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float, float]:
+    """(the result, seconds, peak MB) of `checkpoint-tui --home HOME args...`; stderr without the figure."""
+    argv = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "checkpoint_tui", "--home", str(tmp_path / "h")]
+    started = time.monotonic()
+    out = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout)
+    took = time.monotonic() - started
+    *lines, peak = out.stderr.rstrip("\n").split("\n")
+    out.stderr = "\n".join(lines) + ("\n" if lines else "")
+    return out, took, int(peak) / 1024
+
+
+def hostile(tmp_path: Path, kind: str) -> Path:
+    """A hostile input file of one kind."""
+    path = tmp_path / f"{kind}.json"
+    if kind == "deep":
+        path.write_bytes(DEEP)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "sparse":
+        with path.open("wb") as fh:
+            fh.truncate(200 * 1024 * 1024)  # 200 MB of holes: no disk, but a read would fill memory
+    return path
+
+
+KINDS = ["deep", "fifo", "zero", "directory", "sparse"]
+
+
+def one_clean_line(out: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in out.stderr + out.stdout, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_schedule_is_exit_2_in_one_line(tmp_path, kind):
+    path = hostile(tmp_path, kind)
+    for flags in (["chaos", "--schedule", str(path)], ["chaos", "--shrink", str(path)]):
+        out, took, peak = cli_measured(tmp_path, *flags)
+        assert out.returncode == 2, out.stdout + out.stderr
+        line = one_clean_line(out)
+        assert str(path) in line and "schedule" in line
+        assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
+    assert not (tmp_path / "h" / "run" / "devserver.json").exists()  # nothing was started
+
+
+def test_a_deep_schedule_under_a_users_worker_command_is_exit_2(tmp_path):
+    path = hostile(tmp_path, "deep")
+    out, took, peak = cli_measured(tmp_path, "--worker-cmd", f"{sys.executable} -c pass", "chaos",
+                                   "--workflow", "SendLines", "--schedule", str(path))  # fmt: skip
+    assert out.returncode == 2 and "nests deeper than" in one_clean_line(out)
+    assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB
+
+
+def test_replay_from_a_directory_fails_each_hostile_file_and_replays_the_rest(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    files = [k for k in KINDS if k != "directory"]  # a directory named *.json is walked into, not read
+    for kind in files:
+        hostile(corpus, kind)
+    (corpus / "wf-good.01.json").write_text(json.dumps(good_history("AgentLoop")))
+    out, took, peak = cli_measured(tmp_path, "replay", "--from", str(corpus))
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr, out.stdout + out.stderr
+    fails = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 5, out.stdout  # four hostile files, and the good one (AgentLoop does not end at once)
+    for kind in files:
+        assert any(f"replay {kind}.json" in line for line in fails), kind
+    assert any("replay wf-good.01" in line and "events" in line for line in fails), out.stdout  # it was replayed
+    assert "REPLAY FAILED — 5/5" in out.stdout
+    assert took < TIME_LIMIT_S + 5 and peak < MEMORY_LIMIT_MB, (took, peak)  # + the replay child's start-up
+
+
+def test_read_json_file_bounds(tmp_path):
+    with pytest.raises(UsageError, match="nests deeper than"):
+        read_json_file(hostile(tmp_path, "deep"), "the history", HISTORY_LIMIT)
+    shallow_but_deep = tmp_path / "seventy.json"
+    shallow_but_deep.write_text("[" * 70 + "]" * 70)  # under the parser's own limit, over ours
+    with pytest.raises(UsageError, match="nests deeper than 64"):
+        read_json_file(shallow_but_deep, "the history", HISTORY_LIMIT)
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 100 + "0]")
+    with pytest.raises(UsageError, match="over the limit of 100"):
+        read_json_file(big, "the history", 100)
+    link = tmp_path / "link.json"
+    link.symlink_to(big)
+    assert len(read_json_file(link, "the history", HISTORY_LIMIT)) == 101  # a name a user typed may be a link
+    with pytest.raises(UsageError, match="symbolic link"):
+        read_json_file(link, "the history", HISTORY_LIMIT, follow=False)  # one found in a directory may not
+
+
+def test_check_json_value_refuses_what_temporal_cannot_take():
+    deep: list = []
+    for _ in range(985):
+        deep = [deep]
+    with pytest.raises(UsageError, match="--input nests deeper than 64"):
+        check_json_value(deep, "--input")
+    with pytest.raises(UsageError, match="NaN or Infinity"):
+        check_json_value({"a": [float("nan")]}, "--input")
+    with pytest.raises(UsageError, match="cannot be encoded"):
+        check_json_value({"a": object()}, "--input")
+    check_json_value({"count": 3, "lines": ["a", {"b": None}]}, "--input")
+
+
+def test_outputs_are_never_written_through_a_link(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    link = tmp_path / "out.json"
+    link.symlink_to(victim)
+    with pytest.raises(UsageError, match="symbolic link"):
+        write_output(link, "{}", "--json")
+    for bad in (tmp_path, Path("/dev/null")):
+        with pytest.raises(UsageError):
+            check_output_path(bad, "--json")
+    directory = tmp_path / "bundle"
+    with OutputDir(directory, "the proof bundle") as out:
+        (directory / "report.json").symlink_to(victim)  # planted after the directory was opened
+        out.write("report.json", "{}")
+        (directory / "histories").symlink_to(tmp_path)
+        with pytest.raises(UsageError, match="symbolic link"):
+            out.subdir("histories")
+    assert victim.read_text() == "precious" and (directory / "report.json").read_text() == "{}"
+    assert not (directory / "report.json").is_symlink()
+
+
+def test_clean_up_removes_only_regular_files_the_manifest_names(tmp_path):
+    victim_dir = tmp_path / "elsewhere"
+    victim_dir.mkdir()
+    (victim_dir / "a.json").write_text("keep")
+    directory = tmp_path / "bundle"
+    with OutputDir(directory, "the proof bundle") as out:
+        hist = out.subdir("histories")
+        hist.write("a.json", "1")
+        hist.write("b.json", "2")
+        out.write("kill-1.svg", "<svg/>")
+        out.replace_manifest()
+    (directory / "histories" / "b.json").unlink()
+    (directory / "histories" / "b.json").symlink_to(victim_dir / "a.json")  # planted where the lab wrote
+    (directory / "mine.json").write_text("the user's own file")
+    with OutputDir(directory, "the proof bundle") as out:
+        removed = out.replace_manifest()  # this time nothing is written again
+    assert sorted(removed) == ["histories/a.json", "kill-1.svg"]
+    assert (directory / "histories" / "b.json").is_symlink() and (victim_dir / "a.json").read_text() == "keep"
+    assert (directory / "mine.json").exists()
+    assert json.loads((directory / MANIFEST).read_text()) == []
+
+
+def test_output_flags_are_checked_before_anything_runs(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    schedule = tmp_path / "s.json"
+    save_schedule(schedule, make_schedule(1, 12, 4), 12, 1)
+    (tmp_path / "s.min.json").symlink_to(victim)
+    cases = [
+        ["chaos", "--json", str(tmp_path)],  # a directory: the report would be lost after the run
+        ["chaos", "--json", str(link)],
+        ["--verify", "--json", str(link)],
+        ["chaos", "--junit", str(link)],
+        ["chaos", "--save-schedule", str(link)],
+        ["chaos", "--proof", str(link)],
+        ["replay", "--from", str(schedule), "--export", str(link)],
+        ["chaos", "--shrink", str(schedule)],  # s.min.json is the link
+    ]
+    for args in cases:
+        out, took, _ = cli_measured(tmp_path, *args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        line = one_clean_line(out)
+        assert "symbolic link" in line or "directory" in line, (args, line)
+        assert took < TIME_LIMIT_S
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "h" / "run" / "devserver.json").exists()
+
+
+def test_replay_export_replaces_a_planted_link_instead_of_following_it(tmp_path):
+    corpus, export = tmp_path / "corpus", tmp_path / "export"
+    corpus.mkdir()
+    export.mkdir()
+    (corpus / "wf-good.01.json").write_text(json.dumps(good_history("AgentLoop")))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (export / "wf-good.01.json").symlink_to(victim)
+    out, _, _ = cli_measured(tmp_path, "replay", "--from", str(corpus), "--export", str(export))
+    assert "exported 1 histories" in out.stdout and "Traceback" not in out.stderr, out.stderr
+    assert victim.read_text() == "precious" and not (export / "wf-good.01.json").is_symlink()
+    (export / "wf-good.01.json").unlink()
+    (export / "wf-good.01.json").symlink_to(tmp_path / "nowhere")  # dangling
+    out, _, _ = cli_measured(tmp_path, "replay", "--from", str(corpus), "--export", str(export))
+    assert "exported 1 histories" in out.stdout and "Traceback" not in out.stderr, out.stderr
