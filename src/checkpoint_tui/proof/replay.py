@@ -1,44 +1,30 @@
 """`checkpoint-tui replay`: recorded histories (every execution of each run's continue-as-new chain)
 replayed against the workflow code of this checkout, the CI gate for workflow changes that would
-break runs in flight. A failure prints the SDK's message and the first diverging event."""
+break runs in flight. A failure prints the SDK's message and the first diverging event. Each history
+is replayed in a child process under a deadline (replay_box.py): a history that makes the SDK hang or
+panic is a failure of its own, and the rest of the corpus still runs."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import re
+import asyncio
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHistory
-from temporalio.runtime import Runtime, TelemetryConfig
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
 from checkpoint_tui.app.workflow_runs import workflow_type_of
-from checkpoint_tui.app.history import to_history_event
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.histories import MIN_EVENTS, NoHistory, Recorded, export, fetch_chain, load, replay_problem
+from checkpoint_tui.proof.histories import NoHistory, Recorded, export, fetch_chain, load, replay_problem
 from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.replay_box import REPLAY_DEADLINE_S, ReplayBox
+from checkpoint_tui.proof.replayer import Divergence
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
-
-# Core's message quoted inside the SDK's "Workflow activation completion failed: Failure { ... }"
-_CORE_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
-_EVENT_ID = re.compile(r"HistoryEvent\(id: (\d+)")
-MESSAGE_LIMIT = 600
-
-
-@dataclass(frozen=True)
-class Divergence:
-    event_id: int
-    event: str  # its type and short attributes, e.g. "ACTIVITY_TASK_SCHEDULED mark_step_running activity_id=1"
 
 
 @dataclass(frozen=True)
@@ -79,84 +65,26 @@ class Selection:
             raise UsageError(f"--from {self.from_path}: no such file or directory")
 
 
-class Replay:
-    """One Replayer (its worker thread pool is made once) for a given workflow class: AgentLoop, or a
-    variant a test registers under the same name."""
-
-    def __init__(self, workflow: type = AgentLoop) -> None:
-        self.replayer = Replayer(workflows=[workflow], runtime=_quiet_runtime())
-
-    async def failure(self, history: WorkflowHistory) -> Exception | None:
-        try:
-            result = await self.replayer.replay_workflow(history, raise_on_replay_failure=False)
-        except Exception as err:  # a history the SDK cannot even start replaying
-            return err
-        return result.replay_failure
-
-    async def outcome(self, rec: Recorded) -> Outcome:
-        problem = replay_problem(rec.history)
-        if problem is not None:
-            return Outcome(rec.name, rec.execution, len(rec.history.events), 0.0, f"not replayable: {problem}")
-        started = time.perf_counter()
-        with _quiet_sdk_logs():
-            failure = await self.failure(rec.history)
-            took = time.perf_counter() - started
-            if failure is None:
-                return Outcome(rec.name, rec.execution, len(rec.history.events), took)
-            message = sdk_message(failure)
-            divergence = await self.divergence(rec.history, message)
-        return Outcome(rec.name, rec.execution, len(rec.history.events), took, message, divergence)
-
-    async def divergence(self, history: WorkflowHistory, message: str) -> Divergence | None:
-        """The event the SDK names ("HistoryEvent(id: N, ...)"), else the end of the shortest prefix of
-        the history that fails to replay (a bisection: ~log2(events) replays of ~15 ms)."""
-        events = list(history.events)
-        named = _EVENT_ID.search(message)
-        if named:
-            event_id = int(named[1])
-        else:
-            lo, hi = MIN_EVENTS, len(events)  # events[:hi] fails (the whole history does); shorter cannot replay
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if await self.failure(WorkflowHistory(history.workflow_id, events[:mid])) is not None:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            event_id = events[lo - 1].event_id if events else 0
-        event = next((e for e in events if e.event_id == event_id), None)
-        if event is None:
-            return None
-        shown = to_history_event(event)
-        return Divergence(event_id, f"{shown.name} {shown.attrs}".strip())
+def outcome(box: ReplayBox, rec: Recorded) -> Outcome:
+    problem = replay_problem(rec.history)
+    if problem is not None:
+        return Outcome(rec.name, rec.execution, len(rec.history.events), 0.0, f"not replayable: {problem}")
+    answer = box.answer(rec.history)
+    return Outcome(rec.name, rec.execution, len(rec.history.events), answer.seconds, answer.error, answer.divergence)
 
 
-def sdk_message(err: Exception) -> str:
-    text = str(err)
-    inner = _CORE_MESSAGE.search(text)
-    message = inner[1].replace('\\"', '"') if inner else (text.splitlines()[0] if text else "")
-    return f"{type(err).__name__}: {message}"[:MESSAGE_LIMIT]
+async def replay_all(
+    recorded: list[Recorded], workflow: type = AgentLoop, deadline_s: float = REPLAY_DEADLINE_S
+) -> list[Outcome]:
+    """Each history's outcome, replayed one after another in a child process (off the event loop)."""
 
+    def run() -> list[Outcome]:
+        if not recorded:
+            return []
+        with ReplayBox(workflow, deadline_s) as box:
+            return [outcome(box, rec) for rec in recorded]
 
-@cache
-def _quiet_runtime() -> Runtime:
-    """Core logs every failed workflow task as a WARN line; a replay failure is reported by us instead."""
-    return Runtime(telemetry=TelemetryConfig(logging=None))
-
-
-@contextlib.contextmanager
-def _quiet_sdk_logs() -> Iterator[None]:
-    logger = logging.getLogger("temporalio.worker")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)  # "Failed activation on workflow ..." with a traceback, per attempt
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-async def replay_all(recorded: list[Recorded], workflow: type = AgentLoop) -> list[Outcome]:
-    replay = Replay(workflow)
-    return [await replay.outcome(rec) for rec in recorded]
+    return await asyncio.to_thread(run)
 
 
 async def replay_command(
@@ -165,8 +93,10 @@ async def replay_command(
     export_dir: Path | None = None,
     junit_path: Path | None = None,
     workflow: type = AgentLoop,
+    deadline_s: float = REPLAY_DEADLINE_S,
 ) -> int:
-    """Prints PASS/FAIL per history; exit 1 if any failed (or could not be read), else 0."""
+    """Prints PASS/FAIL per history; exit 1 if any failed (or could not be read, or hung past
+    `deadline_s`), else 0."""
     selection.check()
     started = time.monotonic()
     report = Report()
@@ -184,9 +114,9 @@ async def replay_command(
     if export_dir is not None:
         written = export(recorded, export_dir)
         print(f"exported {len(written)} histories to {export_dir}")
-    for outcome in await replay_all(recorded, workflow):
-        report.check(f"replay {outcome.name}", outcome.ok, outcome.observed, events=outcome.events,
-                     event_id=outcome.divergence.event_id if outcome.divergence else None)  # fmt: skip
+    for done in await replay_all(recorded, workflow, deadline_s):
+        report.check(f"replay {done.name}", done.ok, done.observed, events=done.events,
+                     event_id=done.divergence.event_id if done.divergence else None)  # fmt: skip
     total, failed = len(report.checks), len(report.failures)
     if not total:
         print("nothing to replay: no history of checkpoint-tui's workflow among this home's runs")
@@ -231,7 +161,7 @@ async def _from_temporal(settings: Settings, selection: Selection, report: Repor
 
 def ours(conn, run_ids: list[str], named: bool) -> list[str]:
     """The runs of checkpoint-tui's own workflow. A run of a user's workflow (`--worker-cmd ... start
-    --workflow`, its row's provider `workflow:TYPE`) would only fail against AgentLoop: with --all it is
+    --workflow`, its row's provider `foreign:TYPE`) would only fail against AgentLoop: with --all it is
     skipped with a note; named, it is a usage error (exit 2) before anything starts."""
     kept = []
     for run_id in run_ids:
