@@ -1,6 +1,7 @@
 """pydantic-ai's activities under `TemporalDurability`, as history shows them (pydantic-ai 2.68):
-- `agent__<agent>__model_request` (and `_stream`): the model; its result is a ModelResponse whose
-  `model_name` and `usage.input_tokens` / `usage.output_tokens` are read here;
+- `agent__<agent>__model_request` (and `_stream`): the model, named by its summary (`request model:
+  <system>:<model>`) else its result's `model_name`; the result, a ModelResponse, has
+  `usage.input_tokens` / `usage.output_tokens`;
 - `agent__<agent>__toolset__<toolset>__call_tool` (function and dynamic toolsets; for the agent's
   own tools the toolset id is the literal `<agent>`): a tool call; its first argument holds the tool
   name (`name`), the model's arguments (`tool_args`) and the call id
@@ -56,9 +57,11 @@ def _unit(seen: object) -> UnitInfo:
 def _model(seen: object) -> UnitInfo:
     result = getattr(seen, "result", None)
     summary = summary_of(seen)
-    name = clean(field(result, "model_name"))
-    if name is None and summary and summary.startswith(_SUMMARY_MODEL):  # a request still running
-        name = clean(summary[len(_SUMMARY_MODEL) :])
+    # The summary names the model as requested (`function:scripted-mailer`, `openai:gpt-5`) from the
+    # moment it is scheduled; the result's `model_name` only once it completed (and as the provider
+    # resolved it): the summary first, so that a unit keeps its name when its request completes.
+    name = clean(summary[len(_SUMMARY_MODEL) :]) if summary and summary.startswith(_SUMMARY_MODEL) else None
+    name = name or clean(field(result, "model_name"))
     label = f"model · {name}" if name else "model"
     return UnitInfo("model", name, None, None, summary, tokens_of(field(result, "usage")), label)
 
