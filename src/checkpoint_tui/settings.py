@@ -13,6 +13,7 @@ import hashlib
 import os
 import secrets
 import socket
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -270,6 +271,20 @@ def check_private_dir(path: Path) -> None:
         raise UsageError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o}); chmod 700 it")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)  # ours, only readable by others: tighten it
+
+
+def check_private_file(path: Path) -> None:
+    """Refuse a file of ours (the ledger) that is a link, not a regular file, or owned by someone else
+    (a planted ledger could hold stamped claims for keys whose writes then never run). A missing one
+    is fine: it is created 0600."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path} is not a regular file (a link, a folder or a device); refusing to use it")
+    if st.st_uid != os.geteuid():
+        raise UsageError(f"{path} is owned by another user (uid {st.st_uid}); refusing to use it")
 
 
 def _env(name: str) -> str | None:

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from checkpoint_tui.effects.probe import OPEN_FLAGS
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger import store
-from checkpoint_tui.settings import LEDGER_URL_ENV, PROBE_LOG_ENV, Settings, effects_env, is_postgres_url
+from checkpoint_tui.settings import (
+    LEDGER_URL_ENV,
+    PROBE_LOG_ENV,
+    Settings,
+    check_private_dir,
+    check_private_file,
+    effects_env,
+    is_postgres_url,
+)
 
 PROBE_LOG_NAME = "effects-probe.jsonl"
 T = TypeVar("T")
@@ -55,6 +65,64 @@ def probe_log_path() -> Path:
     raise EffectsConfigError(
         f"checkpoint_tui.effects cannot find its probe log: set CHECKPOINT_HOME or {PROBE_LOG_ENV}"
     )
+
+
+def checked_location() -> tuple[str | Path, Path]:
+    """(ledger target, probe log), checked before anything is claimed: the home's run/ as the CLI checks
+    it (ours, not writable by others, not a link), the SQLite ledger a regular file of ours, and the
+    probe log a regular file we can append to and fsync. A check that failed after the claim would
+    leave it unstamped, and every retry would fail the same way without the write ever running."""
+    env = effects_env()
+    target, probe = ledger_target(), probe_log_path()
+    if env.home is not None and (not env.ledger_url or env.probe_log is None):  # the home's run/ is used
+        run_dir = Settings(home=env.home).run_dir
+        _checked(lambda: run_dir.mkdir(parents=True, exist_ok=True, mode=0o700), f"cannot create {run_dir}")
+        _checked(lambda: check_private_dir(run_dir))
+    if not is_postgres_url(target):
+        _checked(lambda: check_private_file(Path(target)))
+    check_probe_log(probe)
+    return target, probe
+
+
+def _checked(check: Callable[[], object], what: str | None = None) -> None:
+    try:
+        check()
+    except UsageError as err:
+        raise EffectsConfigError(f"checkpoint_tui.effects: {err}") from None
+    except OSError as err:
+        raise EffectsConfigError(f"checkpoint_tui.effects: {what}: {err.strerror or err}") from None
+
+
+_FSYNCED: set[tuple[int, int]] = set()  # probe logs (device, inode) this process has fsynced once
+
+
+def check_probe_log(path: Path) -> None:
+    """The probe log can be appended to and fsynced: a regular file (made if missing), not /dev/null
+    (fsync fails there), a folder or a link. The fsync is tried once per file and process."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, OPEN_FLAGS | os.O_NONBLOCK, 0o600)
+    except OSError as err:
+        raise EffectsConfigError(
+            f"checkpoint_tui.effects: the probe log {path} cannot be opened for appending ({err.strerror or err}); "
+            f"set {PROBE_LOG_ENV} to a file"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise EffectsConfigError(
+                f"checkpoint_tui.effects: the probe log {path} is not a regular file; set {PROBE_LOG_ENV} to a file"
+            )
+        if (st.st_dev, st.st_ino) not in _FSYNCED:
+            try:
+                os.fsync(fd)
+            except OSError as err:
+                raise EffectsConfigError(
+                    f"checkpoint_tui.effects: the probe log {path} cannot be fsynced ({err.strerror or err})"
+                ) from None
+            _FSYNCED.add((st.st_dev, st.st_ino))
+    finally:
+        os.close(fd)
 
 
 class LedgerThread:

@@ -31,7 +31,7 @@ from checkpoint_tui.effects.identity import (
     effect_key,
     effect_spec,
 )
-from checkpoint_tui.effects.location import LEDGER, ledger_target, probe_log_path
+from checkpoint_tui.effects.location import LEDGER, checked_location
 from checkpoint_tui.effects.probe import ProbeRecord, append_probe, probe_line
 from checkpoint_tui.ledger import store
 from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
@@ -127,7 +127,7 @@ class _Call:
         check_write(write)
         ident = Identity.current()
         spec = effect_spec(kind, payload, key, ident)
-        target, probe = ledger_target(), probe_log_path()
+        target, probe = checked_location()
         try:
             line = probe_line(_probe_record(spec, ident))
         except ValueError as err:  # bounded keys and cut fields: unreachable, but never after a claim

@@ -29,7 +29,7 @@ PROBE_READ_LIMIT = 64 * 1024 * 1024  # bytes read_probe_log reads at most
 # takes at most 2 + 4 * (4 + KEY_LIMIT) = 2066 bytes (a printable character is at most 4 bytes of
 # UTF-8, or 2 as the escapes \" and \\), the kind 66, names and numbers ~120: ~3650 with these.
 _FIELD_BUDGETS = {"workflow_id": 800, "run_id": 300, "activity_id": 300}
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ProbeLogError(Failed):
@@ -82,7 +82,7 @@ def append_probe(path: Path, line: bytes) -> None:
     """Append one record (`probe_line`) with one write(2), then fsync: the count survives a SIGKILL
     that comes next."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, _OPEN_FLAGS, 0o600)
+    fd = os.open(path, OPEN_FLAGS, 0o600)
     try:
         written = os.write(fd, line)
         if written != len(line):  # a full disk; the caller's attempt fails before its write (retried)

@@ -146,6 +146,8 @@ def _private_file(path: Path) -> None:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
             raise OSError(errno.ELOOP, "the ledger is not a regular file; refusing to open it", str(path)) from None
+        if st.st_uid != os.geteuid():  # a ledger planted by someone else could hold stamps for our keys
+            raise OSError(errno.EPERM, "the ledger is owned by another user; refusing to open it", str(path)) from None
         if st.st_mode & 0o077:
             os.chmod(path, 0o600)
         return
