@@ -53,7 +53,7 @@ async def test_a_run_folder_of_another_user_is_refused(lab: Lab, tmp_path: Path)
 async def test_a_ledger_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ledger planted in run/ with a stamped claim for the key: the real call must not be `skipped`."""
     from checkpoint_tui import effects
-    from checkpoint_tui.ledger.store import close_all, connect
+    from checkpoint_tui.ledger.store import close_all
 
     monkeypatch.setenv("CHECKPOINT_HOME", str(tmp_path))
     monkeypatch.delenv("CHECKPOINT_LEDGER_URL", raising=False)
