@@ -19,7 +19,7 @@ from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect, with_shared_queue
 from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, stop_process, wait_gone
+from checkpoint_tui.ops.procs import identity_after_exec, send_signal_if_ours, stop_process, wait_gone
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.settings import LEDGER_URL_ENV, Settings
 from conftest import supervised
@@ -43,7 +43,10 @@ class Pool:
         home.ensure_dirs()
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        self.ident = ProcIdentity.of(self.proc.pid)
+        # Not ProcIdentity.of(pid) at once: Popen returns when exec has begun, and for a moment after
+        # /proc/PID/cmdline is still empty; an identity taken then never matches, so the SIGKILL in
+        # kill_all was refused and proc.wait(10) timed out (the loaded-machine flake).
+        self.ident = identity_after_exec(self.proc.pid, argv)
 
     def wait_ready(self, timeout: float = 60) -> list[worker_proc.WorkerProc]:
         deadline = time.monotonic() + timeout
@@ -60,8 +63,8 @@ class Pool:
         """SIGKILL the pool's supervisor first (so nothing respawns), then every worker of it."""
         killed = []
         members = worker_proc.load_all(self.home)
-        if self.ident is not None and send_signal_if_ours(self.ident, signal.SIGKILL):
-            killed.append(self.proc.pid)
+        assert self.ident is not None and send_signal_if_ours(self.ident, signal.SIGKILL), "the kill was refused"
+        killed.append(self.proc.pid)
         self.proc.wait(10)
         for w in members:
             if send_signal_if_ours(w.ident, signal.SIGKILL):
