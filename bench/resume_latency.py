@@ -109,14 +109,15 @@ async def wait_ready(home: Settings, sup: Supervisor) -> None:
 def figures(home: Settings, run_id: str, pace: float) -> dict:
     conn = db(home.db_path)
     kills = conn.execute("SELECT * FROM worker_events WHERE run_id = ? AND event = 'kill'", (run_id,)).fetchall()
-    killed = {k["step"] for k in kills}
-    work = statistics.median(
+    killed = {k["step"] for k in kills if k["step"] is not None}  # a kill that landed between steps has none
+    works = [
         r[0]
         for r in conn.execute(
             "SELECT ended_at - started_at FROM steps WHERE run_id = ? AND ended_at IS NOT NULL", (run_id,)
         )
         if r[0] is not None
-    )  # the step's own work, measured on this run (kills inflate only a few of the steps)
+    ]  # the step's own work, measured on this run (kills inflate only a few of the steps)
+    work = statistics.median(works) if works else 0.0
     restart, stall = [], []
     for k in kills:
         lat = measure(conn, run_id, k["at"], k["pid"], k["step"])
@@ -137,8 +138,20 @@ async def main() -> None:
     p.add_argument("--temporal-address")
     args = p.parse_args()
     server_home = bench_home("resume-server", args.temporal_address)
-    address, _ = await connect(server_home)
-    results = [await run_mode(m, address, args.steps, args.kills, args.pace) for m in args.modes.split(",")]
+    try:
+        address, _ = await connect(server_home)
+        results = [await run_mode(m, address, args.steps, args.kills, args.pace) for m in args.modes.split(",")]
+        report(results)
+        path = write_result("resume_latency", {"args": vars(args), "results": results})
+        print(f"wrote {path}")
+    finally:  # also when a mode or its figures failed: the next invocation must not adopt a stale server
+        if args.temporal_address is None:
+            from checkpoint_tui.ops.devserver import stop_devserver
+
+            stop_devserver(server_home)
+
+
+def report(results: list[dict]) -> None:
     base = next((r for r in results if r["mode"] == "baseline"), None)
     print(f"{'mode':<10} {'kills':>5}  {'restart min/median/max (s)':<28} {'ratio':>6}  "
           f"{'next-step stall min/median/max (s)':<36} {'ratio':>6}  status")  # fmt: skip
@@ -153,12 +166,6 @@ async def main() -> None:
             print(f"stop: {r['stops']} SIGSTOPs; stop -> watchdog kill {triple(r['stop_to_kill_s'])} s; "
                   f"stop -> next activity {triple(r['stop_to_next_activity_s'])} s (target median <= 4 s)")  # fmt: skip
     print("for context: the TypeScript predecessor measured ~12 s kill -> next step")
-    path = write_result("resume_latency", {"args": vars(args), "results": results})
-    print(f"wrote {path}")
-    if args.temporal_address is None:
-        from checkpoint_tui.ops.devserver import stop_devserver
-
-        stop_devserver(server_home)
 
 
 def ratio(value: float | None, base: float | None) -> float | None:

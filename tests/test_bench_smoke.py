@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -71,3 +72,52 @@ def test_ledger_ops_bench_runs_on_both_backends(tmp_path, pg_url):
     result = json.loads((tmp_path / "ledger_ops.json").read_text())
     assert set(result["median_ms_per_step"]) == {"sqlite", "postgresql"}
     assert all(v > 0 for v in result["median_ms_per_step"].values())
+
+
+def _resume_latency(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHECKPOINT_BENCH_DIR", str(tmp_path))
+    monkeypatch.syspath_prepend(str(BENCH))
+    import resume_latency
+
+    return resume_latency
+
+
+def test_resume_figures_take_a_kill_that_landed_between_steps(tmp_path, monkeypatch):
+    """A kill row with no step (the kill came between two steps) once crashed figures() with
+    `'<' not supported between 'NoneType' and 'int'`, after minutes of work."""
+    from checkpoint_tui.ledger.store import connect, create_run, record_worker_event, upsert_step
+    from checkpoint_tui.settings import Settings
+
+    bench = _resume_latency(monkeypatch, tmp_path)
+    home = Settings(home=tmp_path / "home")
+    home.ensure_dirs()
+    conn = connect(home.db_path)
+    run_id = "run-20260101-000000-beef"
+    create_run(conn, run_id, 3, 0.0, "offline", "q")
+    upsert_step(conn, run_id, 1, "completed", started_at=1.0, ended_at=1.5)
+    record_worker_event(conn, "kill", 4242, run_id=run_id, step=2, at=2.0)
+    record_worker_event(conn, "kill", 4243, run_id=run_id, step=None, at=3.0)
+    figures = bench.figures(home, run_id, 0.0)
+    assert figures["kills"] == 2 and figures["killed_steps"] == [2] and figures["step_work_s"] == 0.5
+
+
+def test_resume_bench_stops_its_dev_server_when_a_mode_fails(tmp_path, monkeypatch):
+    """It left the dev server it started running when it crashed (the next invocation adopted it)."""
+    from checkpoint_tui.ops import devserver
+
+    bench = _resume_latency(monkeypatch, tmp_path)
+    stopped = []
+
+    async def no_server(home):
+        return "127.0.0.1:1", None
+
+    async def failing_mode(*args):
+        raise RuntimeError("a mode failed")
+
+    monkeypatch.setattr(bench, "connect", no_server)
+    monkeypatch.setattr(bench, "run_mode", failing_mode)
+    monkeypatch.setattr(devserver, "stop_devserver", stopped.append)
+    monkeypatch.setattr(sys, "argv", ["resume_latency.py", "--modes", "spare"])
+    with pytest.raises(RuntimeError, match="a mode failed"):
+        asyncio.run(bench.main())
+    assert [home.home.name for home in stopped] == ["resume-server"]
