@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ops import worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.procs import (
     ExitFd,
@@ -92,7 +93,12 @@ class WorkerProc:
 WORKER_MODULE = "checkpoint_tui.worker"
 
 
+LEFTOVER = "leftover"  # the role of what is left of a worker command's process group after its leader exited
+
+
 def _record(settings: Settings, role: str, slot: int = 0) -> Path:
+    if role == LEFTOVER:  # slot: the group's id
+        return worker_groups.record_path(settings, slot)
     if role == "spare":
         return settings.run_dir / "spare.json"
     return settings.run_dir / ("worker.json" if slot == 0 else f"worker-{slot}.json")
@@ -168,6 +174,8 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "saved_at": time.time(),
         },
     )
+    if worker.user_cmd and worker.role != LEFTOVER:  # its group is tracked apart: it may outlive the leader
+        worker_groups.record_group(settings, worker.ident)
     if worker.role == "active" and worker.slot == 0:
         tmp = settings.run_dir / "worker.pid.tmp"
         tmp.write_text(f"{worker.pid}\n")
@@ -222,10 +230,18 @@ def runs_command(ident: ProcIdentity, cmd: tuple[str, ...]) -> bool:
 
 
 def load_all(settings: Settings) -> list[WorkerProc]:
-    """Every live worker of this home recorded on disk: the pool's active workers, then the spare."""
+    """Every live worker of this home recorded on disk: the pool's active workers, the spare, then the
+    process groups of worker commands whose leader exited but whose members still run (role LEFTOVER;
+    stop() ends them, forget() drops their record)."""
     found = [w for slot in recorded_slots(settings) if (w := load(settings, "active", slot)) is not None]
     spare = load(settings, "spare")
-    return found + ([spare] if spare is not None else [])
+    found += [spare] if spare is not None else []
+    pids = {w.pid for w in found}
+    return found + [
+        WorkerProc(leader, f"group-{leader.pid}", LEFTOVER, leader.pid, user_cmd=True)
+        for leader in worker_groups.leftover_groups(settings)
+        if leader.pid not in pids
+    ]
 
 
 def forget(settings: Settings, role: str, slot: int = 0) -> None:
@@ -243,7 +259,12 @@ def promote(settings: Settings, spare: WorkerProc, slot: int = 0) -> bool:
 
 
 def stop(settings: Settings, worker: WorkerProc) -> None:
+    """Stop it; a user's worker command with its whole process group, members that outlived the
+    leader included (identity-checked each)."""
     if worker.user_cmd:
         worker._follow_exec()
     stop_process(worker.ident, grace=5.0, group=worker.user_cmd)
+    if worker.user_cmd:
+        worker_groups.stop_group(settings, worker.ident)
+        worker_groups.forget_group(settings, worker.pid)
     (settings.run_dir / f"ready-{worker.name}").unlink(missing_ok=True)
