@@ -22,6 +22,7 @@ from pathlib import Path
 
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
+from checkpoint_tui.ops.logcap import LogPipe, open_log
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
     free_port,
@@ -117,7 +118,7 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
     binary = temporal_binary(settings)
     port, ui_port = _ports(previous)
     log_start = log_size(settings.run_dir / "temporal.log")  # appended to: only this start's lines count
-    log = open(settings.run_dir / "temporal.log", "ab")  # noqa: SIM115 - the child owns it
+    log = open_log(settings.run_dir, "temporal.log")  # capped and rotated (ops/logcap.py)
     cmd = [
         str(binary),
         "server",
@@ -137,13 +138,16 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
         cmd += ["--dynamic-config-value", value]
     for pragma in SQLITE_PRAGMAS:
         cmd += ["--sqlite-pragma", pragma]
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.run_dir
-    )
-    log.close()
+    try:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True, cwd=settings.run_dir
+        )
+    finally:
+        log.close()
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
         rc = returncode_of(proc)
+        log.drained()  # its last words may still be in the pipe
         raise Unavailable(
             startup_death("the Temporal dev server", rc, settings.run_dir / "temporal.log", log_start, "at once")
         )
@@ -153,7 +157,7 @@ def _start(settings: Settings, previous: dict | None, timeout: float) -> DevServ
         _record_path(settings),
         {"identity": ident.to_dict(), "port": port, "ui_port": ui_port, "address": address, "ui_url": ui_url},
     )
-    _wait_healthy(port, ident, timeout, settings, proc, log_start)
+    _wait_healthy(port, ident, timeout, settings, proc, log_start, log)
     return DevServer(address, ui_url, proc.pid, adopted=False)
 
 
@@ -180,6 +184,7 @@ def _wait_healthy(
     settings: Settings,
     proc: subprocess.Popen | None = None,
     log_start: int = 0,
+    log_pipe: LogPipe | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -187,6 +192,8 @@ def _wait_healthy(
             return
         if (proc is not None and proc.poll() is not None) or not ident.matches_live():
             rc = returncode_of(proc, timeout=0.5) if proc is not None else None  # an adopted one's is not ours
+            if log_pipe is not None:
+                log_pipe.drained()  # its last words may still be in the pipe
             log = settings.run_dir / "temporal.log"
             raise Unavailable(startup_death("the Temporal dev server", rc, log, log_start))
         time.sleep(0.05)

@@ -20,6 +20,7 @@ from pathlib import Path
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops import worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import (
     ExitFd,
     ProcIdentity,
@@ -149,13 +150,18 @@ def spawn(
         cmd.append("--standby")
     env = settings.child_env()
     log_start = log_size(settings.run_dir / "worker.log")  # appended to: only this start's lines count
-    with open(settings.run_dir / "worker.log", "ab") as log:
+    log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py)
+    try:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, cwd=settings.home, env=env
-        )
+            cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True, cwd=settings.home,
+            env=env,
+        )  # fmt: skip
+    finally:
+        log.close()
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
         rc = returncode_of(proc)
+        log.drained()  # its last words may still be in the pipe
         raise Unavailable(startup_death("the worker", rc, settings.run_dir / "worker.log", log_start, "at once"))
     worker = WorkerProc(ident, name, role, slot, proc)
     save(settings, worker)
