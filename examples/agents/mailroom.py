@@ -23,6 +23,7 @@ MAX_TURNS = 40  # pydantic-ai's default request limit is 50 model requests: turn
 MAX_PACE_S = 5.0
 MAX_TO = 120
 DEFAULT_PACE_S = 0.3
+DEFAULT_THINK_S = 0.2  # the scripted model's think time: a real model takes a while, so a kill can land in it
 _ADDRESS = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,55}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 log = logging.getLogger("agents_example")
@@ -31,12 +32,14 @@ _OPEN = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 @dataclass(frozen=True)
 class MailInput:
-    """A workflow's input, e.g. `{"turns": 10, "to": "ops@example.com", "pace": 0.3}`: the scripted
-    model sends one email per turn, then answers; each send takes about `pace` seconds."""
+    """A workflow's input, e.g. `{"turns": 10, "to": "ops@example.com", "pace": 0.3, "think": 0.2}`: the
+    scripted model thinks `think` seconds, sends one email per turn, then answers; each send takes
+    about `pace` seconds."""
 
     turns: int = 10
     to: str = "ops@example.com"
     pace: float = DEFAULT_PACE_S
+    think: float = DEFAULT_THINK_S
 
 
 def decode(decoder: Callable[[], object]) -> object:
@@ -52,21 +55,24 @@ def parse_input(raw: object) -> MailInput:
     """The input from its decoded JSON; a ValueError says why it cannot run. Refused, not clamped."""
     if raw is None:
         return MailInput()
-    if not isinstance(raw, dict) or not set(raw) <= {"turns", "to", "pace"}:
-        raise ValueError('the input is a JSON object with "turns", "to" and/or "pace", e.g. {"turns": 10}')
+    if not isinstance(raw, dict) or not set(raw) <= {"turns", "to", "pace", "think"}:
+        raise ValueError('the input is a JSON object with "turns", "to", "pace" and/or "think", e.g. {"turns": 10}')
     turns, to, pace = raw.get("turns", 10), raw.get("to", MailInput.to), raw.get("pace", DEFAULT_PACE_S)
+    think = raw.get("think", DEFAULT_THINK_S)
     if not isinstance(turns, int) or isinstance(turns, bool) or not 1 <= turns <= MAX_TURNS:
         raise ValueError(f"turns must be an integer 1..{MAX_TURNS}")
     if not isinstance(to, str) or len(to) > MAX_TO or not _ADDRESS.fullmatch(to):
         raise ValueError(f"to must be an address like ops@example.com (at most {MAX_TO} characters)")
     if not isinstance(pace, int | float) or isinstance(pace, bool) or not 0 <= pace <= MAX_PACE_S:
         raise ValueError(f"pace must be 0..{MAX_PACE_S:g} seconds")  # NaN and infinities too
-    return MailInput(turns=turns, to=to, pace=float(pace))
+    if not isinstance(think, int | float) or isinstance(think, bool) or not 0 <= think <= MAX_PACE_S:
+        raise ValueError(f"think must be 0..{MAX_PACE_S:g} seconds")
+    return MailInput(turns=turns, to=to, pace=float(pace), think=float(think))
 
 
 def prompt(inp: MailInput) -> str:
     """The user prompt: the plan as JSON, which the scripted model reads back on every request."""
-    return json.dumps({"turns": inp.turns, "to": inp.to, "pace": inp.pace})
+    return json.dumps({"turns": inp.turns, "to": inp.to, "pace": inp.pace, "think": inp.think})
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class Step:
     body: str | None = None
     pace: float = DEFAULT_PACE_S
     text: str | None = None
+    think: float = DEFAULT_THINK_S  # how long the model takes to say it
 
 
 def next_step(prompt_text: object, sent: int) -> Step:
@@ -84,8 +91,8 @@ def next_step(prompt_text: object, sent: int) -> Step:
     returns it has seen), so a model request re-run on a fresh worker answers the same."""
     plan = parse_input(decode(lambda: json.loads(prompt_text)) if isinstance(prompt_text, str) else None)
     if sent < plan.turns:
-        return Step(to=plan.to, body=f"hello, this is turn {sent + 1}", pace=plan.pace)
-    return Step(text=f"sent {sent} emails to {plan.to}")
+        return Step(to=plan.to, body=f"hello, this is turn {sent + 1}", pace=plan.pace, think=plan.think)
+    return Step(text=f"sent {sent} emails to {plan.to}", think=plan.think)
 
 
 def email_line(workflow_id: str, to: str, body: str) -> str:

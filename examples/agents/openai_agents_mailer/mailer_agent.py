@@ -6,6 +6,7 @@ fresh (random, as a real model's), and history keeps the ones the workflow saw."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ class ScriptedMailer(Model):
         plan = next((_field(i, "content") for i in items if _field(i, "role") == "user"), None)
         sent = sum(_field(i, "type") == "function_call_output" for i in items)
         step = next_step(plan, sent)
+        await asyncio.sleep(step.think)  # a model takes a while to answer
         usage_in = max(1, len(json.dumps(items, default=str)) // 4)  # a rough count, as pydantic-ai's estimate
         if step.text is not None:
             output: Any = ResponseOutputMessage(

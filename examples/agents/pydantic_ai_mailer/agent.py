@@ -5,6 +5,7 @@ outside the workflow sandbox (the workflows import this module through `imports_
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ class MailerDeps:
     pace: float
 
 
-def scripted_mailer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+async def scripted_mailer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The offline model: its plan is the first user prompt, its progress the tool returns in the
     conversation. The tool call ids are pydantic-ai's own (random, made in the model request's
     activity and then kept by history), as a real model's are."""
@@ -39,6 +40,7 @@ def scripted_mailer(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
     plan = next((p.content for m in requests for p in m.parts if p.part_kind == "user-prompt"), None)
     sent = sum(isinstance(p, ToolReturnPart) for m in requests for p in m.parts)
     step = next_step(plan, sent)
+    await asyncio.sleep(step.think)  # a model takes a while to answer
     if step.text is not None:
         return ModelResponse(parts=[TextPart(step.text)])
     return ModelResponse(parts=[ToolCallPart("send_email", {"to": step.to, "body": step.body})])

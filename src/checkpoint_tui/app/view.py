@@ -64,6 +64,11 @@ class Snapshot:
     unit: str = "step"  # what a row of `steps` is: our loop's step, or a user workflow's activity (app/workload.py)
 
     @property
+    def units(self) -> str:
+        """The plural of `unit`, for a pane's count."""
+        return "activities" if self.unit == "activity" else f"{self.unit}s"
+
+    @property
     def final_state(self) -> str | None:
         """completed / failed / cancelled once the run is over (Temporal's word first), else None."""
         status = FINAL_STATES.get(self.workflow_status or "")

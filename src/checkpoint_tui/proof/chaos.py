@@ -185,7 +185,8 @@ class Chaos:
         sig = SIGNALS.get(ev.kind, "SIGKILL")
         if ev.at_s is not None:  # placed by time: say when it fired, and at which step the run was
             extra = {"at_s": ev.at_s, "fired_s": round(at - self.run_started_at, 3), **(extra or {})}
-        step = ev.step if ev.step is not None else self.step_in_flight(run_id)
+        extra = {**self.target.landing(ev), **(extra or {})}  # where it landed, as the target saw it
+        step = extra.pop("step", None) or (ev.step if ev.step is not None else self.step_in_flight(run_id))
         detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **(extra or {})}
         record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, step,
                             json.dumps(detail), at)  # fmt: skip
@@ -255,7 +256,8 @@ def _landed(fired: dict) -> str:
     if fired.get("into_s") is None:
         return ""
     usual = f" of ~{fired['usual_s']:.2f} s" if fired.get("usual_s") else ""
-    return f" {fired['into_s']:.2f} s in{usual}"
+    landed = f" ({fired['landed']})" if fired.get("landed") else ""
+    return f" {fired['into_s']:.2f} s in{usual}{landed}"
 
 
 async def run_schedule(

@@ -193,6 +193,13 @@ class ActivityTarget(ChaosTarget):
         await self.progress.refresh()
         return self.progress.closed
 
+    def landing(self, ev: ChaosEvent) -> dict:
+        """The activity the event's arrival waited for (a time-placed event: none, the latest one)."""
+        if ev.at_s is not None:
+            return {}
+        landing = {k: v for k, v in self._landing.items() if k != "started_at"}
+        return {**landing, "aimed": ev.step}
+
     async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
@@ -225,10 +232,8 @@ class ActivityTarget(ChaosTarget):
             return False
         fired = nemeses.kill_active_worker(chaos.settings)
         if fired is not None:
-            landing = dict(self._landing)
-            started = landing.pop("started_at", None)
-            extra = {"identity": fired[2], **landing}
-            if started is not None:
+            extra: dict = {"identity": fired[2]}
+            if (started := self._landing.get("started_at")) is not None:
                 extra["into_s"] = round(fired[1] - started, 3)
             chaos._record(ev, run_id, fired[0], fired[1], extra)
         return True
@@ -246,6 +251,12 @@ class ActivityTarget(ChaosTarget):
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
+        acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
+        for fired in chaos.kills:  # did an in-activity kill land inside its activity, or after it closed?
+            act = acts.get(fired.get("step")) if fired["kind"] == "worker-in-activity" else None
+            if act is not None:
+                after = act.closed_at is not None and fired["at"] >= act.closed_at
+                fired["landed"] = "after it closed" if after else "inside"
         for fired in [*chaos.kills, *chaos.pauses]:
             after = fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
             nxt = first_event_after(chain, after, fired.get("identity"))

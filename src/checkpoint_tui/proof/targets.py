@@ -49,6 +49,11 @@ class ChaosTarget:
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         raise NotImplementedError
 
+    def landing(self, ev: ChaosEvent) -> dict:
+        """Where the event about to be recorded landed (`step`: the unit; more for the report), as
+        its arrival saw it; {} when its place is the schedule's."""
+        return {}
+
     async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Any:
         """The audit of the run (an object with `ok` and `to_dict()`)."""
         raise NotImplementedError

@@ -50,7 +50,7 @@ class TimelinePane(KeyedTable):
             live, was_resumed, was_truncated = self._live
             rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
         self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
-        done = f"{snap.completed_steps}/{snap.total_steps} {snap.unit}s completed"
+        done = f"{snap.completed_steps}/{snap.total_steps} {snap.units} completed"
         self.info.show(done if snap.run_id else "no run")
 
     def reset(self) -> None:
