@@ -129,6 +129,12 @@ def test_user_workflow_flags_are_checked_before_anything_starts(tmp_path, capsys
         ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "NaN"],
         ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "[" * 100_000],
         ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", json.dumps("x" * 70_000)],
+        # valid JSON, but 985 deep: refused before anything starts, not a traceback while encoding it (#25.9)
+        ["--worker-cmd", WORKER_CMD, "start", "--workflow", "SendLines", "--input", "[" * 985 + "]" * 985],
+        # an output that cannot be written is refused before the run, not after it (#25.10)
+        ["chaos", "--json", str(tmp_path)],
+        ["--verify", "--json", str(tmp_path)],
+        ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--json", str(tmp_path)],
         # a user's workflow has no steps: events land on activity starts (--aim), no span is guessed
         ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--input", "{}", "--steps", "12"],
         ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--aim", ""],

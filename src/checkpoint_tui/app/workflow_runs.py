@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 import sys
 import time
@@ -21,6 +20,7 @@ from checkpoint_tui.app.history import workflow_status
 from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, new_run_id
 from checkpoint_tui.app.view import FINAL_STATES
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import check_json_value
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution
 from checkpoint_tui.settings import Settings
@@ -54,7 +54,8 @@ def check_workflow_type(text: str) -> str:
 
 
 def parse_input(text: str) -> Any:
-    """The workflow's input: one JSON value of at most 64 KiB (no NaN or Infinity, no deep nesting)."""
+    """The workflow's input: one JSON value of at most 64 KiB (no NaN or Infinity, at most 64 levels
+    deep), proven encodable by Temporal's payload converter before anything starts."""
     raw = text.encode("utf-8", "surrogateescape")
     if len(raw) > MAX_INPUT_BYTES:
         raise UsageError(f"--input is {len(raw)} bytes; at most {MAX_INPUT_BYTES} (64 KiB)")
@@ -68,8 +69,7 @@ def parse_input(text: str) -> Any:
         raise UsageError("--input nests too deeply") from None
     except ValueError as err:
         raise UsageError(f"--input is not JSON: {str(err).splitlines()[0][:120]}") from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise UsageError("--input is not a finite number")
+    check_json_value(value, "--input")  # depth, NaN, and what the payload converter can encode
     return value
 
 

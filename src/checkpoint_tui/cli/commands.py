@@ -167,10 +167,12 @@ async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
 
 
 def stop(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.ops import devserver, worker_proc
+    from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
     from checkpoint_tui.ops.modelserver import stop_model_server
 
     stopped = []
+    if (pid := chaos_supervisor.stop(settings)) is not None:  # first: it would respawn what follows
+        stopped.append(f"chaos supervisor {pid}")
     for worker in worker_proc.load_all(settings):
         worker_proc.stop(settings, worker)
         worker_proc.forget(settings, worker.role, worker.slot)
@@ -187,7 +189,12 @@ def stop(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def supervise(args: argparse.Namespace, settings: Settings) -> int:
-    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server)."""
+    """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server).
+    `--bound-to PID` (chaos's own): the kernel SIGTERMs it when that process dies."""
+    if args.bound_to is not None:
+        from checkpoint_tui.ops.procs import bind_to_parent
+
+        bind_to_parent(args.bound_to, signal.SIGTERM)  # SIGTERM: it stops as on a plain `kill`
     return asyncio.run(_supervise(settings, pool=False))
 
 

@@ -132,9 +132,10 @@ def _run_commands(sub) -> None:
     sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started").set_defaults(
         func=commands.stop
     )
-    sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM").set_defaults(
-        func=commands.supervise
-    )
+    supervise = sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM")
+    supervise.set_defaults(func=commands.supervise)
+    # chaos's own: die with that process (the kernel's parent-death signal); not for people
+    supervise.add_argument("--bound-to", type=_bounded_int(2, 2**22), default=None, help=argparse.SUPPRESS)
     sub.add_parser(
         "worker",
         help="run a pool of --workers N on this host against a shared cluster and ledger until SIGTERM",

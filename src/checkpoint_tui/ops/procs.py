@@ -94,6 +94,21 @@ def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcI
     return ident if ident is not None and list(ident.cmdline) == cmd else None
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def bind_to_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Die (by `sig`) with the process that started this one: the kernel sends it when the parent
+    goes, however it goes (a SIGKILLed `chaos` or `replay` leaves nothing of its own behind). A parent
+    already gone before the binding took: exit now."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def started_with(pid: int, name: str, limit: int = 1 << 20) -> str | None:
     """The value of `name` in the environment a process was started with (/proc/<pid>/environ: what
     it was exec'd with, which it cannot rewrite; readable for this user's processes only), or None."""

@@ -24,6 +24,7 @@ from temporalio.client import Client
 
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.ops.worker_proc import WorkerProc, save
 from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, Settings
@@ -82,14 +83,18 @@ def spawn_user_worker(settings: Settings, address: str, slot: int = 0) -> Worker
     cmd = list(settings.worker_cmd)
     log_path = settings.run_dir / "worker.log"
     log_start = log_size(log_path)
-    with open(log_path, "ab") as log:
+    log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py): a chatty command too
+    try:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True,
             cwd=settings.worker_cwd or settings.home, env=worker_env(settings, address),
         )  # fmt: skip
+    finally:
+        log.close()
     ident = identity_after_user_exec(proc.pid, cmd)
     if ident is None:
         rc = returncode_of(proc)
+        log.drained()  # its last words may still be in the pipe
         raise Unavailable(startup_death("the worker command", rc, log_path, log_start, "at once"))
     worker = WorkerProc(ident, default_identity(proc.pid), "active", slot, proc, user_cmd=True)
     save(settings, worker)

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import signal
 import statistics
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 from checkpoint_tui.app.workload import AgentLoopWorkload
 from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver, worker_proc
+from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
+from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof import nemeses
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
@@ -74,13 +79,18 @@ class Chaos:
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
 
     async def spawn_supervisor(self) -> None:
+        """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
         log = open(self.settings.run_dir / "chaos-supervisor.log", "ab")  # noqa: SIM115 - the child keeps it
+        cmd = [sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), *self.supervise_flags(),
+               "supervise", "--bound-to", str(os.getpid())]  # fmt: skip
         self.supervisor = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), *self.supervise_flags(),
-            "supervise", stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
+            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
             env=self.settings.child_env(), cwd=self.settings.worker_cwd,
         )  # fmt: skip
         log.close()
+        ident = await asyncio.to_thread(identity_after_exec, self.supervisor.pid, cmd)
+        if ident is not None:
+            chaos_supervisor.record(self.settings, ident)
         assert self.supervisor.stdout is not None
         line = await asyncio.wait_for(self.supervisor.stdout.readline(), 60)
         if not line.startswith(b"supervising"):
@@ -108,9 +118,9 @@ class Chaos:
     async def run(self) -> dict:
         started = time.monotonic()
         target, unit = self.target, self.target.workload.unit
-        address = await self.start_lab(target.header(self), unit=unit)
-        settings = self.settings
-        try:
+        try:  # from the first process it starts on, whatever ends the run stops what chaos started
+            address = await self.start_lab(target.header(self), unit=unit)
+            settings = self.settings
             client = await connect_client(settings, address)
             run_id = await target.start(self, client)
             self.run_started_at = time.time()
@@ -118,6 +128,7 @@ class Chaos:
             await self._execute(run_id)
             status = await target.workload.wait(settings, client, run_id, timeout=60 + target.span(self) * 5)
         finally:
+            settings = self.settings
             await self._stop_supervisor()
             nemeses.reap_hung(self._hung)
             if self.proxy is not None or settings.user_worker:  # bound to the proxy; or the user's command
@@ -205,6 +216,7 @@ class Chaos:
             except TimeoutError:
                 self.supervisor.kill()
                 await self.supervisor.wait()
+        chaos_supervisor.forget(self.settings)
 
     def _report(self, run_id: str, audit, wall: float) -> dict:
         """The report: what every workload has, then its target's own figures (and its checks)."""
@@ -260,6 +272,19 @@ def _landed(fired: dict) -> str:
     return f" {fired['into_s']:.2f} s in{usual}{landed}"
 
 
+async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:
+    """Run chaos; a SIGTERM (what a CI timeout sends) cancels it, so its cleanup runs (the supervisor
+    stopped, the user's worker command stopped, the proxy closed) before it exits 1."""
+    loop, task = asyncio.get_running_loop(), asyncio.ensure_future(run)
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        raise Failed("chaos: stopped by SIGTERM; its supervisor (and a worker command of yours) stopped") from None
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 async def run_schedule(
     settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget | None = None
 ) -> dict:
@@ -275,11 +300,11 @@ async def chaos_command(
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
     chaos = Chaos(settings, seed, steps, schedule=events, target=target)
-    report = await chaos.run()
+    report = await _until_sigterm(chaos.run())
     checks = [Check(**c) for c in report["checks"]]
     print_report(report, chaos.target)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
-    path.write_text(json.dumps(report, indent=2))
+    write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")
     if junit_path is not None:
         write_junit(junit_path, f"checkpoint-tui chaos ({chaos.target.workload.kind})", checks, time_s=report["wall_s"])

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import importlib
 import json
 import logging
 import os
 import re
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -30,13 +28,13 @@ from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
 from checkpoint_tui.app.history import to_history_event
+from checkpoint_tui.ops.procs import bind_to_parent
 from checkpoint_tui.proof.histories import MIN_EVENTS
 
 # Core's message quoted inside the SDK's "Workflow activation completion failed: Failure { ... }"
 _CORE_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')
 _EVENT_ID = re.compile(r"HistoryEvent\(id: (\d+)")
 MESSAGE_LIMIT = 600
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -133,17 +131,9 @@ def load_workflow(ref: str) -> type:
     return found  # type: ignore[return-value]
 
 
-def _bind_to_parent(parent: int) -> None:
-    """Die with the parent (a killed `replay` must not leave a hung replay behind)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before the binding took
-        os._exit(1)
-
-
 async def _serve(replies) -> None:
     header = json.loads(sys.stdin.readline())
-    _bind_to_parent(int(header["parent"]))
+    bind_to_parent(int(header["parent"]))  # a killed `replay` must not leave a hung replay behind
     sys.path[:0] = [p for p in header["sys_path"] if p not in sys.path]
     replay = Replay(load_workflow(header["workflow"]))
     _send(replies, {"ready": True})

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from checkpoint_tui.files import write_output
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
@@ -65,8 +66,7 @@ async def run_verify(settings: Settings, json_path: Path | None = None, outputs:
     checks = [asdict(c) for c in report.checks]
     document = {"passed": total - failed, "total": total, "checks": checks, **report.figures}
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(document, indent=2))
+        write_output(json_path, json.dumps(document, indent=2), "--json")  # no link followed, atomic
     if outputs is not None and outputs.wanted:  # every run of this invocation: the runs on vhome's queue
         run = ProofRun("checkpoint-tui --verify", vhome, document, report.checks, wall, None, report.figures)
         await emit(outputs, run)

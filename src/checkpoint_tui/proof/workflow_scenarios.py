@@ -40,6 +40,7 @@ from checkpoint_tui.app.activity_history import (
 )  # fmt: skip
 from checkpoint_tui.app.workflow_runs import NO_INPUT, wait_workflow_run
 from checkpoint_tui.app.workload import UserWorkflow
+from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -297,8 +298,7 @@ async def run_workflow_verify(
     document = {"passed": total - failed, "total": total, "checks": [asdict(c) for c in report.checks],
                 "runs": ctx.runs, "wall_s": round(wall, 2)}  # fmt: skip
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(document, indent=2))
+        write_output(json_path, json.dumps(document, indent=2), "--json")  # no link followed, atomic
     if junit_path is not None:
         write_junit(junit_path, "checkpoint-tui --verify --workflow", report.checks, time_s=wall)
     return 0 if not failed else 1

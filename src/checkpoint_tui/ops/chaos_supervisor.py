@@ -1,0 +1,47 @@
+"""The supervisor process `chaos` runs beside itself (`supervise --bound-to PID`): recorded under run/
+with its identity, so `stop` can find it; bound to chaos (the kernel SIGTERMs it when chaos dies,
+however chaos dies), so a killed chaos never leaves a supervisor that respawns workers and the dev
+server behind `stop`'s back."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from checkpoint_tui.ops.procs import ProcIdentity, read_json, stop_process, write_json
+from checkpoint_tui.settings import Settings
+
+RECORD = "chaos-supervisor.json"
+
+
+def _path(settings: Settings) -> Path:
+    return settings.run_dir / RECORD
+
+
+def record(settings: Settings, ident: ProcIdentity) -> None:
+    write_json(_path(settings), {"identity": ident.to_dict()})
+
+
+def forget(settings: Settings) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _path(settings).unlink()
+
+
+def recorded(settings: Settings) -> ProcIdentity | None:
+    """The recorded supervisor if it is still that process and a `supervise` of this home."""
+    ident = ProcIdentity.from_record(read_json(_path(settings)))
+    if ident is None or not ident.matches_live():
+        return None
+    if not (ident.runs("supervise") and ident.runs("--home", str(settings.home))):
+        return None  # a forged record naming another process: never signalled
+    return ident
+
+
+def stop(settings: Settings) -> int | None:
+    """Stop the recorded chaos supervisor (SIGTERM, then SIGKILL); its pid, or None if none ran."""
+    ident = recorded(settings)
+    forget(settings)
+    if ident is None:
+        return None
+    stop_process(ident, grace=5.0)
+    return ident.pid

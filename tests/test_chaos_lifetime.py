@@ -1,0 +1,112 @@
+"""Chaos's supervisor lives no longer than chaos (issue 25, finding 5): a SIGKILLed chaos leaves a
+supervisor that the kernel stops with it, `stop` finds by its record under run/ anyway, and nothing
+of the home comes back afterwards; a SIGTERMed chaos (a CI timeout) runs its own cleanup first."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from checkpoint_tui.ops.procs import read_json
+from checkpoint_tui.waiting import wait_until_sync
+from conftest import run_cli
+
+STEPS = "60"  # long enough to be killed mid-run (pace 0.3: ~25 s)
+
+
+def home_processes(home: Path) -> list[psutil.Process]:
+    """Live processes whose command line names the home (workers, the dev server, supervisors)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if str(home) in " ".join(proc.info["cmdline"] or []) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def start_chaos(home: Path) -> subprocess.Popen:
+    home.mkdir(parents=True)
+    log = open(home / "chaos.out", "wb")  # noqa: SIM115 - closed by the caller's stop
+    return subprocess.Popen([sys.executable, "-m", "checkpoint_tui", "--home", str(home), "chaos", "--seed", "2",
+                             "--steps", STEPS, "--kills", "3"], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def supervisor_pid(home: Path) -> int | None:
+    rec = read_json(home / "run" / "chaos-supervisor.json")
+    return rec["identity"]["pid"] if rec else None
+
+
+def stop_all(home: Path, chaos: subprocess.Popen) -> None:
+    if chaos.poll() is None:
+        chaos.kill()
+        chaos.wait()
+    run_cli("--home", str(home), "stop", timeout=60)
+    for proc in home_processes(home):  # ours: started with this test's home; stop it before failing
+        proc.kill()
+
+
+def test_a_killed_chaos_leaves_nothing_that_stop_cannot_end(session_root):
+    home = session_root / "chaos-killed"
+    chaos = start_chaos(home)
+    try:
+        assert wait_until_sync(lambda: supervisor_pid(home) is not None, 60, every=0.1)
+        sup = supervisor_pid(home)
+        assert wait_until_sync(lambda: (home / "run" / "worker.pid").exists() or chaos.poll() is not None, 60)
+        chaos.send_signal(signal.SIGKILL)  # our own child
+        chaos.wait()
+        # the kernel's parent-death signal stops the supervisor without anyone asking
+        assert wait_until_sync(lambda: not psutil.pid_exists(sup) or psutil.Process(sup).status() == "zombie", 10)
+        out = run_cli("--home", str(home), "stop", timeout=60)
+        assert out.returncode == 0, out.stderr
+        deadline = time.monotonic() + 8  # nothing of the home comes back (no supervisor respawns it)
+        while time.monotonic() < deadline:
+            left = home_processes(home)
+            assert not left, [" ".join(p.cmdline())[:120] for p in left]
+            time.sleep(0.5)
+    finally:
+        stop_all(home, chaos)
+
+
+def test_a_sigtermed_chaos_stops_its_supervisor_and_says_so(session_root):
+    home = session_root / "chaos-termed"
+    chaos = start_chaos(home)
+    try:
+        assert wait_until_sync(lambda: supervisor_pid(home) is not None, 60, every=0.1)
+        sup = supervisor_pid(home)
+        chaos.send_signal(signal.SIGTERM)
+        assert chaos.wait(30) == 1
+        out = (home / "chaos.out").read_text()
+        assert "stopped by SIGTERM" in out and "Traceback" not in out, out[-2000:]
+        assert not psutil.pid_exists(sup) or psutil.Process(sup).status() == "zombie"
+        assert not (home / "run" / "chaos-supervisor.json").exists()
+    finally:
+        stop_all(home, chaos)
+
+
+def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):
+    from checkpoint_tui.ops import chaos_supervisor
+    from checkpoint_tui.ops.procs import ProcIdentity
+    from checkpoint_tui.settings import Settings
+
+    settings = Settings(home=tmp_path)
+    settings.ensure_dirs()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        ident = ProcIdentity.of(sleeper.pid)
+        assert ident is not None
+        chaos_supervisor.record(settings, ident)  # a live process, but no `supervise` of this home
+        assert chaos_supervisor.stop(settings) is None
+        assert sleeper.poll() is None, "a forged record got another process signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert os.path.exists(tmp_path / "run") and not (tmp_path / "run" / "chaos-supervisor.json").exists()
