@@ -41,9 +41,11 @@ class ActivityTimeline:
     framework: str | None = None  # forced (--framework); None: recognised from the activity types
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
     _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run
+    _final: set[str] = field(default_factory=set)  # runs whose activities were read after they closed
 
     async def apply(self, client: Client, view: View, closed: bool) -> list[ActivityExec]:
-        """The snapshot's step rows and figures from the run's activities; only changed rows after the first."""
+        """The snapshot's step rows and figures from the run's activities; only changed rows after the
+        first. `closed`: the workflow is over (its history is read once more, then never again)."""
         snap: Snapshot = view.snapshot
         acts = await self.activities(client, snap.run_id or "", closed)
         if view.run_changed:
@@ -58,12 +60,17 @@ class ActivityTimeline:
         return acts
 
     async def activities(self, client: Client, run_id: str, closed: bool) -> list[ActivityExec]:
+        """At most one read per ACTIVITIES_EVERY_S while the run is live; once it is over, one read
+        after the close was seen (a read from just before it misses the last activity's end), then
+        that one for good: a closed run's history no longer changes."""
         cached = self._acts
-        fresh = cached is not None and cached[0] == run_id
-        if fresh and (closed or time.monotonic() - cached[1] < ACTIVITIES_EVERY_S):  # type: ignore[index]
-            return cached[2]  # type: ignore[index]  # a closed run's history no longer changes
+        recent = cached is not None and time.monotonic() - cached[1] < ACTIVITIES_EVERY_S
+        if cached is not None and cached[0] == run_id and (run_id in self._final or (not closed and recent)):
+            return cached[2]
         acts = await read_activities(client, run_id, framework=self.framework)
         self._acts = (run_id, time.monotonic(), acts)
+        if closed:
+            self._final.add(run_id)
         return acts
 
     def find(self, run_id: str, seq: int) -> ActivityExec | None:

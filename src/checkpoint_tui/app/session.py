@@ -105,7 +105,7 @@ class LabSession:
         run_id = view.snapshot.run_id
         if run_id is not None and self.client is not None and user and await self._is_user_run(run_id):
             closed = view.snapshot.final_state is not None
-            acts = await self._timeline.apply(self.client, view, closed and run_id in self._completion)
+            acts = await self._timeline.apply(self.client, view, closed)
             view.completion = await self._user_completion(view.snapshot, acts) if closed else None
         return view
 
