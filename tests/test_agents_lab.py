@@ -23,7 +23,7 @@ WORKERS = {
     "openai-agents": EXAMPLES / "openai_agents_mailer" / "worker.py",
 }
 WORKFLOWS = {"pydantic-ai": "PydanticMailer", "openai-agents": "OpenAIMailer"}
-TURNS = 6  # 13 activities: 7 model requests, 6 tool calls
+TURNS = 5  # 11 activities: 6 model requests, 5 tool calls; the 4 events land on tool starts 2-5
 _homes = count()
 
 
@@ -51,9 +51,7 @@ def sent(home: Path, run_id: str) -> Counter:
     return Counter((home / "example-out" / f"{run_id}.txt").read_text().splitlines())
 
 
-@pytest.mark.parametrize(
-    ("framework", "backend"), [("pydantic-ai", "sqlite"), ("openai-agents", "sqlite"), ("pydantic-ai", "postgresql")]
-)
+@pytest.mark.parametrize(("framework", "backend"), [("pydantic-ai", "sqlite"), ("openai-agents", "postgresql")])
 def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(framework, backend, session_root,
                                                                                  request):  # fmt: skip
     home = session_root / f"agents-guarded-{next(_homes)}"  # its own dev server: chaos kills it
@@ -63,12 +61,15 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
     audit, run_id = report["audit"], report["run_id"]
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
     assert audit["framework"] == framework and audit["tool_calls"] == TURNS and audit["model_requests"] == TURNS + 1
-    assert audit["at_risk"] == [] and audit["guarded_re_executed"], audit["re_executed"]
+    assert audit["at_risk"] == [], audit["re_executed"]
     assert all(r["class"] == "tool" and r["tool"].startswith("send_email") and r["call_id"]
                for r in audit["guarded_re_executed"])  # fmt: skip
     worker_kills = [k for k in report["kills"] if k["kind"] == "worker-in-activity"]
     assert worker_kills and all(k["label"].startswith("tool · send_email") for k in worker_kills)
     assert all(k.get("into_s") is not None and k.get("usual_s") for k in worker_kills)  # placed over its duration
+    # a kill that landed inside a tool call re-ran it, guarded; one after it closed hit the next activity
+    guarded = {r["seq"] for r in audit["guarded_re_executed"]}
+    assert {k["step"] for k in worker_kills if k["landed"] == "inside"} <= guarded, (worker_kills, guarded)
     assert "verdict: PASS" in out.stdout and f"model requests {len(audit['model_reruns'])}" in out.stdout
 
 

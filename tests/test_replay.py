@@ -69,7 +69,7 @@ async def user_workflow_run(home: Settings, client) -> str:
     """A run of a user's workflow as `--worker-cmd ... start --workflow SendLines` records it (ledger row
     `workflow:SendLines`, a real workflow in Temporal), on a queue nobody polls, then terminated: a real
     history that AgentLoop cannot replay."""
-    run_id = await start_workflow_run(replace(home, task_queue_name=f"{home.task_queue}-byo"), client, "SendLines",
+    run_id = await start_workflow_run(replace(home, task_queue_name=f"{home.task_queue}-uw"), client, "SendLines",
                                      {"count": 2})  # fmt: skip
     await client.get_workflow_handle(run_id).terminate("test: a user workflow history, never run")
     return run_id
@@ -191,7 +191,7 @@ def test_user_workflow_runs_only_nothing_is_started(tmp_path, capsys):
     home.ensure_dirs()
     run_id = new_run_id()
     # as start_workflow_run does
-    create_run(connect(home.ledger), run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}SendLines", "byo-example")
+    create_run(connect(home.ledger), run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}SendLines", "user-worker-example")
     assert cli.run(["--home", str(home.home), "replay", "--all"]) == 0
     out = capsys.readouterr().out
     assert f"skip  {run_id}: a run of your own workflow SendLines" in out

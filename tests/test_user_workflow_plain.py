@@ -79,7 +79,7 @@ class Workers:
 def workers(ledger_target: str, tmp_path: Path, temporal_address: str) -> Iterator[Workers]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
     env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(tmp_path),
-               CHECKPOINT_TASK_QUEUE=f"byo-{uuid.uuid4().hex[:8]}")  # fmt: skip
+               CHECKPOINT_TASK_QUEUE=f"uw-{uuid.uuid4().hex[:8]}")  # fmt: skip
     if ledger_target.startswith("postgresql://"):
         env["CHECKPOINT_LEDGER_URL"] = ledger_target
     logs = tmp_path / "logs"
@@ -129,7 +129,7 @@ async def test_plain_worker_killed_mid_write_recovers_exactly_once(
     workers: Workers, ledger_target: str, tmp_path: Path, temporal_address: str
 ) -> None:
     probe = tmp_path / "run" / "effects-probe.jsonl"
-    wf = f"byo-plain-{uuid.uuid4().hex[:8]}"
+    wf = f"uw-plain-{uuid.uuid4().hex[:8]}"
     proc = workers.start()
     client = await Client.connect(temporal_address)
     handle = await client.start_workflow("SendLines", {"count": COUNT, "pace": PACE}, id=wf,
@@ -221,14 +221,14 @@ async def test_hostile_input_fails_at_once(workers: Workers, temporal_address: s
     workers.start()
     client = await Client.connect(temporal_address)
     queue = workers.env["CHECKPOINT_TASK_QUEUE"]
-    handles = [await client.start_workflow("SendLines", arg, id=f"byo-hostile-{uuid.uuid4().hex[:8]}",
+    handles = [await client.start_workflow("SendLines", arg, id=f"uw-hostile-{uuid.uuid4().hex[:8]}",
                                            task_queue=queue) for arg in HOSTILE_WORKFLOW]  # fmt: skip
     try:
         failures = await asyncio.gather(*(bad_input_failure(h) for h in handles))
         own_queue = f"hostile-{uuid.uuid4().hex[:8]}"
         async with Worker(client, task_queue=own_queue, workflows=[HostileActivityInput]):
             results = await client.execute_workflow(
-                HostileActivityInput.run, queue, id=f"byo-act-{uuid.uuid4().hex[:8]}", task_queue=own_queue,
+                HostileActivityInput.run, queue, id=f"uw-act-{uuid.uuid4().hex[:8]}", task_queue=own_queue,
                 execution_timeout=timedelta(seconds=60),
             )
     except BaseException:
@@ -244,7 +244,7 @@ async def test_hostile_input_fails_at_once(workers: Workers, temporal_address: s
 
 def test_output_names_never_collide() -> None:
     """A hashed name (an id that is not a plain file name) is never the plain name of another id."""
-    spec = importlib.util.spec_from_file_location("byo_shared", WORKER.parent / "shared.py")
+    spec = importlib.util.spec_from_file_location("user_worker_shared", WORKER.parent / "shared.py")
     assert spec is not None and spec.loader is not None
     shared = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = shared  # its dataclasses look their module up there

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEFAULT_TASK_QUEUE = "byo-example"
+DEFAULT_TASK_QUEUE = "user-worker-example"
 MAX_COUNT = 500
 MAX_PACE_S = 5.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

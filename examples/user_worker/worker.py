@@ -2,7 +2,7 @@
 
 Connects with the SDK's environment configuration (`TEMPORAL_ADDRESS`, default 127.0.0.1:7233;
 `TEMPORAL_NAMESPACE`, default `default`; TLS and API key variables as the SDK reads them), polls the
-task queue `CHECKPOINT_TASK_QUEUE` (default `byo-example`) with the SDK's default identity (pid@host),
+task queue `CHECKPOINT_TASK_QUEUE` (default `user-worker-example`) with the SDK's default identity (pid@host),
 and serves the workflows `SendLines` and `SendLinesUnguarded` until SIGTERM or SIGINT.
 The lines go to `EXAMPLE_OUT_DIR` (default `$CHECKPOINT_HOME/example-out`, else `./example-out`); the
 effects library finds its ledger through `CHECKPOINT_LEDGER_URL` or `CHECKPOINT_HOME`.
@@ -72,7 +72,7 @@ def main() -> None:
     try:
         asyncio.run(run())
     except effects.EffectsConfigError as err:
-        sys.exit(f"byo_worker: {err}")
+        sys.exit(f"user_worker: {err}")
 
 
 if __name__ == "__main__":
