@@ -159,7 +159,10 @@ async def test_the_app_names_the_agents_tool_and_marks_where_a_kill_resumed(sess
             await wait_for(pilot, lambda: session.supervisor is not None and session.client is not None, what="boot")
             await wait_for(pilot, lambda: session.supervisor.primary is not None, what="the worker", timeout=30)
             first = session.supervisor.primary
-            run_id = await session.new_run(0, 0.0)  # `n` starts the workload the app was opened with
+            await pilot.press("n")  # starts the workload the app was opened with: no step-count dialog
+            await wait_for(pilot, lambda: session.run_id is not None, what="the run started")
+            run_id = session.run_id
+            assert "PydanticMailerGuarded" in app.query_one("#status").message
             timeline = app.query_one("#timeline")
             tool_running = lambda: timeline.row_count >= 2 and cell_text(timeline, "2", "status") == "running"  # noqa: E731
             await wait_for(pilot, tool_running, what="the first tool call running", timeout=60)

@@ -103,6 +103,12 @@ class UserWorkflow(Workload):
         return await read_activities(client, run_id, framework=self.framework)
 
 
+def user_workload(session: object) -> UserWorkflow | None:
+    """The user workflow a session (the app's) runs with `n`, or None for our own loop."""
+    workload = getattr(session, "workload", None)
+    return workload if isinstance(workload, UserWorkflow) else None
+
+
 def workload_of(row: RunRow | None, framework: str | None = None) -> Workload:
     """The workload a recorded run belongs to (a row of a user's workflow names its type)."""
     workflow = workflow_type_of(row.provider) if row is not None else None

@@ -122,7 +122,9 @@ class WorkflowContext:
             return None
         report = await sup.kill(reason, worker)
         bound = act.unassisted_bound_s
+        name = act.info.name if act.info is not None and act.cls in ("tool", "mcp") and act.info.name else None
         return {**asdict(report), "identity": worker.name, "activity": k, "label": act.label, "bound_s": bound,
+                "kind": f"the {name} tool's activity" if name else act.activity_type,
                 "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout"}
 
     async def close(self) -> None:
@@ -213,7 +215,7 @@ async def unassisted(ctx: WorkflowContext) -> None:
     own = (kill or {}).get("bound_s") or 0.0
     budget = own + UNASSISTED_SLACK_S
     source = (kill or {}).get("bound_from", "timeout")
-    slow = f"; a kill there costs a minute or more: give {(kill or {}).get('label')} a heartbeat timeout" \
+    slow = f"; a kill there costs a minute or more: give {(kill or {}).get('kind')} a heartbeat timeout" \
         if own >= 60 else ""
     ctx.report.check(f"3. unassisted kill: the activity's own {source} brings it back",
                      kill is not None and resumed is not None and resumed <= budget,

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from checkpoint_tui.app.view import View
+from checkpoint_tui.app.workload import user_workload
 from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
@@ -244,11 +245,10 @@ class CheckpointApp(App[int]):
         timeline.action_inspect()
 
     def action_new_run(self) -> None:
-        def started(result: tuple[int, float] | None) -> None:
-            if result is not None:
-                self._start_run(*result)
-
-        self.push_screen(NewRunScreen(), started)
+        if user_workload(self.session):  # a user's workflow: its type and input were given
+            self._start_run(0, 0.0)
+        else:
+            self.push_screen(NewRunScreen(), lambda result: self._start_run(*result) if result else None)
 
     @work(group="actions", exit_on_error=False)
     async def _start_run(self, steps: int, pace: float) -> None:
@@ -259,7 +259,8 @@ class CheckpointApp(App[int]):
         except Exception as err:
             status.say(f"could not start a run: {err}")
             return
-        status.say(f"started {run_id} ({steps} steps, pace {pace})")
+        user = user_workload(self.session)
+        status.say(f"started {run_id} ({user.title() if user else f'{steps} steps, pace {pace}'})")
         self._poll_now.set()
 
     @work(group="actions", exit_on_error=False)

@@ -62,7 +62,8 @@ def _model(seen: object) -> UnitInfo:
     # resolved it): the summary first, so that a unit keeps its name when its request completes.
     name = clean(summary[len(_SUMMARY_MODEL) :]) if summary and summary.startswith(_SUMMARY_MODEL) else None
     name = name or clean(field(result, "model_name"))
-    label = f"model · {name}" if name else "model"
+    # the label drops the provider (`openai:` of `openai:gpt-5`): a terminal column has no room for it
+    label = f"model · {name.split(':', 1)[-1]}" if name else "model"
     return UnitInfo("model", name, None, None, summary, tokens_of(field(result, "usage")), label)
 
 

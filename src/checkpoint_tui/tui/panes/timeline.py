@@ -15,9 +15,13 @@ from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
+# The worker pid, the duration (a silent worker's heartbeat age) and the mark ("⚑ resumed here") come
+# before what the step did: they are the proof a kill was survived, and a long label
+# (`tool · send_email_guarded · call 7e3906…`) or a long heartbeat note must not push them out of a
+# half-width pane.
 COLUMNS = [
-    ("step", "step"), ("status", "status"), ("attempt", "att"), ("provider", "provider"), ("tokens", "tokens"),
-    ("cost", "cost $"), ("duration", "dur"), ("pid", "worker pid"), ("mark", ""),
+    ("step", "step"), ("status", "status"), ("attempt", "att"), ("pid", "worker pid"), ("duration", "dur"),
+    ("mark", ""), ("provider", "provider"), ("tokens", "tokens"), ("cost", "cost $"),
 ]  # fmt: skip
 STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
 
@@ -86,12 +90,12 @@ def _cells(s: StepRow, resumed: bool, truncated: bool = False, pending: PendingA
         str(s.step),
         Text(s.status, style=STATUS_STYLE.get(s.status, "")),
         str(s.attempt) if s.attempt > 1 else "1",
+        s.worker_label,
+        heartbeat_age(pending) if pending is not None else duration,
+        mark if mark else "",
         Text(s.provider or ""),
         str(s.tokens or ""),
         f"{s.cost_usd:.4f}" if s.cost_usd else "0",
-        heartbeat_age(pending) if pending is not None else duration,
-        s.worker_label,
-        mark if mark else "",
     )
 
 
