@@ -219,3 +219,23 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     lines = Counter(output_lines(home.home, run_id))
     assert lines == Counter(f"{run_id} line {i}" for i in range(1, 13))
     assert not started_for(home.home)
+
+
+def test_verify_on_a_user_workflow_passes_with_each_activity_s_own_bound(session_root):
+    """--verify --workflow runs the same runner as ours over the user workflow's scenarios; the
+    unassisted kill is bounded by the killed activity's own heartbeat timeout (the example's 2 s)."""
+    home = session_root / f"uw-verify-{next(_homes)}"
+    home.mkdir(parents=True)
+    report_path, junit_path = home / "verify.json", home / "verify.xml"
+    try:
+        out = run_cli(*lab_flags(home), "--verify", "--workflow", "SendLines", "--input", '{"count": 8, "pace": 0.2}',
+                      "--json", str(report_path), "--junit", str(junit_path), timeout=240)  # fmt: skip
+    finally:
+        stop_lab(home / "run" / "verify")
+        stop_lab(home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    doc = json.loads(report_path.read_text())
+    assert doc["passed"] == doc["total"] == 13 and len(doc["runs"]) == 3
+    unassisted = next(c for c in doc["checks"] if c["name"].startswith("3. unassisted kill"))
+    assert "own heartbeat timeout" in unassisted["name"] and "send_line" in unassisted["observed"]
+    assert "checkpoint-tui --verify --workflow" in junit_path.read_text()

@@ -180,12 +180,13 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.proof.workflow_scenarios import run_workflow_verify
+    from checkpoint_tui.proof.bundle import ProofOutputs
+    from checkpoint_tui.proof.verify import run_verify
 
     workflow, arg = workflow_and_input(args.verify_workflow, args.verify_input)
     json_path = Path(args.json_path) if args.json_path else None
     workload = UserWorkflow(workflow, arg, args.framework)
-    return asyncio.run(run_workflow_verify(settings, workload, json_path, args.verify_junit))
+    return asyncio.run(run_verify(settings, json_path, ProofOutputs(junit=args.verify_junit), workload))
 
 
 def tui(args: argparse.Namespace, settings: Settings) -> int:

@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import signal
 import sys
-import time
-from dataclasses import asdict, replace
-from pathlib import Path
+from dataclasses import asdict
 
 from temporalio.client import Client
 
@@ -40,14 +37,11 @@ from checkpoint_tui.app.activity_history import (
 )  # fmt: skip
 from checkpoint_tui.app.workflow_runs import NO_INPUT, wait_workflow_run
 from checkpoint_tui.app.workload import UserWorkflow
-from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
 from checkpoint_tui.proof.chaos_activities import Progress, until_activity
-from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
 
@@ -255,52 +249,3 @@ def _s(value: float | None) -> str:
 
 
 SCENARIOS = [kill_mid_run, supervisor_killed, unassisted, replay]
-
-
-def verify_home(settings: Settings, address: str) -> Settings:
-    """run/verify: its own ledger (or the shared one), artifacts and task queue; the user's worker command."""
-    return Settings(
-        home=settings.run_dir / "verify", temporal_address=address, namespace=settings.namespace,
-        connection=settings.connection, ledger_url=settings.ledger_url, temporal_bin=settings.temporal_bin,
-        task_queue_name=settings.task_queue_name, worker_cmd=settings.worker_cmd, worker_cwd=settings.worker_cwd,
-    )  # fmt: skip
-
-
-async def run_workflow_verify(
-    settings: Settings, workload: UserWorkflow, json_path: Path | None = None, junit_path: Path | None = None
-) -> int:
-    workflow = workload.workflow
-    started = time.monotonic()
-    address, _ = resolve_address(settings)
-    vhome = verify_home(settings, address)
-    if vhome.home.exists():
-        for w in worker_proc.load_all(vhome):
-            worker_proc.stop(vhome, w)
-        shutil.rmtree(vhome.home)
-    vhome.ensure_dirs()
-    if vhome.ledger_url and not vhome.task_queue_name:  # a queue of its own on a shared ledger
-        vhome = replace(vhome, task_queue_name=f"checkpoint-verify-{vhome.home_id}")
-    client = await connect_client(vhome, address)
-    print(f"verify: {workflow} on {Path(vhome.worker_cmd[0]).name} · Temporal {address} · "
-          f"home {vhome.home} · task queue {vhome.task_queue}", flush=True)  # fmt: skip
-    report = Report()
-    ctx = WorkflowContext(vhome, address, client, report, workload)
-    try:
-        for scenario in SCENARIOS:
-            try:
-                await scenario(ctx)
-            except Exception as err:  # a scenario that crashes is a failure with a diagnosis
-                report.check(f"{scenario.__name__} ran", False, f"{type(err).__name__}: {str(err)[:300]}")
-    finally:
-        await ctx.close()
-    wall = time.monotonic() - started
-    total, failed = len(report.checks), len(report.failures)
-    print(f"CHECKS FAILED — {failed}/{total}: " + ", ".join(c.name for c in report.failures) if failed
-          else f"ALL CHECKS PASS — {total}/{total}")  # fmt: skip
-    document = {"passed": total - failed, "total": total, "checks": [asdict(c) for c in report.checks],
-                "runs": ctx.runs, "wall_s": round(wall, 2)}  # fmt: skip
-    if json_path is not None:
-        write_output(json_path, json.dumps(document, indent=2), "--json")  # no link followed, atomic
-    if junit_path is not None:
-        write_junit(junit_path, "checkpoint-tui --verify --workflow", report.checks, time_s=wall)
-    return 0 if not failed else 1
