@@ -126,6 +126,17 @@ class Progress:
         return statistics.median(same) if same else None
 
 
+def _landed(act: ActivityExec, fired: dict) -> str:
+    """`inside` (the attempt died with the worker), `as it completed` (its body had returned and the
+    completion reached Temporal from the killed worker: nothing re-ran), or `after it closed` (the
+    kill hit whatever came next)."""
+    if act.closed_at is not None and fired["at"] >= act.closed_at:
+        return "after it closed"
+    if act.attempt == 1 and act.identity is not None and act.identity == fired.get("identity"):
+        return "as it completed"
+    return "inside"
+
+
 def _kind(act: ActivityExec) -> tuple[str, str | None]:
     """What makes two activities alike for timing: the type, and the tool a framework's call names."""
     return act.activity_type, act.info.name if act.info is not None else None
@@ -252,11 +263,10 @@ class ActivityTarget(ChaosTarget):
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
         acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
-        for fired in chaos.kills:  # did an in-activity kill land inside its activity, or after it closed?
+        for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
             act = acts.get(fired.get("step")) if fired["kind"] == "worker-in-activity" else None
             if act is not None:
-                after = act.closed_at is not None and fired["at"] >= act.closed_at
-                fired["landed"] = "after it closed" if after else "inside"
+                fired["landed"] = _landed(act, fired)
         for fired in [*chaos.kills, *chaos.pauses]:
             after = fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
             nxt = first_event_after(chain, after, fired.get("identity"))
