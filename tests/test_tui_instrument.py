@@ -80,7 +80,7 @@ async def test_ledger_pane_stays_where_the_user_moved_it():
         ledger = app.query_one("#ledger")
         ledger.focus()
         await pilot.press("home")
-        ledger.sync([("new-row", ("x", "8", "file", "1", "applied", "—", "—"))], follow=True)
+        ledger.sync([("new-row", ("x", "applied", "1", "—", "—", "file"))], follow=True)
         assert ledger.cursor_row == 0
 
 

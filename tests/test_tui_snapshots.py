@@ -85,8 +85,9 @@ def test_history_kill_marker(snap_compare):
 async def open_inspector(pilot, step: int) -> None:
     await settle(pilot)
     timeline = pilot.app.query_one("#timeline")
-    for _ in range(timeline.cursor_row - timeline.row_keys().index(str(step))):
-        await pilot.press("up")
+    delta = timeline.row_keys().index(str(step)) - timeline.cursor_row
+    for _ in range(abs(delta)):
+        await pilot.press("down" if delta > 0 else "up")
     await pilot.press("enter")
     for _ in range(100):  # the detail is read in a worker
         if getattr(pilot.app.screen, "detail", None) is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 from checkpoint_tui.app.heartbeat import PendingActivity
 from checkpoint_tui.app.lesson import LessonView
@@ -326,3 +328,32 @@ CHAOS_REPORT = {
         {"kind": "claim-window-crash", "step": 11, "pid": 5190, "restart_s": 0.18},
     ],
 }  # fmt: skip
+
+
+def two_kills_view() -> View:
+    """The run of completed_after_kill_view with a second kill, in step 7's tool call."""
+    v = completed_after_kill_view()
+    second = KillEvent(3, T0 + 7.16, "kill", 4180, None, f"w-1a2b3c@{HOST}", 7, "SIGKILL", "tool", 1, 7)
+    return View(**{**v.__dict__, "kills": [*v.kills, second]})
+
+
+SVG_CELL_WIDTH = 12.2  # Textual's SVG export: 0.61 × a 20 px font
+SVG_TEXT = re.compile(r'<text [^>]*?x="([\d.]+)"[^>]*?clip-path="url\(#[\w-]*?line-(\d+)\)">([^<]*)</text>')
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as text, one string per terminal line, read from the app's own SVG export (each text
+    element at its column: cells that are only background have no text element)."""
+    svg = app.export_screenshot()
+    lines: dict[int, dict[int, str]] = {}
+    for x, line, text in SVG_TEXT.findall(svg):
+        lines.setdefault(int(line), {})[round(float(x) / SVG_CELL_WIDTH)] = (
+            html.unescape(text).replace("\xa0", " ").replace("\n", "")
+        )
+    out = []
+    for n in range(max(lines, default=-1) + 1):
+        row = ""
+        for col, text in sorted(lines.get(n, {}).items()):
+            row = row.ljust(col) + text
+        out.append(row.rstrip())
+    return out

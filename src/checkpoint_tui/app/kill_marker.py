@@ -38,6 +38,23 @@ def in_flight(events: Sequence[HistoryEvent]) -> str | None:
     return list(open_.values())[-1] if open_ else None
 
 
+# The windows a kill's in-flight activity names (our loop's activity types; a user's are named as they are).
+WINDOWS = {
+    "llm": "model call",
+    "tool": "tool call",
+    "effect": "effect activity (claim, write, stamp)",
+    "mark_step_running": "step bookkeeping (before the model call)",
+    "mark_step_completed": "step bookkeeping (after the effects)",
+}
+
+
+def window_of(activity: str | None) -> str:
+    """The window of the run a kill landed in, from the activity in flight when it came."""
+    if activity is None:
+        return "between activities (a workflow task or a timer)"
+    return WINDOWS.get(activity, f"activity {activity}")
+
+
 def marker_text(kill: KillEvent, activity: str | None, gap_s: float) -> str:
     """`── SIGKILL worker 18650 (w-964d45) · in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 3 ·
     next event +0.15 s ──`"""

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -27,43 +26,24 @@ from checkpoint_tui.app.view import View
 from checkpoint_tui.app.workload import user_workload
 from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
-from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
+from checkpoint_tui.tui.commands import lab_commands
 from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
-from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.tui.panes.status import WIDE_COLUMNS, StatusBar
 from checkpoint_tui.tui.panes.steady import SteadyFooter, SteadyHorizontal, SteadyScreen, SteadyVertical, boxed
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
 from checkpoint_tui.tui.quiet_driver import QuietLinuxDriver
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
+from checkpoint_tui.tui.session import Session
 from checkpoint_tui.tui.step_screen import StepScreen
 from checkpoint_tui.tui.tick_report import StatsFile, TickReport
 
 POLL_INTERVAL_S = 0.5
 IDLE_POLL_S = 1.0  # the refresh while the viewed run is over and nothing changes (see _pause)
-
-
-class Session(Protocol):
-    """What the app needs from a lab session (LabSession, or a fixed-data one in snapshot tests)."""
-
-    async def boot(self) -> None: ...
-    async def poll(self) -> View: ...
-    async def new_run(self, steps: int, pace: float) -> str: ...
-    async def kill(self): ...
-    async def cancel(self) -> None: ...
-    async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str: ...
-    async def runs(self) -> list[RunSummary]: ...
-    def view_run(self, run_id: str) -> None: ...
-    async def comparison(self): ...
-    async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None: ...
-    async def run_chaos(self, seed: int, steps: int = 12, kills: int = 6, on_line=None) -> dict: ...
-    async def chaos_progress(self, run_id: str) -> int: ...
-    async def step_detail(self, run_id: str, step: int): ...
-    def lesson(self): ...
-    async def shutdown(self, stop_everything: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -86,9 +66,14 @@ class ViewReady(Message):
 class CheckpointApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "checkpoint-tui"
+    # Below WIDE_COLUMNS the screen gets `-narrow` (app.tcss): one pane per row, `h` for the others.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
     BINDINGS = [
         Binding("n", "new_run", "New run", id="new-run", tooltip="Start a run (asks for the step count)"),
         Binding("k", "kill_worker", "Kill worker", id="kill-worker", tooltip="A real SIGKILL of the worker"),
+        Binding("m", "kill_marker(1)", "Kill marker", id="next-marker", tooltip="The history at the next kill"),
+        Binding("M", "kill_marker(-1)", "Previous kill marker", show=False, id="previous-marker"),
+        Binding("h", "swap_panes", "Swap panes", id="swap-panes", tooltip="Below 110 columns: history ⇄ timeline"),
         Binding("c", "cancel_run", "Cancel", id="cancel-run"),
         Binding("f", "faults", "Faults", id="faults"),
         Binding("r", "runs", "Runs", id="runs"),
@@ -228,11 +213,40 @@ class CheckpointApp(App[int]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_kill_marker(self, direction: int) -> None:
+        """`m` / `M`: the history pane scrolled to the next / previous kill marker (brought on screen
+        first in the narrow layout)."""
+        if self._panes is None:
+            return
+        found = self._panes.history.scroll_to_marker(direction)
+        if found is None:
+            self._panes.status.say("no kill markers in the history shown")
+            return
+        self._show_events(True)
+        self._panes.status.say(found)
+
+    def action_swap_panes(self) -> None:
+        """`h`: in the narrow layout, history and worker events in place of timeline and ledger (and
+        back); in the wide one every pane is already on screen."""
+        if not self.screen.has_class("-narrow"):
+            self.query_one(StatusBar).say("every pane is on screen (h swaps them below 110 columns)")
+            return
+        self._show_events(not self.query_one("#main").has_class("-events"))
+
+    def _show_events(self, events: bool) -> None:
+        main = self.query_one("#main")
+        main.set_class(events, "-events")
+        if self.screen.has_class("-narrow"):
+            (self.query_one(HistoryPane) if events else self.query_one(TimelinePane)).focus()
+
     @on(TimelinePane.Inspect)
     def inspect_step(self, message: TimelinePane.Inspect) -> None:
         if self.viewed_run is not None and self._panes is not None:
             self.push_screen(
-                StepScreen(self.session, self.viewed_run, message.step, self._panes.history.events_between)
+                StepScreen(
+                    self.session, self.viewed_run, message.step, self._panes.history.events_between,
+                    self._panes.history.markers_for_step,
+                )  # fmt: skip
             )
 
     def action_inspect_step(self) -> None:
@@ -367,28 +381,7 @@ class CheckpointApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("New run", "Start a run (asks for the step count)", self.action_new_run)
-        yield SystemCommand("Kill worker", "A real SIGKILL of the worker process", self.action_kill_worker)
-        yield SystemCommand("Cancel run", "Cancel the viewed run", self.action_cancel_run)
-        yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", self.action_faults)
-        yield SystemCommand("Runs", "Switch the viewed run", self.action_runs)
-        yield SystemCommand(
-            "Inspect step", "The timeline's selected step in full: decision, effects, claims, attempts, history",
-            self.action_inspect_step,
-        )  # fmt: skip
-        yield SystemCommand(
-            "Chaos schedule", "A seeded schedule of kills (worker, claim window, supervisor, dev server)",
-            self.action_chaos,
-        )  # fmt: skip
-        yield SystemCommand(
-            "Naive vs durable, step by step", "Next step / Kill / Restart and finish on both sides", self.action_lesson
-        )
-        yield SystemCommand(
-            "Naive vs durable, automatic", "The same kill applied to a naive loop and a durable run",
-            self.action_compare,
-        )  # fmt: skip
-        yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", self.action_quit_stop)
-
+        yield from lab_commands(self)
 
 def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None) -> int:
     from checkpoint_tui.app.session import LabSession

@@ -23,6 +23,8 @@ HELP = """\
 
   n        new run (asks for the step count; default 30)
   k        kill the worker (with --workers N: the one running the live step): a real SIGKILL
+  m / M    history at the next / previous kill marker (its line also in the status bar)
+  h        below 110 columns: history + worker events in place of timeline + ledger, and back
   c        cancel the viewed run
   f        fault menu: transient / garble / crash-after-claim / kill-at-step
   r        runs list: switch the viewed run (past runs stay viewable)
@@ -38,7 +40,8 @@ HELP = """\
 
 [b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid; host/pid when
 the step ran on another host of a shared ledger),
-ledger (effects; the title's duplicates is COUNT(*) − COUNT(DISTINCT id), computed by SQL),
+ledger (effects, ids shown without the run's id, in full in the inspector; duplicates is
+COUNT(*) − COUNT(DISTINCT id), computed by SQL; the claims: applied / skipped / recovered / interrupted),
 temporal history (raw events, fetched incrementally; ── marks a kill),
 worker events (spawn/kill/promote…); ✂ marks a truncated model answer;
 ♥ in dur: age of the running activity's last heartbeat (red: worker silent).

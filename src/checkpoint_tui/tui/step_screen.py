@@ -5,7 +5,7 @@ for past runs and for steps another host ran; Escape closes it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -18,22 +18,27 @@ from textual.widgets import Button, Static
 from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.ledger.inspect_queries import StepDetail
 from checkpoint_tui.ledger.rows import worker_label
+from checkpoint_tui.tui.panes.history import Marker
 from checkpoint_tui.tui.panes.ledger import OUTCOME_STYLE
 
 PAYLOAD_SHOWN = 400  # characters of each effect's payload (the ledger holds up to 16 KiB)
 WINDOW_S = 0.05  # history events this close to the step's start and end count as the step's
 HistorySource = Callable[[float, float], list[HistoryEvent]]
+MarkerSource = Callable[[int], list[Marker]]
 
 
 class StepScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="close-inspector")]
 
-    def __init__(self, session, run_id: str, step: int, history: HistorySource | None = None) -> None:
+    def __init__(
+        self, session, run_id: str, step: int, history: HistorySource | None = None, markers: MarkerSource | None = None
+    ) -> None:
         super().__init__()
         self.session = session
         self.run_id = run_id
         self.step = step
         self.history = history
+        self.markers = markers
         self.detail: StepDetail | None = None
 
     def compose(self) -> ComposeResult:
@@ -62,7 +67,7 @@ class StepScreen(ModalScreen[None]):
         s = detail.step
         if self.history is not None and s.started_at is not None:
             events = self.history(s.started_at - WINDOW_S, (s.ended_at or time.time()) + WINDOW_S)
-        body.update(render_detail(detail, events))
+        body.update(render_detail(detail, events, self.markers(self.step) if self.markers else []))
 
     @on(Button.Pressed, "#close")
     def close(self) -> None:
@@ -75,7 +80,7 @@ def _clock(ts: float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts)) + f".{int((ts % 1) * 1000):03d}"
 
 
-def render_detail(d: StepDetail, events: list[HistoryEvent]) -> Text:
+def render_detail(d: StepDetail, events: list[HistoryEvent], markers: Sequence[Marker] = ()) -> Text:
     """Everything as plain Text: the thought, the payloads and the history come from the model and the
     network, never parsed as markup."""
     s = d.step
@@ -86,6 +91,10 @@ def render_detail(d: StepDetail, events: list[HistoryEvent]) -> Text:
         t.append(f" (started by {s.started_pid})", style="magenta")
     duration = f" · {s.duration_s:.2f} s" if s.duration_s is not None else ""
     t.append(f" · provider {s.provider or '—'}{duration}\n")
+    for marker in markers:  # the kill that interrupted this step, as the history pane marks it
+        t.append("⚡ interrupted by a kill", style="bold red")
+        t.append(f" in the {marker.window} window\n   ")
+        t.append(marker.text + "\n", style="red")
     if d.truncated:
         t.append("✂ truncated: the model's answer was cut and repaired", style="bold yellow")
         t.append(f" (answer note: {d.answer_note})\n")

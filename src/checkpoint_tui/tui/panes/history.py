@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rich.text import Text
 
-from checkpoint_tui.app.kill_marker import place_kill
+from checkpoint_tui.app.kill_marker import in_flight, place_kill, window_of
 from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A kill's marker line as placed: the kill, the line's text, the window it landed in."""
+
+    kill: KillEvent
+    text: str
+    window: str
+
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
 FLUSH_EVERY_S = 1.0
@@ -40,6 +51,8 @@ class HistoryPane(KeyedTable):
         self._flushed = 0.0
         self.events: list[HistoryEvent] = []  # the shown events, oldest first (markers and the inspector)
         self._kills: dict[int, KillEvent] = {}  # kills waiting for the first event after them
+        self.markers: dict[str, Marker] = {}  # placed marker lines by row key
+        self._marker_key: str | None = None  # the marker `m` / `M` last brought on screen
 
     def apply(self, events: list[HistoryEvent], kills: Iterable[KillEvent] = ()) -> None:
         """Events arrive every refresh; they are shown at most once a `flush_every_s` (a live run writes
@@ -83,9 +96,37 @@ class HistoryPane(KeyedTable):
             if i == 0 and (self.seen > len(self.events) or self.events[0].event_id != 1):
                 continue  # the kill predates the oldest event still shown
             ev = self.events[i]
-            row = self.insert_before(f"{ev.segment}/{ev.event_id}", f"kill/{kill_id}", (Text(text, style="bold red"),))
+            key = f"kill/{kill_id}"
+            row = self.insert_before(f"{ev.segment}/{ev.event_id}", key, (Text(text, style="bold red"),))
             if row is not None:
                 self.names.insert(row, "KILL")
+                self.markers[key] = Marker(kill, text, window_of(in_flight(self.events[:i])))
+
+    def scroll_to_marker(self, direction: int) -> str | None:
+        """Scroll to the next (`direction` 1) or previous (-1) kill marker line after the last one
+        shown this way (the first press: the oldest, or with -1 the newest), wrapping round; the pane
+        stops following new events until End. Returns the marker's text and its place, None if no
+        marker line is shown."""
+        keys = self.row_keys()
+        shown = {key: i for i, key in enumerate(keys) if key in self.markers}  # a trimmed marker is gone
+        rows = list(shown.values())
+        if not rows:
+            return None
+        last = shown.get(self._marker_key) if self._marker_key is not None else None
+        if last is None:
+            row = rows[0] if direction > 0 else rows[-1]
+        elif direction > 0:
+            row = next((r for r in rows if r > last), rows[0])
+        else:
+            row = next((r for r in reversed(rows) if r < last), rows[-1])
+        self._marker_key = keys[row]
+        self.cursor_row = row  # off the last row: new events no longer scroll the pane (see sync)
+        self.scroll_to(y=max(0, row - 3), animate=False, immediate=True)
+        return f"kill marker {rows.index(row) + 1} of {len(rows)}: {self.markers[keys[row]].text}"
+
+    def markers_for_step(self, step: int) -> list[Marker]:
+        """The placed marker lines of the kills that interrupted `step` (for the step inspector)."""
+        return [m for m in self.markers.values() if (m.kill.activity_step or m.kill.step) == step]
 
     def events_between(self, start: float, end: float) -> list[HistoryEvent]:
         """The shown events in a time window (a step's, for the step inspector)."""
@@ -97,6 +138,8 @@ class HistoryPane(KeyedTable):
         self.names.clear()
         self.events.clear()
         self._kills.clear()
+        self.markers.clear()
+        self._marker_key = None
         self._pending.clear()
         self._flushed = 0.0
         self.seen = 0

@@ -1,10 +1,15 @@
 """The status bar: run, workflow status, the pill, worker pids, progress, Temporal address and namespace,
-a shared ledger, provider."""
+a shared ledger, provider, and the last message (the run's completion sentence once it ended).
+
+Three lines of facts and a message, fitted to the width: each fact line is cut (with an ellipsis) rather
+than wrapped, so a narrow terminal never pushes the message off; the message may take two lines. Below
+WIDE_COLUMNS the Temporal line gives way to the message and the progress bar is shorter."""
 
 from __future__ import annotations
 
 import time
 
+from rich.console import Console
 from rich.text import Text
 from textual.reactive import reactive
 
@@ -31,6 +36,10 @@ PILL_STYLE = {
     "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
 }  # fmt: skip
 BAR_WIDTH = 20
+NARROW_BAR_WIDTH = 8
+WIDE_COLUMNS = 110  # the app's breakpoint (app.py): below it, the narrow layout
+MESSAGE_LINES = 2
+_CONSOLE = Console(width=400, color_system=None)  # only measures and wraps text: never prints
 COUNTS_EVERY_S = 1.0  # progress and counts repaint at most this often (see StatusBar.refresh_text)
 
 
@@ -88,28 +97,50 @@ class StatusBar(TextLines):
         now = time.monotonic()
         if not news and now - self._shown_at < COUNTS_EVERY_S:
             return  # held back (not even built): a later refresh shows it
-        text = render_status(self._view, self.pill, self.message)
+        width = self.content_region.width or self.app.size.width
+        text = render_status(self._view, self.pill, self.message, width)
         if text == self._shown_text:  # an unchanged update would still cost a repaint
             return
         self._shown_text, self._shown_at = text, now
         self.set_text(text)  # fixed height (app.tcss): a repaint, not a layout pass
 
+    def on_resize(self) -> None:
+        self.refresh_text()  # the lines are fitted to the width
 
-def render_status(view: View | None, pill: str, message: str) -> Text:
+
+def render_status(view: View | None, pill: str, message: str, width: int | None = None) -> Text:
+    """The status lines; with `width`, fitted to it (facts cut, the message on at most MESSAGE_LINES)."""
+    wide = width is None or width >= WIDE_COLUMNS
+    facts = [_run_line(view, pill, BAR_WIDTH if wide else NARROW_BAR_WIDTH)]
+    if view is not None and wide:
+        facts.append(_server_line(view))
+    said = Text(f" {message}", style="italic")
+    if width is None:
+        return Text("\n").join([*facts, said])
+    for line in facts:
+        line.truncate(width, overflow="ellipsis")
+    said_lines = list(said.wrap(_CONSOLE, width, overflow="fold"))
+    if len(said_lines) > MESSAGE_LINES:
+        said_lines = said_lines[:MESSAGE_LINES]
+        said_lines[-1].truncate(width - 1)
+        said_lines[-1].append("…")
+    return Text("\n").join([*facts, *said_lines])
+
+
+def _run_line(view: View | None, pill: str, bar_width: int) -> Text:
     t = Text()
     t.append(f" {pill} ", style=PILL_STYLE.get(pill, ""))
     if view is None:
-        t.append(f"  {message}")
         return t
     snap = view.snapshot
     if snap.run_id:
         t.append(f"  {snap.run_id}", style="bold")
         t.append(f" · {snap.workflow_status or snap.run_status or '?'}")
         done, total = snap.completed_steps, snap.total_steps
-        filled = int(BAR_WIDTH * done / total) if total else 0
+        filled = int(bar_width * done / total) if total else 0
         t.append(f" · {done}/{total} ")
         t.append("█" * filled, style="green")
-        t.append("░" * (BAR_WIDTH - filled), style="grey50")
+        t.append("░" * (bar_width - filled), style="grey50")
     else:
         t.append("  no runs yet — press n to start a run")
     if len(view.pool_pids) > 1:
@@ -120,15 +151,16 @@ def render_status(view: View | None, pill: str, message: str) -> Text:
         t.append(f" (spare {view.spare_pid})", style="grey62")
     if not view.owns_home:
         t.append(" · observing (another supervisor owns this home)", style="yellow")
-    t.append("\n")
-    t.append(f" temporal {view.address} ns {view.namespace}", style="grey70")
+    return t
+
+
+def _server_line(view: View) -> Text:
+    t = Text(f" temporal {view.address} ns {view.namespace}", style="grey70")
     if view.ui_url:
         t.append(f" · web ui {view.ui_url}", style="grey70")
     if view.ledger:
         t.append(f" · ledger {view.ledger}", style="grey70")
-    t.append(f" · provider {snap.provider or 'offline'}", style="grey70")
+    t.append(f" · provider {view.snapshot.provider or 'offline'}", style="grey70")
     if view.planned_faults:
         t.append(f" · faults: {', '.join(view.planned_faults)}", style="yellow")
-    t.append("\n")
-    t.append(f" {message}", style="italic")
     return t

@@ -54,8 +54,7 @@ class TimelinePane(KeyedTable):
             live, was_resumed, was_truncated = self._live
             rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
         self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
-        done = f"{snap.completed_steps}/{snap.total_steps} {snap.units} completed"
-        self.info.show(done if snap.run_id else "no run")
+        self.info.show(lambda: info_text(snap))
 
     def reset(self) -> None:
         super().reset()
@@ -73,6 +72,19 @@ class TimelinePane(KeyedTable):
         if offset.y >= self._top and 0 <= row < self.row_count:
             self._move_cursor(row)
             self.action_inspect()
+
+
+def info_text(snap: Snapshot) -> Text:
+    """`8/12 steps completed · ⚑ resumed at 4`: the resumed steps are named here too, so that the proof a
+    kill was survived stays on screen when the pane is too short to hold their rows."""
+    if not snap.run_id:
+        return Text("no run")
+    t = Text(f"{snap.completed_steps}/{snap.total_steps} {snap.units} completed")
+    resumed = sorted(set(snap.resumed_steps))
+    if resumed:
+        shown = ", ".join(map(str, resumed[:6])) + (f" and {len(resumed) - 6} more" if len(resumed) > 6 else "")
+        t.append(f" · ⚑ resumed at {shown}", style="bold magenta")
+    return t
 
 
 def _cells(s: StepRow, resumed: bool, truncated: bool = False, pending: PendingActivity | None = None) -> tuple:

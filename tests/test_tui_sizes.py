@@ -1,0 +1,152 @@
+"""The main screen at the sizes people's terminals have (80x24, 120x36, 200x50): after a kill and at
+the run's end, the proof is on screen at every one of them: the completion sentence (or the live
+progress), duplicates 0, the resumed marker and the claims' outcomes. Then the keys that bring a
+kill marker on screen (`m` / `M`, `h` in the narrow layout) and the inspector's kill line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from test_tui_snapshots import make_app, open_inspector, settle
+from tui_fixtures import (
+    after_kill_view,
+    completed_after_kill_view,
+    empty_view,
+    screen_lines,
+    two_kills_view,
+)
+
+SIZES = [(80, 24), (120, 36), (200, 50)]
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.delenv("TZ")
+    time.tzset()
+
+
+def shown(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_after_kill_at_size(snap_compare, size):
+    assert snap_compare(make_app(after_kill_view()), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_completed_after_kill_at_size(snap_compare, size):
+    assert snap_compare(make_app(completed_after_kill_view()), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_proof_is_on_screen_at_every_size(size):
+    """What the snapshots above show, asserted as text (a snapshot regenerated carelessly cannot hide it)."""
+    view = completed_after_kill_view()
+    app = make_app(view)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        text = shown(app)
+        lines = text.splitlines()
+        assert len(lines) == size[1]
+        sentence = " ".join(view.completion.split())
+        assert sentence in " ".join(" ".join(line.split()) for line in lines[:4]), text  # maybe over two lines
+        assert "duplicates 0" in text
+        assert "⚑ resumed" in text and "resumed at 4" in text
+        assert "applied 24 · skipped 0 · recovered 0 · interrupted 0" in text
+        assert "4:email  applied" in text or "8:email  applied" in text  # a short id and its claim
+        assert ("-narrow" in app.screen.classes) == (size[0] < 110)
+    live = make_app(after_kill_view())
+    async with live.run_test(size=size) as pilot:
+        await settle(pilot)
+        text = shown(live)
+        assert "7/30" in text and "RUNNING" in text  # the live progress
+        assert "duplicates 0" in text and "⚑ resumed" in text and "applied 21" in text
+
+
+async def test_m_scrolls_the_history_to_each_kill_marker_and_M_back():
+    app = make_app(two_kills_view())
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot)
+        history = app.query_one("#history")
+        assert "SIGKILL worker 4121" not in shown(app)  # the pane follows the end: the markers are above
+        await pilot.press("m")
+        await pilot.pause()
+        assert "SIGKILL worker 4121" in shown(app)
+        assert app.query_one("#status").message.startswith("kill marker 1 of 2: ── SIGKILL worker 4121")
+        first = history.scroll_offset.y
+        await pilot.press("m")
+        await pilot.pause()
+        assert "kill marker 2 of 2: ── SIGKILL worker 4180" in app.query_one("#status").message
+        assert history.scroll_offset.y > first
+        await pilot.press("m")  # wraps round
+        await pilot.pause()
+        assert "kill marker 1 of 2" in app.query_one("#status").message
+        await pilot.press("M")  # back, wrapping: the newest
+        await pilot.pause()
+        assert "kill marker 2 of 2" in app.query_one("#status").message
+        await pilot.press("M")
+        await pilot.pause()
+        assert "kill marker 1 of 2" in app.query_one("#status").message
+        assert history.scroll_offset.y == first
+
+
+async def test_m_without_markers_says_so():
+    app = make_app(empty_view())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.query_one("#status").message == "no kill markers in the history shown"
+
+
+async def test_narrow_m_brings_the_history_on_screen_and_h_swaps_back():
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert "temporal history" not in shown(app) and "timeline" in shown(app)
+        await pilot.press("m")
+        await pilot.pause()
+        text = shown(app)
+        assert "temporal history" in text and "── SIGKILL worker 4121" in text
+        assert "ledger" not in text.split("temporal history")[0].split("\n", 3)[-1]  # timeline + ledger gone
+        await pilot.press("h")
+        await pilot.pause()
+        text = shown(app)
+        assert "temporal history" not in text and "duplicates 0" in text
+        await pilot.press("h")
+        await pilot.pause()
+        assert "temporal history" in shown(app)
+
+
+async def test_wide_h_says_every_pane_is_shown():
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=(160, 44)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+        assert app.query_one("#status").message.startswith("every pane is on screen")
+
+
+async def test_the_inspector_of_the_killed_step_shows_the_marker_and_its_window():
+    app = make_app(two_kills_view())
+    async with app.run_test(size=(160, 44)) as pilot:
+        await open_inspector(pilot, 4)
+        body = str(app.screen.query_one("#step-detail").render())
+        assert "⚡ interrupted by a kill in the model call window" in body
+        assert "── SIGKILL worker 4121 (w-964d45) · in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 4" in body
+        assert "4180" not in body.split("interrupted by a kill", 1)[1].split("\n")[1]  # only this step's kill
+        await pilot.press("escape")
+        await pilot.pause()
+        await open_inspector(pilot, 7)
+        body = str(app.screen.query_one("#step-detail").render())
+        assert "in the tool call window" in body and "SIGKILL worker 4180" in body
+        await pilot.press("escape")
+        await pilot.pause()
+        await open_inspector(pilot, 5)
+        assert "interrupted by a kill" not in str(app.screen.query_one("#step-detail").render())
