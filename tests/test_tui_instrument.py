@@ -204,3 +204,24 @@ async def test_bundle_screenshot_pictures_each_kill_marker(tmp_path):
     assert lines == [place_kill(v.kills[0], v.history)[1]] and lines[0].endswith("next event +0.16 s ──")
     assert marker_lines(v.kills, [e for e in v.history if e.time > v.kills[0].at], whole=False) == []
     assert (await save_svg(v, SENTENCE, tmp_path / "only.svg")) == [tmp_path / "only.svg"]
+
+
+def test_a_kill_with_no_activity_in_flight_names_the_timer_or_workflow_task():
+    from checkpoint_tui.app.kill_marker import open_task, window_of
+    from checkpoint_tui.app.view import HistoryEvent
+    from checkpoint_tui.ledger.inspect_queries import KillEvent
+
+    timer = [
+        HistoryEvent(10, 1.0, "WORKFLOW_TASK_COMPLETED", ""),
+        HistoryEvent(11, 1.0, "TIMER_STARTED", ""),
+        HistoryEvent(12, 2.0, "TIMER_FIRED", "started_event_id=11"),
+        HistoryEvent(13, 2.0, "WORKFLOW_TASK_SCHEDULED", "attempt=1"),
+    ]
+    kill = KillEvent(1, 1.5, "kill", 99, None, None, 7, "SIGKILL")
+    i, text = place_kill(kill, timer)
+    assert i == 2 and "in flight: no activity, a timer (TIMER_STARTED) · step 7 · next event +0.50 s" in text
+    assert window_of(in_flight(timer[:i]), open_task(timer[:i])) == "timer"
+    assert open_task(timer) == "WORKFLOW_TASK_SCHEDULED"  # fired; then a workflow task not completed yet
+    assert window_of(None, open_task(timer)) == "workflow task"
+    assert window_of(None, open_task(timer[:1])) == "between tasks"
+    assert window_of("llm") == "model call" and window_of("send_email") == "activity send_email"

@@ -150,3 +150,22 @@ async def test_the_inspector_of_the_killed_step_shows_the_marker_and_its_window(
         await pilot.pause()
         await open_inspector(pilot, 5)
         assert "interrupted by a kill" not in str(app.screen.query_one("#step-detail").render())
+
+
+async def test_the_resumed_steps_stay_named_when_later_snapshots_carry_only_new_rows():
+    """A live snapshot holds the rows changed since the last poll and their resumed marks: the step
+    resumed polls ago is still named in the timeline's counts line."""
+    from tui_fixtures import snap, step
+
+    app = make_app(after_kill_view())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        timeline = app.query_one("#timeline")
+        assert timeline.resumed == {7}
+        later = snap([step(8, pid=4180), step(9, "running", pid=4180)], 30)
+        later.resumed_steps = []
+        timeline.apply(later)
+        timeline.info.expire()
+        timeline.apply(later)
+        await pilot.pause()
+        assert "⚑ resumed at 7" in timeline.info.plain

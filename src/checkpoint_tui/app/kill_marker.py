@@ -22,7 +22,8 @@ def place_kill(kill: KillEvent, events: Sequence[HistoryEvent]) -> tuple[int, st
     if i >= len(events):
         return None
     gap = events[i].time - kill.at
-    return i, marker_text(kill, in_flight(events[:i]), gap)
+    before = events[:i]
+    return i, marker_text(kill, in_flight(before), gap, open_task(before))
 
 
 def in_flight(events: Sequence[HistoryEvent]) -> str | None:
@@ -48,21 +49,55 @@ WINDOWS = {
 }
 
 
-def window_of(activity: str | None) -> str:
-    """The window of the run a kill landed in, from the activity in flight when it came."""
-    if activity is None:
-        return "between activities (a workflow task or a timer)"
-    return WINDOWS.get(activity, f"activity {activity}")
+TASKS = {
+    "TIMER_STARTED": "a timer (TIMER_STARTED)",
+    "WORKFLOW_TASK_SCHEDULED": "a workflow task (WORKFLOW_TASK_SCHEDULED)",
+    "WORKFLOW_TASK_STARTED": "a workflow task (WORKFLOW_TASK_STARTED)",
+}
 
 
-def marker_text(kill: KillEvent, activity: str | None, gap_s: float) -> str:
+def window_of(activity: str | None, task: str | None = None) -> str:
+    """The window of the run a kill landed in, from the activity (else the timer or workflow task) in
+    flight when it came."""
+    if activity is not None:
+        return WINDOWS.get(activity, f"activity {activity}")
+    if task == "TIMER_STARTED":
+        return "timer"
+    return "workflow task" if task else "between tasks"
+
+
+_STARTED_ID = re.compile(r"\bstarted_event_id=(\d+)")
+TIMER_CLOSES = ("TIMER_FIRED", "TIMER_CANCELED")
+TASK_CLOSES = ("WORKFLOW_TASK_COMPLETED", "WORKFLOW_TASK_FAILED", "WORKFLOW_TASK_TIMED_OUT")
+
+
+def open_task(events: Sequence[HistoryEvent]) -> str | None:
+    """With no activity in flight, what was: `TIMER_STARTED` (a timer not fired yet), else
+    `WORKFLOW_TASK_SCHEDULED` / `WORKFLOW_TASK_STARTED` (a workflow task not completed), else None."""
+    timers: set[tuple[int, int]] = set()
+    task: str | None = None
+    for ev in events:
+        if ev.name == "TIMER_STARTED":
+            timers.add((ev.segment, ev.event_id))
+        elif ev.name in TIMER_CLOSES:
+            found = _STARTED_ID.search(ev.attrs)
+            if found:
+                timers.discard((ev.segment, int(found[1])))
+        elif ev.name in ("WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED"):
+            task = ev.name
+        elif ev.name in TASK_CLOSES:
+            task = None
+    return "TIMER_STARTED" if timers else task
+
+
+def marker_text(kill: KillEvent, activity: str | None, gap_s: float, task: str | None = None) -> str:
     """`── SIGKILL worker 18650 (w-964d45) · in flight: ACTIVITY_TASK_STARTED llm attempt 1 · step 3 ·
     next event +0.15 s ──`"""
     died = f"died ({kill.signal})" if kill.signal else "died"
     what = (kill.signal or "SIGKILL") if kill.event == "kill" else died
     who = f"worker {kill.pid_label}" + (f" ({kill.short_identity})" if kill.identity else "")
     if activity is None:
-        flight = "no activity (a workflow task or a timer)"
+        flight = f"no activity, {TASKS.get(task or '', 'between tasks')}"
     elif kill.activity == activity and kill.attempt:
         flight = f"ACTIVITY_TASK_STARTED {activity} attempt {kill.attempt}"  # the dead worker's own log row
     else:

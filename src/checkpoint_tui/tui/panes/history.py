@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from rich.text import Text
 
-from checkpoint_tui.app.kill_marker import in_flight, place_kill, window_of
+from checkpoint_tui.app.kill_marker import in_flight, open_task, place_kill, window_of
 from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
@@ -100,7 +100,8 @@ class HistoryPane(KeyedTable):
             row = self.insert_before(f"{ev.segment}/{ev.event_id}", key, (Text(text, style="bold red"),))
             if row is not None:
                 self.names.insert(row, "KILL")
-                self.markers[key] = Marker(kill, text, window_of(in_flight(self.events[:i])))
+                before = self.events[:i]
+                self.markers[key] = Marker(kill, text, window_of(in_flight(before), open_task(before)))
 
     def scroll_to_marker(self, direction: int) -> str | None:
         """Scroll to the next (`direction` 1) or previous (-1) kill marker line after the last one

@@ -36,7 +36,7 @@ PILL_STYLE = {
     "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
 }  # fmt: skip
 BAR_WIDTH = 20
-NARROW_BAR_WIDTH = 8
+NARROW_BAR_WIDTH = 0  # below WIDE_COLUMNS `12/30` alone: the worker pid keeps its place
 WIDE_COLUMNS = 110  # the app's breakpoint (app.py): below it, the narrow layout
 MESSAGE_LINES = 2
 _CONSOLE = Console(width=400, color_system=None)  # only measures and wraps text: never prints
@@ -138,9 +138,11 @@ def _run_line(view: View | None, pill: str, bar_width: int) -> Text:
         t.append(f" · {snap.workflow_status or snap.run_status or '?'}")
         done, total = snap.completed_steps, snap.total_steps
         filled = int(bar_width * done / total) if total else 0
-        t.append(f" · {done}/{total} ")
-        t.append("█" * filled, style="green")
-        t.append("░" * (bar_width - filled), style="grey50")
+        t.append(f" · {done}/{total}")
+        if bar_width:
+            t.append(" ")
+            t.append("█" * filled, style="green")
+            t.append("░" * (bar_width - filled), style="grey50")
     else:
         t.append("  no runs yet — press n to start a run")
     if len(view.pool_pids) > 1:

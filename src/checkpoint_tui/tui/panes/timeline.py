@@ -41,9 +41,12 @@ class TimelinePane(KeyedTable):
         super().__init__(COLUMNS, id="timeline")
         self.info = PaneInfo(id="timeline-info")
         self._live: tuple[StepRow, bool, bool] | None = None  # the running step's row (and its marks)
+        self.resumed: set[int] = set()  # every resumed step of the run (a snapshot names those it changed)
 
     def apply(self, snap: Snapshot, pending: PendingActivity | None = None) -> None:
         resumed, truncated = set(snap.resumed_steps), set(snap.truncated_steps)
+        self.resumed.difference_update(s.step for s in snap.steps if s.step not in resumed)
+        self.resumed |= resumed
         rows = {str(s.step): (s, s.step in resumed, s.step in truncated, None) for s in snap.steps}
         for s in snap.steps:  # rows come when they change: the newest running one is the live step
             if s.status == "running" and (self._live is None or s.step >= self._live[0].step):
@@ -54,11 +57,12 @@ class TimelinePane(KeyedTable):
             live, was_resumed, was_truncated = self._live
             rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
         self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
-        self.info.show(lambda: info_text(snap))
+        self.info.show(lambda: info_text(snap, self.resumed))
 
     def reset(self) -> None:
         super().reset()
         self._live = None
+        self.resumed.clear()
 
     def action_inspect(self) -> None:
         if 0 <= self.cursor_row < self.row_count:
@@ -74,13 +78,13 @@ class TimelinePane(KeyedTable):
             self.action_inspect()
 
 
-def info_text(snap: Snapshot) -> Text:
+def info_text(snap: Snapshot, resumed_steps: set[int]) -> Text:
     """`8/12 steps completed · ⚑ resumed at 4`: the resumed steps are named here too, so that the proof a
     kill was survived stays on screen when the pane is too short to hold their rows."""
     if not snap.run_id:
         return Text("no run")
     t = Text(f"{snap.completed_steps}/{snap.total_steps} {snap.units} completed")
-    resumed = sorted(set(snap.resumed_steps))
+    resumed = sorted(resumed_steps)
     if resumed:
         shown = ", ".join(map(str, resumed[:6])) + (f" and {len(resumed) - 6} more" if len(resumed) > 6 else "")
         t.append(f" · ⚑ resumed at {shown}", style="bold magenta")
