@@ -7,13 +7,14 @@ import argparse
 import math
 from pathlib import Path
 
-from checkpoint_tui.cli import commands, user_workflow
+from checkpoint_tui.cli import commands, doctor, user_workflow
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.files import check_output_dir, check_output_path
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 from checkpoint_tui.settings import is_postgres_url
 
+MAX_RUNS = 64  # start --runs: runs started at once
 MAX_POOL = 32  # workers per supervisor: each is a process with its own Temporal connection
 REFRESH_RANGE = (0.1, 60.0)
 
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     _run_commands(sub)
     _proof_commands(sub)
+    doctor.add_parser(sub, _output_file, _bounded_int, _float_in)
     _replay_command(sub)
     return p
 
@@ -113,6 +115,9 @@ def _run_commands(sub) -> None:
         "--pace", type=_float_in(0, MAX_PACE), default=1.0, help="timer/think-time scale (0 = none; at most 100)"
     )
     start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
+    start.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
+                       help=f"start this many runs at once, one run id per line (1..{MAX_RUNS}); with --wait, "
+                       "exit 0 only if every one COMPLETED")  # fmt: skip
     user_workflow.add_run_flags(start)
     start.add_argument(
         "--fault",
@@ -157,6 +162,12 @@ def _proof_commands(sub) -> None:
                        help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")
     chaos.add_argument("--partitions", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also cut the workers off from Temporal this many times (0.5-4 s each, through a proxy)")
+    chaos.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
+                       help="run this many runs at once under the one schedule (the first places the events; a "
+                       "worker kill hits every run it serves); the audit per run and in total")
+    chaos.add_argument("--resets", type=_bounded_int(0, MAX_STEPS), default=0,
+                       help="also reset the workflow this many times to a workflow task 1-3 steps back "
+                       "(`temporal workflow reset`: the steps after it run again; their effects must be skipped)")
     chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
                        help="run this schedule file instead of the seeded one (see README: Nemeses)")
     chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,

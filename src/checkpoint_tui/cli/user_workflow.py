@@ -115,12 +115,12 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
         raise UsageError("--verify with --worker-cmd needs --workflow TYPE (and --input JSON)")
     if user and args.verify and args.verify_proof:  # refused rather than silently ignored
         raise UsageError("--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit")
-    if command in ("start", "chaos"):
+    if command in ("start", "chaos", "doctor"):
         if getattr(args, "input_json", None) is not None and not args.workflow:
             raise UsageError("--input goes with --workflow")
         if args.workflow and not user:
             raise UsageError("--workflow runs a workflow of your own worker: give --worker-cmd too")
-        if user and not args.workflow:
+        if user and not args.workflow and not (command == "doctor" and args.run):
             raise UsageError(f"with --worker-cmd, {command} takes --workflow TYPE --input JSON")
     if args.framework and not user:
         raise UsageError("--framework classifies a user's workflow: give --worker-cmd and --workflow too")
@@ -141,7 +141,7 @@ def start(args: argparse.Namespace, settings: Settings) -> int:
     if args.fault:
         raise UsageError("--fault plans faults in our own workflow; a user's workflow has no fault hooks")
     workflow, arg = workflow_and_input(args.workflow, args.input_json)
-    return asyncio.run(start_workload(settings, UserWorkflow(workflow, arg, args.framework), args.wait))
+    return asyncio.run(start_workload(settings, UserWorkflow(workflow, arg, args.framework), args.wait, args.runs))
 
 
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,6 +154,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
     if args.chaos_schedule is not None and args.chaos_save is not None:
         raise UsageError("--schedule and --save-schedule go one at a time")
+    if args.resets or args.runs > 1:
+        raise UsageError("--resets and --runs run on checkpoint-tui's own loop for now, not a user's workflow")
     if args.steps is not None:
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip

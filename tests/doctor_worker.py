@@ -1,0 +1,96 @@
+"""A user's worker for the doctor tests: one activity scheduled four ways.
+
+    python tests/doctor_worker.py   (TEMPORAL_ADDRESS, CHECKPOINT_TASK_QUEUE as the lab sets them)
+
+- NoHeartbeat: start-to-close 30 s, no heartbeat timeout (a kill costs 30 s: a finding);
+- Heartbeat2s: the same with a 2 s heartbeat timeout, the activity heartbeating (no finding);
+- SingleAttempt: a 2 s heartbeat but maximum_attempts=1 (a kill fails the workflow: a finding);
+- LocalOnly: a local activity (a kill costs a workflow task timeout: a finding)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from datetime import timedelta
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+
+@activity.defn
+async def send_note(n: int) -> str:
+    for _ in range(2):
+        activity.heartbeat()
+        await asyncio.sleep(0.05)
+    return f"note {n}"
+
+
+@workflow.defn
+class NoHeartbeat:
+    @workflow.run
+    async def run(self, n: int = 2) -> list[str]:
+        return [
+            await workflow.execute_activity(send_note, i, start_to_close_timeout=timedelta(seconds=30))
+            for i in range(n)
+        ]
+
+
+@workflow.defn
+class Heartbeat2s:
+    @workflow.run
+    async def run(self, n: int = 2) -> list[str]:
+        return [
+            await workflow.execute_activity(
+                send_note, i, start_to_close_timeout=timedelta(seconds=30), heartbeat_timeout=timedelta(seconds=2)
+            )
+            for i in range(n)
+        ]
+
+
+@workflow.defn
+class SingleAttempt:
+    @workflow.run
+    async def run(self, n: int = 1) -> list[str]:
+        return [
+            await workflow.execute_activity(
+                send_note, i, start_to_close_timeout=timedelta(seconds=5), heartbeat_timeout=timedelta(seconds=2),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+            for i in range(n)
+        ]  # fmt: skip
+
+
+@workflow.defn
+class LocalOnly:
+    @workflow.run
+    async def run(self, n: int = 1) -> list[str]:
+        return [
+            await workflow.execute_local_activity(send_note, i, start_to_close_timeout=timedelta(seconds=5))
+            for i in range(n)
+        ]
+
+
+async def main() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
+    worker = Worker(
+        client,
+        task_queue=os.environ["CHECKPOINT_TASK_QUEUE"],
+        workflows=[NoHeartbeat, Heartbeat2s, SingleAttempt, LocalOnly],
+        activities=[send_note],
+        workflow_runner=UnsandboxedWorkflowRunner(),  # the workflows live in __main__: nothing to sandbox-import
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        graceful_shutdown_timeout=timedelta(seconds=1),
+    )
+    async with worker:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,167 @@
+"""`doctor`: a user's worker (tests/doctor_worker.py) whose one activity is scheduled four ways, the
+agent examples with their frameworks' defaults, and our own loop. Real worker processes on the
+session's dev server (an external address: doctor starts no server of its own)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_examples import OPENAI_WORKER, PYDANTIC_WORKER
+from conftest import run_cli
+from test_user_workflow_lab import stop_lab
+
+WORKER = Path(__file__).resolve().parent / "doctor_worker.py"
+
+
+def flags(home: Path, address: str, worker: Path) -> list[str]:
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(worker))}"
+    return ["--home", str(home), "--temporal-address", address, "--worker-cmd", cmd, "--task-queue", f"dr-{home.name}"]
+
+
+def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(temporal_address, session_root):
+    home = session_root / "doctor-user"
+    lab = flags(home, temporal_address, WORKER)
+    try:
+        bad = run_cli(*lab, "doctor", "--workflow", "NoHeartbeat", "--json", str(home / "bad.json"), timeout=120)
+        good = run_cli(*lab, "doctor", "--workflow", "Heartbeat2s", timeout=120)
+        single = run_cli(*lab, "doctor", "--workflow", "SingleAttempt", timeout=120)
+        local = run_cli(*lab, "doctor", "--workflow", "LocalOnly", timeout=120)
+        report = json.loads((home / "bad.json").read_text())
+        again = run_cli(*lab, "doctor", report["workflow_id"], "--json", str(home / "again.json"), timeout=60)
+    finally:
+        stop_lab(home)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "send_note: a worker killed under it is retried only after its start-to-close (no heartbeat timeout) " \
+           "of 30 s" in bad.stdout  # fmt: skip
+    assert "fix: heartbeat from the activity" in bad.stdout and "heartbeat_timeout=" in bad.stdout
+    (kind,) = report["activity_types"]
+    assert (kind["activity_type"], kind["count"], kind["heartbeat_timeout_s"], kind["start_to_close_s"]) == (
+        "send_note", 2, None, 30.0)  # fmt: skip
+    assert kind["predicted_unassisted_restart_s"] == 31.0 and report["ok"] is False
+    assert [f["kind"] for f in report["findings"]] == ["kill-costs-timeout"]
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "no findings" in good.stdout and "2 s" in good.stdout
+    assert single.returncode == 1 and "maximum_attempts=1: one kill fails the activity" in single.stdout
+    assert local.returncode == 1 and "a local activity (1 run)" in local.stdout, local.stdout + local.stderr
+    # a finished run read again (nothing started): the same report
+    assert again.returncode == 1 and "started" not in again.stdout
+    assert json.loads((home / "again.json").read_text()) == report
+
+
+@pytest.mark.parametrize(("worker", "workflow", "tool"), [
+    (PYDANTIC_WORKER, "PydanticMailerGuarded", "send_email"),
+    (OPENAI_WORKER, "OpenAIMailerGuarded", "send_email_guarded"),
+], ids=["pydantic-ai", "openai-agents"])  # fmt: skip
+def test_doctor_on_the_agent_examples_names_the_tools_missing_heartbeat(
+    worker, workflow, tool, temporal_address, session_root
+):
+    home = session_root / f"doctor-{worker.parent.name}"
+    try:
+        out = run_cli(*flags(home, temporal_address, worker), "doctor", "--workflow", workflow,
+                      "--input", '{"turns": 1, "think": 0}', "--json", str(home / "r.json"), timeout=180)  # fmt: skip
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    report = json.loads((home / "r.json").read_text())
+    tools = [t for t in report["activity_types"] if t["class"] == "tool"]
+    assert tools and all(t["heartbeat_timeout_s"] is None for t in tools), report["activity_types"]
+    flagged = {f["subject"] for f in report["findings"] if f["kind"] == "kill-costs-timeout"}
+    assert {t["activity_type"] for t in tools} <= flagged
+    assert any(tool in t["activity_type"] or t["class"] == "tool" for t in tools)
+    fix = "toolset_activity_config" if "pydantic" in workflow.lower() else "activity_as_tool"
+    assert fix in out.stdout, out.stdout
+
+
+def test_doctor_on_our_own_loop_finds_nothing(temporal_address, session_root):
+    home = session_root / "doctor-ours"
+    try:
+        out = run_cli("--home", str(home), "--temporal-address", temporal_address, "doctor", "--steps", "2",
+                      timeout=120)  # fmt: skip
+    finally:
+        run_cli("--home", str(home), "stop")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no findings" in out.stdout and "llm" in out.stdout and "effect" in out.stdout
+
+
+def test_doctor_usage_errors_start_nothing(tmp_path):
+    home = tmp_path / "h"
+    cases = [
+        (["doctor", "--workflow", "X"], "give --worker-cmd too"),
+        (["doctor", "run-20260101-000000-abcd", "--steps", "2"], "doctor RUN reads a finished run"),
+        (["doctor", "run-20260101-000000-abcd"], "has no ledger yet"),
+        (["doctor", "bad id!"], "is not a run id"),
+        (["doctor", "--timeout", "0"], "--timeout"),
+    ]
+    for argv, said in cases:
+        out = run_cli("--home", str(home), *argv)
+        assert out.returncode == 2 and said in out.stderr, (argv, out.stderr)
+    assert not (home / "run").exists() or not any((home / "run").iterdir())
+
+
+def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 0, local: bool = False):
+    """A two-activity history as the server records it (protobuf events), for diagnose() alone."""
+    from google.protobuf.duration_pb2 import Duration
+    from google.protobuf.timestamp_pb2 import Timestamp
+    from temporalio.api.common.v1 import ActivityType, Payload, Payloads, RetryPolicy
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.history.v1 import HistoryEvent
+
+    from checkpoint_tui.app.activity_history import Chain
+
+    def at(s: float) -> Timestamp:
+        return Timestamp(seconds=int(1_700_000_000 + s), nanos=int((s % 1) * 1e9))
+
+    events = [HistoryEvent(event_id=1, event_time=at(0), event_type=EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)]
+    events[0].workflow_execution_started_event_attributes.workflow_task_timeout.CopyFrom(Duration(seconds=10))
+    n = 2
+    for i in range(2):
+        if local:
+            ev = HistoryEvent(event_id=n, event_time=at(i), event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
+            ev.marker_recorded_event_attributes.marker_name = "core_local_activity"
+            ev.marker_recorded_event_attributes.details["data"].CopyFrom(Payloads(payloads=[Payload(
+                metadata={"encoding": b"json/plain"}, data=b'{"activity_type": "send_note", "seq": 1}')]))
+            events.append(ev)
+            n += 1
+            continue
+        sched = HistoryEvent(event_id=n, event_time=at(i), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        a = sched.activity_task_scheduled_event_attributes
+        a.activity_id = str(i)
+        a.activity_type.CopyFrom(ActivityType(name="send_note"))
+        a.start_to_close_timeout.CopyFrom(Duration(seconds=int(start_to_close)))
+        if heartbeat:
+            a.heartbeat_timeout.CopyFrom(Duration(seconds=int(heartbeat)))
+        a.retry_policy.CopyFrom(RetryPolicy(maximum_attempts=attempts, initial_interval=Duration(seconds=1)))
+        start = HistoryEvent(event_id=n + 1, event_time=at(i + 0.1), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)  # noqa: E501
+        start.activity_task_started_event_attributes.scheduled_event_id = n
+        start.activity_task_started_event_attributes.attempt = 1
+        done = HistoryEvent(event_id=n + 2, event_time=at(i + 0.6), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)  # noqa: E501
+        done.activity_task_completed_event_attributes.scheduled_event_id = n
+        done.activity_task_completed_event_attributes.started_event_id = n + 1
+        events += [sched, start, done]
+        n += 3
+    return Chain("wf-1", [("exec-1", events)])
+
+
+def test_diagnose_reads_timeouts_and_retries_from_history_alone():
+    from checkpoint_tui.app.doctor import diagnose
+
+    bad = diagnose(_history(heartbeat=None, start_to_close=30))
+    (t,) = bad.types
+    assert (t.count, t.heartbeat_timeout_s, t.start_to_close_s, t.maximum_attempts) == (2, None, 30.0, 0)
+    assert t.median_s == pytest.approx(0.5) and t.predicted_restart_s == 31.0
+    assert [(f.kind, f.subject) for f in bad.findings] == [("kill-costs-timeout", "send_note")]
+    assert "it usually runs 0.50 s" in bad.findings[0].problem
+    good = diagnose(_history(heartbeat=2, start_to_close=30))
+    assert good.findings == [] and "no findings" in "\n".join(good.lines())
+    long_beat = diagnose(_history(heartbeat=60, start_to_close=300))
+    assert "its heartbeat timeout of 60 s" in long_beat.findings[0].problem
+    single = diagnose(_history(heartbeat=2, start_to_close=5, attempts=1))
+    assert [f.kind for f in single.findings] == ["single-attempt"]
+    local = diagnose(_history(heartbeat=None, start_to_close=5, local=True))
+    assert local.local_activities == {"send_note": 2} and [f.kind for f in local.findings] == ["local-activity"]
+    assert "workflow task timeout (10 s)" in local.findings[0].problem
