@@ -6,6 +6,7 @@ import json
 
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.app.comparison import read_comparison
+from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof.chaos import REQUIRED, make_schedule
 from checkpoint_tui.proof.compare import compare_command
 from checkpoint_tui.settings import Settings
@@ -53,3 +54,32 @@ async def test_naive_sends_twice_durable_once(home):
     assert c.durable.emails == 5 and c.durable.repeated == 0 and c.durable.ledger_duplicates == 0
     assert code == 0
     run_cli("stop", home=home)
+
+
+def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(session_root):
+    """#29's line: `chaos --seed 9 --steps 12 --kills 5 --runs 4`. Four runs on the same workers under one
+    schedule (the first places the events, so each kill interrupts whatever of the four the worker
+    held); every run COMPLETED, nothing lost or duplicated in any, no effect id twice in the ledger."""
+    home = Settings(home=session_root / "chaos-runs")  # its own dev server: chaos kills it
+    report_path = home.home / "r.json"
+    try:
+        out = run_cli("chaos", "--seed", "9", "--steps", "12", "--kills", "5", "--runs", "4",
+                      "--json", str(report_path), home=home, timeout=300)  # fmt: skip
+        report = json.loads(report_path.read_text())
+        conn = connect(home.ledger)
+        dup = conn.execute("SELECT COUNT(*) - COUNT(DISTINCT id) FROM effects").fetchone()[0]
+        per_run = dict(conn.execute("SELECT run_id, COUNT(*) FROM effects GROUP BY run_id").fetchall())
+    finally:
+        run_cli("stop", home=home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    runs = report["runs"]
+    assert len(runs) == 4 and runs[0]["run_id"] == report["run_id"] and len({r["run_id"] for r in runs}) == 4
+    for r in runs:
+        a = r["audit"]
+        assert a["workflow_status"] == "COMPLETED" and (a["lost"], a["duplicated"], a["step_gaps"]) == (0, 0, [])
+        assert per_run[r["run_id"]] == 36  # 12 steps x 3 effects, each id once
+    assert dup == 0
+    t = report["totals"]
+    assert (t["runs"], t["runs_completed"], t["lost"], t["duplicated"]) == (4, 4, 0, 0)
+    assert len(report["checks"]) == 16 and all(c["ok"] for c in report["checks"])
+    assert len(report["kills"]) >= 4 and "4/4 runs COMPLETED" in out.stdout and "verdict: PASS" in out.stdout

@@ -6,6 +6,8 @@ import json
 
 import psutil
 
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.procs import free_port, read_json
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
@@ -127,3 +129,24 @@ def test_shared_ledger_run_keeps_the_password_out(session_root, temporal_address
     finally:
         stop = run_cli("stop", home=home, env=env)
     assert stop.returncode == 0 and stop.stdout.count("active worker") == 2
+
+
+def test_start_runs_n_at_once_and_waits_for_every_one(session_root, temporal_address):
+    """`start --runs 4 --wait`: four run ids, one line each; all four run at once on one worker and
+    complete; one end line per run with its duplicates; exit 0 only because every one COMPLETED."""
+    home = Settings(home=session_root / "many-runs", temporal_address=temporal_address)
+    try:
+        out = run_cli("start", "--runs", "4", "--steps", "3", "--pace", "0", "--wait", home=home, timeout=180)
+        run_ids = out.stdout.split()
+        statuses = [json.loads(run_cli("status", r, "--json", home=home).stdout) for r in run_ids]
+    finally:
+        run_cli("stop", home=home)
+    assert out.returncode == 0, out.stderr
+    assert len(run_ids) == 4 == len(set(run_ids))
+    assert "4/4 runs COMPLETED" in out.stderr
+    assert sum(f"{r}: COMPLETED · 9 ledger rows · duplicates 0" in out.stderr for r in run_ids) == 4, out.stderr
+    for s in statuses:
+        assert (s["workflow_status"], s["completed_steps"], s["duplicates"]) == ("COMPLETED", 3, 0)
+        assert s["outbox_lines"] == 3
+    rows = [queries.run(connect(home.ledger), r) for r in run_ids]
+    assert max(r.created_at for r in rows) < min(r.ended_at for r in rows)  # all four were live at once

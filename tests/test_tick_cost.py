@@ -93,3 +93,26 @@ async def test_temporal_requests_per_poll_stay_bounded_while_live(home: Settings
         assert conn is not None and run_id
     finally:
         await session.shutdown(stop_everything=True)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_per_poll_ledger_work_does_not_grow_with_finished_runs(tmp_path, backend, request):
+    """Many runs (#29): the live poll of one run costs the same statements and rows with 500 finished
+    runs in the ledger as with one: nothing per refresh reads every run."""
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    costs = {}
+    for finished in (1, 500):
+        settings = Settings(home=tmp_path / f"runs{finished}", ledger_url=url)
+        settings.ensure_dirs()
+        conn = connect(settings.ledger)
+        for n in range(finished):  # finished runs of one step each, their effects claimed and stamped
+            old = f"run-20250101-{finished:06d}-{n:04x}"
+            create_run(conn, old, 1, 0.0, "offline", settings.task_queue)
+            add_step(conn, old, 1)
+            conn.execute("UPDATE runs SET status = 'completed', ended_at = ? WHERE run_id = ?", (time.time(), old))
+        live = f"run-20260101-000000-{finished:04x}"
+        seed(settings, live, 5)
+        costs[finished] = live_poll_cost(settings, live, 5)
+        close_all()
+    assert costs[1].sql == costs[500].sql, costs
+    assert costs[1].rows == costs[500].rows, costs

@@ -108,9 +108,11 @@ async def _here(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def record_run(settings: Settings, steps: int, pace: float, fault_plan: Sequence[FaultSpec], model: ModelRef) -> str:
-    run_id = new_run_id()
     provider = f"{model.url} · {model.model or 'first listed model'}" if model.url else OFFLINE
     conn = connect(settings.ledger)
+    # Run ids carry the second and 4 hex digits: runs started together (start --runs N) may draw the
+    # same one, so a taken id is drawn again (the primary key still refuses a race with another host).
+    run_id = next((r for r in (new_run_id() for _ in range(16)) if queries.run(conn, r) is None), new_run_id())
     with transaction(conn):
         create_run(conn, run_id, steps, pace, provider, settings.task_queue)
         for fault in fault_plan:

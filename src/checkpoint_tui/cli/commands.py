@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,12 +85,13 @@ def start(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import AgentLoopWorkload
 
     check_run_shape(args.steps, args.pace, args.fault)  # before the dev server or a worker starts
-    return asyncio.run(start_workload(settings, AgentLoopWorkload(args.steps, args.pace, args.fault), args.wait))
+    workload = AgentLoopWorkload(args.steps, args.pace, args.fault)
+    return asyncio.run(start_workload(settings, workload, args.wait, args.runs))
 
 
-async def start_workload(settings: Settings, workload: Workload, wait: bool) -> int:
-    """`start` of any workload: the worker (adopted or spawned, detached), the run; with `wait`, supervise
-    it to its end (exit 0 only if it COMPLETED)."""
+async def start_workload(settings: Settings, workload: Workload, wait: bool, runs: int = 1) -> int:
+    """`start` of any workload: the worker (adopted or spawned, detached), `runs` runs of it at once
+    (one run id per line); with `wait`, supervise them to their end (exit 0 only if every one COMPLETED)."""
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client, resolve_address
 
@@ -101,16 +103,35 @@ async def start_workload(settings: Settings, workload: Workload, wait: bool) -> 
         sup.acquire()  # respawn only if no other supervisor (e.g. the TUI) already owns this home
     await asyncio.to_thread(sup.ensure_worker)
     await workload.ready(settings, client, sup.primary)
-    try:
-        run_id = await workload.start(settings, client)
-    except RPCError as err:
-        raise Unavailable(f"Temporal refused to start {workload.title()}: {str(err).splitlines()[0][:200]}") from None
-    print(run_id, flush=True)
+    run_ids = []
+    for _ in range(runs):
+        try:
+            run_ids.append(await workload.start(settings, client))
+        except RPCError as err:
+            said = str(err).splitlines()[0][:200]
+            raise Unavailable(f"Temporal refused to start {workload.title()}: {said}") from None
+        print(run_ids[-1], flush=True)
     if not wait:
         return Exit.OK
     async with sup.running():
-        status = await workload.wait(settings, client, run_id, progress=True)
-    return Exit.OK if status == "COMPLETED" else Exit.FAILED
+        statuses = await asyncio.gather(
+            *(workload.wait(settings, client, run_id, progress=runs == 1) for run_id in run_ids)
+        )
+    if runs > 1:  # one line per run: how it ended and its duplicates (COUNT(*) - COUNT(DISTINCT id))
+        _print_ends(settings, run_ids, statuses)
+    return Exit.OK if all(status == "COMPLETED" for status in statuses) else Exit.FAILED
+
+
+def _print_ends(settings: Settings, run_ids: list[str], statuses: list[str | None]) -> None:
+    from checkpoint_tui.ledger import queries
+    from checkpoint_tui.ledger.store import connect
+
+    conn = connect(settings.ledger)
+    for run_id, status in zip(run_ids, statuses, strict=True):
+        totals = queries.effect_totals(conn, run_id)
+        print(f"{run_id}: {status} · {totals.rows} ledger rows · duplicates {totals.duplicates}", file=sys.stderr)
+    done = sum(status == "COMPLETED" for status in statuses)
+    print(f"{done}/{len(run_ids)} runs COMPLETED", file=sys.stderr, flush=True)
 
 
 def status(args: argparse.Namespace, settings: Settings) -> int:
@@ -247,13 +268,15 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
     events: list = []
     if args.chaos_schedule is None and args.chaos_shrink is None:
-        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions)  # cannot work: 2
+        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets)  # else 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, args.steps, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
             return Exit.OK
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
+        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.shrink import shrink_command
 
@@ -269,7 +292,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         command = f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {args.kills}"
         command += f" --pauses {args.pauses}" if args.pauses else ""
         command += f" --partitions {args.partitions}" if args.partitions else ""
-    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs))
+        command += f" --resets {args.resets}" if args.resets else ""
+    command += f" --runs {args.runs}" if args.runs > 1 else ""
+    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs))
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:

@@ -299,3 +299,24 @@ def kill_event_of(conn: Ledger, pid: int, since: float, host: str | None = None)
         (pid, host or HOST, since),
     ).fetchone()
     return WorkerEvent.of(row) if row is not None else None
+
+
+def activities_since(conn: Ledger, run_id: str, since: float, first: int, last: int) -> list[dict]:
+    """Activity attempts started since `since` for steps first..last, counted per step and activity
+    (what a workflow reset ran again)."""
+    rows = conn.execute(
+        "SELECT step, activity, COUNT(*) AS n FROM activity_log WHERE run_id = ? AND started_at >= ? "
+        "AND step BETWEEN ? AND ? GROUP BY step, activity ORDER BY step, activity",
+        (run_id, since, first, last),
+    )
+    return [{"step": r["step"], "activity": r["activity"], "count": r["n"]} for r in rows]
+
+
+def outcomes_since(conn: Ledger, run_id: str, since: float, first: int, last: int) -> dict[str, int]:
+    """Claim attempts started since `since` for steps first..last, by outcome (`unfinished`: none yet)."""
+    rows = conn.execute(
+        "SELECT outcome, COUNT(*) AS n FROM effect_outcomes WHERE run_id = ? AND started_at >= ? "
+        "AND step BETWEEN ? AND ? GROUP BY outcome ORDER BY outcome",
+        (run_id, since, first, last),
+    )
+    return {r["outcome"] or "unfinished": r["n"] for r in rows}

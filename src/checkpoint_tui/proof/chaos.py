@@ -36,6 +36,7 @@ from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.resets import RESET
 from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
     FORGE,
     PARTITION,
@@ -52,19 +53,22 @@ from checkpoint_tui.settings import Settings
 
 PACE = 0.3
 PROGRESS_TIMEOUT_S = 120.0
-SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None}  # the rest: SIGKILL
+SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None}  # else SIGKILL
 
 
 class Chaos:
     def __init__(
         self, settings: Settings, seed: int | None, steps: int, kills: int = 0, pauses: int = 0,
         schedule: list[ChaosEvent] | None = None, partitions: int = 0, target: ChaosTarget | None = None,
+        resets: int = 0, runs: int = 1,
     ) -> None:  # fmt: skip
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.settings = settings
         self.seed, self.steps = seed, steps
-        self.schedule = schedule if schedule is not None else make_schedule(seed or 0, steps, kills, pauses, partitions)
+        if schedule is None:
+            schedule = make_schedule(seed or 0, steps, kills, pauses, partitions, resets)
+        self.schedule = schedule
         if target is None:
             from checkpoint_tui.proof.chaos_steps import StepTarget
 
@@ -73,6 +77,10 @@ class Chaos:
         self.supervisor: asyncio.subprocess.Process | None = None
         self.kills: list[dict] = []  # SIGKILLs
         self.pauses: list[dict] = []  # pauses, hangs, partitions and forged writes
+        self.resets: list[dict] = []  # workflow resets (proof/resets.py)
+        self.client = None  # the Temporal client of the run (a reset is a request to it)
+        self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
+        self.run_ids: list[str] = []
         self.not_fired: list[dict] = []  # at_s events the run did not live to see
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
@@ -121,12 +129,16 @@ class Chaos:
         try:  # from the first process it starts on, whatever ends the run stops what chaos started
             address = await self.start_lab(target.header(self), unit=unit)
             settings = self.settings
-            client = await connect_client(settings, address)
-            run_id = await target.start(self, client)
+            client = self.client = await connect_client(settings, address)
+            for _ in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
+                self.run_ids.append(await target.start(self, client))
+            run_id = self.run_ids[0]
             self.run_started_at = time.time()
-            print(f"run {run_id}", flush=True)
+            print(f"run {' '.join(self.run_ids)}", flush=True)
             await self._execute(run_id)
-            status = await target.workload.wait(settings, client, run_id, timeout=60 + target.span(self) * 5)
+            bound = 60 + target.span(self) * 5 * self.runs
+            statuses = await asyncio.gather(*(target.workload.wait(settings, client, r, timeout=bound)
+                                              for r in self.run_ids))  # fmt: skip
         finally:
             settings = self.settings
             await self._stop_supervisor()
@@ -137,8 +149,8 @@ class Chaos:
                     worker_proc.forget(settings, worker.role, worker.slot)
             if self.proxy is not None:
                 await self.proxy.close()
-        audit = await target.audit(self, run_id, status)
-        return self._report(run_id, audit, time.monotonic() - started)
+        audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
+        return self._report(run_id, audits, time.monotonic() - started)
 
     async def _execute(self, run_id: str) -> None:
         """Every event of the schedule, each at its moment or its time (schedule.execute)."""
@@ -202,7 +214,7 @@ class Chaos:
         record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, step,
                             json.dumps(detail), at)  # fmt: skip
         fired = {"kind": ev.kind, "step": step, "pid": pid, "at": at, **(extra or {})}
-        (self.kills if sig == "SIGKILL" else self.pauses).append(fired)
+        (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
 
     def step_in_flight(self, run_id: str) -> int:
         """The unit a time-placed event landed in (the target knows its workload's units)."""
@@ -218,21 +230,39 @@ class Chaos:
                 await self.supervisor.wait()
         chaos_supervisor.forget(self.settings)
 
-    def _report(self, run_id: str, audit, wall: float) -> dict:
-        """The report: what every workload has, then its target's own figures (and its checks)."""
-        target = self.target
+    def _report(self, run_id: str, audits: list, wall: float) -> dict:
+        """The report: what every workload has, then its target's own figures (and its checks). With
+        several runs, the lead's audit is `audit`, every run's is in `runs` with its checks, and the
+        checks are every run's (named by run)."""
+        target, audit = self.target, audits[0]
         target.stalls(self, run_id)
         restarts = [k["restart_s"] for k in self.kills if k.get("restart_s") is not None]
         report = {
             "seed": self.seed, "workload": target.workload.kind, "unit": target.workload.unit,
             "steps": self.steps, "run_id": run_id, "schedule": [e.to_json() for e in self.schedule],
             "run_started_at": self.run_started_at, "audit": audit.to_dict(), "kills": self.kills,
-            "pauses": self.pauses, "not_fired": self.not_fired,
+            "pauses": self.pauses, "resets": self.resets, "not_fired": self.not_fired,
             "median_restart_s": statistics.median(restarts) if restarts else None, "wall_s": wall,
         }  # fmt: skip
         report.update(target.figures(self, run_id))
-        report["checks"] = [asdict(c) for c in target.checks(audit)]
+        if len(audits) == 1:
+            report["checks"] = [asdict(c) for c in target.checks(audit)]
+            return report
+        per_run = [{"run_id": r, "audit": a.to_dict(), "checks": [asdict(c) for c in target.checks(a)]}
+                   for r, a in zip(self.run_ids, audits, strict=True)]  # fmt: skip
+        report["runs"] = per_run
+        report["totals"] = totals([r["audit"] for r in per_run])
+        report["checks"] = [{**c, "name": f"{c['name']} ({r['run_id']})"} for r in per_run for c in r["checks"]]
         return report
+
+
+def totals(audits: list[dict]) -> dict:
+    """The Jepsen-style counts summed over several runs' audits, and how many runs completed."""
+    keys = [k for k, v in audits[0].items() if isinstance(v, int) and not isinstance(v, bool)]
+    out = {k: sum(a.get(k, 0) for a in audits) for k in keys}
+    out["runs"] = len(audits)
+    out["runs_completed"] = sum(a.get("workflow_status") == "COMPLETED" for a in audits)
+    return out
 
 
 def print_report(report: dict, target: ChaosTarget) -> None:
@@ -247,11 +277,24 @@ def print_report(report: dict, target: ChaosTarget) -> None:
             r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
         how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
         print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
+    for r in report.get("resets", []):
+        after = r.get("claims_after_reset", {})
+        reran = sum(a["count"] for a in r.get("re_ran", []))
+        print(f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
+              f"re-ran {reran} activities · claims skipped {after.get('skipped', 0)} · applied again "
+              f"{after.get('applied', 0)}")  # fmt: skip
     for ev in report.get("not_fired", []):
         where = f"{unit} {ev['at_step']}" if "at_step" in ev else f"{ev['at_s']:.2f} s"
         print(f"  not fired: {ev['nemesis']} at {where} ({ev['why']})")
+    for run in report.get("runs", [])[1:]:  # the lead's audit is the report's own, printed below
+        bad = [c["name"] for c in run["checks"] if not c["ok"]]
+        print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
     for line in target.lines(report):
         print(line)
+    if "totals" in report:
+        t = report["totals"]
+        print(f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
+              f"DUPLICATED {t.get('duplicated', 0)}")  # fmt: skip
     ok = all(c["ok"] for c in report["checks"])
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
 
@@ -295,11 +338,12 @@ async def run_schedule(
 async def chaos_command(
     settings: Settings, seed: int, steps: int, events: list[ChaosEvent], command: str, json_path: Path | None,
     outputs: ProofOutputs | None = None, junit_path: Path | None = None, target: ChaosTarget | None = None,
+    runs: int = 1,
 ) -> int:  # fmt: skip
     """Run `events` against the target's workload; print, write the report (and JUnit, a bundle)."""
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
-    chaos = Chaos(settings, seed, steps, schedule=events, target=target)
+    chaos = Chaos(settings, seed, steps, schedule=events, target=target, runs=runs)
     report = await _until_sigterm(chaos.run())
     checks = [Check(**c) for c in report["checks"]]
     print_report(report, chaos.target)

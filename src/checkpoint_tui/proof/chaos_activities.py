@@ -85,6 +85,8 @@ def workload_schedule(seed: int, kills: int, pauses: int = 0, partitions: int = 
 def map_event(ev: ChaosEvent) -> ChaosEvent:
     if ev.kind == FORGE:
         raise UsageError(f"{FORGE} forges our own outbox; a user's workflow has none")
+    if ev.kind == "reset":
+        raise UsageError("reset events run on checkpoint-tui's own loop for now, not a user's workflow")
     if ev.kind in MAPPED:
         return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
     return ev

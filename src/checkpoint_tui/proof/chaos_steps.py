@@ -19,7 +19,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof import nemeses, resets
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent
@@ -32,13 +32,15 @@ if TYPE_CHECKING:
 class StepTarget(ChaosTarget):
     def __init__(self, workload: AgentLoopWorkload) -> None:
         self.workload = workload
+        self.resets: list[dict] = []  # the run's resets, once figures() has read what they re-ran
 
     def header(self, chaos: Chaos) -> str:
         return f"steps={chaos.steps}"
 
     async def start(self, chaos: Chaos, client: Client) -> str:
+        lead = not chaos.run_ids  # the schedule's own faults are the lead run's (it places the events)
         plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in chaos.schedule
-                if e.kind == "claim-window-crash"]  # fmt: skip
+                if lead and e.kind == "claim-window-crash"]  # fmt: skip
         return await start_run(chaos.settings, client, chaos.steps, self.workload.pace, plan)
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
@@ -72,6 +74,11 @@ class StepTarget(ChaosTarget):
             at = nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
             chaos._record(ev, run_id, None, at)
             return True
+        if ev.kind == resets.RESET:
+            done = await resets.reset_workflow(chaos.client, run_id, ev.step or 1, ev.back_steps or 2)
+            if done is not None:
+                chaos._record(ev, run_id, None, done.pop("at"), {**done, "step": ev.step})
+            return True
         return False
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
@@ -94,13 +101,24 @@ class StepTarget(ChaosTarget):
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
         conn = connect(chaos.settings.ledger)
+        for r in chaos.resets:  # what each reset ran again, and what the ledger answered
+            r.update(resets.what_it_reran(conn, run_id, r))
+        self.resets = chaos.resets
         return {
             "nemeses": nemeses.nemesis_figures(conn, run_id, [*chaos.kills, *chaos.pauses]),
             "worker_deaths_seen_by_supervisor": len(queries.death_events(conn, run_id, kinds=("died",))),
         }
 
     def checks(self, audit: Audit) -> list[Check]:
-        return audit_checks(audit.to_dict())
+        found = audit_checks(audit.to_dict())
+        if self.resets:  # what figures() found for them
+            again = sum(r["claims_after_reset"].get("applied", 0) for r in self.resets)
+            idle = [r["step"] for r in self.resets if not r["re_ran"]]
+            found.append(Check(
+                "chaos: a reset applies no effect again", again == 0 and not idle,
+                f"{len(self.resets)} reset(s) · effects applied again {again} · resets that re-ran nothing {idle}",
+            ))  # fmt: skip
+        return found
 
     def lines(self, report: dict) -> list[str]:
         a = report["audit"]

@@ -6,7 +6,8 @@ A schedule file is a JSON object (a bare list of events is accepted too; then --
     {"steps": 12, "seed": 3, "events": [
       {"at_step": 4, "nemesis": "pause", "target": "worker", "delay_ms": 40, "duration_s": 1.5},
       {"at_s": 6.5, "nemesis": "partition", "target": "network", "delay_ms": 0, "duration_s": 3.0},
-      {"at_step": 7, "nemesis": "claim-window-crash", "target": "worker", "delay_ms": 0, "effect_kind": "db"}]}
+      {"at_step": 7, "nemesis": "claim-window-crash", "target": "worker", "delay_ms": 0, "effect_kind": "db"},
+      {"at_step": 9, "nemesis": "reset", "target": "workflow", "delay_ms": 0, "back_steps": 2}]}
 
 `target` is implied by the nemesis (it is written for the reader and checked on load). An event is
 placed by step (`at_step`: when the run reaches that step's moment) or by time (`at_s`: seconds
@@ -26,6 +27,7 @@ from pathlib import Path
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
+from checkpoint_tui.proof.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
 REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
@@ -43,6 +45,7 @@ TARGETS = {
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
     FORGE: "outbox",
+    RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/resets.py)
 }
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
@@ -61,6 +64,7 @@ class ChaosEvent:
     effect_kind: str | None = None
     duration_s: float | None = None  # pause and partition only
     at_s: float | None = None  # seconds after the run started, instead of a step
+    back_steps: int | None = None  # reset only: how many steps back it goes
 
     @property
     def target(self) -> str:
@@ -74,6 +78,7 @@ class ChaosEvent:
     def describe(self) -> str:
         extra = f" ({self.effect_kind})" if self.effect_kind else ""
         extra += f" for {self.duration_s:.2f} s" if self.duration_s is not None else ""
+        extra += f" {self.back_steps} steps back" if self.back_steps is not None else ""
         where = f"step {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
         return f"{where}: {self.kind}{extra} +{self.delay_ms} ms"
 
@@ -84,6 +89,8 @@ class ChaosEvent:
             d["effect_kind"] = self.effect_kind
         if self.duration_s is not None:
             d["duration_s"] = self.duration_s
+        if self.back_steps is not None:
+            d["back_steps"] = self.back_steps
         return d
 
 
@@ -92,20 +99,26 @@ def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
     return sorted(events, key=lambda e: (e.at_s is not None, e.step or 0, e.at_s or 0.0))
 
 
-def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0) -> list[ChaosEvent]:
+def make_schedule(
+    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0
+) -> list[ChaosEvent]:
     """The same seed gives the same schedule. One event per step, none at the first or last step.
-    Pauses and partitions come from streams of their own, drawn on the steps the events before them
-    leave free, so adding them leaves a seed's kills (and adding partitions its pauses) where they were."""
-    if kills < len(REQUIRED):
+    Pauses, partitions and resets come from streams of their own, drawn on the steps the events
+    before them leave free, so adding them leaves a seed's kills (and adding partitions its pauses)
+    where they were."""
+    if kills < len(REQUIRED) and not resets:
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
-    if kills + pauses + partitions > steps - 2:
-        need = kills + pauses + partitions + 2
+    if kills + pauses + partitions + resets > steps - 2:
+        need = kills + pauses + partitions + resets + 2
+        extra = f" and --resets {resets}" if resets else ""
         raise UsageError(
-            f"--kills {kills}, --pauses {pauses} and --partitions {partitions} need --steps of at least {need}"
+            f"--kills {kills}, --pauses {pauses}{', ' if resets else ' and '}--partitions {partitions}{extra} need "
+            f"--steps of at least {need}"
         )
     rng = random.Random(seed)
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
+    kinds = kinds[:kills]  # fewer than REQUIRED only beside resets: some of the three, seeded
     at = sorted(rng.sample(range(2, steps), kills))
     events = [
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
@@ -122,6 +135,10 @@ def make_schedule(seed: int, steps: int, kills: int, pauses: int = 0, partitions
     for step in sorted(nrng.sample(free, partitions)):
         duration = round(nrng.uniform(*PARTITION_S), 2)
         events.append(ChaosEvent(step, PARTITION, nrng.randrange(0, 120), duration_s=duration))
+    rrng = random.Random(f"resets-{seed}")
+    free = sorted(set(free) - {e.step for e in events})
+    for step in sorted(rrng.sample(free, resets)):
+        events.append(ChaosEvent(step, RESET, 0, back_steps=rrng.randint(*BACK_STEPS)))
     return in_order(events)
 
 
@@ -172,10 +189,13 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
     if kind in TIMED and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
         raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {MAX_PAUSE_S:g}]")
+    back = raw.get("back_steps", 2 if kind == RESET else None)
+    if kind == RESET and (isinstance(back, bool) or not isinstance(back, int) or not 1 <= back <= MAX_BACK_STEPS):
+        raise UsageError(f"{where}: back_steps must be a whole number 1..{MAX_BACK_STEPS}")
     if at_s is not None:
         step, at_s = None, float(at_s)
     return ChaosEvent(step, kind, delay, effect_kind if kind == "claim-window-crash" else None,
-                      float(duration) if kind in TIMED else None, at_s)  # fmt: skip
+                      float(duration) if kind in TIMED else None, at_s, back if kind == RESET else None)  # fmt: skip
 
 
 def _check_at_s(where: str, kind: str, at_s: object) -> None:
