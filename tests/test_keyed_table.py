@@ -94,7 +94,7 @@ async def test_a_follow_jump_restyles_only_rows_not_shown_before():
 
 
 async def test_scrollbars_hear_the_size_at_most_once_a_second_and_catch_up(monkeypatch):
-    from checkpoint_tui.tui.panes import keyed_table
+    from checkpoint_tui.tui.render import scroll_update
 
     table = KeyedTable(COLUMNS)
     async with TableApp(table).run_test(size=(40, 12)) as pilot:
@@ -104,7 +104,7 @@ async def test_scrollbars_hear_the_size_at_most_once_a_second_and_catch_up(monke
         assert bar.window_virtual_size == 31
         table.sync(rows(5, 30), follow=True)  # within the second: the bar has not heard
         assert bar.window_virtual_size == 31 and table.virtual_size.height == 36
-        monkeypatch.setattr(keyed_table, "BARS_EVERY_S", 0.0)
+        monkeypatch.setattr(scroll_update, "BARS_EVERY_S", 0.0)
         table.settle_bars()  # what the app does on its next refresh
         assert bar.window_virtual_size == 36
 

@@ -22,8 +22,8 @@ from textual.widgets import Static
 
 from checkpoint_tui.ops.procs import ExitFd, ProcIdentity
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
-from checkpoint_tui.tui.panes.light_scrollbar import LightScrollBar
 from checkpoint_tui.tui.panes.text_lines import TextLines
+from checkpoint_tui.tui.render.light_scrollbar import LightScrollBar
 
 COLUMNS = [("n", "n"), ("word", "word"), ("note", "note")]
 

@@ -291,6 +291,15 @@ def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
+TUI_STOCK_ENV = "CHECKPOINT_TUI_STOCK"
+
+
+def tui_stock_env() -> str:
+    """CHECKPOINT_TUI_STOCK: which of the TUI's paint and driver tricks run on Textual's stock paths
+    instead (`1` or `all`: every one; else a comma-separated list of names). Parsed by tui/render/."""
+    return _env(TUI_STOCK_ENV) or ""
+
+
 @dataclass(frozen=True)
 class EffectsEnv:
     """What the effects library (`checkpoint_tui.effects`) reads in a user's worker: the environment

@@ -17,7 +17,6 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.driver import Driver
-from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
@@ -27,16 +26,16 @@ from checkpoint_tui.app.workload import user_workload
 from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.tui import render
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
 from checkpoint_tui.tui.commands import lab_commands
 from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.ledger import LedgerPane
+from checkpoint_tui.tui.panes.pane_info import boxed
 from checkpoint_tui.tui.panes.status import WIDE_COLUMNS, StatusBar
-from checkpoint_tui.tui.panes.steady import SteadyFooter, SteadyHorizontal, SteadyScreen, SteadyVertical, boxed
 from checkpoint_tui.tui.panes.timeline import TimelinePane
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
-from checkpoint_tui.tui.quiet_driver import QuietLinuxDriver
 from checkpoint_tui.tui.screens import ComparisonScreen, FaultScreen, HelpScreen, NewRunScreen, RunsScreen
 from checkpoint_tui.tui.session import Session
 from checkpoint_tui.tui.step_screen import StepScreen
@@ -104,23 +103,22 @@ class CheckpointApp(App[int]):
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
     def get_default_screen(self) -> Screen:
-        return SteadyScreen(id="_default")
+        return render.screen(id="_default")
 
     def get_driver_class(self) -> type[Driver]:
-        driver = super().get_driver_class()
-        return QuietLinuxDriver if driver is LinuxDriver else driver  # an input thread that sleeps
+        return render.driver_class(super().get_driver_class())  # an input thread that sleeps
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static("", id="banner")
-        with SteadyHorizontal(id="main"):
-            with SteadyVertical(id="left"):
+        with render.horizontal(id="main"):
+            with render.vertical(id="left"):
                 yield boxed(TimelinePane(), "timeline-box")
                 yield boxed(WorkerEventsPane(), "workers-box")
-            with SteadyVertical(id="right"):
+            with render.vertical(id="right"):
                 yield boxed(LedgerPane(), "ledger-box")
                 yield boxed(HistoryPane(), "history-box")
-        yield SteadyFooter()
+        yield render.footer()
 
     def on_mount(self) -> None:
         # Found once: a query walks the DOM, and the refresh handler runs twice a second.

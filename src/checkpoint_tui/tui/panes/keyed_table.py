@@ -7,7 +7,6 @@ update counter): with a run live, two tables cost ~0.15 s of CPU per refresh, mo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -21,16 +20,16 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from checkpoint_tui.tui.panes.light_scrollbar import LightBars
-from checkpoint_tui.tui.panes.painted_lines import PaintedLines
+from checkpoint_tui.tui.render.light_scrollbar import LightBars
+from checkpoint_tui.tui.render.painted_lines import PaintedLines
+from checkpoint_tui.tui.render.scroll_update import QuietVirtualSize
 
 Cell = str | Text
 PAD = 1  # spaces either side of a cell, as DataTable draws them
 MAX_WIDTH = 200  # a column never grows past this; longer cells end in an ellipsis (scroll sideways)
-BARS_EVERY_S = 1.0  # scrollbars follow a growing table at most this often
 
 
-class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
+class KeyedTable(PaintedLines, LightBars, QuietVirtualSize, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     KeyedTable {
         height: 1fr;
@@ -90,8 +89,6 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         self._painted: dict[object, tuple[tuple, Strip]] = {}  # row index -> (context, the styled line)
         self._header: Strip | None = None
         self.cursor_row = -1
-        self._bars_at = 0.0  # when the scrollbars last learned the virtual size
-        self._bars_due = False  # the scrollbars have not heard the latest size
         self._pass_base: Style | None = None  # during a render pass: the widget's style, looked up once
         self._components: dict[tuple, Style] = {}  # component styles by (name, focus, widget style)
 
@@ -248,33 +245,7 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
         return [min(cell_len(label), MAX_WIDTH) if self._top else 0 for _, label in self._column_spec]
 
     def _resize(self) -> None:
-        size = Size(sum(w + 2 * self._pad for w in self._widths), self.row_count + self._top)
-        if size == self.virtual_size:
-            return
-        # Assigning virtual_size schedules a layout pass of the whole screen, which re-renders every
-        # widget: as Textual does for a resize without layout, set it quietly and update the scrollbars.
-        self.set_reactive(KeyedTable.virtual_size, size)
-        # A scrollbar repaints whenever it hears of a new size: with rows arriving every refresh that was
-        # ~1 % of a core. It hears at most once a second, in a refresh that paints anyway (settle_bars):
-        # a timer of its own would cost a frame of its own. Scrolling uses the size set above.
-        self._bars_due = True
-        width, height = self.container_size
-        if (size.height > height) != self.show_vertical_scrollbar or (size.width > width) != (
-            self.show_horizontal_scrollbar
-        ):
-            self._update_bars()  # a bar appears or goes: it decides whether the table can scroll at all
-        else:
-            self.settle_bars()
-
-    def settle_bars(self) -> None:
-        """Tell the scrollbars the table's size if it changed and they last heard a second ago or more
-        (the app calls this on every refresh, so they are never more than a refresh late after that)."""
-        if self._bars_due and time.monotonic() - self._bars_at >= BARS_EVERY_S:
-            self._update_bars()
-
-    def _update_bars(self) -> None:
-        self._bars_at, self._bars_due = time.monotonic(), False
-        self._scroll_update(self.virtual_size)
+        self.set_virtual_size(Size(sum(w + 2 * self._pad for w in self._widths), self.row_count + self._top))
 
     # --- cursor -------------------------------------------------------------------------------------
 
@@ -298,12 +269,13 @@ class KeyedTable(PaintedLines, LightBars, ScrollView, can_focus=True):
 
     def _scroll_to_cursor(self, jump: bool = False, deferred: bool = False) -> None:
         """Keep the cursor row in view below the header; a `jump` past the bottom leaves it mid-pane.
-        The first rows can arrive before the first layout (no size yet): then once, after it."""
-        if not self.size.height and not deferred:
+        The first rows can arrive before the first layout (no size yet), and on Textual's stock path a
+        new size is known only after the layout it asks for: then once, after it."""
+        if not self.can_scroll_now() and not deferred:
             self.call_after_refresh(self._scroll_to_cursor, jump, True)
             return
         if deferred:
-            self._update_bars()  # sized now: whether it can scroll is known only from here
+            self.update_bars()  # sized now: whether it can scroll is known only from here
         row, top = self.cursor_row, self.scroll_offset.y
         visible = max(1, self.scrollable_content_region.height - self._top)
         if row < top:

@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable
 
 from rich.text import Text
+from textual.containers import Vertical
 
+from checkpoint_tui.tui import render
 from checkpoint_tui.tui.panes.text_lines import TextLines
 
 COUNTS_EVERY_S = 1.0
@@ -45,3 +47,10 @@ class PaneInfo(TextLines):
     @property
     def plain(self) -> str:
         return self._shown.plain if self._shown is not None else ""
+
+
+def boxed(pane, box_id: str) -> Vertical:
+    """A pane in a bordered box with a fixed title; its counts line (if any) sits inside, on top."""
+    box = render.vertical(*([pane.info] if pane.info is not None else []), pane, id=box_id, classes="pane-box")
+    box.border_title = pane.TITLE
+    return box

@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from checkpoint_tui.tui.panes.steady import SteadyLines
+from checkpoint_tui.tui.render.steady import SteadyLines
 
 
 class TextLines(SteadyLines, Widget):

@@ -1,10 +1,14 @@
-"""A scrollbar drawn straight to Strips, redrawn only when what it shows changes.
+"""light-scrollbar: a scrollbar drawn straight to Strips, redrawn only when what it shows changes.
 
 Textual's ScrollBar renders through Rich (a renderable, a console pass, line splitting, then the styles
 cache) on every change of position or size, and the tables following a live run change both several
 times a second: it was the largest single item of the app's live CPU. The bar is the same one
 Textual draws (its own ScrollBarRender.render_bar, its own colours for normal / hover / grabbed);
-only the path to the screen is shorter, and an unchanged bar is not drawn again."""
+only the path to the screen is shorter, and an unchanged bar is not drawn again.
+
+Private names: Widget._vertical_scrollbar and Widget._horizontal_scrollbar (where Textual keeps a
+widget's bars: its vertical_scrollbar / horizontal_scrollbar properties make them), App._start_widget
+(how those properties mount a bar)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from textual.geometry import Region
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
+
+from checkpoint_tui.tui.render.switch import LIGHT_SCROLLBAR, on
 
 
 class LightScrollBar(ScrollBar):
@@ -102,16 +108,20 @@ class LightBars:
     app: App
 
     @property
-    def vertical_scrollbar(self) -> LightScrollBar:
+    def vertical_scrollbar(self) -> ScrollBar:
+        if not on(LIGHT_SCROLLBAR):
+            return super().vertical_scrollbar  # type: ignore[misc]
         if self._vertical_scrollbar is None:
             self._vertical_scrollbar = self._make_bar(True, self.scrollbar_size_vertical)
-        return self._vertical_scrollbar  # type: ignore[return-value]
+        return self._vertical_scrollbar
 
     @property
-    def horizontal_scrollbar(self) -> LightScrollBar:
+    def horizontal_scrollbar(self) -> ScrollBar:
+        if not on(LIGHT_SCROLLBAR):
+            return super().horizontal_scrollbar  # type: ignore[misc]
         if self._horizontal_scrollbar is None:
             self._horizontal_scrollbar = self._make_bar(False, self.scrollbar_size_horizontal)
-        return self._horizontal_scrollbar  # type: ignore[return-value]
+        return self._horizontal_scrollbar
 
     def _make_bar(self, vertical: bool, thickness: int) -> LightScrollBar:
         bar = LightScrollBar(vertical=vertical, name="vertical" if vertical else "horizontal", thickness=thickness)

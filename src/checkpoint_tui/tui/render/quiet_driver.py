@@ -1,4 +1,4 @@
-"""Textual's Linux driver, with an input thread that sleeps until there is input.
+"""quiet-input-thread: Textual's Linux driver, with an input thread that sleeps until there is input.
 
 Textual's input thread wakes ten times a second to look for keys, whether any came or not, and a
 wake-up is not free (least of all on an otherwise idle machine): an app that should idle near zero
@@ -6,7 +6,12 @@ spent a visible share of its CPU there. This thread waits on the terminal and on
 exit event writes to; it wakes on a timer only while a lone ESC waits to be told apart from the start
 of an escape sequence (the parser's timeout, which is what Textual's 0.1 s tick is for).
 
-run_input_thread follows Textual 8.2.8's own (pinned in pyproject.toml), with those two changes."""
+run_input_thread follows Textual 8.2.8's own (pinned in pyproject.toml), with those two changes; the
+guard test holds a hash of that upstream source. docs/upstream-textual-input-thread.md is the same
+change written up for Textual, so that this copy can go once Textual takes it.
+
+Private names: textual._loop.loop_last, textual._parser.ParseError, textual._xterm_parser.XTermParser,
+the parser's _timeout_time (set while a lone ESC waits), LinuxDriver._debug."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import threading
 from codecs import getincrementaldecoder
 
 from textual._loop import loop_last
+from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
@@ -95,3 +101,8 @@ class QuietLinuxDriver(LinuxDriver):
             process(selector.select(0.1), final=True)
         finally:
             selector.close()
+            try:  # as Textual: end the parser's input (its generator finishes; what it held is dropped)
+                for _event in feed(""):
+                    pass
+            except (EOFError, ParseError):
+                pass

@@ -1,11 +1,15 @@
-"""Styled lines kept by row for a scrolling table (a mixin for KeyedTable, ahead of ScrollView).
+"""painted-lines and plain-styling: styled lines kept by row for a scrolling table (a mixin for
+KeyedTable, ahead of ScrollView).
 
 Textual caches a widget's styled lines by their y and drops them all when it scrolls, so a follow-scroll
 restyled every visible line (~0.3 ms each, the bulk of a live refresh). Here styled lines are kept by
 row: after a scroll only rows not shown before are styled. And a table with no padding, border, tint
 or opacity of its own is styled here, without Textual's styles cache: for such a widget the cache would
 hand back the line render_line() made plus the line filters, after looking up colours and styles
-through the DOM on every call (the lines are the same; tests compare the two paths)."""
+through the DOM on every call (the lines are the same; tests compare the two paths).
+
+painted-lines (the lines kept by row) uses public API only; plain-styling (styled here) touches the
+private Widget._styles_cache (its get_inner_outer colours)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from collections.abc import Iterator
 from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
+
+from checkpoint_tui.tui.render.switch import PAINTED_LINES, PLAIN_STYLING, on
 
 
 class PaintedLines:
@@ -26,6 +32,8 @@ class PaintedLines:
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines of `crop`: those shown before as they were, the rest styled (see the module)."""
+        if not on(PAINTED_LINES):
+            return super().render_lines(crop)  # type: ignore[misc]
         top, scroll_y = self._top, self.scroll_offset.y
         base = self._pass_base = self.rich_style  # one DOM walk per pass (it was one per line)
         filters = tuple(self.get_line_filters())
@@ -41,7 +49,7 @@ class PaintedLines:
             marks.append((key, mark))
         try:
             if None in lines:
-                plain = self._plain()
+                plain = on(PLAIN_STYLING) and self._plain()
                 fill = self._styled_by_us(crop, lines, filters) if plain else self._styled_by_textual(crop, lines)
                 for n, strip in fill:
                     lines[n] = strip
