@@ -39,7 +39,7 @@ from checkpoint_tui.ledger.store import connect  # noqa: E402
 from checkpoint_tui.settings import TUI_STOCK_ENV, Settings  # noqa: E402
 
 # The tricks of tui/render/ (its switch.TRICKS; not imported: that would load Textual here)
-TRICKS = ("steady-lines", "painted-lines", "plain-styling", "light-scrollbar", "scroll-update", "quiet-input-thread")
+TRICKS = ("painted-lines", "light-scrollbar", "scroll-update")
 WITH_TRICKS, STOCK = "tricks", "stock"
 
 ROOT = Path(__file__).resolve().parent.parent
