@@ -39,7 +39,7 @@ from checkpoint_tui.ledger.store import connect  # noqa: E402
 from checkpoint_tui.settings import TUI_STOCK_ENV, Settings  # noqa: E402
 
 # The tricks of tui/render/ (its switch.TRICKS; not imported: that would load Textual here)
-TRICKS = ("steady-lines", "painted-lines", "plain-styling", "light-scrollbar", "scroll-update", "quiet-input-thread")
+TRICKS = ("painted-lines", "light-scrollbar", "scroll-update")
 WITH_TRICKS, STOCK = "tricks", "stock"
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,9 +250,11 @@ def report(result: dict) -> None:
         cpu, tick, sql, rows, req, lines = (m[f"{name}_{k}"] for k in PHASE_KEYS)
         print(f"{name:<8} {cpu:>15.2f} {tick:>8.2f} {sql:>5.0f} {rows:>5.0f} {req:>5.1f} {lines:>6.0f}   {each}")
         result[f"{name}_cpu_pct"], result[f"{name}_tick_ms"] = cpu, tick
-    print(f"{'idle':<8} {m['idle_cpu_pct']:>15.2f} {m['idle_tick_ms']:>8.2f} {m['idle_sql_per_tick']:>5.0f}"
-          f"   {m['idle_wakeups_per_s']:.0f} wake-ups/s")  # fmt: skip
-    print(f"opening the finished run: caught up in {m['idle_catch_up_s']:.1f} s, {m['idle_catch_up_cpu_s']:.2f} s CPU")
+    if result["idle"] is not None:
+        print(f"{'idle':<8} {m['idle_cpu_pct']:>15.2f} {m['idle_tick_ms']:>8.2f} {m['idle_sql_per_tick']:>5.0f}"
+              f"   {m['idle_wakeups_per_s']:.0f} wake-ups/s")  # fmt: skip
+        print(f"opening the finished run: caught up in {m['idle_catch_up_s']:.1f} s,"
+              f" {m['idle_catch_up_cpu_s']:.2f} s CPU")  # fmt: skip
     if len(configs) > 1:
         print()
         print_configs(configs)
@@ -261,20 +263,23 @@ def report(result: dict) -> None:
 
 def print_configs(configs: dict) -> None:
     """CPU % of a core per configuration, and the points a trick saves (its row's minus the tricks' row)."""
-    base = configs[WITH_TRICKS]["median"]
-    cols = f"{'early %':>8} {'late %':>8} {'idle %':>8} {'wake/s':>7}"
-    print(f"{'configuration':<30} {cols}   points saved: early / late / idle")
+    base = {k: v or 0 for k, v in configs[WITH_TRICKS]["median"].items()}
+    phases = ("early", "late", "idle") if configs[WITH_TRICKS]["idle"] else ("early", "late")
+    cols = f"{'early %':>8} {'late %':>8}" + (f" {'idle %':>8} {'wake/s':>7}" if "idle" in phases else "")
+    print(f"{'configuration':<30} {cols}   points saved: {' / '.join(phases)}")
     for config, data in configs.items():
-        m = data["median"]
+        m = {k: v or 0 for k, v in data["median"].items()}
         label = {WITH_TRICKS: "all tricks", STOCK: "stock Textual (all off)"}.get(config, f"{config} off")
         saved = ""
         if config != WITH_TRICKS:
-            saved = " / ".join(f"{m[f'{k}_cpu_pct'] - base[f'{k}_cpu_pct']:+.2f}" for k in ("early", "late", "idle"))
-        print(f"{label:<30} {m['early_cpu_pct']:>8.2f} {m['late_cpu_pct']:>8.2f} {m['idle_cpu_pct']:>8.2f}"
-              f" {m['idle_wakeups_per_s']:>7.0f}   {saved}")  # fmt: skip
+            saved = " / ".join(f"{m[f'{k}_cpu_pct'] - base[f'{k}_cpu_pct']:+.2f}" for k in phases)
+        row = f"{label:<30} {m['early_cpu_pct']:>8.2f} {m['late_cpu_pct']:>8.2f}"
+        if "idle" in phases:
+            row += f" {m['idle_cpu_pct']:>8.2f} {m['idle_wakeups_per_s']:>7.0f}"
+        print(f"{row}   {saved}")
         each = ", ".join(f"{r['early']['cpu_pct']:.1f}/{r['late']['cpu_pct']:.1f}" for r in data["repeats"])
         idles = ", ".join(f"{i['cpu_pct']:.1f}" for i in data["idle"])
-        print(f"{'':<30}   per repeat early/late {each}; idle {idles}")
+        print(f"{'':<30}   per repeat early/late {each}" + (f"; idle {idles}" if idles else ""))
 
 
 def main() -> None:
@@ -286,12 +291,17 @@ def main() -> None:
     p.add_argument("--idle-seconds", "--seconds", type=float, default=20.0)
     p.add_argument("--phase-steps", type=int, default=90, help="steps measured early and late (default 90)")
     p.add_argument("--temporal-address", help="an existing server (default: the bench home's own dev server)")
-    p.add_argument("--per-trick", action="store_true", help="also each trick of tui/render/ switched off alone")
+    p.add_argument("--per-trick", nargs="?", const=",".join(TRICKS), default="", metavar="NAMES",
+                   help="also each trick of tui/render/ switched off alone (default every one; or a comma list)")
+    p.add_argument("--no-idle", action="store_true", help="live phases only")
     p.add_argument("--no-stock", action="store_true", help="only the tricks' path, not Textual's stock path too")
     args = p.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("bench/tui_tick.py runs the app in tmux: apt-get install tmux")
-    configs = [WITH_TRICKS, *(TRICKS if args.per_trick else ()), *(() if args.no_stock else (STOCK,))]
+    alone = [name.strip() for name in args.per_trick.split(",") if name.strip()]
+    if set(alone) - set(TRICKS):
+        raise SystemExit(f"--per-trick: no trick named {', '.join(sorted(set(alone) - set(TRICKS)))}")
+    configs = [WITH_TRICKS, *alone, *(() if args.no_stock else (STOCK,))]
     home = bench_home("tui-pty", args.temporal_address)
     runs: dict[str, dict] = {c: {"repeats": [], "idle": []} for c in configs}
     try:
@@ -301,8 +311,9 @@ def main() -> None:
                 runs[config]["repeats"].append(live)
                 print(f"repeat {i + 1} {config}: early {live['early']['cpu_pct']:.1f} %"
                       f" · late {live['late']['cpu_pct']:.1f} % of a core", flush=True)  # fmt: skip
-        idle_run(home, args.idle_steps)
-        for i in range(args.repeats):
+        if not args.no_idle:
+            idle_run(home, args.idle_steps)
+        for i in range(0 if args.no_idle else args.repeats):
             for config in configs:
                 runs[config]["idle"].append(idle(home, config, args.idle_seconds))
                 print(f"idle {i + 1} {config}: {runs[config]['idle'][-1]['cpu_pct']:.1f} %", flush=True)
@@ -311,7 +322,8 @@ def main() -> None:
     for data in runs.values():
         data["median"] = summary(data["repeats"], data["idle"])
     result = {"steps": args.steps, "pace": args.pace, "size": SIZE, "configs": runs}
-    result["repeats"], result["idle"] = runs[WITH_TRICKS]["repeats"], runs[WITH_TRICKS]["idle"][0]
+    result["repeats"] = runs[WITH_TRICKS]["repeats"]
+    result["idle"] = runs[WITH_TRICKS]["idle"][0] if runs[WITH_TRICKS]["idle"] else None
     report(result)
     print(f"wrote {write_result('tui_tick', result)}")
 

@@ -1,6 +1,6 @@
 """The shorter paint paths of the live TUI draw exactly what Textual's own paths draw: the scrollbar,
-a plain table's lines, the text lines of the status bar and the counts. And the pidfd pin that tells
-the supervisor whether an adopted worker is alive."""
+the text lines of the status bar and the counts. The app in a real terminal takes keys at once. And
+the pidfd pin that tells the supervisor whether an adopted worker is alive."""
 
 from __future__ import annotations
 
@@ -72,23 +72,6 @@ async def test_the_light_scrollbar_draws_what_textual_draws():
         assert cells(bar.render_lines(crop)) == cells(textual_bar(bar, crop))
 
 
-async def test_a_plain_tables_lines_are_the_ones_textual_would_style():
-    table = KeyedTable(COLUMNS)
-    async with TableApp(table).run_test(size=(60, 14)) as pilot:
-        table.sync(rows(40), follow=True)
-        table.focus()
-        await pilot.pause()
-        assert table._plain()
-        region = table.size.region
-        ours = table.render_lines(region)
-        table._painted.clear()
-        table._lines.clear()
-        table._plain = lambda: False  # Textual's styles cache instead
-        theirs = table.render_lines(region)
-        assert cells(ours) == cells(theirs)
-        assert any(ch != " " for ch, _ in cells(ours)[3])  # a row with text, not only blanks
-
-
 async def test_text_lines_show_text_as_given_and_wrap_like_a_static():
     long = "a message long enough to wrap onto the next line of a narrow status bar " * 2
     ours, theirs = TextLines(id="ours"), Static(id="theirs")
@@ -144,7 +127,7 @@ def _until(cond, timeout: float) -> float:
 
 @contextlib.contextmanager
 def _app_in_tmux(home):
-    """The real app in a real terminal (the quiet driver is only used there): its tmux name and pid;
+    """The real app in a real terminal (Textual's Linux driver, its input thread): its tmux name and pid;
     the session is killed and the home's processes stopped afterwards, however the test ended."""
     name = f"quiet-{os.getpid()}"
     flags = ["--home", str(home.home), "--temporal-address", home.temporal_address]
@@ -168,9 +151,9 @@ def _help_opens_and_closes(name: str) -> float:
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-def test_the_quiet_input_thread_takes_keys_escape_and_quit_at_once(home):
-    """Keys arrive, a lone Escape is told apart from an escape sequence on the parser's tick (not
-    after the thread's long sleep), and q quits without waiting out that sleep."""
+def test_in_a_real_terminal_keys_escape_and_quit_take_effect_at_once(home):
+    """Keys arrive, a lone Escape is told apart from an escape sequence on the parser's tick, and q
+    quits at once."""
     with _app_in_tmux(home) as (name, _):
         assert _help_opens_and_closes(name) < 1.0
         subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)

@@ -1,8 +1,8 @@
 """The guard on tui/render/: what each trick needs of Textual's private internals is still there on the
-pinned Textual, and the upstream code each copies or mirrors has not changed (a sha256 of its source,
-recorded for the pin). A failure names the trick and the way back: its stock switch. And nothing else
-in the TUI touches a Textual private name; and on the stock switch the app is built of stock Textual
-classes, runs none of the tricks' private code, and paints the same screens."""
+pinned Textual, and the upstream code each copies, mirrors or goes round has not changed (a sha256 of
+its source, recorded for the pin). A failure names the trick and the way back: its stock switch. And
+nothing else in the TUI touches a Textual private name; and on the stock switch the app runs Textual's
+own scrollbars and none of the tricks' code, and paints the same screens."""
 
 from __future__ import annotations
 
@@ -20,46 +20,30 @@ from pathlib import Path
 import pytest
 import textual
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.drivers.linux_driver import LinuxDriver
-from textual.geometry import Region
-from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
-from textual.widgets import Footer, Static
 
 import checkpoint_tui.tui as tui_package
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.tui import render
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.render import switch
-from checkpoint_tui.tui.render.light_scrollbar import LightBars
+from checkpoint_tui.tui.render.light_scrollbar import LightBars, LightScrollBar
 from checkpoint_tui.tui.render.painted_lines import PaintedLines
-from checkpoint_tui.tui.render.quiet_driver import QuietLinuxDriver
 from checkpoint_tui.tui.render.scroll_update import QuietVirtualSize
-from checkpoint_tui.tui.render.steady import SteadyLines
-from checkpoint_tui.tui.render.switch import (
-    LIGHT_SCROLLBAR,
-    PAINTED_LINES,
-    PLAIN_STYLING,
-    QUIET_INPUT_THREAD,
-    SCROLL_UPDATE,
-    STEADY_LINES,
-    TRICKS,
-)
+from checkpoint_tui.tui.render.switch import LIGHT_SCROLLBAR, PAINTED_LINES, SCROLL_UPDATE, TRICKS
 from tui_fixtures import FixedSession, after_kill_view, completed_after_kill_view, running_view
 
 PINNED = "8.2.8"  # the version the hashes below were recorded on (pyproject.toml pins it)
 TUI = Path(tui_package.__file__).parent
 RENDER = TUI / "render"
 
-# Upstream code a trick copies or mirrors: (trick, "module:qualified.name", sha256 of its source on the pin)
+# Upstream code a trick copies, mirrors or goes round: (trick, "module:qualified.name", sha256 of its
+# source on the pin). painted-lines calls Widget.render_lines on runs of lines and keeps what it made
+# by row: it counts on each line being styled on its own, whatever the crop.
 UPSTREAM = [
-    (STEADY_LINES, "textual._styles_cache:StylesCache.render",
-     "0945715ef8aede9b146da2418519f70dcab14ae9d7d26f53f8f29432ef5afa1c"),
-    (PLAIN_STYLING, "textual._styles_cache:StylesCache.render_line",
-     "928d7496e850dbf620f282f0ccc274bebe3cb568e84bda9ecccd3c4dcb79db7f"),
+    (PAINTED_LINES, "textual.widget:Widget.render_lines",
+     "1f2a11f3d51846d98e590f5f0eb01e1742dccb4f4671569bc89a519d45e4448a"),
     (LIGHT_SCROLLBAR, "textual.widget:Widget.vertical_scrollbar",
      "6b140a728f0b50e41f7666c0bf00cddcc2fcdf60f1f1822ac79b1981f4135e6d"),
     (LIGHT_SCROLLBAR, "textual.widget:Widget.horizontal_scrollbar",
@@ -68,8 +52,6 @@ UPSTREAM = [
      "39854fc82928d6470e7b2a6341512cdf6050202ccea7f1e69a6c3c726549ddf3"),
     (SCROLL_UPDATE, "textual.widget:Widget._scroll_update",
      "edb9f6257285830d14f94d0a27212a96275f14e21ae80350c6a7ce562628b7b8"),
-    (QUIET_INPUT_THREAD, "textual.drivers.linux_driver:LinuxDriver.run_input_thread",
-     "d796af6d69db337d6fa6bd463984f7d17188d991dbb22f60efb92a8a9619507c"),
 ]  # fmt: skip
 
 
@@ -122,22 +104,11 @@ class OneApp(App):
 
 
 async def test_the_private_names_each_trick_relies_on_are_there():
-    table, text = KeyedTable([("n", "n")]), Static("line one\nline two")
-    async with OneApp(table, text).run_test(size=(40, 12)) as pilot:
+    table = KeyedTable([("n", "n")])
+    async with OneApp(table).run_test(size=(40, 12)) as pilot:
         table.sync([(str(i), (str(i),)) for i in range(40)])
         await pilot.pause()
-        # steady-lines: a widget's styled lines stay in its styles cache, by y, until marked dirty
-        cache = need(STEADY_LINES, text, "_styles_cache")
-        held = need(STEADY_LINES, cache, "_cache", dict)
-        dirty = need(STEADY_LINES, cache, "_dirty_lines", set)
-        lines = text.render_lines(Region(0, 0, text.size.width, 2))
-        assert [held.get(y) for y in (0, 1)] == lines, way_back(STEADY_LINES, "the styles cache holds no lines by y")
-        text.refresh()
-        assert {0, 1} <= dirty, way_back(STEADY_LINES, "refresh() no longer marks the cached lines dirty")
-        # plain-styling: the colours the styles cache puts around a line
-        inner = need(PLAIN_STYLING, table, "_styles_cache")
-        need(PLAIN_STYLING, inner, "get_inner_outer")
-        need(PLAIN_STYLING, inner.get_inner_outer(*table.background_colors)[0], "rich_style")
+        # painted-lines: none (public Line API only)
         # light-scrollbar: where a widget keeps its bars, how they are mounted
         assert "_vertical_scrollbar" in vars(table) and "_horizontal_scrollbar" in vars(table), way_back(
             LIGHT_SCROLLBAR, "Widget._vertical_scrollbar / _horizontal_scrollbar are gone"
@@ -148,22 +119,13 @@ async def test_the_private_names_each_trick_relies_on_are_there():
         assert list(inspect.signature(update).parameters) == ["self", "virtual_size"], way_back(
             SCROLL_UPDATE, "Widget._scroll_update takes other arguments"
         )
-    # quiet-input-thread: the parser and helpers the copied input thread uses
-    for module, name in (("textual._loop", "loop_last"), ("textual._parser", "ParseError"),
-                         ("textual._xterm_parser", "XTermParser")):  # fmt: skip
-        need(QUIET_INPUT_THREAD, importlib.import_module(module), name)
-    parser = importlib.import_module("textual._xterm_parser").XTermParser(False)
-    assert need(QUIET_INPUT_THREAD, parser, "_timeout_time") is None
-    list(parser.feed("\x1b"))  # a lone ESC: the parser waits for the rest of a sequence, with a timeout
-    need(QUIET_INPUT_THREAD, parser, "_timeout_time", float)
-    assert sets(LinuxDriver, "_debug"), way_back(QUIET_INPUT_THREAD, "LinuxDriver._debug is gone")
 
 
 def test_the_guard_names_the_trick_and_the_way_back():  # the checks above must be able to fail
     with pytest.raises(AssertionError, match=r"light-scrollbar: .*CHECKPOINT_TUI_STOCK=light-scrollbar"):
         need(LIGHT_SCROLLBAR, object(), "_vertical_scrollbar")
-    with pytest.raises(AssertionError, match=r"quiet-input-thread: the source of .* changed"):
-        check_upstream(QUIET_INPUT_THREAD, "textual.drivers.linux_driver:LinuxDriver.run_input_thread", "0" * 64)
+    with pytest.raises(AssertionError, match=r"painted-lines: the source of .* changed"):
+        check_upstream(PAINTED_LINES, "textual.widget:Widget.render_lines", "0" * 64)
     with pytest.raises(AssertionError, match=r"scroll-update: textual.widget:Widget._gone is gone"):
         check_upstream(SCROLL_UPDATE, "textual.widget:Widget._gone", "0" * 64)
 
@@ -269,13 +231,13 @@ def test_our_private_names_do_not_shadow_textuals():
 def test_the_switch_reads_names_all_and_refuses_a_typo():
     assert switch.parse("") == frozenset()
     assert switch.parse("1") == switch.parse("all") == frozenset(TRICKS)
-    assert switch.parse(" steady-lines,LIGHT-SCROLLBAR ") == {STEADY_LINES, LIGHT_SCROLLBAR}
-    with pytest.raises(UsageError, match="no trick named steady-line "):
-        switch.parse("steady-line")
+    assert switch.parse(" scroll-update,LIGHT-SCROLLBAR ") == {SCROLL_UPDATE, LIGHT_SCROLLBAR}
+    with pytest.raises(UsageError, match="no trick named light-scrollbars "):
+        switch.parse("light-scrollbars")
 
 
 def test_the_environment_is_read_when_the_tui_is_imported():
-    code = "from checkpoint_tui.tui import render; print(','.join(sorted(render.switch.OFF)))"
+    code = "from checkpoint_tui.tui.render import switch; print(','.join(sorted(switch.OFF)))"
     for value, off in (("all", ",".join(sorted(TRICKS))), ("scroll-update", "scroll-update"), ("", "")):
         env = {**os.environ, "CHECKPOINT_TUI_STOCK": value}
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
@@ -283,7 +245,7 @@ def test_the_environment_is_read_when_the_tui_is_imported():
 
 
 def test_a_typo_in_the_switch_is_a_usage_error_before_anything_starts(tmp_path):
-    env = {**os.environ, "CHECKPOINT_TUI_STOCK": "steady-lines,nope"}
+    env = {**os.environ, "CHECKPOINT_TUI_STOCK": "painted-lines,nope"}
     out = subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(tmp_path)], capture_output=True,
                          text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
     assert out.returncode == 2 and "CHECKPOINT_TUI_STOCK: no trick named nope" in out.stderr
@@ -309,8 +271,9 @@ def forbid(monkeypatch, cls: type, name: str, trick: str) -> None:
     monkeypatch.setattr(cls, name, refuse)
 
 
-async def screens_of(view, history_scroll: bool = True) -> tuple[CheckpointApp, list[str]]:
-    """The app on fixed data: its screen as SVG, then with the history scrolled to the top."""
+async def screens_of(view) -> tuple[set[type], list[str]]:
+    """The app on fixed data: its tables' scrollbar classes, and its screen as SVG, then with the
+    history scrolled to the top."""
     app = CheckpointApp(FixedSession(view), poll_interval=3600)
     app.animation_level = "none"
     shots = []
@@ -321,41 +284,25 @@ async def screens_of(view, history_scroll: bool = True) -> tuple[CheckpointApp, 
             await pilot.pause(0.02)
         await pilot.pause()
         shots.append(app.export_screenshot())
-        if history_scroll:
-            app.query_one("#history").scroll_to(y=0, animate=False, immediate=True)
-            await pilot.pause()
-            shots.append(app.export_screenshot())
-        kinds = {
-            "screen": type(app.screen), "main": type(app.query_one("#main")), "left": type(app.query_one("#left")),
-            "box": type(app.query_one("#history-box")), "footer": type(app.query_one(Footer)),
-            "bars": {type(t.vertical_scrollbar) for t in app.query(KeyedTable)},
-        }  # fmt: skip
-    app.kinds = kinds  # type: ignore[attr-defined]
-    return app, shots
+        app.query_one("#history").scroll_to(y=0, animate=False, immediate=True)
+        await pilot.pause()
+        shots.append(app.export_screenshot())
+        bars = {type(bar) for t in app.query(KeyedTable) for bar in (t.vertical_scrollbar, t.horizontal_scrollbar)}
+    return bars, shots
 
 
 @pytest.mark.parametrize("view", [running_view, after_kill_view, completed_after_kill_view])
 async def test_on_the_stock_path_the_app_is_stock_textual_and_paints_the_same(view, monkeypatch, utc):
     monkeypatch.setattr(switch, "OFF", frozenset())
-    tricks_app, with_tricks = await screens_of(view())
-    assert tricks_app.kinds["bars"] != {ScrollBar}  # the tricks path is the tricks path
+    bars, with_tricks = await screens_of(view())
+    assert bars == {LightScrollBar}  # the tricks path is the tricks path
     monkeypatch.setattr(switch, "OFF", frozenset(TRICKS))
     for cls, name, trick in (
-        (SteadyLines, "_still_cached", STEADY_LINES), (SteadyLines, "_cached_strips", STEADY_LINES),
-        (PaintedLines, "_styled_by_textual", PAINTED_LINES), (PaintedLines, "_styled_by_us", PLAIN_STYLING),
-        (LightBars, "_make_bar", LIGHT_SCROLLBAR), (QuietVirtualSize, "_tell_bars", SCROLL_UPDATE),
+        (PaintedLines, "_styled_by_textual", PAINTED_LINES),
+        (LightBars, "_make_bar", LIGHT_SCROLLBAR), (LightScrollBar, "render_lines", LIGHT_SCROLLBAR),
+        (QuietVirtualSize, "_tell_bars", SCROLL_UPDATE),
     ):  # fmt: skip
         forbid(monkeypatch, cls, name, trick)
-    stock_app, stock = await screens_of(view())
-    assert stock_app.kinds == {"screen": Screen, "main": Horizontal, "left": Vertical, "box": Vertical,
-                               "footer": Footer, "bars": {ScrollBar}}  # fmt: skip
-    assert stock_app.get_driver_class() is LinuxDriver
+    bars, stock = await screens_of(view())
+    assert bars == {ScrollBar}
     assert stock == with_tricks  # every cell, every colour
-
-
-def test_the_driver_is_the_quiet_one_only_with_the_trick_on(monkeypatch):
-    monkeypatch.setattr(switch, "OFF", frozenset())
-    assert render.driver_class(LinuxDriver) is QuietLinuxDriver
-    assert render.driver_class(ScrollBar) is ScrollBar  # type: ignore[arg-type]  # not Linux's: left alone
-    monkeypatch.setattr(switch, "OFF", frozenset({QUIET_INPUT_THREAD}))
-    assert render.driver_class(LinuxDriver) is LinuxDriver

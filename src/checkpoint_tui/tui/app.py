@@ -16,17 +16,16 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.driver import Driver
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from checkpoint_tui.app.view import View
 from checkpoint_tui.app.workload import user_workload
 from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
-from checkpoint_tui.tui import render
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
 from checkpoint_tui.tui.commands import lab_commands
 from checkpoint_tui.tui.lesson_screen import LessonScreen
@@ -102,23 +101,17 @@ class CheckpointApp(App[int]):
         self._lesson = None  # the step-through lesson (app/lesson.py), made on the first `v`
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
-    def get_default_screen(self) -> Screen:
-        return render.screen(id="_default")
-
-    def get_driver_class(self) -> type[Driver]:
-        return render.driver_class(super().get_driver_class())  # an input thread that sleeps
-
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static("", id="banner")
-        with render.horizontal(id="main"):
-            with render.vertical(id="left"):
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
                 yield boxed(TimelinePane(), "timeline-box")
                 yield boxed(WorkerEventsPane(), "workers-box")
-            with render.vertical(id="right"):
+            with Vertical(id="right"):
                 yield boxed(LedgerPane(), "ledger-box")
                 yield boxed(HistoryPane(), "history-box")
-        yield render.footer()
+        yield Footer()
 
     def on_mount(self) -> None:
         # Found once: a query walks the DOM, and the refresh handler runs twice a second.

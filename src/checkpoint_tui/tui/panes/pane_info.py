@@ -9,7 +9,6 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.containers import Vertical
 
-from checkpoint_tui.tui import render
 from checkpoint_tui.tui.panes.text_lines import TextLines
 
 COUNTS_EVERY_S = 1.0
@@ -51,6 +50,6 @@ class PaneInfo(TextLines):
 
 def boxed(pane, box_id: str) -> Vertical:
     """A pane in a bordered box with a fixed title; its counts line (if any) sits inside, on top."""
-    box = render.vertical(*([pane.info] if pane.info is not None else []), pane, id=box_id, classes="pane-box")
+    box = Vertical(*([pane.info] if pane.info is not None else []), pane, id=box_id, classes="pane-box")
     box.border_title = pane.TITLE
     return box

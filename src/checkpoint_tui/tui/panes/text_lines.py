@@ -11,10 +11,8 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from checkpoint_tui.tui.render.steady import SteadyLines
 
-
-class TextLines(SteadyLines, Widget):
+class TextLines(Widget):
     DEFAULT_CSS = """
     TextLines { height: auto; }
     """

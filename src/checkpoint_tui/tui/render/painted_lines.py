@@ -1,15 +1,13 @@
-"""painted-lines and plain-styling: styled lines kept by row for a scrolling table (a mixin for
-KeyedTable, ahead of ScrollView).
+"""painted-lines: styled lines kept by row for a scrolling table (a mixin for KeyedTable, ahead of
+ScrollView).
 
 Textual caches a widget's styled lines by their y and drops them all when it scrolls, so a follow-scroll
-restyled every visible line (~0.3 ms each, the bulk of a live refresh). Here styled lines are kept by
-row: after a scroll only rows not shown before are styled. And a table with no padding, border, tint
-or opacity of its own is styled here, without Textual's styles cache: for such a widget the cache would
-hand back the line render_line() made plus the line filters, after looking up colours and styles
-through the DOM on every call (the lines are the same; tests compare the two paths).
+restyled every visible line (the bulk of a live refresh). Here styled lines are kept by row: after a
+scroll only rows not shown before are styled, by Textual, in runs of adjacent lines.
 
-painted-lines (the lines kept by row) uses public API only; plain-styling (styled here) touches the
-private Widget._styles_cache (its get_inner_outer colours)."""
+What it buys, measured: docs/tui-render.md (about 2 points of a core on a live run). Private names:
+none; it stands behind the switch with the others because it relies on how Textual styles lines (each
+line on its own, whatever the crop), which the tests compare with Textual's own path."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 
-from checkpoint_tui.tui.render.switch import PAINTED_LINES, PLAIN_STYLING, on
+from checkpoint_tui.tui.render.switch import PAINTED_LINES, on
 
 
 class PaintedLines:
@@ -49,41 +47,13 @@ class PaintedLines:
             marks.append((key, mark))
         try:
             if None in lines:
-                plain = on(PLAIN_STYLING) and self._plain()
-                fill = self._styled_by_us(crop, lines, filters) if plain else self._styled_by_textual(crop, lines)
-                for n, strip in fill:
+                for n, strip in self._styled_by_textual(crop, lines):
                     lines[n] = strip
                     key, mark = marks[n]
                     self._painted[key] = (mark, strip)
         finally:
             self._pass_base = None  # render_line outside a pass looks styles up afresh
         return lines  # type: ignore[return-value]  # every None was filled
-
-    def _plain(self) -> bool:
-        """No padding, border, outline, tint, hatch or opacity: Textual's styling of a line would leave
-        it as render_line() made it, bar the line filters."""
-        styles = self.styles
-        return (
-            styles.gutter == (0, 0, 0, 0)
-            and not any(edge for edge, _ in styles.outline)
-            and styles.tint.a == 0
-            and self.opacity == 1.0
-            and styles.text_opacity == 1.0
-            and not styles.has_rule("hatch")
-        )
-
-    def _styled_by_us(self, crop: Region, lines: list[Strip | None], filters: tuple) -> Iterator[tuple[int, Strip]]:
-        """The lines that `lines` lacks, as Textual's styles cache would make them for a plain widget."""
-        width = self.region.width
-        base_background, background = self.background_colors
-        inner = self._styles_cache.get_inner_outer(base_background, background)[0].rich_style
-        whole = crop.column_span == (0, width)
-        for n, y in enumerate(crop.line_range):
-            if lines[n] is None:
-                strip = self.render_line(y).adjust_cell_length(width, inner)
-                for line_filter in filters:
-                    strip = strip.apply_filter(line_filter, background)
-                yield n, strip if whole else strip.crop(crop.x, crop.right)
 
     def _styled_by_textual(self, crop: Region, lines: list[Strip | None]) -> Iterator[tuple[int, Strip]]:
         """The lines that `lines` lacks, styled by Textual in runs of adjacent lines (each call has a

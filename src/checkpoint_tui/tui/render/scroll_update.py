@@ -8,6 +8,8 @@ updated directly. And a scrollbar repaints whenever it hears of a new size: it h
 second, in a refresh that paints anyway (the app calls settle_bars on every refresh; a timer of its
 own would cost a frame of its own). Scrolling uses the size set at once.
 
+What it buys, measured: docs/tui-render.md (3 to 4 points of a core on a live run).
+
 Private name: Widget._scroll_update (what the layout pass calls: the scrollbars' sizes and visibility,
 the scroll offsets clamped)."""
 

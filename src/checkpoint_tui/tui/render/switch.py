@@ -8,13 +8,10 @@ from __future__ import annotations
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.settings import TUI_STOCK_ENV, tui_stock_env
 
-STEADY_LINES = "steady-lines"
 PAINTED_LINES = "painted-lines"
-PLAIN_STYLING = "plain-styling"
 LIGHT_SCROLLBAR = "light-scrollbar"
 SCROLL_UPDATE = "scroll-update"
-QUIET_INPUT_THREAD = "quiet-input-thread"
-TRICKS = (STEADY_LINES, PAINTED_LINES, PLAIN_STYLING, LIGHT_SCROLLBAR, SCROLL_UPDATE, QUIET_INPUT_THREAD)
+TRICKS = (PAINTED_LINES, LIGHT_SCROLLBAR, SCROLL_UPDATE)
 ALL = ("1", "all")
 
 
