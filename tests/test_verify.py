@@ -26,11 +26,16 @@ EXPECTED = [
 ]
 
 
+def failing_lines(stdout: str) -> str:
+    """The FAIL lines of a --verify report, whole (its figures), ahead of the output's tail."""
+    return "".join(line + "\n" for line in stdout.splitlines() if line.lstrip().startswith("FAIL"))
+
+
 def test_verify_passes_with_figures(home):
     out_path, junit, bundle = home.home / "verify.json", home.home / "ci" / "verify.xml", home.home / "proof"
     out = run_cli("--verify", "--json", str(out_path), "--junit", str(junit), "--proof", str(bundle), home=home,
                   timeout=180)  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert out.returncode == 0, failing_lines(out.stdout) + out.stdout[-3000:] + out.stderr[-2000:]
     assert "ALL CHECKS PASS" in out.stdout
     report = json.loads(out_path.read_text())
     assert_junit_matches(junit, report["checks"])
@@ -50,7 +55,7 @@ def test_verify_passes_on_a_postgresql_ledger(home, pg_url):
     """The same proof with every table in PostgreSQL (the URL reaches the CLI through its env var)."""
     out_path = home.home / "verify-pg.json"
     out = run_cli("--verify", "--json", str(out_path), home=home, env={"CHECKPOINT_LEDGER_URL": pg_url}, timeout=180)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert out.returncode == 0, failing_lines(out.stdout) + out.stdout[-3000:] + out.stderr[-2000:]
     report = json.loads(out_path.read_text())
     assert report["passed"] == report["total"] >= len(EXPECTED)
     assert not (home.run_dir / "verify" / "run" / "checkpoint.db").exists()  # nothing went to SQLite
