@@ -92,9 +92,11 @@ class LabSession:
         sup = Supervisor(self.settings, self.address)
         sup.acquire()  # if another supervisor owns the home we only observe (no respawn, no spare)
         await asyncio.to_thread(sup.ensure_worker)
+        # the run to show is known before the session reads as booted (supervisor set): a caller that
+        # waits for the supervisor sees the run it re-attached to, never None in between
+        self.run_id = await self._db(lambda: queries.latest_run_id(connect(self.settings.ledger)))
         self.supervisor = sup
         sup.start()  # shutdown() stops it
-        self.run_id = await self._db(lambda: queries.latest_run_id(connect(self.settings.ledger)))
 
     async def poll(self) -> View:
         """One View. The first poll of a run carries all its rows; later ones only rows written since
