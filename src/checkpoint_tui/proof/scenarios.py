@@ -25,6 +25,7 @@ from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.proof.report import Report
+from checkpoint_tui.proof.task_cost import task_times
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
@@ -32,7 +33,7 @@ PACE = 0.3
 RUN_TIMEOUT_S = 60.0
 RESTART_TARGET_S = 0.2  # kill -> killed step restarts, with the warm spare
 RESTART_TARGET_NO_SPARE_S = 0.6
-NEXT_STEP_SLACK_S = 0.6  # kill -> next step, beyond the step's own work + timer
+NEXT_STEP_SLACK_S = 0.6  # kill -> next step, beyond the step's own work + timer + the replay
 UNASSISTED_RESTART_TARGET_S = 2.5
 READY_TIMEOUT_S = 20.0
 
@@ -168,9 +169,12 @@ async def kill_mid_run(ctx: Context) -> None:
     conn = connect(ctx.settings.ledger)
     work = _normal_work_s(snap, {k["step"] for k in kills})
     target = RESTART_TARGET_S if sup.use_spare else RESTART_TARGET_NO_SPARE_S
+    tasks = await task_times(ctx.client, run_id)
     for i, k in enumerate(kills, 1):
         lat = measure(conn, run_id, k["at"], k["pid"], k["step"])
-        budget = work + timer_ms(k["step"] or 0, PACE) / 1000
+        timer = timer_ms(k["step"] or 0, PACE) / 1000
+        replay = tasks.replay_excess_s(k["at"])  # the new worker's first task replays the whole history
+        budget = work + timer + replay
         excess = None if lat.next_step_s is None else lat.next_step_s - budget
         r.check(
             f"1e. kill #{i} at step {k['step']}: restart and next step in time",
@@ -179,8 +183,9 @@ async def kill_mid_run(ctx: Context) -> None:
             and excess is not None
             and excess <= NEXT_STEP_SLACK_S,
             f"restart={_s(lat.restart_s)} (≤{target}s) next_step={_s(lat.next_step_s)} "
-            f"(≤ work {work:.2f}s + timer {budget - work:.2f}s + {NEXT_STEP_SLACK_S}s)",
+            f"(≤ work {work:.2f}s + timer {timer:.2f}s + replay {replay:.2f}s + {NEXT_STEP_SLACK_S}s)",
             restart_s=lat.restart_s,
+            replay_s=replay,
             next_step_s=lat.next_step_s,
             next_step_excess_s=excess,
         )
