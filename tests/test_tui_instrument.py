@@ -207,8 +207,9 @@ async def test_bundle_screenshot_pictures_each_kill_marker(tmp_path):
 
 
 def test_a_kill_with_no_activity_in_flight_names_the_timer_or_workflow_task():
-    from checkpoint_tui.app.kill_marker import open_task, window_of
+    from checkpoint_tui.app.kill_marker import open_task
     from checkpoint_tui.app.view import HistoryEvent
+    from checkpoint_tui.app.windows import classify
     from checkpoint_tui.ledger.inspect_queries import KillEvent
 
     timer = [
@@ -220,8 +221,9 @@ def test_a_kill_with_no_activity_in_flight_names_the_timer_or_workflow_task():
     kill = KillEvent(1, 1.5, "kill", 99, None, None, 7, "SIGKILL")
     i, text = place_kill(kill, timer)
     assert i == 2 and "in flight: no activity, a timer (TIMER_STARTED) · step 7 · next event +0.50 s" in text
-    assert window_of(in_flight(timer[:i]), open_task(timer[:i])) == "timer"
+    assert in_flight(timer[:i]) is None and classify(kill, timer[:i], []) == "timer"
     assert open_task(timer) == "WORKFLOW_TASK_SCHEDULED"  # fired; then a workflow task not completed yet
-    assert window_of(None, open_task(timer)) == "workflow task"
-    assert window_of(None, open_task(timer[:1])) == "between tasks"
-    assert window_of("llm") == "model call" and window_of("send_email") == "activity send_email"
+    assert classify(kill, timer, []) == "workflow task"
+    assert classify(kill, timer[:1], []) == "between tasks"
+    send = [HistoryEvent(5, 1.0, "ACTIVITY_TASK_SCHEDULED", "send_email task_queue=q")]
+    assert classify(kill, send, []) == "activity send_email"

@@ -39,31 +39,11 @@ def in_flight(events: Sequence[HistoryEvent]) -> str | None:
     return list(open_.values())[-1] if open_ else None
 
 
-# The windows a kill's in-flight activity names (our loop's activity types; a user's are named as they are).
-WINDOWS = {
-    "llm": "model call",
-    "tool": "tool call",
-    "effect": "effect activity (claim, write, stamp)",
-    "mark_step_running": "step bookkeeping (before the model call)",
-    "mark_step_completed": "step bookkeeping (after the effects)",
-}
-
-
 TASKS = {
     "TIMER_STARTED": "a timer (TIMER_STARTED)",
     "WORKFLOW_TASK_SCHEDULED": "a workflow task (WORKFLOW_TASK_SCHEDULED)",
     "WORKFLOW_TASK_STARTED": "a workflow task (WORKFLOW_TASK_STARTED)",
 }
-
-
-def window_of(activity: str | None, task: str | None = None) -> str:
-    """The window of the run a kill landed in, from the activity (else the timer or workflow task) in
-    flight when it came."""
-    if activity is not None:
-        return WINDOWS.get(activity, f"activity {activity}")
-    if task == "TIMER_STARTED":
-        return "timer"
-    return "workflow task" if task else "between tasks"
 
 
 _STARTED_ID = re.compile(r"\bstarted_event_id=(\d+)")

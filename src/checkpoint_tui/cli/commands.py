@@ -277,6 +277,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
         raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
+    max_kills = _max_kills(args)
+    if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
+        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.shrink import shrink_command
 
@@ -294,7 +297,20 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         command += f" --partitions {args.partitions}" if args.partitions else ""
         command += f" --resets {args.resets}" if args.resets else ""
     command += f" --runs {args.runs}" if args.runs > 1 else ""
-    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs))
+    command += " --until-covered" if args.until_covered else ""
+    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs,
+                                     max_kills=max_kills))  # fmt: skip
+
+
+def _max_kills(args: argparse.Namespace) -> int | None:
+    """--until-covered's kill budget (None without it); --max-kills alone is a usage error."""
+    from checkpoint_tui.proof.coverage import DEFAULT_MAX_KILLS
+
+    if getattr(args, "max_kills", None) is not None and not getattr(args, "until_covered", False):
+        raise UsageError("--max-kills goes with --until-covered")
+    if not getattr(args, "until_covered", False):
+        return None
+    return args.max_kills if args.max_kills is not None else DEFAULT_MAX_KILLS
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:

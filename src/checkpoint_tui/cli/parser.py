@@ -125,8 +125,8 @@ def _run_commands(sub) -> None:
         default=[],
         metavar="SPEC",
         type=_fault_spec,
-        help="transient:STEP[:COUNT] | garble:STEP | crash_after_claim:STEP[:file|db|email] | kill_at:STEP"
-        " | freeze:STEP",
+        help="transient:STEP[:COUNT] | garble:STEP | crash_before_claim:STEP | crash_after_claim:STEP[:file|db|email]"
+        " | crash_after_write:STEP[:file|db|email] | crash_after_stamp:STEP | kill_at:STEP | freeze:STEP",
     )
 
     status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")
@@ -168,6 +168,11 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--resets", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also reset the workflow this many times to a workflow task 1-3 steps back "
                        "(`temporal workflow reset`: the steps after it run again; their effects must be skipped)")
+    chaos.add_argument("--until-covered", action="store_true",
+                       help="then keep killing, aimed at the windows no kill has landed in yet (model call, tool "
+                       "call, the effect's claim/write/stamp, timer), until each has one; exit 1 naming any missed")
+    chaos.add_argument("--max-kills", type=_bounded_int(1, 1000), default=None,
+                       help="with --until-covered: at most this many worker deaths in all (default 30)")
     chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
                        help="run this schedule file instead of the seeded one (see README: Nemeses)")
     chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,

@@ -154,8 +154,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
     if args.chaos_schedule is not None and args.chaos_save is not None:
         raise UsageError("--schedule and --save-schedule go one at a time")
-    if args.resets or args.runs > 1:
-        raise UsageError("--resets and --runs run on checkpoint-tui's own loop for now, not a user's workflow")
+    if args.resets or args.runs > 1 or args.until_covered or args.max_kills is not None:
+        raise UsageError("--resets, --runs and --until-covered run on checkpoint-tui's own loop for now, not a "
+                         "user's workflow (its chaos report still names each kill's window)")  # fmt: skip
     if args.steps is not None:
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip

@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from temporalio import activity
@@ -153,6 +154,9 @@ class AgentActivities:
         payloads = {kind: _payload(kind, inp) for kind in KINDS}  # before anything is claimed
         attempt = self._touch(inp.run_id, inp.step, "effect")
         conn = connect(self.ledger)
+        planned = faults.planned_at(conn, inp.run_id, inp.step)  # the fault hooks below, only if any
+        if ("crash_before_claim", None) in planned and faults.consume(conn, inp.run_id, inp.step, "crash_before_claim"):
+            os.kill(os.getpid(), signal.SIGKILL)  # in the effect activity, nothing claimed yet
         outcomes: dict[str, str] = {}
         async with beating():
             for kind in KINDS:
@@ -169,18 +173,30 @@ class AgentActivities:
                     conn,
                     spec,
                     physical_for(kind, conn, self.artifacts_dir, durable=self.durable),
-                    after_claim=lambda k=kind: self._maybe_crash(inp, k),
+                    after_claim=self._hook(inp, kind, planned, "crash_after_claim", "stop_after_claim"),
+                    after_write=self._hook(inp, kind, planned, "crash_after_write"),
                 )
+            stamped_crash = ("crash_after_stamp", None) in planned
+            if stamped_crash and faults.consume(conn, inp.run_id, inp.step, "crash_after_stamp"):
+                os.kill(os.getpid(), signal.SIGKILL)  # every effect stamped, the activity not completed
         return outcomes
 
-    def _maybe_crash(self, inp: EffectInput, kind: str) -> None:
+    def _hook(self, inp: EffectInput, kind: str, planned: set, *names: str) -> Callable[[], None] | None:
+        """The fault hook for one window of one effect, if the plan names it there."""
+        wanted = [n for n in names if (n, kind) in planned]
+        return (lambda: self._maybe_crash(inp, kind, wanted)) if wanted else None
+
+    def _maybe_crash(self, inp: EffectInput, kind: str, names: list[str]) -> None:
         conn = connect(self.ledger)
-        if faults.consume(conn, inp.run_id, inp.step, "crash_after_claim", kind):
-            os.kill(os.getpid(), signal.SIGKILL)  # the claim is committed, the write never happens
-        if faults.consume(conn, inp.run_id, inp.step, "stop_after_claim", kind):
-            # A zombie writer: stopped between claim and write until someone sends SIGCONT; by then
-            # Temporal may have given the activity to another worker, which recovers the effect.
-            os.kill(os.getpid(), signal.SIGSTOP)
+        for name in names:
+            if not faults.consume(conn, inp.run_id, inp.step, name, kind):
+                continue
+            if name == "stop_after_claim":
+                # A zombie writer: stopped between claim and write until someone sends SIGCONT; by then
+                # Temporal may have given the activity to another worker, which recovers the effect.
+                os.kill(os.getpid(), signal.SIGSTOP)
+            else:  # after the claim: the write never happens; after the write: the stamp never does
+                os.kill(os.getpid(), signal.SIGKILL)
 
     @activity.defn(name="mark_step_completed")
     async def mark_step_completed(self, inp: StepInput) -> None:

@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import secrets
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -72,6 +73,22 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def same_bytes(path: Path, data: bytes) -> bool:
+    """Whether the regular file at `path` (not followed if a link) holds exactly `data`; read no more
+    than one byte past its length."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(len(data) + 1) == data
+    finally:
+        os.close(fd)
 
 
 def append_once(path: Path, prefix: bytes, line: bytes, check: bool, durable: bool = True) -> bool:

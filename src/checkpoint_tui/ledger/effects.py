@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from checkpoint_tui.ledger.artifacts import append_once, outbox_line, outbox_path, step_file, write_atomic
+from checkpoint_tui.ledger.artifacts import append_once, outbox_line, outbox_path, same_bytes, step_file, write_atomic
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.store import now, transaction
 from checkpoint_tui.settings import HOST
@@ -46,7 +46,9 @@ def effect_id(workflow_id: str, step: int, kind: str) -> str:
 
 
 # physical(spec, recovering): recovering=True means "a previous writer may have done this already".
-Physical = Callable[[EffectSpec, bool], None]
+# It returns whether it found the write already done (True), did it (False), or cannot tell (None):
+# recorded on the attempt's outcome row, it is what places a kill between the write and the stamp.
+Physical = Callable[[EffectSpec, bool], "bool | None"]
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,10 @@ def claim_effect(conn: Ledger, spec: EffectSpec) -> Claim:
     return Claim(int(outcome_row), "skipped" if existing["applied_at"] is not None else "recovered")
 
 
-def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim) -> None:
+def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim, found_written: bool | None = None) -> None:
     """The second transaction, after the physical write returned (not called if it raised: the claim
-    stays unstamped and the attempt without an outcome, i.e. interrupted)."""
+    stays unstamped and the attempt without an outcome, i.e. interrupted). `found_written`: what the
+    write reported (None: it cannot tell, or there was nothing to write)."""
     with transaction(conn):  # the stamp and the outcome together: a crash leaves neither
         if claim.must_write:
             conn.execute(
@@ -95,9 +98,10 @@ def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim) -> None:
                 "WHERE id = ? AND applied_at IS NULL",
                 (now(), spec.attempt, spec.attempt, spec.id),
             )
+        found = None if found_written is None or not claim.must_write else int(found_written)
         conn.execute(
-            "UPDATE effect_outcomes SET outcome = ?, finished_at = ? WHERE seq = ?",
-            (claim.outcome, now(), claim.seq),
+            "UPDATE effect_outcomes SET outcome = ?, finished_at = ?, found_written = ? WHERE seq = ?",
+            (claim.outcome, now(), found, claim.seq),
         )
 
 
@@ -106,26 +110,35 @@ def apply_effect_once(
     spec: EffectSpec,
     physical: Physical,
     after_claim: Callable[[], None] | None = None,
+    after_write: Callable[[], None] | None = None,
 ) -> str:
-    """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'."""
+    """Apply one effect at most once per id; returns 'applied', 'skipped' or 'recovered'. The hooks
+    are the fault plan's: `after_claim` between the claim and the write, `after_write` between the
+    write and the stamp (each only on the attempt that took the claim)."""
     claim = claim_effect(conn, spec)
     if claim.outcome == "applied" and after_claim is not None:
-        after_claim()  # fault hook: the real claim -> stamp window
-    if claim.must_write:
-        physical(spec, claim.outcome == "recovered")
-    stamp_effect(conn, spec, claim)
+        after_claim()  # fault hook: the claim -> write window
+    found = physical(spec, claim.outcome == "recovered") if claim.must_write else None
+    if claim.outcome == "applied" and after_write is not None:
+        after_write()  # fault hook: the write -> stamp window
+    stamp_effect(conn, spec, claim, found)
     return claim.outcome
 
 
 # --- the three physical effects ------------------------------------------------------------------
 
 
-def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool, durable: bool = True) -> None:
-    """Atomic replace: a retried write produces the same bytes, so redoing it is harmless."""
-    write_atomic(step_file(artifacts_dir, spec.run_id, spec.step), spec.payload.encode("utf-8"), durable)
+def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool, durable: bool = True) -> bool | None:
+    """Atomic replace: a retried write produces the same bytes, so redoing it is harmless (and done
+    anyway). Recovering, it first looks whether the file already holds them: True if so."""
+    path = step_file(artifacts_dir, spec.run_id, spec.step)
+    data = spec.payload.encode("utf-8")
+    found = same_bytes(path, data) if recovering else None
+    write_atomic(path, data, durable)
+    return found
 
 
-def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
+def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> bool | None:
     """With `check`, look and insert under the write lock (and the unique index on a durable run's
     effect id makes a second row impossible even without it)."""
     with transaction(conn, spec.id):
@@ -135,19 +148,21 @@ def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> None:
                 "SELECT 1 FROM notes WHERE run_id = ? AND effect_id = ?", (spec.run_id, spec.id)
             ).fetchone()
         ):
-            return
+            return True
         conn.execute(
             "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
             (spec.id, spec.run_id, spec.step, spec.payload),
         )
+    return False if check else None
 
 
-def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool, durable: bool = True) -> None:
+def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool, durable: bool = True) -> bool | None:
     """The 'email': one line naming its effect id, so a second send is visible in the file. With `check`,
     look and append under an exclusive lock."""
     prefix = outbox_line(spec.id, "").rstrip("\n").encode()
-    append_once(outbox_path(artifacts_dir, spec.run_id), prefix, outbox_line(spec.id, spec.payload).encode(), check,
-                durable)  # fmt: skip
+    appended = append_once(outbox_path(artifacts_dir, spec.run_id), prefix,
+                           outbox_line(spec.id, spec.payload).encode(), check, durable)  # fmt: skip
+    return (not appended) if check else None
 
 
 def physical_for(

@@ -10,7 +10,11 @@ from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now
 
-FAULT_KINDS = ("transient", "garble", "crash_after_claim", "kill_at", "freeze", "stop_after_claim")
+FAULT_KINDS = (
+    "transient", "garble", "crash_before_claim", "crash_after_claim", "crash_after_write", "crash_after_stamp",
+    "kill_at", "freeze", "stop_after_claim",
+)  # fmt: skip
+EFFECT_FAULTS = ("crash_after_claim", "crash_after_write", "stop_after_claim")  # these name an effect kind
 MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
 MAX_COUNT = 100
 
@@ -29,8 +33,9 @@ class FaultSpec:
 
 
 def parse_fault(text: str) -> FaultSpec:
-    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_after_claim:STEP[:KIND]`, `kill_at:STEP`,
-    `freeze:STEP`, `stop_after_claim:STEP[:KIND]`."""
+    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_before_claim:STEP`, `crash_after_claim:STEP[:KIND]`,
+    `crash_after_write:STEP[:KIND]`, `crash_after_stamp:STEP`, `kill_at:STEP`, `freeze:STEP`,
+    `stop_after_claim:STEP[:KIND]`."""
     parts = text.split(":")
     kind = parts[0].replace("-", "_")
     if kind not in FAULT_KINDS or len(parts) < 2:
@@ -49,7 +54,7 @@ def parse_fault(text: str) -> FaultSpec:
         if not 1 <= count <= MAX_COUNT:
             raise ValueError(f"bad fault {text!r}: COUNT must be between 1 and {MAX_COUNT}")
         return FaultSpec(kind, step, count=count)
-    if kind in ("crash_after_claim", "stop_after_claim"):
+    if kind in EFFECT_FAULTS:
         effect_kind = parts[2] if len(parts) > 2 else "file"
         if effect_kind not in KINDS:
             raise ValueError(f"bad fault {text!r}: effect kind must be one of {KINDS}")
@@ -78,6 +83,15 @@ def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | 
         ).rowcount
         == 1
     )
+
+
+def planned_at(conn: Ledger, run_id: str, step: int) -> set[tuple[str, str | None]]:
+    """(kind, effect kind) of the faults with firings left at this step: one read, so an activity
+    with nothing planned (the common case) spends no write on its fault hooks."""
+    rows = conn.execute(
+        "SELECT kind, effect_kind FROM faults WHERE run_id = ? AND step = ? AND fired < count", (run_id, step)
+    )
+    return {(r["kind"], r["effect_kind"]) for r in rows}
 
 
 def pending(conn: Ledger, run_ids: Sequence[str]) -> list[FaultSpec]:

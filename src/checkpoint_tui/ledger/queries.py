@@ -283,7 +283,7 @@ def claim_attempts(conn: Ledger, run_id: str) -> list:
 
     rows = conn.execute(
         "SELECT seq, effect_id, step, kind, attempt, worker_pid, host, COALESCE(outcome, 'interrupted') AS outcome, "
-        "started_at, finished_at FROM effect_outcomes WHERE run_id = ? ORDER BY seq",
+        "started_at, finished_at, found_written FROM effect_outcomes WHERE run_id = ? ORDER BY seq",
         (run_id,),
     )
     return [ClaimAttempt.of(r) for r in rows]

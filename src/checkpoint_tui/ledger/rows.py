@@ -151,8 +151,10 @@ class ClaimAttempt:
     outcome: str
     started_at: float
     finished_at: float | None
+    found_written: bool | None = None  # it found its write already done (None: cannot tell, or nothing to write)
 
     @classmethod
     def of(cls, r: Any) -> ClaimAttempt:
+        found = r["found_written"] if "found_written" in r.keys() else None  # noqa: SIM118 - a Row
         return cls(r["seq"], r["effect_id"], r["step"], r["kind"], r["attempt"], r["worker_pid"], r["host"],
-                   r["outcome"], r["started_at"], r["finished_at"])  # fmt: skip
+                   r["outcome"], r["started_at"], r["finished_at"], None if found is None else bool(found))  # fmt: skip

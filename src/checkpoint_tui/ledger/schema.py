@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS effect_outcomes (
     host TEXT,
     outcome TEXT,
     started_at REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    found_written INTEGER
 );
 CREATE INDEX IF NOT EXISTS effect_outcomes_run ON effect_outcomes(run_id);
 CREATE TABLE IF NOT EXISTS notes (
@@ -167,11 +168,19 @@ def _notes_once(ledger: Ledger) -> None:
     ledger.execute("CREATE INDEX IF NOT EXISTS effect_outcomes_effect ON effect_outcomes(effect_id)")
 
 
+def _found_written(ledger: Ledger) -> None:
+    """Whether a claim attempt found its write already done (1) or did it (0): what tells a kill
+    between the write and the stamp from one between the claim and the write (proof/windows.py)."""
+    if "found_written" not in ledger.columns("effect_outcomes"):
+        ledger.execute(ledger.ddl("ALTER TABLE effect_outcomes ADD COLUMN found_written INTEGER"))
+
+
 # Append only: (version, what it does, how). A host applies the ones its ledger lacks, in order.
 MIGRATIONS: tuple[tuple[int, str, Callable[[Ledger], None]], ...] = (
     (1, "tables", _create_tables),
     (2, "ledger identity", _ledger_identity),
     (3, "one note per durable effect", _notes_once),
+    (4, "which claim attempts found their write done", _found_written),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 MIGRATION_WAIT_S = 60.0  # a host may wait this long behind another host's migration

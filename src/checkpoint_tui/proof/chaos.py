@@ -31,7 +31,7 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof import coverage, nemeses, windows
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
@@ -82,6 +82,7 @@ class Chaos:
         self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
         self.run_ids: list[str] = []
         self.not_fired: list[dict] = []  # at_s events the run did not live to see
+        self.kill_windows: list[dict] = []  # each worker death of every run with its window (proof/windows.py)
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
@@ -150,6 +151,9 @@ class Chaos:
             if self.proxy is not None:
                 await self.proxy.close()
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
+        conn = connect(settings.ledger)
+        for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
+            self.kill_windows += await windows.kill_windows(client, conn, r)
         return self._report(run_id, audits, time.monotonic() - started)
 
     async def _execute(self, run_id: str) -> None:
@@ -243,6 +247,7 @@ class Chaos:
             "run_started_at": self.run_started_at, "audit": audit.to_dict(), "kills": self.kills,
             "pauses": self.pauses, "resets": self.resets, "not_fired": self.not_fired,
             "median_restart_s": statistics.median(restarts) if restarts else None, "wall_s": wall,
+            "windows": windows.window_counts(self.kill_windows), "kill_windows": self.kill_windows,
         }  # fmt: skip
         report.update(target.figures(self, run_id))
         if len(audits) == 1:
@@ -289,6 +294,9 @@ def print_report(report: dict, target: ChaosTarget) -> None:
     for run in report.get("runs", [])[1:]:  # the lead's audit is the report's own, printed below
         bad = [c["name"] for c in run["checks"] if not c["ok"]]
         print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
+    if report.get("kill_windows"):
+        found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
+        print(f"  windows ({len(report['kill_windows'])} worker deaths): {found}")
     for line in target.lines(report):
         print(line)
     if "totals" in report:
@@ -297,6 +305,36 @@ def print_report(report: dict, target: ChaosTarget) -> None:
               f"DUPLICATED {t.get('duplicated', 0)}")  # fmt: skip
     ok = all(c["ok"] for c in report["checks"])
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
+
+
+async def _cover(settings: Settings, seed: int, report: dict, max_kills: int) -> dict:
+    """Aimed rounds after the seeded run (proof/coverage.py): each a run of its own in the same home,
+    its checks and kills added to the report, its windows merged into the report's."""
+    found, deaths = report["windows"], list(report["kill_windows"])
+    rounds: list[dict] = []
+    while (missed := windows.missing(found)) and len(deaths) < max_kills and len(rounds) < coverage.MAX_ROUNDS:
+        events, steps = coverage.aimed_schedule(missed, seed, len(rounds) + 1, max_kills - len(deaths))
+        print(f"coverage round {len(rounds) + 1}: aiming at {', '.join(missed[: len(events)])}", flush=True)
+        sub = await Chaos(settings, seed, steps, schedule=events).run()
+        deaths += sub["kill_windows"]
+        found = coverage.merge(found, sub["windows"])
+        rounds.append({"run_id": sub["run_id"], "schedule": sub["schedule"], "windows": sub["windows"],
+                       "audit": sub["audit"], "wall_s": sub["wall_s"]})  # fmt: skip
+        report["checks"] += [{**c, "name": f"{c['name']} (coverage round {len(rounds)})"} for c in sub["checks"]]
+        report["kills"] += sub["kills"]
+        report["wall_s"] += sub["wall_s"]
+    report["windows"], report["kill_windows"] = found, deaths
+    check = coverage.coverage_check(found, len(deaths), max_kills)
+    report["checks"].append(asdict(check))
+    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds,
+                          "missing": windows.missing(found)}  # fmt: skip
+    return report
+
+
+def window_cases(report: dict) -> list[Check]:
+    """One JUnit case per window a worker death landed in (a count, not a verdict: always ok)."""
+    return [Check(f"window: {w}", True, f"{n} worker death(s) landed here", kills=n)
+            for w, n in report.get("windows", {}).items()]  # fmt: skip
 
 
 def _where(fired: dict, unit: str = "step") -> str:
@@ -338,14 +376,18 @@ async def run_schedule(
 async def chaos_command(
     settings: Settings, seed: int, steps: int, events: list[ChaosEvent], command: str, json_path: Path | None,
     outputs: ProofOutputs | None = None, junit_path: Path | None = None, target: ChaosTarget | None = None,
-    runs: int = 1,
+    runs: int = 1, max_kills: int | None = None,
 ) -> int:  # fmt: skip
-    """Run `events` against the target's workload; print, write the report (and JUnit, a bundle)."""
+    """Run `events` against the target's workload; print, write the report (and JUnit, a bundle).
+    With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
     chaos = Chaos(settings, seed, steps, schedule=events, target=target, runs=runs)
     report = await _until_sigterm(chaos.run())
-    checks = [Check(**c) for c in report["checks"]]
+    if max_kills is not None:
+        print_report(report, chaos.target)
+        report = await _until_sigterm(_cover(settings, seed, report, max_kills))
+    checks = [Check(**c) for c in report["checks"]] + window_cases(report)
     print_report(report, chaos.target)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic

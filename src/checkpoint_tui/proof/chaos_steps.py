@@ -22,7 +22,7 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof import nemeses, resets
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, PARTITION, PAUSES, ChaosEvent
+from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, TOOL_KILL, ChaosEvent
 from checkpoint_tui.proof.targets import ChaosTarget, until
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ class StepTarget(ChaosTarget):
 
     async def start(self, chaos: Chaos, client: Client) -> str:
         lead = not chaos.run_ids  # the schedule's own faults are the lead run's (it places the events)
-        plan = [FaultSpec("crash_after_claim", e.step, effect_kind=e.effect_kind) for e in chaos.schedule
-                if lead and e.kind == "claim-window-crash"]  # fmt: skip
+        plan = [FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind) for e in chaos.schedule
+                if lead and e.kind in HOOK_CRASHES]  # fmt: skip
         return await start_run(chaos.settings, client, chaos.steps, self.workload.pace, plan)
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
@@ -53,9 +53,11 @@ class StepTarget(ChaosTarget):
     async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
         conn = connect(chaos.settings.ledger)
         step = ev.step or 0
-        if ev.kind == "claim-window-crash":
+        if ev.kind in HOOK_CRASHES:
             await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
             return True
+        if ev.kind == TOOL_KILL:
+            return await self._tool_call(chaos, conn, run_id, ev, step)
         if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
             await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
@@ -68,7 +70,7 @@ class StepTarget(ChaosTarget):
         return True
 
     async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
-        if ev.kind == "claim-window-crash":  # fires itself: the worker's fault plan
+        if ev.kind in HOOK_CRASHES:  # fires itself: the worker's fault plan
             return True
         if ev.kind == FORGE:
             at = nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
@@ -79,6 +81,17 @@ class StepTarget(ChaosTarget):
             if done is not None:
                 chaos._record(ev, run_id, None, done.pop("at"), {**done, "step": ev.step})
             return True
+        return False
+
+    async def _tool_call(self, chaos: Chaos, conn, run_id: str, ev: ChaosEvent, step: int) -> bool:
+        """Wait for a tool call at `step` or, when its model chose none there, at the next step that
+        has one; False if the run has none left."""
+        for at in range(step, chaos.steps + 1):
+            await until(lambda at=at: queries.activity_logged(conn, run_id, at, "tool")
+                        or queries.activity_logged(conn, run_id, at, "effect"))  # fmt: skip
+            if queries.activity_logged(conn, run_id, at, "tool"):
+                await asyncio.sleep(ev.delay_ms / 1000)
+                return True
         return False
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:

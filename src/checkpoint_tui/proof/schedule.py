@@ -39,9 +39,20 @@ FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
 TIMED = ("pause", PARTITION)  # nemeses that last duration_s
+# Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
+# exact moment no timing can promise): the seeded generator draws only the claim window; the others
+# come from schedule files and `chaos --until-covered`. Value: the fault kind.
+HOOK_CRASHES = {
+    "before-claim-crash": "crash_before_claim",
+    "claim-window-crash": "crash_after_claim",
+    "write-window-crash": "crash_after_write",
+    "stamped-crash": "crash_after_stamp",
+}
+EFFECT_HOOKS = ("claim-window-crash", "write-window-crash")  # these name the effect kind they hit
+TOOL_KILL = "worker-in-tool"  # SIGKILL once the step's tool call started (the next step with one)
 TARGETS = {
     PARTITION: "network",
-    **{k: "worker" for k in (*WORKER_MOMENTS, "claim-window-crash", *PAUSES)},
+    **{k: "worker" for k in (*WORKER_MOMENTS, TOOL_KILL, *HOOK_CRASHES, *PAUSES)},
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
     FORGE: "outbox",
@@ -183,8 +194,8 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where}: at_step must be a whole number 1..{steps}")
     if not isinstance(delay, int) or not 0 <= delay <= 10_000:
         raise UsageError(f"{where}: delay_ms must be a whole number 0..10000")
-    effect_kind = raw.get("effect_kind", "file" if kind == "claim-window-crash" else None)
-    if kind == "claim-window-crash" and effect_kind not in KINDS:
+    effect_kind = raw.get("effect_kind", "file" if kind in EFFECT_HOOKS else None)
+    if kind in EFFECT_HOOKS and effect_kind not in KINDS:
         raise UsageError(f"{where}: effect_kind must be one of {', '.join(KINDS)}")
     duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
     if kind in TIMED and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
@@ -194,7 +205,7 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where}: back_steps must be a whole number 1..{MAX_BACK_STEPS}")
     if at_s is not None:
         step, at_s = None, float(at_s)
-    return ChaosEvent(step, kind, delay, effect_kind if kind == "claim-window-crash" else None,
+    return ChaosEvent(step, kind, delay, effect_kind if kind in EFFECT_HOOKS else None,
                       float(duration) if kind in TIMED else None, at_s, back if kind == RESET else None)  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.app.windows import classify
 from checkpoint_tui.ledger.inspect_queries import StepDetail
 from checkpoint_tui.ledger.rows import worker_label
 from checkpoint_tui.tui.panes.history import Marker
@@ -93,7 +94,8 @@ def render_detail(d: StepDetail, events: list[HistoryEvent], markers: Sequence[M
     t.append(f" · provider {s.provider or '—'}{duration}\n")
     for marker in markers:  # the kill that interrupted this step, as the history pane marks it
         t.append("⚡ interrupted by a kill", style="bold red")
-        t.append(f" in the {marker.window} window\n   ")
+        window = classify(marker.kill, marker.before, d.claims) if marker.before else marker.window
+        t.append(f" in the {window} window\n   ")
         t.append(marker.text + "\n", style="red")
     if d.truncated:
         t.append("✂ truncated: the model's answer was cut and repaired", style="bold yellow")

@@ -13,8 +13,9 @@ from functools import lru_cache
 
 from rich.text import Text
 
-from checkpoint_tui.app.kill_marker import in_flight, open_task, place_kill, window_of
+from checkpoint_tui.app.kill_marker import place_kill
 from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.app.windows import classify
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
@@ -26,7 +27,8 @@ class Marker:
 
     kill: KillEvent
     text: str
-    window: str
+    window: str  # from history alone (app/windows.classify without claim attempts)
+    before: tuple[HistoryEvent, ...] = ()  # the events up to the kill: the inspector refines the window
 
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
@@ -100,8 +102,8 @@ class HistoryPane(KeyedTable):
             row = self.insert_before(f"{ev.segment}/{ev.event_id}", key, (Text(text, style="bold red"),))
             if row is not None:
                 self.names.insert(row, "KILL")
-                before = self.events[:i]
-                self.markers[key] = Marker(kill, text, window_of(in_flight(before), open_task(before)))
+                before = tuple(self.events[:i])
+                self.markers[key] = Marker(kill, text, classify(kill, before, None), before)
 
     def scroll_to_marker(self, direction: int) -> str | None:
         """Scroll to the next (`direction` 1) or previous (-1) kill marker line after the last one

@@ -1,0 +1,47 @@
+"""Where each worker death of a chaos run landed: the run's history (every execution of its chain)
+and its claim attempts, read back after the run, classified by app/windows.py. The report's `windows`
+counts them; `chaos --until-covered` aims at the ones not hit yet."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+
+from checkpoint_tui.app.history import to_history_event
+from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.app.windows import COVERAGE, counts, windows_of
+from checkpoint_tui.ledger import inspect_queries, queries
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.proof.histories import NoHistory, fetch_chain
+
+
+async def history_events(client: Client, conn: Ledger, run_id: str) -> list[HistoryEvent]:
+    row = queries.run(conn, run_id)
+    try:
+        chain = await fetch_chain(client, run_id, row.first_execution if row else None)
+    except NoHistory:
+        return []
+    return [to_history_event(ev, segment) for segment, rec in enumerate(chain) for ev in rec.history.events]
+
+
+async def kill_windows(client: Client, conn: Ledger, run_id: str) -> list[dict]:
+    """Each worker death of the run (kill and died events, the ones the kill markers show) with the
+    window it landed in, oldest first."""
+    kills = inspect_queries.kill_events(conn, run_id)
+    if not kills:
+        return []
+    events = await history_events(client, conn, run_id)
+    attempts = queries.claim_attempts(conn, run_id)
+    return [
+        {"run_id": run_id, "event": k.event, "pid": k.pid, "at": k.at, "step": k.activity_step or k.step,
+         "window": window}
+        for k, window in windows_of(kills, events, attempts)
+    ]  # fmt: skip
+
+
+def window_counts(kills: list[dict]) -> dict[str, int]:
+    return counts([k["window"] for k in kills])
+
+
+def missing(found: dict[str, int]) -> list[str]:
+    """The coverage windows no kill has landed in yet, in a step's order."""
+    return [w for w in COVERAGE if not found.get(w)]

@@ -1,0 +1,50 @@
+"""`chaos --until-covered`: each window of the run produced for real (an aimed kill, or a fault hook
+where timing cannot reach it) and classified after the fact from the ledger and the history."""
+
+from __future__ import annotations
+
+import json
+
+from junitparser import JUnitXml
+
+from checkpoint_tui.app import windows as w
+from checkpoint_tui.settings import Settings
+from conftest import run_cli
+
+# what each fault hook's death must be classified as: exact, since the worker kills itself there
+HOOKED = {"before-claim-crash": w.BEFORE_CLAIM, "claim-window-crash": w.CLAIM_WRITE,
+          "write-window-crash": w.WRITE_STAMP, "stamped-crash": w.STAMPED}  # fmt: skip
+
+
+def test_until_covered_hits_every_window_and_each_hook_lands_where_it_aims(session_root):
+    home = Settings(home=session_root / "coverage-home")
+    report_path, junit = home.home / "r.json", home.home / "r.xml"
+    try:
+        out = run_cli("chaos", "--seed", "5", "--steps", "6", "--kills", "3", "--until-covered", "--max-kills", "20",
+                      "--json", str(report_path), "--junit", str(junit), home=home, timeout=240)  # fmt: skip
+    finally:
+        run_cli("stop", home=home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    report = json.loads(report_path.read_text())
+    cov = report["coverage"]
+    assert cov["missing"] == [] and cov["rounds"], cov
+    assert all(report["windows"].get(name, 0) >= 1 for name in w.COVERAGE), report["windows"]
+    assert sum(report["windows"].values()) == len(report["kill_windows"]) == cov["kills"] <= 20
+    for rnd in cov["rounds"]:  # each hook crash of an aimed round, at its step, in its window
+        by_step = {k["step"]: k["window"] for k in report["kill_windows"] if k["run_id"] == rnd["run_id"]}
+        for ev in rnd["schedule"]:
+            if ev["nemesis"] in HOOKED:
+                assert by_step.get(ev["at_step"]) == HOOKED[ev["nemesis"]], (ev, by_step)
+        assert (rnd["audit"]["lost"], rnd["audit"]["duplicated"]) == (0, 0)
+    assert all(c["ok"] for c in report["checks"]) and "windows (" in out.stdout
+    cases = {case.name for suite in JUnitXml.fromfile(str(junit)) for case in suite}
+    assert {f"window: {name}" for name in w.COVERAGE} <= cases
+    assert "chaos: every window was hit (--until-covered)" in cases
+
+
+def test_max_kills_alone_and_until_covered_on_a_user_workflow_are_usage_errors(tmp_path):
+    home = Settings(home=tmp_path / "h")
+    out = run_cli("chaos", "--max-kills", "5", home=home)
+    assert out.returncode == 2 and "--max-kills goes with --until-covered" in out.stderr
+    out = run_cli("chaos", "--until-covered", "--runs", "2", home=home)
+    assert out.returncode == 2 and "--until-covered goes with" in out.stderr
