@@ -18,7 +18,7 @@ run: $(STAMP)
 test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist worksteal
 
 # The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
 # stopped by the tests). As root, install Debian's server package when missing, without a default

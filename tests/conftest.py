@@ -38,7 +38,7 @@ def server_home(session_root: Path) -> Iterator[Settings]:
     settings.ensure_dirs()
     ensure_devserver(settings)
     yield settings
-    stop_devserver(settings)
+    stop_devserver(settings, grace=2.0)  # a session's worth of runs: its graceful stop can take 10 s+
 
 
 @pytest.fixture(scope="session")

@@ -56,9 +56,11 @@ def test_bench_script_runs(script, args, tmp_path, temporal_address):
         assert all(r["status"] == "COMPLETED" and r["kills"] == 2 for r in result["results"])
     elif script == "step_overhead.py":
         assert set(result["median_steps_per_s"]) == {"bare", "agent", "agent_local_bookkeeping"}
-    else:  # the app ran in tmux and reported its refreshes in both phases and idle
+    else:  # the app ran in tmux and reported its refreshes, and idle
         live = result["repeats"][0]
-        assert live["early"]["ticks"] >= 1 and live["late"]["ticks"] >= 1 and live["early"]["sql_per_tick"] >= 1
+        # a tiny run: on a loaded machine the app may boot after the early phase's three steps are over
+        # (the bench reports that phase as empty); the late phase always has the app on screen
+        assert live["late"]["ticks"] >= 1 and live["late"]["sql_per_tick"] >= 1, live
         assert result["idle"]["cpu_pct"] >= 0 and result["idle"]["seconds"] >= 1
 
 

@@ -64,12 +64,13 @@ def test_shrink_finds_the_one_event_that_breaks_the_run(chaos_home):
     assert "shrink: 2 -> 1 event(s) in 3 runs" in out.stdout
 
 
-def run_clean_schedule(home: Settings, name: str, events: list[dict], *flags: str) -> dict:
-    """Run a 7-step schedule file in `home` (with extra global flags); assert it completed with nothing
-    lost or duplicated and no gap; return the report. The home's processes are stopped afterwards."""
+def run_clean_schedule(home: Settings, name: str, events: list[dict], *flags: str, steps: int = 7) -> dict:
+    """Run a schedule file of `steps` steps in `home` (with extra global flags); assert it completed
+    with nothing lost or duplicated and no gap; return the report. The home's processes are stopped
+    afterwards."""
     home.ensure_dirs()
     path = home.home / f"{name}.json"
-    path.write_text(json.dumps({"steps": 7, "seed": 7, "events": events}))
+    path.write_text(json.dumps({"steps": steps, "seed": 7, "events": events}))
     try:
         out = run_cli(*flags, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"),
                       home=home, timeout=150)  # fmt: skip
@@ -112,7 +113,9 @@ def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root
     assert {e.kind for e in seeded} >= {"claim-window-crash", "pause", PARTITION}
     timed = {"at_s": 1.0, "nemesis": PARTITION, "target": "network", "delay_ms": 0, "duration_s": 2.5}
     events = [e.to_json() for e in seeded] + [timed]
-    report = run_clean_schedule(Settings(home=session_root / "nemesis-timed-home"), "timed", events)
+    # two steps past the seed's seven: a step event waits while a time event fires (schedule.execute),
+    # so on a loaded machine the step-6 partition can fire a step late; it must still have a step to stall
+    report = run_clean_schedule(Settings(home=session_root / "nemesis-timed-home"), "timed", events, steps=9)
     assert report["schedule"] == events  # step events by step, then the time event: rerun exactly as written
     cuts = {("at_s" in p): p for p in report["pauses"] if p["kind"] == PARTITION}
     assert set(cuts) == {False, True} and not report["not_fired"]

@@ -203,10 +203,11 @@ def _wait_healthy(
     )
 
 
-def stop_devserver(settings: Settings) -> int | None:
-    """Stop the dev server this home started (by recorded identity); returns its pid if stopped."""
+def stop_devserver(settings: Settings, grace: float = 10.0) -> int | None:
+    """Stop the dev server this home started (by recorded identity): SIGTERM, SIGKILL after `grace`
+    seconds; returns its pid if stopped."""
     ident, _ = recorded(settings)
     if ident is None:
         return None
-    stop_process(ident, grace=10.0)
+    stop_process(ident, grace=grace)
     return ident.pid
