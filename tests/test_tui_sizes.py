@@ -78,11 +78,11 @@ async def test_m_scrolls_the_history_to_each_kill_marker_and_M_back():
         await pilot.press("m")
         await pilot.pause()
         assert "SIGKILL worker 4121" in shown(app)
-        assert app.query_one("#status").message.startswith("kill marker 1 of 2: ── SIGKILL worker 4121")
+        assert app.query_one("#status").message.startswith("kill marker 1 of 2 (model call window): ── SIGKILL worker 4121")
         first = history.scroll_offset.y
         await pilot.press("m")
         await pilot.pause()
-        assert "kill marker 2 of 2: ── SIGKILL worker 4180" in app.query_one("#status").message
+        assert "kill marker 2 of 2 (tool call window): ── SIGKILL worker 4180" in app.query_one("#status").message
         assert history.scroll_offset.y > first
         await pilot.press("m")  # wraps round
         await pilot.pause()

@@ -125,8 +125,9 @@ def _run_commands(sub) -> None:
         default=[],
         metavar="SPEC",
         type=_fault_spec,
-        help="transient:STEP[:COUNT] | garble:STEP | crash_before_claim:STEP | crash_after_claim:STEP[:file|db|email]"
-        " | crash_after_write:STEP[:file|db|email] | crash_after_stamp:STEP | kill_at:STEP | freeze:STEP",
+        help="transient:STEP[:COUNT] | garble:STEP | crash_in_tool:STEP | crash_before_claim:STEP"
+        " | crash_after_claim:STEP[:file|db|email] | crash_after_write:STEP[:file|db|email] | crash_after_stamp:STEP"
+        " | kill_at:STEP | freeze:STEP",
     )
 
     status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")

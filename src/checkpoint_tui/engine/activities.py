@@ -143,6 +143,8 @@ class AgentActivities:
     @activity.defn(name="tool")
     async def tool(self, inp: ToolInput) -> str:
         attempt = self._touch(inp.run_id, inp.step, "tool")
+        if faults.consume_from(connect(self.ledger), inp.run_id, inp.step, "crash_in_tool"):
+            os.kill(os.getpid(), signal.SIGKILL)  # the fault plan's death inside a tool call
         async with beating():
             result = await run_tool(inp.expression)  # `error: ...` is the agent's to see, not a step failure
         upsert_step(connect(self.ledger), inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)

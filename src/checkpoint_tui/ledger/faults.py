@@ -11,8 +11,8 @@ from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.ledger.store import now
 
 FAULT_KINDS = (
-    "transient", "garble", "crash_before_claim", "crash_after_claim", "crash_after_write", "crash_after_stamp",
-    "kill_at", "freeze", "stop_after_claim",
+    "transient", "garble", "crash_in_tool", "crash_before_claim", "crash_after_claim", "crash_after_write",
+    "crash_after_stamp", "kill_at", "freeze", "stop_after_claim",
 )  # fmt: skip
 EFFECT_FAULTS = ("crash_after_claim", "crash_after_write", "stop_after_claim")  # these name an effect kind
 MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
@@ -33,7 +33,8 @@ class FaultSpec:
 
 
 def parse_fault(text: str) -> FaultSpec:
-    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_before_claim:STEP`, `crash_after_claim:STEP[:KIND]`,
+    """`transient:STEP[:COUNT]`, `garble:STEP`, `crash_in_tool:STEP` (the first tool call from STEP
+    on), `crash_before_claim:STEP`, `crash_after_claim:STEP[:KIND]`,
     `crash_after_write:STEP[:KIND]`, `crash_after_stamp:STEP`, `kill_at:STEP`, `freeze:STEP`,
     `stop_after_claim:STEP[:KIND]`."""
     parts = text.split(":")
@@ -80,6 +81,23 @@ def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | 
             "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
             "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1)",
             (run_id, step, kind, effect_kind, effect_kind),
+        ).rowcount
+        == 1
+    )
+
+
+def consume_from(conn: Ledger, run_id: str, step: int, kind: str) -> bool:
+    """`consume` for a fault planned at this step or any step before it (not fired yet): a fault that
+    waits for the first step with a tool call, say. A read first, so a step with none writes nothing."""
+    if not conn.execute(
+        "SELECT 1 FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count", (run_id, step, kind)
+    ).fetchone():
+        return False
+    return (
+        conn.execute(
+            "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
+            "SELECT id FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count ORDER BY id LIMIT 1)",
+            (run_id, step, kind),
         ).rowcount
         == 1
     )

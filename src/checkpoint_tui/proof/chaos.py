@@ -331,9 +331,25 @@ async def _cover(settings: Settings, seed: int, report: dict, max_kills: int) ->
     return report
 
 
+def print_coverage(report: dict) -> None:
+    """After the aimed rounds: each round's verdict, the windows over all runs, the one verdict."""
+    cov = report["coverage"]
+    for i, rnd in enumerate(cov["rounds"], 1):
+        bad = [c["name"] for c in report["checks"] if c["name"].endswith(f"(coverage round {i})") and not c["ok"]]
+        a = rnd["audit"]
+        print(f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
+              f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")  # fmt: skip
+    found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
+    print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
+    if cov["missing"]:
+        print(f"never hit: {', '.join(cov['missing'])}")
+    ok = all(c["ok"] for c in report["checks"])
+    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
+
+
 def window_cases(report: dict) -> list[Check]:
     """One JUnit case per window a worker death landed in (a count, not a verdict: always ok)."""
-    return [Check(f"window: {w}", True, f"{n} worker death(s) landed here", kills=n)
+    return [Check(f"window: {w}", True, f"{n} worker death(s) landed here", {"kills": n})
             for w, n in report.get("windows", {}).items()]  # fmt: skip
 
 
@@ -384,11 +400,11 @@ async def chaos_command(
     devserver.ensure_devserver(settings)
     chaos = Chaos(settings, seed, steps, schedule=events, target=target, runs=runs)
     report = await _until_sigterm(chaos.run())
-    if max_kills is not None:
-        print_report(report, chaos.target)
-        report = await _until_sigterm(_cover(settings, seed, report, max_kills))
-    checks = [Check(**c) for c in report["checks"]] + window_cases(report)
     print_report(report, chaos.target)
+    if max_kills is not None:
+        report = await _until_sigterm(_cover(settings, seed, report, max_kills))
+        print_coverage(report)
+    checks = [Check(**c) for c in report["checks"]] + window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")

@@ -43,15 +43,15 @@ from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
 from checkpoint_tui.proof import nemeses
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, TOOL_KILL, ChaosEvent, make_schedule
+from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
 from checkpoint_tui.proof.targets import ChaosTarget
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos import Chaos
 
 # What a lab-loop moment means on a user's workflow: a hook crash (our loop's fault plan) is a kill in an
-# activity; the tool-call kill is one in an activity too (--aim tool chooses which).
-MAPPED = {**dict.fromkeys((*HOOK_CRASHES, TOOL_KILL), "worker-in-activity"),
+# activity (--aim chooses which).
+MAPPED = {**dict.fromkeys(HOOK_CRASHES, "worker-in-activity"),
           "worker-in-timer": "worker-between-activities"}  # fmt: skip
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)

@@ -22,7 +22,7 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof import nemeses, resets
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, TOOL_KILL, ChaosEvent
+from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
 from checkpoint_tui.proof.targets import ChaosTarget, until
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ class StepTarget(ChaosTarget):
         if ev.kind in HOOK_CRASHES:
             await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
             return True
-        if ev.kind == TOOL_KILL:
-            return await self._tool_call(chaos, conn, run_id, ev, step)
         if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
             await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
@@ -81,17 +79,6 @@ class StepTarget(ChaosTarget):
             if done is not None:
                 chaos._record(ev, run_id, None, done.pop("at"), {**done, "step": ev.step})
             return True
-        return False
-
-    async def _tool_call(self, chaos: Chaos, conn, run_id: str, ev: ChaosEvent, step: int) -> bool:
-        """Wait for a tool call at `step` or, when its model chose none there, at the next step that
-        has one; False if the run has none left."""
-        for at in range(step, chaos.steps + 1):
-            await until(lambda at=at: queries.activity_logged(conn, run_id, at, "tool")
-                        or queries.activity_logged(conn, run_id, at, "effect"))  # fmt: skip
-            if queries.activity_logged(conn, run_id, at, "tool"):
-                await asyncio.sleep(ev.delay_ms / 1000)
-                return True
         return False
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:

@@ -1,7 +1,7 @@
 """`chaos --until-covered [--max-kills N]`: after the seeded run, more runs whose kills are each aimed
 at a window no death has landed in yet (app/windows.py COVERAGE), until every one has at least one
-or the kill budget is spent. Timing aims at the model call, the tool call and the timer; the fault
-plan's hooks (a worker killing itself at an exact point of the effect protocol) at the windows
+or the kill budget is spent. Timing aims at the model call and the timer; the fault plan's hooks (a
+worker killing itself at an exact point) at the tool call (tens of milliseconds) and the windows
 inside the effect activity, which no timing can promise. Every kill is classified after the fact
 like any other: an aimed kill that lands elsewhere counts where it landed, and the next round aims
 again."""
@@ -14,7 +14,7 @@ from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, MODEL, STAMPED
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof import windows
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import TOOL_KILL, ChaosEvent
+from checkpoint_tui.proof.schedule import ChaosEvent
 
 DEFAULT_MAX_KILLS = 30
 MAX_ROUNDS = 8  # a window still missed after this many aimed rounds is reported, not chased forever
@@ -24,11 +24,9 @@ def aimed_event(window: str, step: int, rng: random.Random) -> ChaosEvent:
     """The event aimed at one window, at `step`."""
     if window == MODEL:
         return ChaosEvent(step, "worker-in-activity", rng.randrange(20, 120))
-    if window == TOOL:
-        return ChaosEvent(step, TOOL_KILL, 0)
     if window == TIMER:
         return ChaosEvent(step, "worker-in-timer", rng.randrange(20, 100))
-    hooks = {BEFORE_CLAIM: "before-claim-crash", CLAIM_WRITE: "claim-window-crash",
+    hooks = {TOOL: "tool-call-crash", BEFORE_CLAIM: "before-claim-crash", CLAIM_WRITE: "claim-window-crash",
              WRITE_STAMP: "write-window-crash", STAMPED: "stamped-crash"}  # fmt: skip
     kind = hooks[window]
     effect = rng.choice(KINDS) if window in (CLAIM_WRITE, WRITE_STAMP) else None
@@ -56,4 +54,4 @@ def coverage_check(found: dict[str, int], kills: int, max_kills: int) -> Check:
     hit = ", ".join(f"{w} {found[w]}" for w in found)
     observed = f"{kills} worker deaths (bound {max_kills}); {hit}" + (f"; never hit: {', '.join(missed)}" if missed
                                                                       else "")  # fmt: skip
-    return Check("chaos: every window was hit (--until-covered)", not missed, observed, kills=kills)
+    return Check("chaos: every window was hit (--until-covered)", not missed, observed, {"kills": kills})

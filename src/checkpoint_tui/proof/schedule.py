@@ -43,16 +43,16 @@ TIMED = ("pause", PARTITION)  # nemeses that last duration_s
 # exact moment no timing can promise): the seeded generator draws only the claim window; the others
 # come from schedule files and `chaos --until-covered`. Value: the fault kind.
 HOOK_CRASHES = {
+    "tool-call-crash": "crash_in_tool",  # the first tool call from its step on (a step may have none)
     "before-claim-crash": "crash_before_claim",
     "claim-window-crash": "crash_after_claim",
     "write-window-crash": "crash_after_write",
     "stamped-crash": "crash_after_stamp",
 }
 EFFECT_HOOKS = ("claim-window-crash", "write-window-crash")  # these name the effect kind they hit
-TOOL_KILL = "worker-in-tool"  # SIGKILL once the step's tool call started (the next step with one)
 TARGETS = {
     PARTITION: "network",
-    **{k: "worker" for k in (*WORKER_MOMENTS, TOOL_KILL, *HOOK_CRASHES, *PAUSES)},
+    **{k: "worker" for k in (*WORKER_MOMENTS, *HOOK_CRASHES, *PAUSES)},
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
     FORGE: "outbox",

@@ -125,7 +125,8 @@ class HistoryPane(KeyedTable):
         self._marker_key = keys[row]
         self.cursor_row = row  # off the last row: new events no longer scroll the pane (see sync)
         self.scroll_to(y=max(0, row - 3), animate=False, immediate=True)
-        return f"kill marker {rows.index(row) + 1} of {len(rows)}: {self.markers[keys[row]].text}"
+        marker = self.markers[keys[row]]
+        return f"kill marker {rows.index(row) + 1} of {len(rows)} ({marker.window} window): {marker.text}"
 
     def markers_for_step(self, step: int) -> list[Marker]:
         """The placed marker lines of the kills that interrupted `step` (for the step inspector)."""
