@@ -78,7 +78,8 @@ async def test_m_scrolls_the_history_to_each_kill_marker_and_M_back():
         await pilot.press("m")
         await pilot.pause()
         assert "SIGKILL worker 4121" in shown(app)
-        assert app.query_one("#status").message.startswith("kill marker 1 of 2 (model call window): ── SIGKILL worker 4121")
+        message = app.query_one("#status").message
+        assert message.startswith("kill marker 1 of 2 (model call window): ── SIGKILL worker 4121")
         first = history.scroll_offset.y
         await pilot.press("m")
         await pilot.pause()
