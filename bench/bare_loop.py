@@ -42,11 +42,14 @@ class BareLoop:
         return inp.steps
 
 
-async def serve(address: str, task_queue: str) -> None:
+async def serve(address: str, task_queue: str, sticky_timeout: float) -> None:
     client = await Client.connect(address)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with Worker(client, task_queue=task_queue, workflows=[BareLoop], activities=[bare_noop]):
+    # the worker settings our own worker runs with (engine/worker.py), so only the loop's bodies differ
+    async with Worker(client, task_queue=task_queue, workflows=[BareLoop], activities=[bare_noop],
+                      sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+                      graceful_shutdown_timeout=timedelta(seconds=1)):  # fmt: skip
         print("ready", flush=True)
         await stop.wait()
 
@@ -55,7 +58,8 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--address", required=True)
     p.add_argument("--task-queue", required=True)
+    p.add_argument("--sticky-timeout", type=float, default=1.0)
     a = p.parse_args()
-    asyncio.run(serve(a.address, a.task_queue))
+    asyncio.run(serve(a.address, a.task_queue, a.sticky_timeout))
     sys.stdout.flush()
     os._exit(0)

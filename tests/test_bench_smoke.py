@@ -28,6 +28,7 @@ def run_bench(script: str, *args: str, out: Path, address: str) -> dict:
     "script,args",
     [
         ("step_overhead.py", ["--steps", "4", "--repeats", "1"]),
+        ("throughput.py", ["--runs", "2", "--steps", "2", "--repeats", "1"]),
         ("resume_latency.py", ["--steps", "6", "--kills", "2", "--modes", "spare"]),
         (
             "tui_tick.py",
@@ -54,6 +55,9 @@ def test_bench_script_runs(script, args, tmp_path, temporal_address):
     if script == "resume_latency.py":
         assert [r["mode"] for r in result["results"]] == ["spare"]
         assert all(r["status"] == "COMPLETED" and r["kills"] == 2 for r in result["results"])
+    elif script == "throughput.py":  # both loops ran both runs; every activity's schedule-to-start read
+        assert result["runs"] == 2 and result["ours_steps_per_s"] > 0 and result["bare_steps_per_s"] > 0
+        assert result["ratio"] > 0 and all(v["n"] >= 8 for v in result["schedule_to_start_s"].values())
     elif script == "step_overhead.py":
         assert set(result["median_steps_per_s"]) == {"bare", "agent", "agent_local_bookkeeping"}
     else:  # the app ran in tmux and reported its refreshes, and idle
