@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.app.comparison import read_comparison
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof.chaos import REQUIRED, make_schedule
 from checkpoint_tui.proof.compare import compare_command
+from checkpoint_tui.proof.windows import window_cases
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 
@@ -34,8 +36,10 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(session_root):
     # the JUnit file and the bundle count what the JSON report counts; its histories (SIGKILLs inside
     # activities, in the claim window, of the dev server) replay with no server running
     assert [c["ok"] for c in report["checks"]] == [True] * 4
-    assert_junit_matches(junit, report["checks"])
-    assert assert_bundle(bundle, report["checks"]) == [report["audit"]["run_id"]]
+    cases = report["checks"] + [asdict(c) for c in window_cases(report)]  # and one case per kill window
+    assert report["windows"] and sum(report["windows"].values()) == len(report["kill_windows"]) >= 1
+    assert_junit_matches(junit, cases)
+    assert assert_bundle(bundle, report["checks"], cases) == [report["audit"]["run_id"]]
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert audit["workflow_status"] == "COMPLETED"

@@ -307,52 +307,6 @@ def print_report(report: dict, target: ChaosTarget) -> None:
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
 
 
-async def _cover(settings: Settings, seed: int, report: dict, max_kills: int) -> dict:
-    """Aimed rounds after the seeded run (proof/coverage.py): each a run of its own in the same home,
-    its checks and kills added to the report, its windows merged into the report's."""
-    found, deaths = report["windows"], list(report["kill_windows"])
-    rounds: list[dict] = []
-    while (missed := windows.missing(found)) and len(deaths) < max_kills and len(rounds) < coverage.MAX_ROUNDS:
-        events, steps = coverage.aimed_schedule(missed, seed, len(rounds) + 1, max_kills - len(deaths))
-        print(f"coverage round {len(rounds) + 1}: aiming at {', '.join(missed[: len(events)])}", flush=True)
-        sub = await Chaos(settings, seed, steps, schedule=events).run()
-        deaths += sub["kill_windows"]
-        found = coverage.merge(found, sub["windows"])
-        rounds.append({"run_id": sub["run_id"], "schedule": sub["schedule"], "windows": sub["windows"],
-                       "audit": sub["audit"], "wall_s": sub["wall_s"]})  # fmt: skip
-        report["checks"] += [{**c, "name": f"{c['name']} (coverage round {len(rounds)})"} for c in sub["checks"]]
-        report["kills"] += sub["kills"]
-        report["wall_s"] += sub["wall_s"]
-    report["windows"], report["kill_windows"] = found, deaths
-    check = coverage.coverage_check(found, len(deaths), max_kills)
-    report["checks"].append(asdict(check))
-    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds,
-                          "missing": windows.missing(found)}  # fmt: skip
-    return report
-
-
-def print_coverage(report: dict) -> None:
-    """After the aimed rounds: each round's verdict, the windows over all runs, the one verdict."""
-    cov = report["coverage"]
-    for i, rnd in enumerate(cov["rounds"], 1):
-        bad = [c["name"] for c in report["checks"] if c["name"].endswith(f"(coverage round {i})") and not c["ok"]]
-        a = rnd["audit"]
-        print(f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
-              f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")  # fmt: skip
-    found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-    print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
-    if cov["missing"]:
-        print(f"never hit: {', '.join(cov['missing'])}")
-    ok = all(c["ok"] for c in report["checks"])
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
-
-
-def window_cases(report: dict) -> list[Check]:
-    """One JUnit case per window a worker death landed in (a count, not a verdict: always ok)."""
-    return [Check(f"window: {w}", True, f"{n} worker death(s) landed here", {"kills": n})
-            for w, n in report.get("windows", {}).items()]  # fmt: skip
-
-
 def _where(fired: dict, unit: str = "step") -> str:
     """Where a fired nemesis landed: its unit (and what it was), and its time if placed by time."""
     at = f" (at {fired['fired_s']:.2f} s)" if "fired_s" in fired else ""
@@ -402,9 +356,12 @@ async def chaos_command(
     report = await _until_sigterm(chaos.run())
     print_report(report, chaos.target)
     if max_kills is not None:
-        report = await _until_sigterm(_cover(settings, seed, report, max_kills))
-        print_coverage(report)
-    checks = [Check(**c) for c in report["checks"]] + window_cases(report)
+        def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
+            return Chaos(settings, seed, steps, schedule=aimed).run()
+
+        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round))
+        coverage.print_coverage(report)
+    checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")

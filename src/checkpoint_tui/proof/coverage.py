@@ -9,6 +9,8 @@ again."""
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 
 from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
@@ -55,3 +57,46 @@ def coverage_check(found: dict[str, int], kills: int, max_kills: int) -> Check:
     observed = f"{kills} worker deaths (bound {max_kills}); {hit}" + (f"; never hit: {', '.join(missed)}" if missed
                                                                       else "")  # fmt: skip
     return Check("chaos: every window was hit (--until-covered)", not missed, observed, {"kills": kills})
+
+
+# One aimed round: (steps, events) -> that chaos run's report (proof/chaos.py makes it a Chaos run).
+Round = Callable[[int, list[ChaosEvent]], Awaitable[dict]]
+
+
+async def cover(seed: int, report: dict, max_kills: int, run_round: Round) -> dict:
+    """Aimed rounds after the seeded run: each a run of its own in the same home, its checks and kills
+    added to the report, its windows merged into the report's."""
+    found, deaths = report["windows"], list(report["kill_windows"])
+    rounds: list[dict] = []
+    while (missed := windows.missing(found)) and len(deaths) < max_kills and len(rounds) < MAX_ROUNDS:
+        events, steps = aimed_schedule(missed, seed, len(rounds) + 1, max_kills - len(deaths))
+        print(f"coverage round {len(rounds) + 1}: aiming at {', '.join(missed[: len(events)])}", flush=True)
+        sub = await run_round(steps, events)
+        deaths += sub["kill_windows"]
+        found = merge(found, sub["windows"])
+        rounds.append({"run_id": sub["run_id"], "schedule": sub["schedule"], "windows": sub["windows"],
+                       "audit": sub["audit"], "wall_s": sub["wall_s"]})  # fmt: skip
+        report["checks"] += [{**c, "name": f"{c['name']} (coverage round {len(rounds)})"} for c in sub["checks"]]
+        report["kills"] += sub["kills"]
+        report["wall_s"] += sub["wall_s"]
+    report["windows"], report["kill_windows"] = found, deaths
+    report["checks"].append(asdict(coverage_check(found, len(deaths), max_kills)))
+    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds,
+                          "missing": windows.missing(found)}  # fmt: skip
+    return report
+
+
+def print_coverage(report: dict) -> None:
+    """After the aimed rounds: each round's verdict, the windows over all runs, the one verdict."""
+    cov = report["coverage"]
+    for i, rnd in enumerate(cov["rounds"], 1):
+        bad = [c["name"] for c in report["checks"] if c["name"].endswith(f"(coverage round {i})") and not c["ok"]]
+        a = rnd["audit"]
+        print(f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
+              f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")  # fmt: skip
+    found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
+    print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
+    if cov["missing"]:
+        print(f"never hit: {', '.join(cov['missing'])}")
+    ok = all(c["ok"] for c in report["checks"])
+    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")

@@ -12,6 +12,7 @@ from checkpoint_tui.app.windows import COVERAGE, counts, windows_of
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.proof.histories import NoHistory, fetch_chain
+from checkpoint_tui.proof.report import Check
 
 
 async def history_events(client: Client, conn: Ledger, run_id: str) -> list[HistoryEvent]:
@@ -45,3 +46,9 @@ def window_counts(kills: list[dict]) -> dict[str, int]:
 def missing(found: dict[str, int]) -> list[str]:
     """The coverage windows no kill has landed in yet, in a step's order."""
     return [w for w in COVERAGE if not found.get(w)]
+
+
+def window_cases(report: dict) -> list[Check]:
+    """One JUnit case per window a worker death landed in (a count, not a verdict: always ok)."""
+    return [Check(f"window: {w}", True, f"{n} worker death(s) landed here", {"kills": n})
+            for w, n in report.get("windows", {}).items()]  # fmt: skip
