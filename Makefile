@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint verify clean-run postgres-binaries
+.PHONY: run test lint docs verify clean-run postgres-binaries
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "checkpoint-tui needs Python 3.11+"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,agents]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,agents,docs]'
 	@touch $(STAMP)
 
 run: $(STAMP)
@@ -18,7 +18,12 @@ run: $(STAMP)
 test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -n 2 --dist worksteal
+
+# The documentation site into site/ (git-ignored); --strict fails on a broken link, anchor or nav entry.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 # The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
 # stopped by the tests). As root, install Debian's server package when missing, without a default
