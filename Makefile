@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# mkdocs-material's banner about its successor, printed on every build even with --quiet
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: run test lint docs verify clean-run postgres-binaries
 
