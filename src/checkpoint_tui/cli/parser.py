@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="checkpoint-tui",
         description="A terminal chaos lab for durable AI-agent execution (Temporal + an exactly-once ledger).",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     _where_flags(p)
     _app_flags(p)
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
@@ -37,6 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_parser(sub, _output_file, _bounded_int, _float_in)
     _replay_command(sub)
     return p
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject's), so a wheel and a checkout say the same."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("checkpoint-tui")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _where_flags(p: argparse.ArgumentParser) -> None:
@@ -175,7 +186,7 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--max-kills", type=_bounded_int(1, 1000), default=None,
                        help="with --until-covered: at most this many worker deaths in all (default 30)")
     chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
-                       help="run this schedule file instead of the seeded one (see README: Nemeses)")
+                       help="run this schedule file instead of the seeded one (see docs/chaos.md: schedules as code)")
     chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,
                        help="write the seeded schedule to FILE and exit without running it")
     chaos.add_argument("--shrink", dest="chaos_shrink", metavar="FILE", type=Path,

@@ -58,8 +58,8 @@ def task_queue(text: str) -> str:
 def add_global_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--worker-cmd", metavar="CMD", type=worker_cmd,
-        help="run this worker command instead of ours (a user's own Temporal worker; see README: "
-        "Bring your own worker)",
+        help="run this worker command instead of ours (a user's own Temporal worker; see "
+        "docs/agents.md)",
     )  # fmt: skip
     p.add_argument("--workflow", dest="verify_workflow", metavar="TYPE", help="with --verify or the app: the workflow")
     p.add_argument("--input", dest="verify_input", metavar="JSON", help="with --verify or the app: its input")

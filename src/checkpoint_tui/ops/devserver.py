@@ -3,7 +3,7 @@
 One dev server per home, with file persistence in run/temporal.db. Its pid, identity and ports are
 recorded in run/devserver.json; ports are picked free once and reused so a restart keeps the same
 address and Web UI URL. The dynamic-config values below remove the dev server's ~1 s timer floor
-and its ~45 ms dispatch delay (see README, "Fast failover").
+and its ~45 ms dispatch delay (docs/exactly-once.md, "Killing the worker").
 """
 
 from __future__ import annotations

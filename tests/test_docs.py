@@ -1,0 +1,290 @@
+"""Docs that cannot drift: every `checkpoint-tui ...` command line shown in README.md and docs/ parses
+with the real parser; the README stays a front door (under 15 KB, the two commands, a picture the app
+rendered); that picture is the after-kill snapshot test's own SVG; the generated command reference
+names every subcommand and flag; no history wording ("this session") in the docs. Links and anchors
+are checked by `mkdocs build --strict` in `make test`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from checkpoint_tui.cli.parser import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+PICTURE = DOCS / "img" / "after-kill.svg"
+SNAPSHOT = ROOT / "tests" / "__snapshots__" / "test_tui_sizes" / "test_after_kill_at_size[120x36].svg"
+PROGRAM = "checkpoint-tui"
+# Shell variables the docs use without assigning them (a CI runner's, a GitHub expression).
+KNOWN_VARS = {"RUNNER_TEMP": "/tmp/runner", "PATH": "/usr/bin"}
+SEPARATORS = {"|", "||", "&&", ";", "&", "(", ")"}
+REDIRECTS = {">", ">>", "<", "2>", "2>&1", "&>"}
+
+
+@dataclass(frozen=True)
+class Shown:
+    where: str  # file:line
+    text: str  # the command line as shown, continuations joined
+
+
+def doc_files() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def _fenced_blocks(text: str) -> tuple[list[tuple[int, str, list[str]]], str]:
+    """The fenced code blocks (first line number, info string, lines) and the prose with them blanked."""
+    blocks, prose, inside, info, start, body = [], [], False, "", 0, []
+    for number, line in enumerate(text.splitlines(), 1):
+        fence = re.match(r"\s*(```+|~~~+)\s*(\S*)", line)
+        if fence and not inside:
+            inside, info, start, body = True, fence.group(2), number + 1, []
+            prose.append("")
+        elif fence and inside:
+            inside = False
+            blocks.append((start, info, body))
+            prose.append("")
+        elif inside:
+            body.append(line)
+            prose.append("")
+        else:
+            prose.append(line)
+    return blocks, "\n".join(prose)
+
+
+def _joined(lines: list[str], start: int) -> list[tuple[int, str]]:
+    """Shell lines with `\\` continuations joined, each with its first line's number."""
+    out, pending, first = [], "", start
+    for offset, line in enumerate(lines):
+        if not pending:
+            first = start + offset
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append((first, pending + line))
+        pending = ""
+    if pending:
+        out.append((first, pending))
+    return out
+
+
+def _yaml_runs(node) -> list[str]:
+    """Every `run:` string of a YAML document (a GitHub Actions job), folded blocks already joined."""
+    if isinstance(node, dict):
+        found = [node["run"]] if isinstance(node.get("run"), str) else []
+        return found + [r for value in node.values() for r in _yaml_runs(value)]
+    if isinstance(node, list):
+        return [r for value in node for r in _yaml_runs(value)]
+    return []
+
+
+def _candidate_lines(path: Path) -> list[tuple[int, str]]:
+    text = path.read_text()
+    blocks, prose = _fenced_blocks(text)
+    lines: list[tuple[int, str]] = []
+    for start, info, body in blocks:
+        if info in ("yaml", "yml"):
+            for run in _yaml_runs(yaml.safe_load("\n".join(body))):
+                lines += [(start, line) for line in run.splitlines()]
+        elif info in ("python", "json", "text", "diff"):
+            continue
+        else:  # sh, plain blocks and transcripts: `$ ` prompts are stripped below
+            lines += _joined(body, start)
+    # Inline code in prose: a span may wrap over a line break.
+    for match in re.finditer(r"(?<!`)`([^`]+)`(?!`)", prose):
+        number = prose.count("\n", 0, match.start()) + 1
+        lines.append((number, " ".join(match.group(1).split())))
+    return lines
+
+
+def _assign(line: str, variables: dict[str, str]) -> None:
+    """`NAME=value` and `export A=1 B=2` lines: a later `$NAME` means what the docs set it to."""
+    line = line.strip().removeprefix("$ ")
+    if not re.match(r"(export\s+)?[A-Z_][A-Z0-9_]*=", line):
+        return
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return
+    for word in words:
+        name, eq, value = word.partition("=")
+        if eq and re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+            variables[name] = _expand(value, variables)
+
+
+def _expand(text: str, variables: dict[str, str]) -> str:
+    """`"$NAME"` becomes the value as one quoted word, a bare `$NAME` its words, as a shell would."""
+    text = re.sub(r"\$\{\{[^}]*\}\}", "1", text)  # a GitHub expression, e.g. ${{ github.run_number }}
+
+    def value(match: re.Match) -> str:
+        name = next(g for g in match.groups() if g)
+        if name not in variables:
+            raise KeyError(f"${name} is used but never assigned before this line")
+        return shlex.quote(variables[name]) if match.group(0).startswith('"') else variables[name]
+
+    name = r"([A-Za-z_][A-Za-z0-9_]*)"
+    return re.sub(rf'"\${name}"|"\$\{{{name}\}}"|\$\{{{name}\}}|\${name}', value, text)
+
+
+def _is_program(word: str) -> bool:
+    return word == PROGRAM or word.endswith("/" + PROGRAM)
+
+
+def _commands(line: str, variables: dict[str, str]) -> list[list[str]]:
+    """The argv of each `checkpoint-tui ...` command in one shell line (after env prefixes, between
+    pipes, `&&` and `;`; a `$(...)` substitution counts as one placeholder word)."""
+    line = line.strip().removeprefix("$ ")
+    if PROGRAM not in line:
+        return []
+    line = re.sub(r"\$\([^)]*\)", "SUBSTITUTED", line)
+    lexer = shlex.shlex(_expand(line, variables), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    words = list(lexer)
+    out, current = [], []
+    for word in [*words, ";"]:
+        if word in SEPARATORS:
+            if current:
+                out.append(current)
+            current = []
+        else:
+            current.append(word)
+    commands = []
+    for argv in out:
+        while argv and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[0]):
+            argv = argv[1:]  # CHECKPOINT_API_KEY=... checkpoint-tui ...
+        if argv and _is_program(argv[0]):
+            args = argv[1:]
+            for i, word in enumerate(args):  # a redirect ends the arguments
+                if word in REDIRECTS or word.rstrip("0123456789") in ("<", ">"):
+                    args = args[:i]
+                    break
+            commands.append(args)
+    return commands
+
+
+def shown_command_lines() -> list[tuple[Shown, list[str]]]:
+    found = []
+    for path in doc_files():
+        variables = dict(KNOWN_VARS)
+        for number, line in sorted(_candidate_lines(path), key=lambda found: found[0]):
+            _assign(line, variables)
+            for args in _commands(line, variables):
+                found.append((Shown(f"{path.relative_to(ROOT)}:{number}", line.strip()), args))
+    return found
+
+
+SHOWN = shown_command_lines()
+
+
+@pytest.fixture
+def doc_cwd(tmp_path, monkeypatch):
+    """A directory like a checkout the docs' commands run from: `.venv/bin/python` and `python` resolve
+    (--worker-cmd checks its program exists), and the directories `replay --from` reads exist."""
+    for exe in (tmp_path / ".venv" / "bin" / "python", tmp_path / "bin" / "python"):
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("shown", "args"), SHOWN, ids=[s.where for s, _ in SHOWN])
+def test_every_command_line_in_the_docs_parses(shown, args, doc_cwd, capsys):
+    if "--from" in args:
+        (doc_cwd / args[args.index("--from") + 1]).mkdir(parents=True, exist_ok=True)
+    for i, word in enumerate(args[:-1]):
+        if word == "--input":  # parsed later, by the command: here at least it must be JSON
+            json.loads(args[i + 1])
+    only_prints = bool({"--help", "-h", "--version"} & set(args))
+    try:
+        build_parser().parse_args(args)
+    except SystemExit as stop:
+        said = capsys.readouterr().err.strip()
+        assert only_prints and stop.code == 0, f"{shown.where}: `{shown.text}` does not parse: {said}"
+    else:
+        assert not only_prints
+
+
+def test_the_docs_show_many_command_lines_and_the_readme_some():
+    """The extractor finds them (a broken one would pass the test above vacuously)."""
+    wheres = [s.where for s, _ in SHOWN]
+    assert len(wheres) >= 80, len(wheres)
+    assert sum(w.startswith("README.md:") for w in wheres) >= 5
+    assert any(w.startswith("docs/agents.md:") for w in wheres)
+    commands = {next((a for a in args if not a.startswith("-")), "") for _, args in SHOWN}
+    assert {"start", "status", "stop", "chaos", "replay", "doctor", "compare", "worker"} <= commands
+
+
+def test_the_extractor_reads_shell_the_way_the_docs_write_it():
+    variables = {"CMD": "python w.py", "H": "/tmp/h"}
+    assert _commands("CHECKPOINT_API_KEY=x checkpoint-tui --home $H start --wait  # note", variables) == [
+        ["--home", "/tmp/h", "start", "--wait"]
+    ]
+    assert _commands('$ .venv/bin/checkpoint-tui --worker-cmd "$CMD" stop | tail -1', variables) == [
+        ["--worker-cmd", "python w.py", "stop"]
+    ]
+    assert _commands("make x && checkpoint-tui status > out.txt", variables) == [["status"]]
+    assert _commands("kill -9 $(cat run/worker.pid)", variables) == []
+    assert _joined(["checkpoint-tui chaos \\", "  --seed 3"], 1) == [(1, "checkpoint-tui chaos    --seed 3")]
+
+
+def test_a_bad_command_line_would_fail():
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["chaos", "--seed", "S"])
+
+
+def test_the_readme_is_a_front_door():
+    data = README.read_bytes()
+    assert len(data) <= 15_000, len(data)
+    text = data.decode()
+    assert "make run" in text and "make test" in text
+    assert "](docs/img/after-kill.svg)" in text
+    assert "checkpoint-tui --verify" in text and "pipx install" in text
+    for link in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / link).exists(), link
+
+
+def test_the_picture_is_the_after_kill_snapshot():
+    """docs/img/after-kill.svg is the 120x36 after-kill snapshot the app renders in
+    tests/test_tui_sizes.py; when that snapshot is updated, refresh the copy with
+    CHECKPOINT_UPDATE_DOCS=1."""
+    if os.environ.get("CHECKPOINT_UPDATE_DOCS") == "1":
+        PICTURE.write_bytes(SNAPSHOT.read_bytes())
+    assert PICTURE.read_bytes() == SNAPSHOT.read_bytes(), "run with CHECKPOINT_UPDATE_DOCS=1 to refresh it"
+
+
+def test_the_command_reference_names_every_subcommand_and_flag():
+    sys.path.insert(0, str(ROOT / "docs_hooks"))
+    try:
+        from cli_reference import render_reference
+    finally:
+        sys.path.remove(str(ROOT / "docs_hooks"))
+    parser = build_parser()
+    page = render_reference(parser)
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in {"": parser, **subs.choices}.items():
+        assert f"## checkpoint-tui {name}".rstrip() in page
+        for action in sub._actions:
+            if action.help != argparse.SUPPRESS:
+                assert all(f"`{opt}" in page or f", {opt}" in page for opt in action.option_strings), action
+    assert "## Exit codes" in page and "| 2 (`USAGE`)" in page
+
+
+def test_no_history_wording_in_the_docs():
+    """History lives in CHANGELOG.md and the commit messages."""
+    pattern = re.compile(r"this session(?!'s)|last session|at the start of the session|end of the session", re.I)
+    for path in [*doc_files(), *sorted((ROOT / "src").rglob("*.py"))]:
+        hits = [n for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+        assert not hits, f"{path.relative_to(ROOT)}: lines {hits}"
