@@ -68,10 +68,12 @@ class TmuxApp:
     """The real app in a real terminal; its pid is the tmux pane's (the command is exec'd). The tmux
     server may be older than this process: the switch goes on the command line, not in tmux's env."""
 
+    refresh: float | None = None  # the app's --refresh (None: its default)
+
     def __init__(self, home: Settings, stats: Path, name: str, config: str = WITH_TRICKS) -> None:
         self.name = f"{name}-{os.getpid()}"  # another bench on the same tmux server keeps its sessions
         cmd = f"exec env {TUI_STOCK_ENV}={stock_value(config)} {' '.join(CLI)} {' '.join(home_flags(home))}"
-        cmd += f" --stats {stats}"
+        cmd += f" --stats {stats}" + (f" --refresh {self.refresh}" if self.refresh is not None else "")
         subprocess.run(
             ["tmux", "new-session", "-d", "-s", self.name, "-x", str(SIZE[0]), "-y", str(SIZE[1]), cmd], check=True
         )
@@ -295,7 +297,9 @@ def main() -> None:
                    help="also each trick of tui/render/ switched off alone (default every one; or a comma list)")
     p.add_argument("--no-idle", action="store_true", help="live phases only")
     p.add_argument("--no-stock", action="store_true", help="only the tricks' path, not Textual's stock path too")
+    p.add_argument("--refresh", type=float, help="the app's refresh interval in seconds (default: the app's own)")
     args = p.parse_args()
+    TmuxApp.refresh = args.refresh
     if shutil.which("tmux") is None:
         raise SystemExit("bench/tui_tick.py runs the app in tmux: apt-get install tmux")
     alone = [name.strip() for name in args.per_trick.split(",") if name.strip()]
