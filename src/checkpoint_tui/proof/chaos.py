@@ -153,7 +153,7 @@ class Chaos:
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
         conn = connect(settings.ledger)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
-            self.kill_windows += await windows.kill_windows(client, conn, r)
+            self.kill_windows += await windows.kill_windows(client, conn, r, await target.activity_windows(self, r))
         return self._report(run_id, audits, time.monotonic() - started)
 
     async def _execute(self, run_id: str) -> None:

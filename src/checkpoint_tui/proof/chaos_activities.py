@@ -33,9 +33,11 @@ from checkpoint_tui.app.activity_history import (
     activities,
     first_event_after,
     label,
+    read_activities,
     read_chain,
     with_pending,
 )  # fmt: skip
+from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger.store import connect
@@ -194,6 +196,12 @@ class ActivityTarget(ChaosTarget):
 
     def header(self, chaos: Chaos) -> str:
         return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
+
+    async def activity_windows(self, chaos: Chaos, run_id: str) -> dict[str, str]:
+        """Each activity type the framework's adapter classed as a model request or a tool call."""
+        acts = await read_activities(chaos.client, run_id, None, self.workload.framework)
+        names = {"model": MODEL, "tool": TOOL, "mcp": TOOL}
+        return {a.activity_type: names[a.cls] for a in acts if a.cls in names}
 
     def span(self, chaos: Chaos) -> int:
         return max(chaos.steps * 4, 40)  # the run's activities are unknown up front: a generous bound

@@ -46,6 +46,11 @@ class ChaosTarget:
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
         raise NotImplementedError
 
+    async def activity_windows(self, chaos: Chaos, run_id: str) -> dict[str, str]:
+        """{activity type: window} for the types the workload's own classification names (a framework's
+        model request is a `model call`, its tool activity a `tool call`); the lab's loop needs none."""
+        return {}
+
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         raise NotImplementedError
 

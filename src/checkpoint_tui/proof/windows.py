@@ -24,9 +24,10 @@ async def history_events(client: Client, conn: Ledger, run_id: str) -> list[Hist
     return [to_history_event(ev, segment) for segment, rec in enumerate(chain) for ev in rec.history.events]
 
 
-async def kill_windows(client: Client, conn: Ledger, run_id: str) -> list[dict]:
+async def kill_windows(client: Client, conn: Ledger, run_id: str, named: dict[str, str] | None = None) -> list[dict]:
     """Each worker death of the run (kill and died events, the ones the kill markers show) with the
-    window it landed in, oldest first."""
+    window it landed in, oldest first. `named`: {activity type: window} from the workload's own
+    classification (a framework's model and tool activities), over `activity <type>`."""
     kills = inspect_queries.kill_events(conn, run_id)
     if not kills:
         return []
@@ -34,7 +35,8 @@ async def kill_windows(client: Client, conn: Ledger, run_id: str) -> list[dict]:
     attempts = queries.claim_attempts(conn, run_id)
     return [
         {"run_id": run_id, "event": k.event, "pid": k.pid, "at": k.at, "step": k.activity_step or k.step,
-         "window": window}
+         "window": (named or {}).get(window.removeprefix("activity "), window) if window.startswith("activity ")
+         else window}
         for k, window in windows_of(kills, events, attempts)
     ]  # fmt: skip
 
