@@ -116,3 +116,36 @@ def test_per_poll_ledger_work_does_not_grow_with_finished_runs(tmp_path, backend
         close_all()
     assert costs[1].sql == costs[500].sql, costs
     assert costs[1].rows == costs[500].rows, costs
+
+
+async def test_the_runs_list_shows_which_runs_are_live_and_each_run_s_rows_and_duplicates(tmp_path):
+    """#29's runs list: many runs, which are live, which did not complete, ledger rows and duplicates
+    per run (read when the list opens, not on every refresh)."""
+    from checkpoint_tui.ledger.queries import recent_runs
+    from checkpoint_tui.ledger.store import finish_run
+    from checkpoint_tui.tui.screens import RunsScreen
+    from textual.app import App
+
+    settings = Settings(home=tmp_path / "h")
+    settings.ensure_dirs()
+    seed(settings, "run-20261202-000001-aaaa", 2)
+    seed(settings, "run-20261202-000002-bbbb", 1)
+    conn = connect(settings.ledger)
+    finish_run(conn, "run-20261202-000002-bbbb", "failed", "boom")
+    runs = {r.run_id: r for r in recent_runs(conn)}
+    assert (runs["run-20261202-000001-aaaa"].rows, runs["run-20261202-000001-aaaa"].duplicates) == (6, 0)
+    assert (runs["run-20261202-000002-bbbb"].rows, runs["run-20261202-000002-bbbb"].status) == (3, "failed")
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(RunsScreen(list(runs.values())))
+
+    app = Host()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        text = "\n".join(str(w.render()) for w in app.screen.query("Label"))
+        assert "Runs (2: 1 live, 1 not completed)" in text
+        options = app.screen.query_one("#runs")
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert any("6 rows · duplicates 0" in s and "running" in s for s in shown), shown
+    close_all()

@@ -41,6 +41,8 @@ class RunSummary:
     total_steps: int
     created_at: float
     done: int
+    rows: int = 0  # its ledger rows (effects)
+    duplicates: int = 0  # COUNT(*) - COUNT(DISTINCT id) over them
 
 
 @dataclass(frozen=True)

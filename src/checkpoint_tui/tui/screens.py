@@ -154,12 +154,15 @@ class RunsScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"Runs ({len(self.runs)}) — enter to view")
+            live = sum(r.status == "running" for r in self.runs)
+            failed = sum(r.status not in ("running", "completed") for r in self.runs)
+            yield Label(f"Runs ({len(self.runs)}: {live} live, {failed} not completed) — enter to view")
             yield OptionList(
                 *[
                     Option(
                         Text(  # run ids come from the ledger: shown as plain text, never markup
                             f"{r.run_id}  {r.status:<9} {r.done}/{r.total_steps}  "
+                            f"{r.rows} rows · duplicates {r.duplicates}  "
                             f"{time.strftime('%H:%M:%S', time.localtime(r.created_at))}"
                         ),
                         id=r.run_id,
