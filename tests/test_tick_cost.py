@@ -121,10 +121,11 @@ def test_per_poll_ledger_work_does_not_grow_with_finished_runs(tmp_path, backend
 async def test_the_runs_list_shows_which_runs_are_live_and_each_run_s_rows_and_duplicates(tmp_path):
     """#29's runs list: many runs, which are live, which did not complete, ledger rows and duplicates
     per run (read when the list opens, not on every refresh)."""
+    from textual.app import App
+
     from checkpoint_tui.ledger.queries import recent_runs
     from checkpoint_tui.ledger.store import finish_run
     from checkpoint_tui.tui.screens import RunsScreen
-    from textual.app import App
 
     settings = Settings(home=tmp_path / "h")
     settings.ensure_dirs()
