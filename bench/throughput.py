@@ -31,28 +31,16 @@ from bare_loop import BareInput  # noqa: E402
 from checkpoint_tui.app.runs import new_run_id, start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
+from checkpoint_tui.proof.task_cost import spans  # noqa: E402
 
 SCHEDULED, STARTED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
 CURVE_RUNS, CURVE_WORKERS = (1, 4, 16, 64), (1, 2, 4)
 
 
-def _s(ts) -> float:
-    return ts.seconds + ts.nanos / 1e9
-
-
 async def schedule_to_start(client, workflow_ids: list[str]) -> list[float]:
     """Every activity's wait from ACTIVITY_TASK_SCHEDULED to ACTIVITY_TASK_STARTED, in seconds."""
-    waits: list[float] = []
-    for wid in workflow_ids:
-        scheduled: dict[int, float] = {}
-        async for ev in client.get_workflow_handle(wid).fetch_history_events():
-            if ev.event_type == SCHEDULED:
-                scheduled[ev.event_id] = _s(ev.event_time)
-            elif ev.event_type == STARTED:
-                at = scheduled.pop(ev.activity_task_started_event_attributes.scheduled_event_id, None)
-                if at is not None:
-                    waits.append(_s(ev.event_time) - at)
-    return waits
+    by = lambda ev: ev.activity_task_started_event_attributes.scheduled_event_id  # noqa: E731
+    return [done - start for wid in workflow_ids for start, done in await spans(client, wid, SCHEDULED, STARTED, by)]
 
 
 def pct(values: list[float], q: float) -> float | None:

@@ -9,7 +9,9 @@ kill is judged on the same footing as an early one."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -45,15 +47,23 @@ def _seconds(ts) -> float:
     return ts.seconds + ts.nanos / 1e9
 
 
+async def spans(client: Client, workflow_id: str, opens: int, closes: int, opened_by: Callable[[Any], int]) \
+        -> list[tuple[float, float]]:  # fmt: skip
+    """(open time, close time) of each pair of events in the workflow's latest execution: an event of
+    type `closes` names the id of its `opens` event through `opened_by(event)`."""
+    opened: dict[int, float] = {}
+    pairs: list[tuple[float, float]] = []
+    async for ev in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if ev.event_type == opens:
+            opened[ev.event_id] = _seconds(ev.event_time)
+        elif ev.event_type == closes:
+            begun = opened.pop(opened_by(ev), None)
+            if begun is not None:
+                pairs.append((begun, _seconds(ev.event_time)))
+    return pairs
+
+
 async def task_times(client: Client, workflow_id: str) -> TaskTimes:
     """Every completed workflow task of the workflow's latest execution."""
-    started: dict[int, float] = {}
-    tasks: list[tuple[float, float]] = []
-    async for ev in client.get_workflow_handle(workflow_id).fetch_history_events():
-        if ev.event_type == _STARTED:
-            started[ev.event_id] = _seconds(ev.event_time)
-        elif ev.event_type == _COMPLETED:
-            begun = started.pop(ev.workflow_task_completed_event_attributes.started_event_id, None)
-            if begun is not None:
-                tasks.append((begun, _seconds(ev.event_time)))
-    return TaskTimes(tuple(tasks))
+    by = lambda ev: ev.workflow_task_completed_event_attributes.started_event_id  # noqa: E731
+    return TaskTimes(tuple(await spans(client, workflow_id, _STARTED, _COMPLETED, by)))
