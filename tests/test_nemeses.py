@@ -121,10 +121,17 @@ def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root
     assert set(cuts) == {False, True} and not report["not_fired"]
     at_time = cuts[True]
     assert 1.0 <= at_time["fired_s"] <= 1.6 and at_time["at_s"] == 1.0, at_time  # at its time, not at a step
+    # each cut lasted its duration and stalled the run at least that long; on a loaded machine the
+    # schedule can fall behind the run, and a cut that fires after the run's last activity started
+    # has nothing to stall (stalled_s None): only the later of the two may be that one
+    stalled = [c for c in cuts.values() if c["stalled_s"] is not None]
+    assert stalled and all(c["at"] >= max(s["at"] for s in stalled) for c in cuts.values() if c not in stalled), cuts
     for cut in cuts.values():
-        assert cut["healed_at"] - cut["at"] >= cut["duration_s"] and cut["stalled_s"] >= cut["duration_s"], cut
-        assert 0 <= cut["recovery_s"] <= 5.0, cut  # heal -> the run's next activity
+        assert cut["healed_at"] - cut["at"] >= cut["duration_s"], cut
+    for cut in stalled:
+        assert cut["stalled_s"] >= cut["duration_s"] and 0 <= cut["recovery_s"] <= 5.0, cut  # heal -> next activity
     figures = report["nemeses"][PARTITION]
-    assert figures["count"] == 2 and figures["max_stall_s"] >= 2.5 and figures["median_recovery_s"] is not None
+    assert figures["count"] == 2 and figures["median_recovery_s"] is not None
+    assert figures["max_stall_s"] >= max(c["duration_s"] for c in stalled)
     print("partitions (s, stalled, recovery):",
           [(c["duration_s"], round(c["stalled_s"], 2), round(c["recovery_s"], 2)) for c in cuts.values()])  # fmt: skip

@@ -271,6 +271,15 @@ def forbid(monkeypatch, cls: type, name: str, trick: str) -> None:
     monkeypatch.setattr(cls, name, refuse)
 
 
+async def settled(app, pilot) -> None:
+    """The scrollbars as the next refresh leaves them: scroll-update tells them a table's size at most
+    once a second, so on a loaded machine a screenshot could otherwise catch them a size behind the
+    stock path's (which told them in the layout pass)."""
+    for table in app.query(KeyedTable):
+        table.update_bars()
+    await pilot.pause()
+
+
 async def screens_of(view) -> tuple[set[type], list[str]]:
     """The app on fixed data: its tables' scrollbar classes, and its screen as SVG, then with the
     history scrolled to the top."""
@@ -283,9 +292,11 @@ async def screens_of(view) -> tuple[set[type], list[str]]:
                 break
             await pilot.pause(0.02)
         await pilot.pause()
+        await settled(app, pilot)
         shots.append(app.export_screenshot())
         app.query_one("#history").scroll_to(y=0, animate=False, immediate=True)
         await pilot.pause()
+        await settled(app, pilot)
         shots.append(app.export_screenshot())
         bars = {type(bar) for t in app.query(KeyedTable) for bar in (t.vertical_scrollbar, t.horizontal_scrollbar)}
     return bars, shots
