@@ -173,6 +173,9 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
             await wait_for(pilot, lambda: side("naive").done == 2 and not side("naive").busy, what="naive step 2")
 
             worker = session.supervisor.primary.pid
+            # a step key is refused while that side is busy: on a loaded machine step 1's end may still be
+            # being read back when naive step 2 is done
+            await wait_for(pilot, lambda: "durable" not in lesson._busy, what="durable idle")
             await pilot.press("N")  # durable step 2 ...
             await wait_for(pilot, lambda: "durable" in lesson._busy, what="durable step 2 under way")
             await pilot.press("K")  # ... and the worker running it SIGKILLed (a Kill is never refused as busy)
