@@ -128,7 +128,7 @@ async def test_execute_fires_time_events_between_step_events_as_their_times_come
     left = await execute([*step_events, *timed], arrive, strike, started, closed)
     order = [(e.step, e.at_s, e.delay_ms) for e, _ in fired]
     assert order == [(None, 0.1, 0), (2, None, 0), (None, 0.5, 0), (5, None, 0), (None, 0.75, 150)]
-    assert left == [timed[2]]  # at 30 s: the run had closed
+    assert left == [step_events[2], timed[2]]  # step 6's moment never came; at 30 s the run had closed
     for ev, at in fired:
         if ev.at_s is not None:
             assert ev.due_s <= at < ev.due_s + 0.5, (ev, at)

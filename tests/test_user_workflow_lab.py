@@ -71,10 +71,13 @@ def test_chaos_kills_the_example_worker_and_each_line_is_sent_once(ledger_target
     assert Counter(lines) == Counter(f"{run_id} line {i}" for i in range(1, 13))  # each line exactly once
     assert audit["workflow_status"] == "COMPLETED" and audit["completed"] == audit["activities"] == 12
     assert (audit["lost"], audit["duplicated"], audit["at_risk"]) == (0, 0, [])
-    assert audit["re_executed"] and all(r["guarded"] for r in audit["re_executed"])  # kills inside activities
+    assert all(r["guarded"] for r in audit["re_executed"])  # what a kill inside an activity re-ran was guarded
+    if any(k.get("landed") == "inside" for k in report["kills"]):  # (a loaded machine may land none inside)
+        assert audit["re_executed"], report["kills"]
     assert audit["outcomes"]["recovered"] >= 1 and len(audit["probe_writes"]) == 12
     kinds = [k["kind"] for k in report["kills"]]
-    assert {"supervisor", "temporal-server"} <= set(kinds) and len(kinds) == 6
+    # six scheduled; one whose moment never came (the run ended first) is reported as not fired
+    assert {"supervisor", "temporal-server"} <= set(kinds) and len(kinds) + len(report["not_fired"]) == 6
     # every kill's run went on, but a kill that lands after the run's last activity started (the schedule
     # behind a loaded machine) has no next activity to measure: the unmeasured ones are the last kills
     by_time = sorted(report["kills"], key=lambda k: k["at"])

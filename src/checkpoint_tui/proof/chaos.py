@@ -81,7 +81,7 @@ class Chaos:
         self.client = None  # the Temporal client of the run (a reset is a request to it)
         self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
         self.run_ids: list[str] = []
-        self.not_fired: list[dict] = []  # at_s events the run did not live to see
+        self.not_fired: list[dict] = []  # events the run did not live to see (their moment or time never came)
         self.kill_windows: list[dict] = []  # each worker death of every run with its window (proof/windows.py)
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not

@@ -230,8 +230,10 @@ async def execute(
     first, nothing to fire); an at_s event when the clock reaches `started_at` (wall time) + its
     due_s. The two interleave in the order their triggers come: while a step event waits for its
     step, a time event whose time comes first fires, then the step event goes on waiting (it may then
-    fire late, right after). Returns the time events the run did not live to see (`closed` said so)."""
+    fire late, right after). Returns the events the run did not live to see: step events whose moment
+    never came, then time events still due when `closed` said the run had ended."""
     timed = sorted((e for e in events if e.at_s is not None), key=lambda e: e.due_s)
+    missed: list[ChaosEvent] = []
     for ev in (e for e in events if e.at_s is None):
         arrival = asyncio.ensure_future(arrive(ev))
         try:
@@ -245,11 +247,13 @@ async def execute(
             arrival.cancel()  # a no-op once it is done; else a strike raised: leave no task behind
         if due:
             await strike(ev)
+        else:
+            missed.append(ev)
     while timed:
         if not await _sleep_until(started_at + timed[0].due_s, closed, every):
-            return timed
+            return missed + timed
         await strike(timed.pop(0))
-    return []
+    return missed
 
 
 async def _sleep_until(at: float, closed: Callable[[], Awaitable[bool]], every: float) -> bool:
