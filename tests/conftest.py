@@ -7,6 +7,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -173,3 +174,13 @@ async def supervised(settings: Settings, address: str) -> AsyncIterator[tuple[Su
             yield sup, client
     finally:
         await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
+
+
+@pytest.fixture()
+def utc(monkeypatch):
+    """Times on screen in UTC, as the TUI snapshots were taken (one fixture for every TUI test file)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.delenv("TZ")
+    time.tzset()

@@ -14,7 +14,6 @@ import inspect
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -255,13 +254,6 @@ def test_a_typo_in_the_switch_is_a_usage_error_before_anything_starts(tmp_path):
 # --- the stock path ----------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.delenv("TZ")
-    time.tzset()
 
 
 def forbid(monkeypatch, cls: type, name: str, trick: str) -> None:

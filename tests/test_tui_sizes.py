@@ -5,8 +5,6 @@ kill marker on screen (`m` / `M`, `h` in the narrow layout) and the inspector's 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from test_tui_snapshots import make_app, open_inspector, settle
@@ -21,13 +19,7 @@ from tui_fixtures import (
 SIZES = [(80, 24), (120, 36), (200, 50)]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.delenv("TZ")
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # conftest: clock lines in UTC, as the snapshots were taken
 
 
 def shown(app) -> str:

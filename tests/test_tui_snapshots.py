@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from checkpoint_tui.tui.app import CheckpointApp
@@ -20,13 +18,7 @@ from tui_fixtures import (
 SIZE = (160, 44)
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.delenv("TZ")
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # conftest: clock lines in UTC, as the snapshots were taken
 
 
 def make_app(view) -> CheckpointApp:
