@@ -162,3 +162,36 @@ async def test_the_resumed_steps_stay_named_when_later_snapshots_carry_only_new_
         timeline.apply(later)
         await pilot.pause()
         assert "⚑ resumed at 7" in timeline.info.plain
+
+
+@pytest.mark.parametrize("stock", ["", "all"], ids=["tricks", "stock"])
+async def test_a_pane_that_grew_while_hidden_shows_its_newest_rows_when_shown_again(monkeypatch, stock):
+    """Narrow layout: the ledger gets rows while `h` has it off screen; back on screen it shows the newest
+    rows, each line the row it should be (not lines painted before it was hidden)."""
+    from textual.geometry import Region
+
+    from checkpoint_tui.tui.render import switch
+    from tui_fixtures import snap, step, view
+
+    monkeypatch.setattr(switch, "OFF", switch.parse(stock))
+    app = make_app(view(snap([step(1)], 30)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for last in range(2, 6):  # the ledger follows its new rows (it scrolls)
+            app.session.view = view(snap([step(i) for i in range(1, last + 1)], 30), run_changed=False)
+            app._poll_now.set()
+            await pilot.pause(0.05)
+        await pilot.press("h")  # history and worker events; the timeline and the ledger go off screen
+        await pilot.pause()
+        for last in range(6, 10):  # polls while hidden, a step each (ids as wide as before: no new widths)
+            app.session.view = view(snap([step(i) for i in range(1, last + 1)], 30), run_changed=False)
+            app._poll_now.set()
+            await pilot.pause(0.05)
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        table = app.query_one("#ledger")
+        painted = table.render_lines(Region(0, 0, table.size.width, table.size.height))  # what the screen gets
+        ids = [strip.text.split()[0] for strip in painted[1:] if strip.text.strip()]  # below the header
+        every = [f"{n}:{kind}" for n in range(1, 10) for kind in ("file", "db", "email")]
+        first = every.index(ids[0])
+        assert ids == every[first : first + len(ids)] and "9:email" in ids, ids

@@ -284,6 +284,15 @@ class KeyedTable(PaintedLines, LightBars, QuietVirtualSize, ScrollView, can_focu
             below = visible // 2 if jump else visible - 1  # rows left visible above the cursor
             self.scroll_to(y=row - below, animate=False, immediate=True)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if not self.size.area and round(old_value) != round(new_value):
+            # Off screen (display: none: the narrow layout's other panes) a widget's size is 0x0, so
+            # ScrollView's repaint of its size region marks no line dirty, and Textual keeps the lines
+            # it styled at the old offset: shown again at the same size, it would paint those under
+            # the new one. A refresh of the whole widget drops them.
+            self.refresh()
+
     # --- rendering ----------------------------------------------------------------------------------
 
     def _render_cells(self, cells: Sequence[Cell], style: Style | None = None) -> Strip:
