@@ -138,7 +138,7 @@ def test_doctor_measure_stops_at_the_cap_and_says_so(temporal_address, session_r
     m = kind["measured"]
     assert (m["outcome"], m["measured_s"], report["measure"]["cap_s"]) == ("capped", 2.0, 2.0), m
     assert "waiting for attempt 2 (predicted 31 s, cap 2 s)" in out.stdout  # said before the wait
-    assert "no attempt 2 within 2.0 s; failing the dead worker's attempt so the run goes on" in out.stdout
+    assert "no attempt 2 within 2.0 s; the dead worker's attempt was failed so the run goes on" in out.stdout
     assert "measured ≥ 2.0 s (cap)" in out.stdout and "the cap is under the predicted 31 s" in out.stdout
     assert "had not ended" not in out.stdout  # the run went on once the dead worker's attempt was failed
     # the acceptance of #28 holds with --measure: the activity and its missing heartbeat are named

@@ -115,7 +115,8 @@ def confirms(m: Measurement, t: ActivityType, kinds: set[str]) -> str:
         return "confirms kill-costs-timeout"
     if m.outcome == "capped":
         if predicted is not None and m.measured_s < predicted:
-            return f"the cap is under the predicted {fmt_s(predicted)}: a longer --kill-cap would measure it"
+            longer = "--timeout" if m.why and "--timeout" in m.why else "--kill-cap"
+            return f"the cap is under the predicted {fmt_s(predicted)}: a longer {longer} would measure it"
         return "slower than predicted" + (" (kill-measured-slow)" if over else "")
     if slow:
         return f"does not confirm kill-costs-timeout (under {KILL_COST_LIMIT_S:.0f} s)"
@@ -173,8 +174,8 @@ class Diagnosis:
     def measured_lines(self) -> list[str]:
         if self.measured is None:
             return []
-        out = [f"measured in {self.measure_run}: one SIGKILL of the worker per activity type, unassisted (no "
-               f"attempt failed for it, no sticky reset); kill → its next attempt, from history "
+        out = [f"measured in {self.measure_run}: one SIGKILL of the worker per activity type, unassisted until "
+               f"its next attempt (no attempt failed by id, no sticky reset); kill → that attempt, from history "
                f"(cap {self.cap_s:g} s)"]  # fmt: skip
         for t in self.types:
             m = self.measured.get(t.name) or Measurement(t.name, why="not aimed at")

@@ -6,8 +6,9 @@ activity's next attempt (or closed it), read from history and the pending activi
 The aiming is chaos's (proof/chaos_activities.py: `Progress`, `until_activity`): an activity of a type
 not yet measured, running on the live worker as Temporal says. The kill is the supervisor's
 (identity-checked SIGKILL, a replacement spawned). A kill waits at most `cap_s` (`--kill-cap`) for the
-next attempt; past it the figure is "≥ cap", and the dead worker's attempt is then failed by id (as
-assisted failover would) so the run goes on to the next type."""
+next attempt; past it the figure is "≥ cap". Once a kill's figure is in (or its cap), what the dead
+worker still holds is failed by id and its sticky queue reset (ops/failover.py, as assisted failover
+would), so the run goes on to the next type without waiting out timeouts nobody measures."""
 
 from __future__ import annotations
 
@@ -79,8 +80,7 @@ class Measurer:
         ended = "the run ended before one ran on a live worker"
         while len(aim.done) < len(aim.types):
             try:
-                act = await until_activity(progress, lambda: aim.next_in(progress.acts), self._live,
-                                           max(self.budget.left(), 0.01))  # fmt: skip
+                act = await self._next_aimed(progress)
             except Failed:
                 ended = "the --timeout ran out before one ran on the live worker"
                 break
@@ -99,6 +99,22 @@ class Measurer:
             if name not in aim.done:
                 aim.done[name] = Measurement(name, why=self._why_not(name, ended))
         return aim.done
+
+    async def _next_aimed(self, progress: Progress) -> ActivityExec | None:
+        """chaos's until_activity, in slices with a line after each (a run may wait on a timeout of its
+        own, e.g. a sticky queue); Failed once the --timeout is spent."""
+        aim, waited = self.aim, 0.0
+        while True:
+            slice_s = max(min(PROGRESS_EVERY_S, self.budget.left()), 0.01)
+            try:
+                return await until_activity(progress, lambda: aim.next_in(progress.acts), self._live, slice_s)
+            except Failed:
+                if self.budget.left() <= 0:
+                    raise
+            waited += slice_s
+            left = [name for name in aim.types if name not in aim.done]
+            self.say(f"doctor: {waited:.0f} s waiting for one of {', '.join(left[:3])}"
+                     f"{' ...' if len(left) > 3 else ''} to run on the live worker")  # fmt: skip
 
     def _why_not(self, name: str, ended: str) -> str:
         missed, t = self.aim.missed.get(name, 0), self.aim.types[name]
@@ -124,6 +140,9 @@ class Measurer:
                         pid=report.pid, into_s=into)  # fmt: skip
         cap = min(self.cap_s, self.budget.left())
         found = await self._next_attempt(progress, act.seq, attempt, at, cap, act.activity_type)
+        # The figure is in (or the cap): what the dead worker still holds (its attempt at the cap, a
+        # parallel activity's, its sticky queue) is failed by id and reset, so the run goes on.
+        await assist(self.settings, self.client, worker)
         if found == "missed":
             self.say(f"doctor: attempt {attempt} of {act.label} completed before the kill; aiming at the next one")
             return None
@@ -134,9 +153,8 @@ class Measurer:
             if cap >= MIN_CAP_S:  # else the --timeout left no time to wait: no figure at all
                 m.outcome, m.measured_s = "capped", round(cap, 3)
             m.why = "the --timeout ran out" if cap < self.cap_s else None
-            self.say(f"doctor: {act.activity_type}: no attempt {attempt + 1} within {cap:.1f} s; failing the dead "
-                     f"worker's attempt so the run goes on")  # fmt: skip
-            await assist(self.settings, self.client, worker)
+            self.say(f"doctor: {act.activity_type}: no attempt {attempt + 1} within {cap:.1f} s; the dead worker's "
+                     f"attempt was failed so the run goes on")  # fmt: skip
             return m
         m.outcome, closed_at = found
         m.measured_s = round(closed_at - at, 3)
