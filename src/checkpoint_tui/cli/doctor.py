@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from checkpoint_tui.errors import Exit, Unavailable, UsageError
+from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import Settings
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
@@ -96,7 +96,9 @@ async def doctor(settings: Settings, workload, run: str | None, json_out: Path |
         # Never assisted: doctor measures what a worker dying in production costs, with no one failing
         # its attempts or resetting its sticky queue.
         sup = Supervisor(settings, address, spare=False, assist=False)
-        sup.acquire()
+        if not sup.acquire() and cap_s is not None:  # the owner would respawn, and assist, after our kills
+            raise Failed(f"another supervisor (the app, `start --wait` or `supervise`) owns {settings.home}: "
+                         "stop it, or measure in another --home")  # fmt: skip
         await asyncio.to_thread(sup.ensure_worker)
         await workload.ready(settings, client, sup.primary)
         async with sup.running():
