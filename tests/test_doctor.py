@@ -147,6 +147,23 @@ def test_doctor_measure_stops_at_the_cap_and_says_so(temporal_address, session_r
         in out.stdout  # fmt: skip
 
 
+def test_doctor_measure_refuses_a_home_another_supervisor_owns(temporal_address, tmp_path):
+    """Its kills would be respawned, and assisted, by the owner: the figure would not be unassisted."""
+    import fcntl
+    import os
+
+    home = tmp_path / "owned"
+    (home / "run").mkdir(parents=True)
+    fd = os.open(home / "run" / "supervisor.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live supervisor of the home holds it
+        out = run_cli("--home", str(home), "--temporal-address", temporal_address, "doctor", "--measure")
+    finally:
+        os.close(fd)
+    assert out.returncode == 1 and "another supervisor" in out.stderr and "owns" in out.stderr, out.stderr
+    assert not (home / "run" / "worker.json").exists()  # no worker started, none killed
+
+
 def test_doctor_usage_errors_start_nothing(tmp_path):
     home = tmp_path / "h"
     cases = [
