@@ -22,9 +22,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 @activity.defn
 async def send_note(n: int) -> str:
-    for _ in range(2):
+    for _ in range(5):  # about 0.5 s, long enough for `doctor --measure` to land a kill inside it
         activity.heartbeat()
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
     return f"note {n}"
 
 

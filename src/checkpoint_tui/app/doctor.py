@@ -4,7 +4,9 @@ policies its history recorded, and what to change where the answer is "too long"
 A worker that dies under an activity is not noticed by Temporal until the attempt times out: the
 heartbeat timeout if one is set, else the start-to-close (the SDK does not detect a process exit;
 sdk-python#1012). So the unassisted kill → retry of a type is that timeout plus the retry's first
-interval. Pure functions over a history chain (app/activity_history.py): nothing here talks to a server."""
+interval. Pure functions over a history chain (app/activity_history.py): nothing here talks to a server.
+`doctor --measure` adds one measured kill per type (a `Measurement`, made by proof/doctor_measure.py), set
+beside the prediction with the finding it confirms."""
 
 from __future__ import annotations
 
@@ -72,6 +74,57 @@ class Finding:
 
 
 @dataclass
+class Measurement:
+    """One SIGKILL of the worker under an activity of this type with no assistance, and when Temporal
+    started the activity's next attempt or closed it, as history has it (proof/doctor_measure.py)."""
+
+    activity_type: str
+    outcome: str = "not-measured"  # retried | failed | capped | not-measured
+    measured_s: float | None = None  # kill → attempt n+1 started (retried), the activity closed (failed); the cap
+    why: str | None = None  # why not measured; or what bounded a cap shorter than --kill-cap
+    activity: str | None = None  # the activity the kill landed in
+    attempt: int | None = None  # the attempt the kill ended
+    pid: int | None = None  # the worker killed
+    into_s: float | None = None  # how far into that attempt (from Temporal's start) the kill landed
+
+    def figure(self) -> str:
+        if self.measured_s is None:
+            return f"not measured ({self.why or 'no kill landed'})"
+        if self.outcome == "capped":
+            return f"≥ {self.measured_s:.1f} s (cap{': ' + self.why if self.why else ''})"
+        if self.outcome == "failed":
+            return f"{self.measured_s:.2f} s, then the activity failed (attempt {self.attempt} not retried)"
+        return f"{self.measured_s:.2f} s (attempt {(self.attempt or 1) + 1} started)"
+
+    def to_dict(self) -> dict:
+        return {
+            "outcome": self.outcome, "measured_s": self.measured_s, "why": self.why, "activity": self.activity,
+            "killed_attempt": self.attempt, "pid": self.pid, "into_s": self.into_s, "text": self.figure(),
+        }  # fmt: skip
+
+
+def confirms(m: Measurement, t: ActivityType, kinds: set[str]) -> str:
+    """What the measured kill says about the type's findings (or their absence); "" when not measured."""
+    if m.measured_s is None:
+        return ""
+    if m.outcome == "failed":
+        return "confirms single-attempt" if "single-attempt" in kinds else "the kill failed the activity"
+    slow, over = "kill-costs-timeout" in kinds, m.measured_s >= KILL_COST_LIMIT_S
+    predicted = t.predicted_restart_s
+    if slow and over:
+        return "confirms kill-costs-timeout"
+    if m.outcome == "capped":
+        if predicted is not None and m.measured_s < predicted:
+            longer = "--timeout" if m.why and "--timeout" in m.why else "--kill-cap"
+            return f"the cap is under the predicted {fmt_s(predicted)}: a longer {longer} would measure it"
+        return "slower than predicted" + (" (kill-measured-slow)" if over else "")
+    if slow:
+        return f"does not confirm kill-costs-timeout (under {KILL_COST_LIMIT_S:.0f} s)"
+    return "slower than predicted (kill-measured-slow)" if over else \
+        f"confirms no kill-costs-timeout (under {KILL_COST_LIMIT_S:.0f} s)"
+
+
+@dataclass
 class Diagnosis:
     workflow_id: str
     framework: str | None
@@ -80,14 +133,57 @@ class Diagnosis:
     workflow_task_timeout_s: float | None
     sticky: bool  # workflow tasks went to a worker's sticky queue
     findings: list[Finding]
+    measured: dict[str, Measurement] | None = None  # --measure: per activity type
+    measure_run: str | None = None  # the run the kills landed in
+    cap_s: float | None = None  # --kill-cap
 
     def to_dict(self) -> dict:
+        types = [t.to_dict() for t in self.types]
+        if self.measured is not None:
+            for t, d in zip(self.types, types, strict=True):
+                m = self.measured.get(t.name)
+                d["measured"] = None if m is None else {**m.to_dict(), "confirms": confirms(m, t, self.kinds(t.name))}
         return {
             "workflow_id": self.workflow_id, "framework": self.framework,
-            "activity_types": [t.to_dict() for t in self.types], "local_activities": self.local_activities,
+            "activity_types": types, "local_activities": self.local_activities,
             "workflow_task_timeout_s": self.workflow_task_timeout_s, "sticky_queue": self.sticky,
             "findings": [f.__dict__ for f in self.findings], "ok": not self.findings,
+            "measure": None if self.measured is None else {"run_id": self.measure_run, "cap_s": self.cap_s},
         }  # fmt: skip
+
+    def kinds(self, subject: str) -> set[str]:
+        return {f.kind for f in self.findings if f.subject == subject}
+
+    def with_measured(self, measured: dict[str, Measurement], run_id: str, cap_s: float) -> None:
+        """Set the measurements beside the predictions; a type measured at the limit or over it that
+        was not predicted to be is a finding of its own (kill-measured-slow)."""
+        self.measured, self.measure_run, self.cap_s = measured, run_id, cap_s
+        for t in self.types:
+            m = measured.get(t.name)
+            if m is None or m.measured_s is None or m.outcome == "failed" or "kill-costs-timeout" in self.kinds(t.name):
+                continue
+            if m.measured_s >= KILL_COST_LIMIT_S:
+                self.findings.append(Finding(
+                    "kill-measured-slow", t.name,
+                    f"one unassisted kill under it cost {m.figure()}, against a predicted "
+                    f"{fmt_s(t.predicted_restart_s)}",
+                    "see run/worker.log: a retry waits for a worker to poll, so keep a second one polling "
+                    "(--workers 2 here, two replicas in production) rather than one that restarts cold",
+                ))  # fmt: skip
+
+    def measured_lines(self) -> list[str]:
+        if self.measured is None:
+            return []
+        out = [f"measured in {self.measure_run}: one SIGKILL of the worker per activity type, unassisted until "
+               f"its next attempt (no attempt failed by id, no sticky reset); kill → that attempt, from history "
+               f"(cap {self.cap_s:g} s)"]  # fmt: skip
+        for t in self.types:
+            m = self.measured.get(t.name) or Measurement(t.name, why="not aimed at")
+            verdict = confirms(m, t, self.kinds(t.name))
+            figure = m.figure() if m.measured_s is None else f"measured {m.figure()}"
+            out.append(f"  {t.name[:34]:<34} predicted {fmt_s(t.predicted_restart_s, 1):>7}  {figure}"
+                       + (f"  · {verdict}" if verdict else ""))  # fmt: skip
+        return out
 
     def lines(self) -> list[str]:
         out = [f"doctor {self.workflow_id}" + (f" ({self.framework})" if self.framework else "")]
@@ -95,18 +191,19 @@ class Diagnosis:
                    f"{'attempts':>8} {'median':>8}  unassisted kill → retry")  # fmt: skip
         for t in self.types:
             out.append(
-                f"  {t.name[:34]:<34} {t.cls:<6} {t.count:>4} {_s(t.heartbeat_timeout_s):>9} "
-                f"{_s(t.start_to_close_s or t.schedule_to_close_s):>14} {t.maximum_attempts or '∞':>8} "
-                f"{_s(t.median_s, 2):>8}  {_s(t.predicted_restart_s)}" + (" (options varied)" if t.varied else "")
+                f"  {t.name[:34]:<34} {t.cls:<6} {t.count:>4} {fmt_s(t.heartbeat_timeout_s):>9} "
+                f"{fmt_s(t.start_to_close_s or t.schedule_to_close_s):>14} {t.maximum_attempts or '∞':>8} "
+                f"{fmt_s(t.median_s, 2):>8}  {fmt_s(t.predicted_restart_s)}" + (" (options varied)" if t.varied else "")
             )
         for name, n in self.local_activities.items():
             out.append(f"  {name[:34]:<34} local  {n:>4}  (a kill costs the workflow task timeout)")
-        wtt = _s(self.workflow_task_timeout_s or None)
+        wtt = fmt_s(self.workflow_task_timeout_s or None)
         sticky = ""
         if self.sticky:
             sticky = (f"; sticky queues in use: a kill between workflow tasks can cost the worker's sticky "
                       f"schedule-to-start (SDK default {STICKY_DEFAULT_S:.0f} s; not in history)")  # fmt: skip
         out.append(f"  workflow task timeout {wtt}{sticky}")
+        out += self.measured_lines()
         if self.findings:
             out.append(f"{len(self.findings)} finding(s):")
             out += [f"  {f.line()}" for f in self.findings]
@@ -115,7 +212,7 @@ class Diagnosis:
         return out
 
 
-def _s(value: float | None, digits: int = 0) -> str:
+def fmt_s(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "—"
     return f"{value:.{digits}f} s" if value < 120 else f"{value / 60:.1f} min"
@@ -203,7 +300,7 @@ def _findings(t: ActivityType, framework: str | None) -> list[Finding]:
         run = f"; it usually runs {t.median_s:.2f} s" if t.median_s is not None else ""
         out.append(Finding(
             "kill-costs-timeout", t.name,
-            f"a worker killed under it is retried only after its {which} of {_s(cost)}{run}",
+            f"a worker killed under it is retried only after its {which} of {fmt_s(cost)}{run}",
             _heartbeat_fix(t, framework),
         ))  # fmt: skip
     if t.maximum_attempts == 1:
@@ -235,7 +332,7 @@ def _heartbeat_fix(t: ActivityType, framework: str | None) -> str:
 
 
 def _local_findings(locals_: dict[str, int], wtt: float | None) -> list[Finding]:
-    cost = _s(wtt or 10.0)
+    cost = fmt_s(wtt or 10.0)
     return [
         Finding(
             "local-activity", name,

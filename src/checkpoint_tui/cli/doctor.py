@@ -1,6 +1,7 @@
 """`doctor`: run the workload once (ours, or `--worker-cmd ... doctor --workflow T --input J`), or read a
 finished run (`doctor RUN`), and report what a kill would cost each of its activity types
-(app/doctor.py). Exit 1 when there are findings, 0 when there are none."""
+(app/doctor.py); with `--measure`, run it a second time and kill the worker once under each type
+(proof/doctor_measure.py). Exit 1 when there are findings, 0 when there are none."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import argparse
 import asyncio
 import json
 import re
+import time
+from dataclasses import replace
 from pathlib import Path
 
-from checkpoint_tui.errors import Exit, Unavailable, UsageError
+from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import Settings
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 DEFAULT_STEPS = 3  # our own loop: every activity type runs in one step; three show their medians
-RUN_DEADLINE_S = 600.0  # a run doctor starts must end within this (--timeout)
+RUN_DEADLINE_S = 600.0  # the command, the runs it starts included, must end within this (--timeout)
+KILL_CAP_S = 15.0  # --kill-cap: past the 10 s finding limit, so a capped kill still confirms kill-costs-timeout
+CAP_RANGE_S = (1.0, 600.0)
+MEASURE_PACE = 1.0  # our loop's model call thinks 0.4-0.8 s at pace 1 (at pace 0, a few ms: too brief to hit)
 
 
 def add_parser(sub, output_file, bounded_int, float_in) -> None:
@@ -30,7 +36,15 @@ def add_parser(sub, output_file, bounded_int, float_in) -> None:
     doctor.add_argument("--steps", type=bounded_int(1, 100), default=None,
                         help=f"our own loop: steps of the run doctor starts (default {DEFAULT_STEPS})")  # fmt: skip
     doctor.add_argument("--timeout", type=float_in(1, 3600), default=RUN_DEADLINE_S,
-                        help=f"the run doctor starts must end within this many seconds (default {RUN_DEADLINE_S:.0f})")
+                        help=f"the command (with the runs it starts) must end within this many seconds "
+                        f"(default {RUN_DEADLINE_S:.0f})")  # fmt: skip
+    doctor.add_argument("--measure", action="store_true",
+                        help="run it again and SIGKILL the worker once under each activity type, unassisted: "
+                        "measured kill → next attempt beside the prediction")  # fmt: skip
+    low, high = CAP_RANGE_S
+    doctor.add_argument("--kill-cap", type=float_in(low, high), default=None, metavar="SECONDS",
+                        help=f"with --measure: wait at most this long for one kill's next attempt, then report "
+                        f"'≥ cap' (default {KILL_CAP_S:g}, {low:g}-{high:g})")  # fmt: skip
     doctor.add_argument("--json", dest="doctor_json", metavar="PATH", type=output_file, help="write the report here")
 
 
@@ -45,9 +59,13 @@ def command(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.cli.user_workflow import workflow_and_input
 
     workload = None
+    if args.kill_cap is not None and not args.measure:
+        raise UsageError("--kill-cap goes with --measure")
     if args.run is not None:
         if args.workflow or args.input_json is not None or args.steps is not None:
             raise UsageError("doctor RUN reads a finished run: --workflow, --input and --steps start one")
+        if args.measure:
+            raise UsageError("--measure kills workers under runs doctor starts: drop RUN (give --workflow, or --steps)")
         if not settings.ledger_exists:
             raise UsageError(f"no run {args.run!r}: {settings.home} has no ledger yet")
     elif settings.user_worker:
@@ -58,44 +76,83 @@ def command(args: argparse.Namespace, settings: Settings) -> int:
     else:
         workload = AgentLoopWorkload(args.steps or DEFAULT_STEPS, 0.0, ())
     json_out = Path(args.doctor_json) if args.doctor_json else None
-    return asyncio.run(doctor(settings, workload, args.run, json_out, args.timeout, args.framework))
+    cap_s = (args.kill_cap or KILL_CAP_S) if args.measure else None
+    return asyncio.run(doctor(settings, workload, args.run, json_out, args.timeout, args.framework, cap_s))
 
 
 async def doctor(settings: Settings, workload, run: str | None, json_out: Path | None, deadline_s: float,
-                 framework: str | None = None) -> int:  # fmt: skip
-    from checkpoint_tui.app.activity_history import read_chain
-    from checkpoint_tui.app.doctor import diagnose
+                 framework: str | None = None, cap_s: float | None = None) -> int:  # fmt: skip
+    """Diagnose `run` (or a run of `workload` started now); with `cap_s`, measure one kill per type too."""
     from checkpoint_tui.files import write_output
-    from checkpoint_tui.ledger import queries
-    from checkpoint_tui.ledger.store import connect
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client, resolve_address
+    from checkpoint_tui.proof.doctor_measure import Budget
 
+    budget = Budget(time.monotonic() + deadline_s, deadline_s)
     settings.ensure_dirs()
     address, _ = resolve_address(settings)
     client = await connect_client(settings, address)
     if run is None:
-        sup = Supervisor(settings, address, spare=False)
-        sup.acquire()
+        # Never assisted: doctor measures what a worker dying in production costs, with no one failing
+        # its attempts or resetting its sticky queue.
+        sup = Supervisor(settings, address, spare=False, assist=False)
+        if not sup.acquire() and cap_s is not None:  # the owner would respawn, and assist, after our kills
+            raise Failed(f"another supervisor (the app, `start --wait` or `supervise`) owns {settings.home}: "
+                         "stop it, or measure in another --home")  # fmt: skip
         await asyncio.to_thread(sup.ensure_worker)
         await workload.ready(settings, client, sup.primary)
-        run = await workload.start(settings, client)
-        print(f"doctor: started {run} ({workload.title()}); waiting for it to end", flush=True)
         async with sup.running():
-            try:
-                status = await asyncio.wait_for(workload.wait(settings, client, run, progress=False), deadline_s)
-            except TimeoutError:
-                raise Unavailable(f"{run} did not end within {deadline_s:.0f} s (--timeout)") from None
-        if status != "COMPLETED":
-            print(f"doctor: {run} ended {status}; its history is read as it is", flush=True)
+            run = await _run_once(settings, client, workload, budget)
+            diagnosis = await _diagnose(settings, client, address, run, framework)
+            if cap_s is not None:
+                await _measure(settings, client, sup, workload, diagnosis, cap_s, budget, framework)
+    else:
+        diagnosis = await _diagnose(settings, client, address, run, framework)
+    print("\n".join(diagnosis.lines()))
+    if json_out is not None:
+        write_output(json_out, json.dumps(diagnosis.to_dict(), indent=2, sort_keys=True) + "\n")
+    return Exit.FAILED if diagnosis.findings else Exit.OK
+
+
+async def _run_once(settings: Settings, client, workload, budget) -> str:
+    """Start a run of the workload and wait for its end within what is left of --timeout."""
+    run = await workload.start(settings, client)
+    print(f"doctor: started {run} ({workload.title()}); waiting for it to end", flush=True)
+    try:
+        status = await asyncio.wait_for(workload.wait(settings, client, run, progress=False), budget.left())
+    except TimeoutError:
+        raise Unavailable(f"{run} did not end within {budget.total_s:.0f} s (--timeout)") from None
+    if status != "COMPLETED":
+        print(f"doctor: {run} ended {status}; its history is read as it is", flush=True)
+    return run
+
+
+async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: float, budget, framework) -> None:
+    """A second run, one unassisted kill per activity type of the diagnosis (proof/doctor_measure.py)."""
+    from checkpoint_tui.app.workload import AgentLoopWorkload
+    from checkpoint_tui.proof.doctor_measure import Measurer
+
+    if isinstance(workload, AgentLoopWorkload):
+        workload = replace(workload, pace=MEASURE_PACE)
+    run = await workload.start(settings, client)
+    print(f"doctor: started {run} to measure ({workload.title()})", flush=True)
+    measured = await Measurer(settings, client, sup, diagnosis, cap_s, budget, framework).run(run)
+    status = await workload.wait(settings, client, run, timeout=budget.left())
+    if status in (None, "RUNNING"):
+        print(f"doctor: {run} had not ended when --timeout ran out; `checkpoint-tui status {run}` later", flush=True)
+    diagnosis.with_measured(measured, run, cap_s)
+
+
+async def _diagnose(settings: Settings, client, address: str, run: str, framework: str | None):
+    from checkpoint_tui.app.activity_history import read_chain
+    from checkpoint_tui.app.doctor import diagnose
+    from checkpoint_tui.ledger import queries
+    from checkpoint_tui.ledger.store import connect
+
     row = queries.run(connect(settings.ledger), run)
     if row is None:
         raise UsageError(f"no run {run!r} in {settings.home}'s ledger")
     chain = await read_chain(client, run, row.first_execution)
     if not chain.executions:
         raise Unavailable(f"Temporal at {address} has no history of {run}")
-    diagnosis = diagnose(chain, framework)
-    print("\n".join(diagnosis.lines()))
-    if json_out is not None:
-        write_output(json_out, json.dumps(diagnosis.to_dict(), indent=2, sort_keys=True) + "\n")
-    return Exit.FAILED if diagnosis.findings else Exit.OK
+    return diagnose(chain, framework)
