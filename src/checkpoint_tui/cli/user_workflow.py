@@ -154,9 +154,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
     if args.chaos_schedule is not None and args.chaos_save is not None:
         raise UsageError("--schedule and --save-schedule go one at a time")
-    if args.resets or args.runs > 1 or args.until_covered or args.max_kills is not None:
-        raise UsageError("--resets, --runs and --until-covered run on checkpoint-tui's own loop for now, not a "
-                         "user's workflow (its chaos report still names each kill's window)")  # fmt: skip
+    if args.until_covered or args.max_kills is not None:
+        raise UsageError("--until-covered runs on checkpoint-tui's own loop for now, not a user's workflow")
     if args.steps is not None:
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip
@@ -166,7 +165,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         events, span, file_seed = load_schedule(args.chaos_schedule, None)
         events, seed = [map_event(e) for e in events], file_seed if file_seed is not None else seed
     else:
-        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions)  # cannot work: 2
+        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets)  # else 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, span, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events over {span} aimed activity starts)")
@@ -177,8 +176,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     target = ActivityTarget(UserWorkflow(workflow, arg, args.framework), args.aim, seed, args.strict_models,
                             placed=args.chaos_schedule is None)
     command = f"checkpoint-tui --worker-cmd ... chaos --workflow {workflow} --aim {args.aim} --seed {seed}"
+    command += f" --runs {args.runs}" if args.runs > 1 else ""
     return asyncio.run(chaos_command(settings, seed, span, events, command, json_out, junit_path=args.chaos_junit,
-                                     target=target))  # fmt: skip
+                                     target=target, runs=args.runs))  # fmt: skip
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:

@@ -20,6 +20,7 @@ import fnmatch
 import random
 import statistics
 import time
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -40,10 +41,11 @@ from checkpoint_tui.app.activity_history import (
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
+from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof import nemeses, resets
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
 from checkpoint_tui.proof.targets import ChaosTarget
@@ -78,20 +80,20 @@ def aimed(aim: str, act: ActivityExec) -> bool:
     return fnmatch.fnmatchcase(act.activity_type, aim) or bool(name) and fnmatch.fnmatchcase(name, aim)
 
 
-def workload_schedule(seed: int, kills: int, pauses: int = 0, partitions: int = 0) -> tuple[list[ChaosEvent], int]:
+def workload_schedule(
+    seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets_: int = 0
+) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
     span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
-    if kills < 3:
+    if kills < 3 and not resets_:
         raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
-    span = kills + pauses + partitions + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, pauses, partitions)], span
+    span = kills + pauses + partitions + resets_ + 2
+    return [map_event(e) for e in make_schedule(seed, span, kills, pauses, partitions, resets_)], span
 
 
 def map_event(ev: ChaosEvent) -> ChaosEvent:
     if ev.kind == FORGE:
         raise UsageError(f"{FORGE} forges our own outbox; a user's workflow has none")
-    if ev.kind == "reset":
-        raise UsageError("reset events run on checkpoint-tui's own loop for now, not a user's workflow")
     if ev.kind in MAPPED:
         return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
     return ev
@@ -190,9 +192,11 @@ class ActivityTarget(ChaosTarget):
         False: at exactly the event's delay after Temporal's start of the attempt (a schedule file)."""
         self.workload, self.aim, self.strict_models, self.placed = workload, aim, strict_models, placed
         self.phases = random.Random(f"phase-{seed}")  # a stream of its own: the schedule stays put
-        self.progress: Progress | None = None
+        self.progress: Progress | None = None  # the lead run's (it places the events)
+        self.runs: dict[str, Progress] = {}  # every run's (--runs)
         self._landing: dict = {}
-        self._audit: ActivityAudit | None = None
+        self._audit: ActivityAudit | None = None  # the lead run's
+        self.resets: list[dict] = []  # the lead run's resets, once figures() has read what they re-ran
 
     def header(self, chaos: Chaos) -> str:
         return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
@@ -209,7 +213,8 @@ class ActivityTarget(ChaosTarget):
     async def start(self, chaos: Chaos, client: Client) -> str:
         await _first_worker_polling(client, chaos.settings)  # a command that cannot start: one line, exit 3
         run_id = await self.workload.start(chaos.settings, client)
-        self.progress = Progress(client, run_id, self.workload.framework)
+        self.runs[run_id] = Progress(client, run_id, self.workload.framework)
+        self.progress = self.progress or self.runs[run_id]
         return run_id
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
@@ -227,7 +232,7 @@ class ActivityTarget(ChaosTarget):
     async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
-        between = ev.kind == "worker-between-activities"
+        between = ev.kind in ("worker-between-activities", resets.RESET)  # a reset: once the activity closed
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
         if act is None:
@@ -252,6 +257,11 @@ class ActivityTarget(ChaosTarget):
         return sum(aimed(self.aim, a) for a in progress.acts)
 
     async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        if ev.kind == resets.RESET:
+            done = await self._reset(ev, run_id)
+            if done is not None:
+                chaos._record(ev, run_id, None, done.pop("at"), done)
+            return True
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
             return False
         fired = nemeses.kill_active_worker(chaos.settings)
@@ -262,16 +272,45 @@ class ActivityTarget(ChaosTarget):
             chaos._record(ev, run_id, fired[0], fired[1], extra)
         return True
 
+    def deaths(self, chaos: Chaos, conn, run_id: str) -> list | None:
+        """Every death of the chaos's workers, whichever run the ledger filed it under: a user's worker
+        serves every run at once, so each death is placed against each run's history."""
+        if len(chaos.run_ids) == 1:
+            return None
+        found = {k.id: k for r in chaos.run_ids for k in inspect_queries.kill_events(conn, r)}
+        return sorted(found.values(), key=lambda k: k.at)
+
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1
 
     async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> ActivityAudit:
-        assert self.progress is not None
-        await self.progress.refresh()
+        progress = self.runs[run_id]
+        await progress.refresh()
         probes = probe_counts(probe_log_path(chaos.settings))
-        self._audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
-                                       self.progress.acts, probes, self.strict_models)  # fmt: skip
-        return self._audit
+        audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
+                                 progress.acts, probes, self.strict_models)  # fmt: skip
+        self._audit = self._audit if progress is not self.progress else audit
+        return audit
+
+    async def _reset(self, ev: ChaosEvent, run_id: str) -> dict | None:
+        """Back to the workflow task that scheduled the aimed activity `back_steps - 1` before the one the
+        event fired after, in the current execution (else that execution's first activity)."""
+        progress, back = self.progress, ev.back_steps or 2
+        assert progress is not None
+        await progress.refresh()
+        here = len(progress.chain.executions) - 1
+        picked = [a for a in progress.acts if aimed(self.aim, a)]
+        current = [a for a in picked if a.segment == here] or [a for a in progress.acts if a.segment == here]
+        if not picked or not current:
+            return None
+        target = picked[max(0, min(ev.step or 1, len(picked)) - back)]
+        target = target if target.segment == here else current[0]
+        execution, events = progress.chain.executions[here]
+        point = resets.scheduled_by(events, target.activity_id)
+        if point is None:
+            return None
+        done = await resets.reset_to(progress.client, run_id, execution, point, f"reset to activity {target.seq}")
+        return {**done, "from_step": target.seq, "back_steps": back, "from_label": target.label}
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
@@ -286,14 +325,35 @@ class ActivityTarget(ChaosTarget):
             fired["stalled_s"] = fired["restart_s"] = None if nxt is None else nxt - fired["at"]
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
+        if chaos.resets and self.progress is not None:  # what each reset ran again, from history and the claims
+            claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
+            for r in chaos.resets:
+                r.update(resets.activities_reran(self.progress.chain, claims, r, self.workload.framework))
+                r["at_risk"] = sum(e["verdict"] == "at risk" for e in r["re_ran"])
+        self.resets = chaos.resets
         return {"workflow": self.workload.workflow, "aim": self.aim, "framework": self._audit.framework
                 if self._audit is not None else None}  # fmt: skip
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
-        return activity_checks(audit)
+        lead = self.progress is not None and audit.run_id == self.progress.run_id
+        return activity_checks(audit) + ([reset_check(self.resets, self.strict_models)] if lead and self.resets else [])
+
+    def reset_summary(self, r: dict) -> str:
+        n = Counter(e["verdict"] for e in r.get("re_ran", []))
+        after = ", ".join(f"{k} {v}" for k, v in sorted(r.get("claims_after_reset", {}).items())) or "none"
+        return (f"re-ran {len(r.get('re_ran', []))} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
+                f"model {n['model']}) · claims after it: {after}")  # fmt: skip
 
     def lines(self, report: dict) -> list[str]:
-        return audit_lines(self._audit) if self._audit is not None else []
+        found = [f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
+                 f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
+                 for r in report.get("resets", []) for e in r.get("re_ran", [])]  # fmt: skip
+        lines = found + (audit_lines(self._audit) if self._audit is not None else [])
+        if report.get("resets"):  # the audit above counts attempts; what a reset re-ran is a new execution's
+            n = Counter(e["verdict"] for r in report["resets"] for e in r.get("re_ran", []))
+            lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
+                         f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
+        return lines
 
 
 async def _first_worker_polling(client: Client, settings, timeout: float = 30.0) -> None:
@@ -304,6 +364,18 @@ async def _first_worker_polling(client: Client, settings, timeout: float = 30.0)
             raise Unavailable(f"the worker command did not stay up; see {settings.run_dir / 'worker.log'}")
         await asyncio.sleep(POLL_S)
     await wait_polling(client, settings, worker, timeout)
+
+
+def reset_check(fired: list[dict], strict_models: bool) -> Check:
+    """Every reset re-ran something, and nothing it re-ran was at risk (nor a model request, if strict)."""
+    reran = [e for r in fired for e in r.get("re_ran", [])]
+    n = Counter(e["verdict"] for e in reran)
+    idle = [r["step"] for r in fired if not r.get("re_ran")]
+    risky = "".join(f"; #{e['activity_id']} {e['label']}: {e['why']}" for e in reran if e["verdict"] == "at risk")
+    ok = not n["at risk"] and not idle and not (strict_models and n["model"])
+    return Check("chaos: a reset re-ran no tool call or activity at risk", ok,
+                 f"{len(fired)} reset(s) · re-ran {len(reran)} (guarded {n['guarded']}, AT RISK {n['at risk']}, model "
+                 f"{n['model']}) · resets that re-ran nothing {idle}{risky[:1500]}")  # fmt: skip
 
 
 def activity_checks(a: ActivityAudit) -> list[Check]:
