@@ -268,7 +268,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
     events: list = []
     if args.chaos_schedule is None and args.chaos_shrink is None:
-        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets)  # else 2
+        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets,
+                               args.activity_pauses, args.activity_resets)  # cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, args.steps, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
@@ -296,6 +297,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         command += f" --pauses {args.pauses}" if args.pauses else ""
         command += f" --partitions {args.partitions}" if args.partitions else ""
         command += f" --resets {args.resets}" if args.resets else ""
+        command += f" --activity-pauses {args.activity_pauses}" if args.activity_pauses else ""
+        command += f" --activity-resets {args.activity_resets}" if args.activity_resets else ""
     command += f" --runs {args.runs}" if args.runs > 1 else ""
     command += " --until-covered" if args.until_covered else ""
     return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs,

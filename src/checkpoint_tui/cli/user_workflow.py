@@ -80,7 +80,7 @@ def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
 
 
 def _aim(text: str) -> str:
-    from checkpoint_tui.proof.chaos_activities import check_aim
+    from checkpoint_tui.proof.activity_progress import check_aim
 
     try:
         return check_aim(text)
@@ -165,7 +165,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         events, span, file_seed = load_schedule(args.chaos_schedule, None)
         events, seed = [map_event(e) for e in events], file_seed if file_seed is not None else seed
     else:
-        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets)  # else 2
+        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets,
+                                         args.activity_pauses, args.activity_resets)  # cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, span, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events over {span} aimed activity starts)")

@@ -31,7 +31,8 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof import coverage, nemeses, windows
+from checkpoint_tui.proof import activity_nemeses, coverage, nemeses, windows
+from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
@@ -53,7 +54,8 @@ from checkpoint_tui.settings import Settings
 
 PACE = 0.3
 PROGRESS_TIMEOUT_S = 120.0
-SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None}  # else SIGKILL
+SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
+           **dict.fromkeys(ACTIVITY_NEMESES)}  # else SIGKILL
 
 
 class Chaos:
@@ -288,6 +290,7 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         if p.get("recovery_s") is not None and p["kind"] != FORGE:
             r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
         how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
+        how += f" · {activity_nemeses.describe(p)}" if p["kind"] in ACTIVITY_NEMESES else ""
         print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
     for r in report.get("resets", []):
         print(f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "

@@ -1,7 +1,7 @@
 """Chaos against a user's workflow (a `ChaosTarget`, proof/targets.py), agent frameworks included: the
-run's activities are read from Temporal history as it goes (a user's run has no step rows), each
-classified by its framework's adapter (app/frameworks/), and every event is placed on an *activity
-start*: "at 3" is the third start of an activity the aim picks (`--aim tool|model|any|GLOB`).
+run's activities are read from Temporal history as it goes (proof/activity_progress.py), and every
+event is placed on an *activity start*: "at 3" is the third start of an activity the aim picks
+(`--aim tool|model|any|GLOB`).
 
 A kill inside an activity is placed over that activity type's observed duration (the median of the
 run's earlier completed ones of the type, measured from Temporal's start and close times): at a
@@ -11,41 +11,33 @@ not seen completed yet falls back to the event's delay after it was seen running
 
 A user's worker has no fault hooks and the lab knows none of its timers, so two seeded moments are
 mapped: a claim-window crash becomes a kill inside the activity, a kill in a timer a kill between
-activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too)."""
+activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too). A
+workflow reset goes back over aimed activities (proof/resets.py); an activity pause or reset hits the
+aimed activity (proof/activity_nemeses.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import random
-import statistics
 import time
 from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
-from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, audit_lines, probe_counts
-from checkpoint_tui.app.activity_history import (
-    ActivityExec,
-    Chain,
-    activities,
-    first_event_after,
-    label,
-    read_activities,
-    read_chain,
-    with_pending,
-)  # fmt: skip
+from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
-from checkpoint_tui.errors import Failed, Unavailable, UsageError
+from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof import nemeses, resets
+from checkpoint_tui.proof import activity_nemeses, nemeses, resets
+from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
+from checkpoint_tui.proof.activity_progress import POLL_S, Progress, aimed, until_activity
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
 from checkpoint_tui.proof.targets import ChaosTarget
@@ -57,38 +49,18 @@ if TYPE_CHECKING:
 # activity (--aim chooses which).
 MAPPED = {**dict.fromkeys(HOOK_CRASHES, "worker-in-activity"),
           "worker-in-timer": "worker-between-activities"}  # fmt: skip
-AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
+IN_ACTIVITY = ("worker-in-activity", *ACTIVITY_NEMESES)  # placed inside the aimed activity
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
-POLL_S = 0.03  # how often history is read while an event waits for its activity start
-PROGRESS_TIMEOUT_S = 120.0
 
 
-def check_aim(text: str) -> str:
-    if not text or len(text) > 128 or any(ord(c) < 32 for c in text):
-        raise UsageError("--aim takes tool, model, any, or a glob over activity types / tool names (<= 128)")
-    return text
-
-
-def aimed(aim: str, act: ActivityExec) -> bool:
-    if aim == "any":
-        return True
-    if aim == "tool":
-        return act.cls in ("tool", "mcp", "other")  # an activity of a plain workflow may have effects
-    if aim == "model":
-        return act.cls == "model"
-    name = act.info.name if act.info is not None and act.info.name else ""
-    return fnmatch.fnmatchcase(act.activity_type, aim) or bool(name) and fnmatch.fnmatchcase(name, aim)
-
-
-def workload_schedule(
-    seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets_: int = 0
-) -> tuple[list[ChaosEvent], int]:
+def workload_schedule(seed: int, kills: int, *more: int) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
-    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
-    if kills < 3 and not resets_:
+    span to guess, since it counts the starts the aim picks as the run makes them. `more`: pauses,
+    partitions, resets, activity pauses, activity resets, as make_schedule takes them. (events, span)"""
+    if kills < 3 and not (more[2:3] and more[2]):
         raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
-    span = kills + pauses + partitions + resets_ + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, pauses, partitions, resets_)], span
+    span = kills + sum(more) + 2
+    return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
 
 
 def map_event(ev: ChaosEvent) -> ChaosEvent:
@@ -97,42 +69,6 @@ def map_event(ev: ChaosEvent) -> ChaosEvent:
     if ev.kind in MAPPED:
         return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
     return ev
-
-
-class Progress:
-    """The run as Temporal has it: activities in scheduling order (open ones with their pending
-    state), classified."""
-
-    def __init__(self, client: Client, run_id: str, framework: str | None = None) -> None:
-        self.client, self.run_id, self.framework = client, run_id, framework
-        self.chain = Chain(run_id)
-        self.acts: list[ActivityExec] = []
-        self.closed = False
-
-    async def refresh(self) -> None:
-        try:
-            self.chain = await read_chain(self.client, self.run_id)
-            self.acts = await with_pending(self.client, self.chain, activities(self.chain))
-            label(self.acts, self.framework)
-            last = self.chain.executions[-1][1] if self.chain.executions else []
-            self.closed = bool(last) and _closes(last[-1])
-        except RPCError:  # the dev server restarting (a nemesis): look again
-            pass
-
-    def activity(self, k: int) -> ActivityExec | None:
-        return self.acts[k - 1] if len(self.acts) >= k else None
-
-    def aimed(self, aim: str, k: int) -> ActivityExec | None:
-        """The k-th activity (in scheduling order) the aim picks, once it is scheduled."""
-        picked = [a for a in self.acts if aimed(aim, a)]
-        return picked[k - 1] if len(picked) >= k else None
-
-    def usual_s(self, act: ActivityExec) -> float | None:
-        """The median duration of the run's completed activities of this one's type (same tool)."""
-        kind = _kind(act)
-        same = [a.duration_s for a in self.acts if a is not act and a.status == "completed"
-                and a.activity_type == act.activity_type and _kind(a) == kind and a.duration_s is not None]  # fmt: skip
-        return statistics.median(same) if same else None
 
 
 def _landed(act: ActivityExec, fired: dict) -> str:
@@ -144,40 +80,6 @@ def _landed(act: ActivityExec, fired: dict) -> str:
     if act.attempt == 1 and act.identity is not None and act.identity == fired.get("identity"):
         return "as it completed"
     return "inside"
-
-
-def _kind(act: ActivityExec) -> tuple[str, str | None]:
-    """What makes two activities alike for timing: the type, and the tool a framework's call names."""
-    return act.activity_type, act.info.name if act.info is not None else None
-
-
-def _closes(ev) -> bool:
-    return any(
-        ev.HasField(f"workflow_execution_{what}_event_attributes")
-        for what in ("completed", "failed", "timed_out", "canceled", "terminated")
-    )
-
-
-async def until_activity(
-    progress: Progress, pick, running_on, timeout: float = PROGRESS_TIMEOUT_S
-) -> ActivityExec | None:
-    """Wait until the activity `pick()` names is in flight on the worker `running_on()` names (not on a
-    dead one whose attempt Temporal has not failed yet), or closed (with `running_on` None: only
-    closed). None if the workflow closed before it came."""
-    deadline = time.monotonic() + timeout
-    while True:
-        await progress.refresh()
-        act = pick()
-        if act is not None and act.closed_at is not None:  # between activities; or too late to land inside
-            return act
-        on_live = running_on is not None and act is not None and act.status == "running"
-        if on_live and act.identity is not None and act.identity == running_on():
-            return act
-        if progress.closed:
-            return None
-        if time.monotonic() > deadline:
-            raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
-        await asyncio.sleep(POLL_S)
 
 
 def _live_name(settings) -> str | None:
@@ -195,8 +97,10 @@ class ActivityTarget(ChaosTarget):
         self.progress: Progress | None = None  # the lead run's (it places the events)
         self.runs: dict[str, Progress] = {}  # every run's (--runs)
         self._landing: dict = {}
+        self._aimed_id: str | None = None  # the activity id the last arrival landed on
         self._audit: ActivityAudit | None = None  # the lead run's
         self.resets: list[dict] = []  # the lead run's resets, once figures() has read what they re-ran
+        self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
 
     def header(self, chaos: Chaos) -> str:
         return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
@@ -239,8 +143,8 @@ class ActivityTarget(ChaosTarget):
             chaos.not_fired.append({**ev.to_json(), "why": f"the workflow closed after {len(progress.acts)} "
                                     f"activities, {self._count(progress)} of them aimed ({self.aim})"})  # fmt: skip
             return False
-        self._landing = {"step": act.seq, "label": act.label, "class": act.cls}
-        inside = ev.kind == "worker-in-activity" and act.started_at is not None and act.closed_at is None
+        self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
+        inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None
         usual = progress.usual_s(act) if inside and self.placed else None
         if inside and usual is not None:
             phase = round(self.phases.uniform(*PHASE), 3)
@@ -257,6 +161,9 @@ class ActivityTarget(ChaosTarget):
         return sum(aimed(self.aim, a) for a in progress.acts)
 
     async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        if ev.kind in ACTIVITY_NEMESES:  # the aimed activity if still pending
+            await activity_nemeses.fire(chaos, ev, run_id, prefer=self._aimed_id)
+            return True
         if ev.kind == resets.RESET:
             done = await self._reset(ev, run_id)
             if done is not None:
@@ -319,24 +226,30 @@ class ActivityTarget(ChaosTarget):
             act = acts.get(fired.get("step")) if fired["kind"] == "worker-in-activity" else None
             if act is not None:
                 fired["landed"] = _landed(act, fired)
+        for f in [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]:  # the closing attempt, from history
+            same = [a for a in acts.values() if a.activity_id == f["activity_id"]]
+            act = next((a for a in same if a.execution == f["execution"]), same[-1] if same else None)
+            activity_nemeses.settle(f, act.attempt if act is not None else None)
         for fired in [*chaos.kills, *chaos.pauses]:
-            after = fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
-            nxt = first_event_after(chain, after, fired.get("identity"))
+            nxt = first_event_after(chain, nemeses.ended_at(fired), fired.get("identity"))
             fired["stalled_s"] = fired["restart_s"] = None if nxt is None else nxt - fired["at"]
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
-        if chaos.resets and self.progress is not None:  # what each reset ran again, from history and the claims
-            claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
-            for r in chaos.resets:
-                r.update(resets.activities_reran(self.progress.chain, claims, r, self.workload.framework))
-                r["at_risk"] = sum(e["verdict"] == "at risk" for e in r["re_ran"])
+        claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
+        for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
+            r.update(resets.activities_reran(self.progress.chain, claims, r, self.workload.framework))
+            r["at_risk"] = sum(e["verdict"] == "at risk" for e in r["re_ran"])
         self.resets = chaos.resets
+        acted = [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]
+        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
+                                                                       f["activity_id"]])] if acted else []  # fmt: skip
         return {"workflow": self.workload.workflow, "aim": self.aim, "framework": self._audit.framework
                 if self._audit is not None else None}  # fmt: skip
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
         lead = self.progress is not None and audit.run_id == self.progress.run_id
-        return activity_checks(audit) + ([reset_check(self.resets, self.strict_models)] if lead and self.resets else [])
+        more = ([reset_check(self.resets, self.strict_models)] if self.resets else []) + self.more
+        return activity_checks(audit) + (more if lead else [])
 
     def reset_summary(self, r: dict) -> str:
         n = Counter(e["verdict"] for e in r.get("re_ran", []))

@@ -38,7 +38,10 @@ PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP 
 FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
-TIMED = ("pause", PARTITION)  # nemeses that last duration_s
+# Temporal's own activity pause (for duration_s, then unpause) and activity reset of the activity in
+# flight at the event's moment (proof/activity_nemeses.py).
+ACTIVITY_PAUSE, ACTIVITY_RESET = "activity-pause", "activity-reset"
+TIMED = ("pause", PARTITION, ACTIVITY_PAUSE)  # nemeses that last duration_s
 # Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
 # exact moment no timing can promise): the seeded generator draws only the claim window; the others
 # come from schedule files and `chaos --until-covered`. Value: the fault kind.
@@ -57,6 +60,8 @@ TARGETS = {
     "temporal-server": "temporal-server",
     FORGE: "outbox",
     RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/resets.py)
+    ACTIVITY_PAUSE: "activity",
+    ACTIVITY_RESET: "activity",
 }
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
@@ -111,21 +116,21 @@ def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
 
 
 def make_schedule(
-    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0
-) -> list[ChaosEvent]:
+    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0,
+    activity_pauses: int = 0, activity_resets: int = 0,
+) -> list[ChaosEvent]:  # fmt: skip
     """The same seed gives the same schedule. One event per step, none at the first or last step.
-    Pauses, partitions and resets come from streams of their own, drawn on the steps the events
-    before them leave free, so adding them leaves a seed's kills (and adding partitions its pauses)
-    where they were."""
+    Pauses, partitions, resets, activity pauses and activity resets come from streams of their own,
+    each drawn on the steps the events before them leave free, so adding one leaves a seed's events
+    of the kinds before it where they were."""
     if kills < len(REQUIRED) and not resets:
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
-    if kills + pauses + partitions + resets > steps - 2:
-        need = kills + pauses + partitions + resets + 2
-        extra = f" and --resets {resets}" if resets else ""
-        raise UsageError(
-            f"--kills {kills}, --pauses {pauses}{', ' if resets else ' and '}--partitions {partitions}{extra} need "
-            f"--steps of at least {need}"
-        )
+    extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
+    if kills + pauses + partitions + sum(extras.values()) > steps - 2:
+        need = kills + pauses + partitions + sum(extras.values()) + 2
+        given = [f"--kills {kills}", f"--pauses {pauses}", f"--partitions {partitions}"]
+        given += [f"{flag} {n}" for flag, n in extras.items() if n]
+        raise UsageError(f"{', '.join(given[:-1])} and {given[-1]} need --steps of at least {need}")
     rng = random.Random(seed)
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
@@ -150,6 +155,15 @@ def make_schedule(
     free = sorted(set(free) - {e.step for e in events})
     for step in sorted(rrng.sample(free, resets)):
         events.append(ChaosEvent(step, RESET, 0, back_steps=rrng.randint(*BACK_STEPS)))
+    arng = random.Random(f"activity-pauses-{seed}")
+    free = sorted(set(free) - {e.step for e in events})
+    for step in sorted(arng.sample(free, activity_pauses)):
+        duration = round(arng.uniform(*PAUSE_S), 2)
+        events.append(ChaosEvent(step, ACTIVITY_PAUSE, arng.randrange(0, 120), duration_s=duration))
+    xrng = random.Random(f"activity-resets-{seed}")
+    free = sorted(set(free) - {e.step for e in events})
+    for step in sorted(xrng.sample(free, activity_resets)):
+        events.append(ChaosEvent(step, ACTIVITY_RESET, xrng.randrange(0, 120)))
     return in_order(events)
 
 
