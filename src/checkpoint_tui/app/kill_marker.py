@@ -31,10 +31,16 @@ def place_kill(kill: KillEvent, events: Sequence[HistoryEvent]) -> tuple[int, st
 
 def in_flight(events: Sequence[HistoryEvent]) -> str | None:
     """The activity scheduled and not yet closed at the end of these events (the newest if several)."""
-    open_: dict[tuple[int, int], str] = {}
+    scheduled = in_flight_event(events)
+    return scheduled.attrs.split(" ", 1)[0] if scheduled is not None else None
+
+
+def in_flight_event(events: Sequence[HistoryEvent]) -> HistoryEvent | None:
+    """The ACTIVITY_TASK_SCHEDULED event of the activity in flight at the end of these events."""
+    open_: dict[tuple[int, int], HistoryEvent] = {}
     for ev in events:
         if ev.name == "ACTIVITY_TASK_SCHEDULED":
-            open_[(ev.segment, ev.event_id)] = ev.attrs.split(" ", 1)[0]
+            open_[(ev.segment, ev.event_id)] = ev
         elif ev.name in CLOSES:
             found = _SCHEDULED_ID.search(ev.attrs.split(" failure=", 1)[0])  # the failure text is the model's
             if found:

@@ -278,7 +278,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
         raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
-    max_kills = _max_kills(args)
+    max_kills = until_covered_bound(args)
     if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
         raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
     if args.chaos_shrink is not None:
@@ -305,7 +305,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
                                      max_kills=max_kills))  # fmt: skip
 
 
-def _max_kills(args: argparse.Namespace) -> int | None:
+def until_covered_bound(args: argparse.Namespace) -> int | None:
     """--until-covered's kill budget (None without it); --max-kills alone is a usage error."""
     from checkpoint_tui.proof.coverage import DEFAULT_MAX_KILLS
 

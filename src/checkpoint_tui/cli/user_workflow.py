@@ -146,6 +146,7 @@ def start(args: argparse.Namespace, settings: Settings) -> int:
 
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import UserWorkflow
+    from checkpoint_tui.cli.commands import until_covered_bound
     from checkpoint_tui.proof.chaos import chaos_command
     from checkpoint_tui.proof.chaos_activities import ActivityTarget, map_event, workload_schedule
     from checkpoint_tui.proof.schedule import load_schedule, save_schedule
@@ -154,8 +155,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
     if args.chaos_schedule is not None and args.chaos_save is not None:
         raise UsageError("--schedule and --save-schedule go one at a time")
-    if args.until_covered or args.max_kills is not None:
-        raise UsageError("--until-covered runs on checkpoint-tui's own loop for now, not a user's workflow")
+    max_kills = until_covered_bound(args)
+    if max_kills is not None and args.runs > 1:
+        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --runs)")
     if args.steps is not None:
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip
@@ -178,8 +180,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
                             placed=args.chaos_schedule is None)
     command = f"checkpoint-tui --worker-cmd ... chaos --workflow {workflow} --aim {args.aim} --seed {seed}"
     command += f" --runs {args.runs}" if args.runs > 1 else ""
+    command += " --until-covered" if max_kills is not None else ""
     return asyncio.run(chaos_command(settings, seed, span, events, command, json_out, junit_path=args.chaos_junit,
-                                     target=target, runs=args.runs))  # fmt: skip
+                                     target=target, runs=args.runs, max_kills=max_kills))  # fmt: skip
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:

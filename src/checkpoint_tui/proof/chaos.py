@@ -153,10 +153,10 @@ class Chaos:
             if self.proxy is not None:
                 await self.proxy.close()
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
-        conn = connect(settings.ledger)
+        conn, probe = connect(settings.ledger), target.probe(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
             named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)
-            self.kill_windows += await windows.kill_windows(client, conn, r, named, deaths)
+            self.kill_windows += await windows.kill_windows(client, conn, r, named, deaths, probe)
         return self._report(run_id, audits, time.monotonic() - started)
 
     async def _execute(self, run_id: str) -> None:
@@ -368,9 +368,10 @@ async def chaos_command(
     print_report(report, chaos.target)
     if max_kills is not None:
         def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
-            return Chaos(settings, seed, steps, schedule=aimed).run()
+            return Chaos(settings, seed, steps, schedule=aimed, target=chaos.target.round_target()).run()
 
-        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round))
+        aims = chaos.target.coverage_aims(chaos)
+        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round, aims))
         coverage.print_coverage(report)
     checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"

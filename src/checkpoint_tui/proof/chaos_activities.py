@@ -30,14 +30,16 @@ from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, a
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
+from checkpoint_tui.effects import read_probe_records
 from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof import activity_nemeses, nemeses, resets
+from checkpoint_tui.proof import activity_nemeses, coverage_activities, nemeses, resets
 from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
 from checkpoint_tui.proof.activity_progress import POLL_S, Progress, aimed, until_activity
+from checkpoint_tui.proof.coverage import Aims
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
 from checkpoint_tui.proof.targets import ChaosTarget
@@ -178,6 +180,20 @@ class ActivityTarget(ChaosTarget):
                 extra["into_s"] = round(fired[1] - started, 3)
             chaos._record(ev, run_id, fired[0], fired[1], extra)
         return True
+
+    def probe(self, chaos: Chaos) -> list | None:
+        return read_probe_records(probe_log_path(chaos.settings))
+
+    def coverage_aims(self, chaos: Chaos) -> Aims:
+        """The windows the seeded run showed and timing can reach (proof/coverage_activities.py)."""
+        assert self.progress is not None
+        claims = queries.claim_attempts(connect(chaos.settings.ledger), self.progress.run_id)
+        return coverage_activities.aims(coverage_activities.spots(self.progress.acts, claims, self.probe(chaos) or [],
+                                                                  self.progress.chain))  # fmt: skip
+
+    def round_target(self) -> ActivityTarget:
+        """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
+        return ActivityTarget(self.workload, "any", None, self.strict_models, placed=False)
 
     def deaths(self, chaos: Chaos, conn, run_id: str) -> list | None:
         """Every death of the chaos's workers, whichever run the ledger filed it under: a user's worker

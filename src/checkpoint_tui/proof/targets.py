@@ -14,6 +14,7 @@ from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
+from checkpoint_tui.proof.coverage import Aims, ours
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import ChaosEvent
 from checkpoint_tui.waiting import wait_until
@@ -56,6 +57,19 @@ class ChaosTarget:
     def deaths(self, chaos: Chaos, conn: Ledger, run_id: str) -> list[KillEvent] | None:
         """The worker deaths to place against this run's history; None: those the ledger files under
         the run (a death our loop's worker had a step of the run in flight for)."""
+        return None
+
+    def coverage_aims(self, chaos: Chaos) -> Aims:
+        """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
+        return ours()
+
+    def round_target(self) -> ChaosTarget | None:
+        """A fresh target for one aimed round of --until-covered (None: our loop's)."""
+        return None
+
+    def probe(self, chaos: Chaos) -> list | None:
+        """A user's workload: the effects library's probe log records (where a death inside a user's
+        effect was, app/windows.classify); None for our loop, whose effects say it themselves."""
         return None
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
