@@ -95,9 +95,10 @@ def scheduled_by(events: list, activity_id: str) -> int | None:
 
 
 def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, framework: str | None) -> dict:
-    """A user's workflow, after the run: each activity the replaced execution had run (completed, or in
-    flight at the reset) after the reset point that the new execution started again, as history names
-    it, with what the library's claims said after the reset:
+    """A user's workflow, after the run: each activity the replaced execution had run after the reset
+    point (completed, or pending just before the reset: started, or scheduled and maybe started as the
+    reset landed) that the new execution started again, as history names it, with what the library's
+    claims said after the reset:
     - `guarded`: it claimed, and applied no effect kind it had claimed before the reset (an effect kind
       first claimed after the reset may be applied once: its earlier attempt had not got there);
     - `at risk`: no claim through the library, or an effect applied again (a key that follows the run
@@ -106,17 +107,18 @@ def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, fram
     old, new = _execution(chain, reset["old_execution"]), _execution(chain, reset["new_execution"])
     if old is None or new is None:
         return {"re_ran": [], "claims_after_reset": {}}
-    point, started = reset["reset_to_event"], {p["activity_id"] for p in reset["in_flight"] if p["started"]}
+    point, pending = reset["reset_to_event"], {p["activity_id"]: p["started"] for p in reset["in_flight"]}
     after = {ev.activity_task_scheduled_event_attributes.activity_id for ev in old
              if ev.HasField("activity_task_scheduled_event_attributes") and ev.event_id > point}  # fmt: skip
     again = {a.activity_id: a for a in _acts(chain, reset["new_execution"], new, framework) if a.started_at}
     entries, outcomes = [], Counter()
     for act in _acts(chain, reset["old_execution"], old, framework):
-        ran = act.closed_at is not None or act.activity_id in started
+        ran = act.closed_at is not None or act.activity_id in pending
         if act.activity_id not in after or not ran or act.activity_id not in again:
             continue
         entry, seen = _verdict(act, claims, reset["at"])
-        entries.append({**entry, "was": "completed" if act.status == "completed" else "in flight"})
+        was = act.status if act.closed_at is not None else "in flight" if pending[act.activity_id] else "scheduled"
+        entries.append({**entry, "was": was})
         outcomes.update(seen)
     return {"re_ran": entries, "claims_after_reset": dict(outcomes)}
 
