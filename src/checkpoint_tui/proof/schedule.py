@@ -140,31 +140,38 @@ def make_schedule(
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
         for step, kind in zip(at, kinds, strict=True)
     ]
-    prng = random.Random(f"pauses-{seed}")
-    free = sorted(set(range(2, steps)) - set(at))
-    for step in sorted(prng.sample(free, pauses)):
-        kind = prng.choice(PAUSES)
-        duration = round(prng.uniform(*PAUSE_S), 2) if kind == "pause" else None
-        events.append(ChaosEvent(step, kind, prng.randrange(0, 120), duration_s=duration))
-    nrng = random.Random(f"partitions-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(nrng.sample(free, partitions)):
-        duration = round(nrng.uniform(*PARTITION_S), 2)
-        events.append(ChaosEvent(step, PARTITION, nrng.randrange(0, 120), duration_s=duration))
-    rrng = random.Random(f"resets-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(rrng.sample(free, resets)):
-        events.append(ChaosEvent(step, RESET, 0, back_steps=rrng.randint(*BACK_STEPS)))
-    arng = random.Random(f"activity-pauses-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(arng.sample(free, activity_pauses)):
-        duration = round(arng.uniform(*PAUSE_S), 2)
-        events.append(ChaosEvent(step, ACTIVITY_PAUSE, arng.randrange(0, 120), duration_s=duration))
-    xrng = random.Random(f"activity-resets-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(xrng.sample(free, activity_resets)):
-        events.append(ChaosEvent(step, ACTIVITY_RESET, xrng.randrange(0, 120)))
+    streams = (("pauses", pauses, _pause), ("partitions", partitions, _partition), ("resets", resets, _reset),
+               ("activity-pauses", activity_pauses, _activity_pause), ("activity-resets", activity_resets,
+                                                                        _activity_reset))  # fmt: skip
+    for name, n, make in streams:  # each its own random stream, on the steps the events before it leave free
+        rng = random.Random(f"{name}-{seed}")
+        free = sorted(set(range(2, steps)) - {e.step for e in events})
+        events += [make(step, rng) for step in sorted(rng.sample(free, n))]
     return in_order(events)
+
+
+def _pause(step: int, rng: random.Random) -> ChaosEvent:
+    kind = rng.choice(PAUSES)
+    duration = round(rng.uniform(*PAUSE_S), 2) if kind == "pause" else None
+    return ChaosEvent(step, kind, rng.randrange(0, 120), duration_s=duration)
+
+
+def _partition(step: int, rng: random.Random) -> ChaosEvent:
+    duration = round(rng.uniform(*PARTITION_S), 2)
+    return ChaosEvent(step, PARTITION, rng.randrange(0, 120), duration_s=duration)
+
+
+def _reset(step: int, rng: random.Random) -> ChaosEvent:
+    return ChaosEvent(step, RESET, 0, back_steps=rng.randint(*BACK_STEPS))
+
+
+def _activity_pause(step: int, rng: random.Random) -> ChaosEvent:
+    duration = round(rng.uniform(*PAUSE_S), 2)
+    return ChaosEvent(step, ACTIVITY_PAUSE, rng.randrange(0, 120), duration_s=duration)
+
+
+def _activity_reset(step: int, rng: random.Random) -> ChaosEvent:
+    return ChaosEvent(step, ACTIVITY_RESET, rng.randrange(0, 120))
 
 
 def save_schedule(
