@@ -2,8 +2,8 @@
 takes them as it starts): **activity-pause** pauses the activity in flight for `duration_s`, then
 unpauses it; **activity-reset** resets it. A running attempt learns of either at its next heartbeat
 and is cancelled (`Unhandled activity cancel error produced by activity pause|reset`); the next
-attempt starts once unpaused (at once after a reset). An activity that does not heartbeat, or finishes
-before its next heartbeat, runs its attempt to the end: history then shows no second attempt.
+attempt is scheduled once unpaused (at once after a reset). An activity that does not heartbeat, or
+finishes before its next heartbeat, runs its attempt to the end: history then shows no second one.
 
 Either way what ran again must meet its effects already claimed: the check below, beside the audit's
 lost / duplicated / at risk."""
