@@ -71,10 +71,11 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
     # it completed, or after it closed, re-ran nothing or hit the next activity)
     guarded = {r["seq"] for r in audit["guarded_re_executed"]}
     assert {k["step"] for k in worker_kills if k["landed"] == "inside"} <= guarded, (worker_kills, guarded)
-    # the kill windows name the framework's tool activity as a tool call (or, inside the effects
-    # library's claim, that window): the adapter's classification, not `activity <type>`
+    # a death inside the guarded tool is placed inside the effects library's protocol (its claims and
+    # the probe log), not as `activity <type>`
     if any(k["landed"] == "inside" for k in worker_kills):
-        assert {"tool call", "claim → stamp"} & set(report["windows"]), report["windows"]
+        inside = {"effect before its claim", "claim → write", "write → stamp", "stamped, activity not completed"}
+        assert inside & set(report["windows"]), report["windows"]
     assert "verdict: PASS" in out.stdout and f"model requests {len(audit['model_reruns'])}" in out.stdout
 
 

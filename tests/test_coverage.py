@@ -10,6 +10,7 @@ from junitparser import JUnitXml
 from checkpoint_tui.app import windows as w
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
+from test_user_workflow_lab import WORKER_CMD
 
 # what each fault hook's death must be classified as: exact, since the worker kills itself there
 HOOKED = {"before-claim-crash": w.BEFORE_CLAIM, "claim-window-crash": w.CLAIM_WRITE,
@@ -42,9 +43,14 @@ def test_until_covered_hits_every_window_and_each_hook_lands_where_it_aims(sessi
     assert "chaos: every window was hit (--until-covered)" in cases
 
 
-def test_max_kills_alone_and_until_covered_on_a_user_workflow_are_usage_errors(tmp_path):
+def test_max_kills_alone_and_until_covered_with_runs_are_usage_errors(tmp_path):
     home = Settings(home=tmp_path / "h")
-    out = run_cli("chaos", "--max-kills", "5", home=home)
-    assert out.returncode == 2 and "--max-kills goes with --until-covered" in out.stderr
-    out = run_cli("chaos", "--until-covered", "--runs", "2", home=home)
-    assert out.returncode == 2 and "--until-covered goes with" in out.stderr
+    user = ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines"]
+    for argv, said in ((["chaos", "--max-kills", "5"], "--max-kills goes with --until-covered"),
+                       ([*user, "--max-kills", "5"], "--max-kills goes with --until-covered"),
+                       (["chaos", "--until-covered", "--runs", "2"], "--until-covered goes with"),
+                       ([*user, "--until-covered", "--runs", "2"], "--until-covered goes with"),
+                       ([*user, "--until-covered", "--max-kills", "0"], "--max-kills")):  # fmt: skip
+        out = run_cli(*argv, home=home)
+        assert out.returncode == 2 and said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not home.home.exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from checkpoint_tui.app import windows as w
 from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.effects import ProbeRecord
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.ledger.rows import ClaimAttempt
 
@@ -73,3 +74,44 @@ def test_counts_follow_a_step_s_order_and_keep_a_user_s_windows():
     assert found == {w.MODEL: 2, w.TIMER: 1, "activity send_email": 1}
     assert list(found) == [w.MODEL, w.TIMER, "activity send_email"]
     assert set(w.COVERAGE) <= set(w.WINDOWS) and len(w.COVERAGE) >= 7
+
+
+def user_activity(activity_id: str = "4", t: float = 9.0) -> HistoryEvent:
+    return HistoryEvent(5, t, "ACTIVITY_TASK_SCHEDULED", f"send_line activity_id={activity_id}")
+
+
+def user_claim(seq: int, pid: int, started: float, finished: float | None, outcome: str | None,
+               attempt_no: int = 1, step: int = 4, key: str = "act:wf:r:4:line") -> ClaimAttempt:  # fmt: skip
+    return ClaimAttempt(seq, key, step, "line", attempt_no, pid, None, outcome or "interrupted", started, finished)
+
+
+def test_a_user_s_effect_is_placed_by_its_claims_and_the_probe_log():
+    """A user's activity (no step of ours): its claims have step = its activity id; the probe log's
+    record of the dead pid and attempt says whether its write had been entered."""
+    dead = KillEvent(1, 10.0, "died", PID, None, None, None, "SIGKILL")
+    acts = [user_activity()]
+    entered = [ProbeRecord("act:wf:r:4:line", "line", "wf", "r", "4", 1, PID, 9.0)]
+    open_claim = [user_claim(1, PID, 9.5, None, None)]
+    assert w.classify(dead, acts, open_claim, []) == w.CLAIM_WRITE  # claimed, write never entered
+    assert w.classify(dead, acts, open_claim, entered) == w.WRITE_STAMP
+    retried = [ProbeRecord("act:wf:r:4:line", "line", "wf", "r", "4", 2, PID, 9.0)]  # another attempt's record
+    assert w.classify(dead, acts, open_claim, retried) == w.CLAIM_WRITE
+    assert w.classify(dead, acts, open_claim) == w.CLAIM_STAMP  # no probe log read: it cannot tell
+    assert w.classify(dead, acts, [user_claim(1, OTHER, 10.5, 10.8, "applied")], []) == w.BEFORE_CLAIM
+    assert w.classify(dead, acts, [user_claim(1, PID, 9.2, 9.4, "applied")], []) == w.STAMPED
+    earlier = [user_claim(1, PID, 8.0, 8.2, "applied")]  # activity 4 of an earlier execution: not this one's
+    assert w.classify(dead, acts, earlier, []) == "activity send_line"
+    assert w.classify(dead, [user_activity("x")], [user_claim(1, PID, 9.2, 9.4, "applied")], []) \
+        == "activity send_line"  # an activity id that is not a number is matched to no claim  # fmt: skip
+
+
+def test_an_execution_that_closed_has_nothing_in_flight():
+    """A reset terminates the execution it replaces with an activity open: after that, the timeline's
+    next segment decides (proof/windows.history_events)."""
+    base = [HistoryEvent(5, 9.0, "ACTIVITY_TASK_SCHEDULED", "send_line activity_id=5"),
+            HistoryEvent(6, 9.5, "WORKFLOW_EXECUTION_TERMINATED", "identity=history-resetter")]  # fmt: skip
+    reset = [HistoryEvent(10, 9.5, "WORKFLOW_TASK_FAILED", "", 1),
+             HistoryEvent(11, 9.5, "WORKFLOW_TASK_SCHEDULED", "", 1)]  # fmt: skip
+    assert w.classify(kill(), base[:1], []) == "activity send_line"
+    assert w.classify(kill(), base, []) == w.BETWEEN
+    assert w.classify(kill(), base + reset, []) == w.WORKFLOW_TASK

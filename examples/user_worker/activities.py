@@ -1,5 +1,6 @@
 """The activities: each sends one line to the workflow's output file. `send_line` goes through
-`checkpoint_tui.effects.exactly_once`; `send_line_unguarded` is the same body without it."""
+`checkpoint_tui.effects.exactly_once` (default key), `send_line_keyed` too with a business key, and
+`send_line_unguarded` is the same body without it."""
 
 from __future__ import annotations
 
@@ -75,6 +76,18 @@ class LineActivities:
             await self._send(inp, text, True)
 
         return await exactly_once(kind="line", payload=line_text(inp.workflow_id, inp.index), write=send)
+
+    @activity.defn(name="send_line_keyed")
+    async def send_line_keyed(self, raw: RawValue = None) -> str:  # type: ignore[assignment]
+        """`send_line` with a business key (the workflow id and the line's index) instead of the default
+        key: a new run id (a reset, a retry of the workflow) keeps it, so a re-run send is `skipped`."""
+        inp = _check(raw)
+
+        async def send(text: str) -> None:
+            await self._send(inp, text, True)
+
+        line = line_text(inp.workflow_id, inp.index)
+        return await exactly_once(kind="line", payload=line, write=send, key=f"{inp.workflow_id}:line:{inp.index}")
 
     @activity.defn(name="send_line_unguarded")
     async def send_line_unguarded(self, raw: RawValue = None) -> str:  # type: ignore[assignment]

@@ -1,5 +1,6 @@
-"""The two workflows: `SendLines` (each line through the effects library) and `SendLinesUnguarded`
-(the same activity body without it). Deterministic: no clock, randomness or I/O here."""
+"""The workflows: `SendLines` (each line through the effects library), `SendLinesKeyed` (the same with a
+business key per line) and `SendLinesUnguarded` (the same activity body without the library).
+Deterministic: no clock, randomness or I/O here."""
 
 from __future__ import annotations
 
@@ -57,6 +58,13 @@ class SendLines:
     @workflow.run
     async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
         return await _send_all(inp, LineActivities.send_line)
+
+
+@workflow.defn(name="SendLinesKeyed")
+class SendLinesKeyed:
+    @workflow.run
+    async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
+        return await _send_all(inp, LineActivities.send_line_keyed)
 
 
 @workflow.defn(name="SendLinesUnguarded")

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.enums.v1 import PendingActivityState, WorkflowTaskFailedCause
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -24,6 +24,7 @@ from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, dete
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
 MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+RESET_CAUSE = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
 CLOSE_FIELDS = {
     "activity_task_completed_event_attributes": "completed",
     "activity_task_failed_event_attributes": "failed",
@@ -109,10 +110,14 @@ class ActivityExec:
 
 @dataclass
 class Chain:
-    """Every event of a workflow's chain (raw protobuf events, per execution)."""
+    """Every event of a workflow's chain (raw protobuf events, per execution). A workflow reset makes a
+    new execution that holds the old one's events up to the reset point: it takes the old one's place
+    in `executions`, and the old one, whole, goes to `replaced` (what it ran after the reset point
+    was run again by its replacement)."""
 
     workflow_id: str
     executions: list[tuple[str, list]] = field(default_factory=list)  # (Temporal run id, events)
+    replaced: list[tuple[str, list]] = field(default_factory=list)  # executions a reset replaced, whole
 
     @property
     def events(self) -> list:
@@ -156,9 +161,10 @@ def _secs(duration) -> float | None:
 
 
 async def read_chain(client: Client, workflow_id: str, first_execution: str | None = None) -> Chain:
-    """Every execution of the workflow, first to last (a continue-as-new event names the next one).
-    Without `first_execution`, the latest execution's started event names the chain's first. A
-    workflow Temporal does not know gives an empty chain."""
+    """Every execution of the workflow, first to last (a continue-as-new event names the next one; an
+    execution a reset terminated is replaced by the execution the reset made, see `Chain`). Without
+    `first_execution`, the latest execution's started event names the chain's first. A workflow
+    Temporal does not know gives an empty chain."""
     chain = Chain(workflow_id)
     try:
         execution = first_execution or await _first_execution(client, workflow_id)
@@ -168,8 +174,12 @@ async def read_chain(client: Client, workflow_id: str, first_execution: str | No
             async for ev in client.get_workflow_handle(workflow_id, run_id=execution).fetch_history_events():
                 events.append(ev)
             total += len(events)
-            chain.executions.append((execution, events))
             last = events[-1] if events else None
+            if last is not None and (reset_to := await _reset_run(client, workflow_id, execution, last)):
+                chain.replaced.append((execution, events))
+                execution = reset_to  # the reset's execution holds this one's events up to the reset point
+                continue
+            chain.executions.append((execution, events))
             nxt = None
             if last is not None and last.HasField("workflow_execution_continued_as_new_event_attributes"):
                 nxt = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
@@ -178,6 +188,15 @@ async def read_chain(client: Client, workflow_id: str, first_execution: str | No
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
     return chain
+
+
+async def _reset_run(client: Client, workflow_id: str, execution: str, last) -> str | None:
+    """The execution a reset of this one made (Temporal terminates the execution it resets), or None."""
+    if not last.HasField("workflow_execution_terminated_event_attributes"):
+        return None
+    desc = await client.get_workflow_handle(workflow_id, run_id=execution).describe()
+    new = desc.raw_description.workflow_extended_info.reset_run_id
+    return new if new and new != execution else None
 
 
 async def _first_execution(client: Client, workflow_id: str) -> str | None:
@@ -292,11 +311,29 @@ async def read_activities(
     return acts
 
 
+def timeline(chain: Chain) -> list[tuple[str, list]]:
+    """Every execution as it happened, oldest first: a reset's execution only from its reset on (what it
+    copied from the execution it replaced is that one's), and the replaced execution whole. Where a
+    worker death is placed against history (app/windows.py) this is the history to read."""
+    found = []
+    for execution, events in chain.replaced + chain.executions:
+        at = max((i for i, ev in enumerate(events) if _reset_event(ev)), default=0)
+        if events[at:]:
+            found.append((execution, events[at:]))
+    return sorted(found, key=lambda seg: _t(seg[1][0]))
+
+
+def _reset_event(ev) -> bool:
+    return (ev.HasField("workflow_task_failed_event_attributes")
+            and ev.workflow_task_failed_event_attributes.cause == RESET_CAUSE)  # fmt: skip
+
+
 def first_event_after(chain: Chain, at: float, not_identity: str | None) -> float | None:
     """When history next shows a worker at work after `at` (a workflow or activity task started by
-    another identity than `not_identity`): how long a kill stalled the run."""
+    another identity than `not_identity`): how long a kill stalled the run. The executions a reset
+    replaced count too (what they ran before the reset)."""
     times = []
-    for ev in chain.events:
+    for ev in chain.events + [ev for _, events in chain.replaced for ev in events]:
         t = _t(ev)
         if t <= at:
             continue

@@ -12,6 +12,9 @@ from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 
 CLOSES = ("ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_FAILED", "ACTIVITY_TASK_TIMED_OUT", "ACTIVITY_TASK_CANCELED")
+# An execution that closed has nothing in flight (a reset terminates the one it replaces mid-activity).
+EXECUTION_CLOSES = tuple(f"WORKFLOW_EXECUTION_{end}" for end in ("COMPLETED", "FAILED", "TIMED_OUT", "CANCELED",
+                                                                  "TERMINATED", "CONTINUED_AS_NEW"))  # fmt: skip
 _SCHEDULED_ID = re.compile(r"\bscheduled_event_id=(\d+)")
 
 
@@ -28,14 +31,22 @@ def place_kill(kill: KillEvent, events: Sequence[HistoryEvent]) -> tuple[int, st
 
 def in_flight(events: Sequence[HistoryEvent]) -> str | None:
     """The activity scheduled and not yet closed at the end of these events (the newest if several)."""
-    open_: dict[tuple[int, int], str] = {}
+    scheduled = in_flight_event(events)
+    return scheduled.attrs.split(" ", 1)[0] if scheduled is not None else None
+
+
+def in_flight_event(events: Sequence[HistoryEvent]) -> HistoryEvent | None:
+    """The ACTIVITY_TASK_SCHEDULED event of the activity in flight at the end of these events."""
+    open_: dict[tuple[int, int], HistoryEvent] = {}
     for ev in events:
         if ev.name == "ACTIVITY_TASK_SCHEDULED":
-            open_[(ev.segment, ev.event_id)] = ev.attrs.split(" ", 1)[0]
+            open_[(ev.segment, ev.event_id)] = ev
         elif ev.name in CLOSES:
             found = _SCHEDULED_ID.search(ev.attrs.split(" failure=", 1)[0])  # the failure text is the model's
             if found:
                 open_.pop((ev.segment, int(found[1])), None)
+        elif ev.name in EXECUTION_CLOSES:
+            open_ = {k: v for k, v in open_.items() if k[0] != ev.segment}
     return list(open_.values())[-1] if open_ else None
 
 
@@ -67,6 +78,8 @@ def open_task(events: Sequence[HistoryEvent]) -> str | None:
             task = ev.name
         elif ev.name in TASK_CLOSES:
             task = None
+        elif ev.name in EXECUTION_CLOSES:
+            task, timers = None, {t for t in timers if t[0] != ev.segment}
     return "TIMER_STARTED" if timers else task
 
 

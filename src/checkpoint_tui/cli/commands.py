@@ -268,7 +268,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
     events: list = []
     if args.chaos_schedule is None and args.chaos_shrink is None:
-        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets)  # else 2
+        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets,
+                               args.activity_pauses, args.activity_resets)  # cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, args.steps, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
@@ -277,7 +278,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
         raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
-    max_kills = _max_kills(args)
+    max_kills = until_covered_bound(args)
     if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
         raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
     if args.chaos_shrink is not None:
@@ -296,13 +297,15 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         command += f" --pauses {args.pauses}" if args.pauses else ""
         command += f" --partitions {args.partitions}" if args.partitions else ""
         command += f" --resets {args.resets}" if args.resets else ""
+        command += f" --activity-pauses {args.activity_pauses}" if args.activity_pauses else ""
+        command += f" --activity-resets {args.activity_resets}" if args.activity_resets else ""
     command += f" --runs {args.runs}" if args.runs > 1 else ""
     command += " --until-covered" if args.until_covered else ""
     return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs,
                                      max_kills=max_kills))  # fmt: skip
 
 
-def _max_kills(args: argparse.Namespace) -> int | None:
+def until_covered_bound(args: argparse.Namespace) -> int | None:
     """--until-covered's kill budget (None without it); --max-kills alone is a usage error."""
     from checkpoint_tui.proof.coverage import DEFAULT_MAX_KILLS
 

@@ -180,6 +180,11 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--resets", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also reset the workflow this many times to a workflow task 1-3 steps back "
                        "(`temporal workflow reset`: the steps after it run again; their effects must be skipped)")
+    chaos.add_argument("--activity-pauses", type=_bounded_int(0, MAX_STEPS), default=0,
+                       help="also pause the activity in flight this many times (Temporal's activity pause, "
+                       "0.5-3 s, then unpause)")  # fmt: skip
+    chaos.add_argument("--activity-resets", type=_bounded_int(0, MAX_STEPS), default=0,
+                       help="also reset the activity in flight this many times (Temporal's activity reset)")
     chaos.add_argument("--until-covered", action="store_true",
                        help="then keep killing, aimed at the windows no kill has landed in yet (model call, tool "
                        "call, the effect's claim/write/stamp, timer), until each has one; exit 1 naming any missed")

@@ -80,7 +80,7 @@ def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
 
 
 def _aim(text: str) -> str:
-    from checkpoint_tui.proof.chaos_activities import check_aim
+    from checkpoint_tui.proof.activity_progress import check_aim
 
     try:
         return check_aim(text)
@@ -146,6 +146,7 @@ def start(args: argparse.Namespace, settings: Settings) -> int:
 
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import UserWorkflow
+    from checkpoint_tui.cli.commands import until_covered_bound
     from checkpoint_tui.proof.chaos import chaos_command
     from checkpoint_tui.proof.chaos_activities import ActivityTarget, map_event, workload_schedule
     from checkpoint_tui.proof.schedule import load_schedule, save_schedule
@@ -154,9 +155,9 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
     if args.chaos_schedule is not None and args.chaos_save is not None:
         raise UsageError("--schedule and --save-schedule go one at a time")
-    if args.resets or args.runs > 1 or args.until_covered or args.max_kills is not None:
-        raise UsageError("--resets, --runs and --until-covered run on checkpoint-tui's own loop for now, not a "
-                         "user's workflow (its chaos report still names each kill's window)")  # fmt: skip
+    max_kills = until_covered_bound(args)
+    if max_kills is not None and args.runs > 1:
+        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --runs)")
     if args.steps is not None:
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip
@@ -166,7 +167,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         events, span, file_seed = load_schedule(args.chaos_schedule, None)
         events, seed = [map_event(e) for e in events], file_seed if file_seed is not None else seed
     else:
-        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions)  # cannot work: 2
+        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets,
+                                         args.activity_pauses, args.activity_resets)  # cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, span, args.seed)
             print(f"wrote {args.chaos_save} ({len(events)} events over {span} aimed activity starts)")
@@ -177,8 +179,10 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     target = ActivityTarget(UserWorkflow(workflow, arg, args.framework), args.aim, seed, args.strict_models,
                             placed=args.chaos_schedule is None)
     command = f"checkpoint-tui --worker-cmd ... chaos --workflow {workflow} --aim {args.aim} --seed {seed}"
+    command += f" --runs {args.runs}" if args.runs > 1 else ""
+    command += " --until-covered" if max_kills is not None else ""
     return asyncio.run(chaos_command(settings, seed, span, events, command, json_out, junit_path=args.chaos_junit,
-                                     target=target))  # fmt: skip
+                                     target=target, runs=args.runs, max_kills=max_kills))  # fmt: skip
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:

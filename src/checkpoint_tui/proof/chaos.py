@@ -31,7 +31,8 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof import coverage, nemeses, windows
+from checkpoint_tui.proof import activity_nemeses, coverage, nemeses, windows
+from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
 from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
@@ -53,7 +54,8 @@ from checkpoint_tui.settings import Settings
 
 PACE = 0.3
 PROGRESS_TIMEOUT_S = 120.0
-SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None}  # else SIGKILL
+SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
+           **dict.fromkeys(ACTIVITY_NEMESES)}  # else SIGKILL
 
 
 class Chaos:
@@ -151,9 +153,10 @@ class Chaos:
             if self.proxy is not None:
                 await self.proxy.close()
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
-        conn = connect(settings.ledger)
+        conn, probe = connect(settings.ledger), target.probe(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
-            self.kill_windows += await windows.kill_windows(client, conn, r, await target.activity_windows(self, r))
+            named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)
+            self.kill_windows += await windows.kill_windows(client, conn, r, named, deaths, probe)
         return self._report(run_id, audits, time.monotonic() - started)
 
     async def _execute(self, run_id: str) -> None:
@@ -261,10 +264,16 @@ class Chaos:
         return report
 
 
+LISTED = ("re_executed", "guarded_re_executed", "at_risk", "model_reruns", "never_ran")
+
+
 def totals(audits: list[dict]) -> dict:
     """The Jepsen-style counts summed over several runs' audits, and how many runs completed."""
     keys = [k for k, v in audits[0].items() if isinstance(v, int) and not isinstance(v, bool)]
     out = {k: sum(a.get(k, 0) for a in audits) for k in keys}
+    for name in LISTED:  # a user workflow's audit lists these: counted
+        if isinstance(audits[0].get(name), list):
+            out[name] = sum(len(a.get(name) or []) for a in audits)
     out["runs"] = len(audits)
     out["runs_completed"] = sum(a.get("workflow_status") == "COMPLETED" for a in audits)
     return out
@@ -281,13 +290,11 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         if p.get("recovery_s") is not None and p["kind"] != FORGE:
             r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
         how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
+        how += f" · {activity_nemeses.describe(p)}" if p["kind"] in ACTIVITY_NEMESES else ""
         print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
     for r in report.get("resets", []):
-        after = r.get("claims_after_reset", {})
-        reran = sum(a["count"] for a in r.get("re_ran", []))
         print(f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
-              f"re-ran {reran} activities · claims skipped {after.get('skipped', 0)} · applied again "
-              f"{after.get('applied', 0)}")  # fmt: skip
+              f"{target.reset_summary(r)}")  # fmt: skip
     for ev in report.get("not_fired", []):
         where = f"{unit} {ev['at_step']}" if "at_step" in ev else f"{ev['at_s']:.2f} s"
         print(f"  not fired: {ev['nemesis']} at {where} ({ev['why']})")
@@ -296,13 +303,17 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
     if report.get("kill_windows"):
         found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-        print(f"  windows ({len(report['kill_windows'])} worker deaths): {found}")
+        deaths, runs = ({(k["pid"], k["at"]) for k in report["kill_windows"]},
+                        {k["run_id"] for k in report["kill_windows"]})  # fmt: skip
+        placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
+        print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
     for line in target.lines(report):
         print(line)
     if "totals" in report:
         t = report["totals"]
+        risk = f" · AT RISK {t['at_risk']}" if "at_risk" in t else ""
         print(f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
-              f"DUPLICATED {t.get('duplicated', 0)}")  # fmt: skip
+              f"DUPLICATED {t.get('duplicated', 0)}{risk}")  # fmt: skip
     ok = all(c["ok"] for c in report["checks"])
     print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
 
@@ -357,9 +368,10 @@ async def chaos_command(
     print_report(report, chaos.target)
     if max_kills is not None:
         def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
-            return Chaos(settings, seed, steps, schedule=aimed).run()
+            return Chaos(settings, seed, steps, schedule=aimed, target=chaos.target.round_target()).run()
 
-        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round))
+        aims = chaos.target.coverage_aims(chaos)
+        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round, aims))
         coverage.print_coverage(report)
     checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"

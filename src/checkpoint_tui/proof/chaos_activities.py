@@ -1,7 +1,7 @@
 """Chaos against a user's workflow (a `ChaosTarget`, proof/targets.py), agent frameworks included: the
-run's activities are read from Temporal history as it goes (a user's run has no step rows), each
-classified by its framework's adapter (app/frameworks/), and every event is placed on an *activity
-start*: "at 3" is the third start of an activity the aim picks (`--aim tool|model|any|GLOB`).
+run's activities are read from Temporal history as it goes (proof/activity_progress.py), and every
+event is placed on an *activity start*: "at 3" is the third start of an activity the aim picks
+(`--aim tool|model|any|GLOB`).
 
 A kill inside an activity is placed over that activity type's observed duration (the median of the
 run's earlier completed ones of the type, measured from Temporal's start and close times): at a
@@ -11,39 +11,35 @@ not seen completed yet falls back to the event's delay after it was seen running
 
 A user's worker has no fault hooks and the lab knows none of its timers, so two seeded moments are
 mapped: a claim-window crash becomes a kill inside the activity, a kill in a timer a kill between
-activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too)."""
+activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too). A
+workflow reset goes back over aimed activities (proof/resets.py); an activity pause or reset hits the
+aimed activity (proof/activity_nemeses.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import random
-import statistics
 import time
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
-from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, audit_lines, probe_counts
-from checkpoint_tui.app.activity_history import (
-    ActivityExec,
-    Chain,
-    activities,
-    first_event_after,
-    label,
-    read_activities,
-    read_chain,
-    with_pending,
-)  # fmt: skip
+from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
-from checkpoint_tui.errors import Failed, Unavailable, UsageError
+from checkpoint_tui.effects import read_probe_records
+from checkpoint_tui.errors import Unavailable, UsageError
+from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof import nemeses
+from checkpoint_tui.proof import activity_nemeses, coverage_activities, nemeses, resets
+from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
+from checkpoint_tui.proof.activity_progress import POLL_S, Progress, aimed, until_activity
+from checkpoint_tui.proof.coverage import Aims
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
 from checkpoint_tui.proof.targets import ChaosTarget
@@ -55,82 +51,27 @@ if TYPE_CHECKING:
 # activity (--aim chooses which).
 MAPPED = {**dict.fromkeys(HOOK_CRASHES, "worker-in-activity"),
           "worker-in-timer": "worker-between-activities"}  # fmt: skip
-AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
+IN_ACTIVITY = ("worker-in-activity", *ACTIVITY_NEMESES)  # placed inside the aimed activity
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
-POLL_S = 0.03  # how often history is read while an event waits for its activity start
-PROGRESS_TIMEOUT_S = 120.0
 
 
-def check_aim(text: str) -> str:
-    if not text or len(text) > 128 or any(ord(c) < 32 for c in text):
-        raise UsageError("--aim takes tool, model, any, or a glob over activity types / tool names (<= 128)")
-    return text
-
-
-def aimed(aim: str, act: ActivityExec) -> bool:
-    if aim == "any":
-        return True
-    if aim == "tool":
-        return act.cls in ("tool", "mcp", "other")  # an activity of a plain workflow may have effects
-    if aim == "model":
-        return act.cls == "model"
-    name = act.info.name if act.info is not None and act.info.name else ""
-    return fnmatch.fnmatchcase(act.activity_type, aim) or bool(name) and fnmatch.fnmatchcase(name, aim)
-
-
-def workload_schedule(seed: int, kills: int, pauses: int = 0, partitions: int = 0) -> tuple[list[ChaosEvent], int]:
+def workload_schedule(seed: int, kills: int, *more: int) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
-    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
-    if kills < 3:
+    span to guess, since it counts the starts the aim picks as the run makes them. `more`: pauses,
+    partitions, resets, activity pauses, activity resets, as make_schedule takes them. (events, span)"""
+    with_resets = len(more) > 2 and more[2] > 0  # beside resets, kills may be fewer (as make_schedule's)
+    if kills < 3 and not with_resets:
         raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
-    span = kills + pauses + partitions + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, pauses, partitions)], span
+    span = kills + sum(more) + 2
+    return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
 
 
 def map_event(ev: ChaosEvent) -> ChaosEvent:
     if ev.kind == FORGE:
         raise UsageError(f"{FORGE} forges our own outbox; a user's workflow has none")
-    if ev.kind == "reset":
-        raise UsageError("reset events run on checkpoint-tui's own loop for now, not a user's workflow")
     if ev.kind in MAPPED:
         return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
     return ev
-
-
-class Progress:
-    """The run as Temporal has it: activities in scheduling order (open ones with their pending
-    state), classified."""
-
-    def __init__(self, client: Client, run_id: str, framework: str | None = None) -> None:
-        self.client, self.run_id, self.framework = client, run_id, framework
-        self.chain = Chain(run_id)
-        self.acts: list[ActivityExec] = []
-        self.closed = False
-
-    async def refresh(self) -> None:
-        try:
-            self.chain = await read_chain(self.client, self.run_id)
-            self.acts = await with_pending(self.client, self.chain, activities(self.chain))
-            label(self.acts, self.framework)
-            last = self.chain.executions[-1][1] if self.chain.executions else []
-            self.closed = bool(last) and _closes(last[-1])
-        except RPCError:  # the dev server restarting (a nemesis): look again
-            pass
-
-    def activity(self, k: int) -> ActivityExec | None:
-        return self.acts[k - 1] if len(self.acts) >= k else None
-
-    def aimed(self, aim: str, k: int) -> ActivityExec | None:
-        """The k-th activity (in scheduling order) the aim picks, once it is scheduled."""
-        picked = [a for a in self.acts if aimed(aim, a)]
-        return picked[k - 1] if len(picked) >= k else None
-
-    def usual_s(self, act: ActivityExec) -> float | None:
-        """The median duration of the run's completed activities of this one's type (same tool)."""
-        kind = _kind(act)
-        same = [a.duration_s for a in self.acts if a is not act and a.status == "completed"
-                and a.activity_type == act.activity_type and _kind(a) == kind and a.duration_s is not None]  # fmt: skip
-        return statistics.median(same) if same else None
 
 
 def _landed(act: ActivityExec, fired: dict) -> str:
@@ -142,40 +83,6 @@ def _landed(act: ActivityExec, fired: dict) -> str:
     if act.attempt == 1 and act.identity is not None and act.identity == fired.get("identity"):
         return "as it completed"
     return "inside"
-
-
-def _kind(act: ActivityExec) -> tuple[str, str | None]:
-    """What makes two activities alike for timing: the type, and the tool a framework's call names."""
-    return act.activity_type, act.info.name if act.info is not None else None
-
-
-def _closes(ev) -> bool:
-    return any(
-        ev.HasField(f"workflow_execution_{what}_event_attributes")
-        for what in ("completed", "failed", "timed_out", "canceled", "terminated")
-    )
-
-
-async def until_activity(
-    progress: Progress, pick, running_on, timeout: float = PROGRESS_TIMEOUT_S
-) -> ActivityExec | None:
-    """Wait until the activity `pick()` names is in flight on the worker `running_on()` names (not on a
-    dead one whose attempt Temporal has not failed yet), or closed (with `running_on` None: only
-    closed). None if the workflow closed before it came."""
-    deadline = time.monotonic() + timeout
-    while True:
-        await progress.refresh()
-        act = pick()
-        if act is not None and act.closed_at is not None:  # between activities; or too late to land inside
-            return act
-        on_live = running_on is not None and act is not None and act.status == "running"
-        if on_live and act.identity is not None and act.identity == running_on():
-            return act
-        if progress.closed:
-            return None
-        if time.monotonic() > deadline:
-            raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
-        await asyncio.sleep(POLL_S)
 
 
 def _live_name(settings) -> str | None:
@@ -190,9 +97,13 @@ class ActivityTarget(ChaosTarget):
         False: at exactly the event's delay after Temporal's start of the attempt (a schedule file)."""
         self.workload, self.aim, self.strict_models, self.placed = workload, aim, strict_models, placed
         self.phases = random.Random(f"phase-{seed}")  # a stream of its own: the schedule stays put
-        self.progress: Progress | None = None
+        self.progress: Progress | None = None  # the lead run's (it places the events)
+        self.runs: dict[str, Progress] = {}  # every run's (--runs)
         self._landing: dict = {}
-        self._audit: ActivityAudit | None = None
+        self._aimed_id: str | None = None  # the activity id the last arrival landed on
+        self._audit: ActivityAudit | None = None  # the lead run's
+        self.resets: list[dict] = []  # the lead run's resets, once figures() has read what they re-ran
+        self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
 
     def header(self, chaos: Chaos) -> str:
         return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
@@ -209,7 +120,8 @@ class ActivityTarget(ChaosTarget):
     async def start(self, chaos: Chaos, client: Client) -> str:
         await _first_worker_polling(client, chaos.settings)  # a command that cannot start: one line, exit 3
         run_id = await self.workload.start(chaos.settings, client)
-        self.progress = Progress(client, run_id, self.workload.framework)
+        self.runs[run_id] = Progress(client, run_id, self.workload.framework)
+        self.progress = self.progress or self.runs[run_id]
         return run_id
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
@@ -227,15 +139,15 @@ class ActivityTarget(ChaosTarget):
     async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
-        between = ev.kind == "worker-between-activities"
+        between = ev.kind in ("worker-between-activities", resets.RESET)  # a reset: once the activity closed
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
         if act is None:
             chaos.not_fired.append({**ev.to_json(), "why": f"the workflow closed after {len(progress.acts)} "
                                     f"activities, {self._count(progress)} of them aimed ({self.aim})"})  # fmt: skip
             return False
-        self._landing = {"step": act.seq, "label": act.label, "class": act.cls}
-        inside = ev.kind == "worker-in-activity" and act.started_at is not None and act.closed_at is None
+        self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
+        inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None
         usual = progress.usual_s(act) if inside and self.placed else None
         if inside and usual is not None:
             phase = round(self.phases.uniform(*PHASE), 3)
@@ -252,6 +164,14 @@ class ActivityTarget(ChaosTarget):
         return sum(aimed(self.aim, a) for a in progress.acts)
 
     async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+        if ev.kind in ACTIVITY_NEMESES:  # the aimed activity if still pending
+            await activity_nemeses.fire(chaos, ev, run_id, prefer=self._aimed_id)
+            return True
+        if ev.kind == resets.RESET:
+            done = await self._reset(ev, run_id)
+            if done is not None:
+                chaos._record(ev, run_id, None, done.pop("at"), done)
+            return True
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
             return False
         fired = nemeses.kill_active_worker(chaos.settings)
@@ -262,16 +182,59 @@ class ActivityTarget(ChaosTarget):
             chaos._record(ev, run_id, fired[0], fired[1], extra)
         return True
 
+    def probe(self, chaos: Chaos) -> list | None:
+        return read_probe_records(probe_log_path(chaos.settings))
+
+    def coverage_aims(self, chaos: Chaos) -> Aims:
+        """The windows the seeded run showed and timing can reach (proof/coverage_activities.py)."""
+        assert self.progress is not None
+        claims = queries.claim_attempts(connect(chaos.settings.ledger), self.progress.run_id)
+        return coverage_activities.aims(coverage_activities.spots(self.progress.acts, claims, self.probe(chaos) or [],
+                                                                  self.progress.chain))  # fmt: skip
+
+    def round_target(self) -> ActivityTarget:
+        """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
+        return ActivityTarget(self.workload, "any", None, self.strict_models, placed=False)
+
+    def deaths(self, chaos: Chaos, conn, run_id: str) -> list | None:
+        """Every death of the chaos's workers, whichever run the ledger filed it under: a user's worker
+        serves every run at once, so each death is placed against each run's history."""
+        if len(chaos.run_ids) == 1:
+            return None
+        found = {k.id: k for r in chaos.run_ids for k in inspect_queries.kill_events(conn, r)}
+        return sorted(found.values(), key=lambda k: k.at)
+
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1
 
     async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> ActivityAudit:
-        assert self.progress is not None
-        await self.progress.refresh()
+        progress = self.runs[run_id]
+        await progress.refresh()
         probes = probe_counts(probe_log_path(chaos.settings))
-        self._audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
-                                       self.progress.acts, probes, self.strict_models)  # fmt: skip
-        return self._audit
+        audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
+                                 progress.acts, probes, self.strict_models)  # fmt: skip
+        self._audit = self._audit if progress is not self.progress else audit
+        return audit
+
+    async def _reset(self, ev: ChaosEvent, run_id: str) -> dict | None:
+        """Back to the workflow task that scheduled the aimed activity `back_steps - 1` before the one the
+        event fired after, in the current execution (else that execution's first activity)."""
+        progress, back = self.progress, ev.back_steps or 2
+        assert progress is not None
+        await progress.refresh()
+        here = len(progress.chain.executions) - 1
+        picked = [a for a in progress.acts if aimed(self.aim, a)]
+        current = [a for a in picked if a.segment == here] or [a for a in progress.acts if a.segment == here]
+        if not picked or not current:
+            return None
+        target = picked[max(0, min(ev.step or 1, len(picked)) - back)]
+        target = target if target.segment == here else current[0]
+        execution, events = progress.chain.executions[here]
+        point = resets.scheduled_by(events, target.activity_id)
+        if point is None:
+            return None
+        done = await resets.reset_to(progress.client, run_id, execution, point, f"reset to activity {target.seq}")
+        return {**done, "from_step": target.seq, "back_steps": back, "from_label": target.label}
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
@@ -280,20 +243,47 @@ class ActivityTarget(ChaosTarget):
             act = acts.get(fired.get("step")) if fired["kind"] == "worker-in-activity" else None
             if act is not None:
                 fired["landed"] = _landed(act, fired)
+        for f in [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]:  # the closing attempt, from history
+            same = [a for a in acts.values() if a.activity_id == f["activity_id"]]
+            act = next((a for a in same if a.execution == f["execution"]), same[-1] if same else None)
+            activity_nemeses.settle(f, act.attempt if act is not None else None)
         for fired in [*chaos.kills, *chaos.pauses]:
-            after = fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
-            nxt = first_event_after(chain, after, fired.get("identity"))
+            nxt = first_event_after(chain, nemeses.ended_at(fired), fired.get("identity"))
             fired["stalled_s"] = fired["restart_s"] = None if nxt is None else nxt - fired["at"]
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
+        claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
+        for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
+            r.update(resets.activities_reran(self.progress.chain, claims, r, self.workload.framework))
+            r["at_risk"] = sum(e["verdict"] == "at risk" for e in r["re_ran"])
+        self.resets = chaos.resets
+        acted = [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]
+        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
+                                                                       f["activity_id"]])] if acted else []  # fmt: skip
         return {"workflow": self.workload.workflow, "aim": self.aim, "framework": self._audit.framework
                 if self._audit is not None else None}  # fmt: skip
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
-        return activity_checks(audit)
+        lead = self.progress is not None and audit.run_id == self.progress.run_id
+        more = ([reset_check(self.resets, self.strict_models)] if self.resets else []) + self.more
+        return activity_checks(audit) + (more if lead else [])
+
+    def reset_summary(self, r: dict) -> str:
+        n = Counter(e["verdict"] for e in r.get("re_ran", []))
+        after = ", ".join(f"{k} {v}" for k, v in sorted(r.get("claims_after_reset", {}).items())) or "none"
+        return (f"re-ran {len(r.get('re_ran', []))} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
+                f"model {n['model']}) · claims after it: {after}")  # fmt: skip
 
     def lines(self, report: dict) -> list[str]:
-        return audit_lines(self._audit) if self._audit is not None else []
+        found = [f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
+                 f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
+                 for r in report.get("resets", []) for e in r.get("re_ran", [])]  # fmt: skip
+        lines = found + (audit_lines(self._audit) if self._audit is not None else [])
+        if report.get("resets"):  # the audit above counts attempts; what a reset re-ran is a new execution's
+            n = Counter(e["verdict"] for r in report["resets"] for e in r.get("re_ran", []))
+            lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
+                         f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
+        return lines
 
 
 async def _first_worker_polling(client: Client, settings, timeout: float = 30.0) -> None:
@@ -304,6 +294,18 @@ async def _first_worker_polling(client: Client, settings, timeout: float = 30.0)
             raise Unavailable(f"the worker command did not stay up; see {settings.run_dir / 'worker.log'}")
         await asyncio.sleep(POLL_S)
     await wait_polling(client, settings, worker, timeout)
+
+
+def reset_check(fired: list[dict], strict_models: bool) -> Check:
+    """Every reset re-ran something, and nothing it re-ran was at risk (nor a model request, if strict)."""
+    reran = [e for r in fired for e in r.get("re_ran", [])]
+    n = Counter(e["verdict"] for e in reran)
+    idle = [r["step"] for r in fired if not r.get("re_ran")]
+    risky = "".join(f"; #{e['activity_id']} {e['label']}: {e['why']}" for e in reran if e["verdict"] == "at risk")
+    ok = not n["at risk"] and not idle and not (strict_models and n["model"])
+    return Check("chaos: a reset re-ran no tool call or activity at risk", ok,
+                 f"{len(fired)} reset(s) · re-ran {len(reran)} (guarded {n['guarded']}, AT RISK {n['at risk']}, model "
+                 f"{n['model']}) · resets that re-ran nothing {idle}{risky[:1500]}")  # fmt: skip
 
 
 def activity_checks(a: ActivityAudit) -> list[Check]:

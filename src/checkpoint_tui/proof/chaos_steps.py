@@ -19,7 +19,8 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof import nemeses, resets
+from checkpoint_tui.proof import activity_nemeses, nemeses, resets
+from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
 from checkpoint_tui.proof.audit import Audit, audit_run
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
@@ -33,6 +34,7 @@ class StepTarget(ChaosTarget):
     def __init__(self, workload: AgentLoopWorkload) -> None:
         self.workload = workload
         self.resets: list[dict] = []  # the run's resets, once figures() has read what they re-ran
+        self.more: list[Check] = []  # the checks of its activity pauses and resets
 
     def header(self, chaos: Chaos) -> str:
         return f"steps={chaos.steps}"
@@ -56,7 +58,7 @@ class StepTarget(ChaosTarget):
         if ev.kind in HOOK_CRASHES:
             await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
             return True
-        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES):
+        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES, *ACTIVITY_NEMESES):
             await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
             await until(lambda: queries.activity_logged(conn, run_id, step, "effect"))
@@ -73,6 +75,9 @@ class StepTarget(ChaosTarget):
         if ev.kind == FORGE:
             at = nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
             chaos._record(ev, run_id, None, at)
+            return True
+        if ev.kind in ACTIVITY_NEMESES:  # whatever activity of the step is in flight (its model call, mostly)
+            await activity_nemeses.fire(chaos, ev, run_id)
             return True
         if ev.kind == resets.RESET:
             done = await resets.reset_workflow(chaos.client, run_id, ev.step or 1, ev.back_steps or 2)
@@ -104,6 +109,14 @@ class StepTarget(ChaosTarget):
         for r in chaos.resets:  # what each reset ran again, and what the ledger answered
             r.update(resets.what_it_reran(conn, run_id, r))
         self.resets = chaos.resets
+        acted = [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]
+        for f in acted:  # the attempts of the activity started after it (activity_log)
+            again = queries.activities_since(conn, run_id, f["at"], f["step"], f["step"])
+            activity_nemeses.settle(f, f["attempt_before"] + sum(a["count"] for a in again
+                                                                 if a["activity"] == f["activity_type"]))  # fmt: skip
+        claims = queries.claim_attempts(conn, run_id) if acted else []
+        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if c.step == f["step"]])
+                     ] if acted else []  # fmt: skip
         return {
             "nemeses": nemeses.nemesis_figures(conn, run_id, [*chaos.kills, *chaos.pauses]),
             "worker_deaths_seen_by_supervisor": len(queries.death_events(conn, run_id, kinds=("died",))),
@@ -118,7 +131,7 @@ class StepTarget(ChaosTarget):
                 "chaos: a reset applies no effect again", again == 0 and not idle,
                 f"{len(self.resets)} reset(s) · effects applied again {again} · resets that re-ran nothing {idle}",
             ))  # fmt: skip
-        return found
+        return found + self.more
 
     def lines(self, report: dict) -> list[str]:
         a = report["audit"]

@@ -1,18 +1,20 @@
 """`chaos --until-covered [--max-kills N]`: after the seeded run, more runs whose kills are each aimed
-at a window no death has landed in yet (app/windows.py COVERAGE), until every one has at least one
-or the kill budget is spent. Timing aims at the model call and the timer; the fault plan's hooks (a
-worker killing itself at an exact point) at the tool call (tens of milliseconds) and the windows
-inside the effect activity, which no timing can promise. Every kill is classified after the fact
-like any other: an aimed kill that lands elsewhere counts where it landed, and the next round aims
+at a window no death has landed in yet, until every one has at least one or the kill budget is
+spent. What a workload is aimed at is its `Aims`: on our loop every window of app/windows.py
+COVERAGE, timing aiming at the model call and the timer and the fault plan's hooks (a worker killing
+itself at an exact point) at the tool call (tens of milliseconds) and the windows inside the effect
+activity, which no timing can promise; on a user's workflow the windows its own seeded run showed
+and timing can reach (proof/coverage_activities.py). Every kill is classified after the fact like
+any other: an aimed kill that lands elsewhere counts where it landed, and the next round aims
 again."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 
-from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
+from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof import windows
 from checkpoint_tui.proof.report import Check
@@ -44,6 +46,29 @@ def aimed_schedule(missing: list[str], seed: int, round_no: int, budget: int) ->
     return events, 2 * len(aims) + 2
 
 
+# (missing windows, seed, round number, kill budget) -> (the round's events, its steps)
+Draw = Callable[[list[str], int, int, int], tuple[list[ChaosEvent], int]]
+
+
+@dataclass(frozen=True)
+class Aims:
+    """What --until-covered aims at on one workload: the windows it must hit (`wanted`), how a round's
+    schedule is drawn, and the windows the workload showed that no timing can reach ({window: why}:
+    reported, not required)."""
+
+    wanted: tuple[str, ...]
+    draw: Draw
+    unreachable: dict[str, str] = field(default_factory=dict)
+
+    def missing(self, found: dict[str, int]) -> list[str]:
+        return [w for w in self.wanted if not found.get(w)]
+
+
+def ours() -> Aims:
+    """Our loop: every coverage window, each reachable by timing or a fault hook."""
+    return Aims(COVERAGE, aimed_schedule)
+
+
 def merge(found: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     out = dict(found)
     for w, n in more.items():
@@ -51,25 +76,34 @@ def merge(found: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     return windows.counts([w for w, n in out.items() for _ in range(n)])
 
 
-def coverage_check(found: dict[str, int], kills: int, max_kills: int) -> Check:
-    missed = windows.missing(found)
+def coverage_check(found: dict[str, int], kills: int, max_kills: int, aims: Aims | None = None) -> Check:
+    aims = aims or ours()
+    missed = aims.missing(found)
     hit = ", ".join(f"{w} {found[w]}" for w in found)
     observed = f"{kills} worker deaths (bound {max_kills}); {hit}" + (f"; never hit: {', '.join(missed)}" if missed
                                                                       else "")  # fmt: skip
+    observed += f"; not reachable by timing here: {_lengths(aims.unreachable)}" if aims.unreachable else ""
     return Check("chaos: every window was hit (--until-covered)", not missed, observed, {"kills": kills})
+
+
+def _lengths(unreachable: dict[str, str]) -> str:
+    return ", ".join(f"{w} ({why})" for w, why in unreachable.items())
 
 
 # One aimed round: (steps, events) -> that chaos run's report (proof/chaos.py makes it a Chaos run).
 Round = Callable[[int, list[ChaosEvent]], Awaitable[dict]]
 
 
-async def cover(seed: int, report: dict, max_kills: int, run_round: Round) -> dict:
+async def cover(seed: int, report: dict, max_kills: int, run_round: Round, aims: Aims | None = None) -> dict:
     """Aimed rounds after the seeded run: each a run of its own in the same home, its checks and kills
     added to the report, its windows merged into the report's."""
+    aims = aims or ours()
     found, deaths = report["windows"], list(report["kill_windows"])
     rounds: list[dict] = []
-    while (missed := windows.missing(found)) and len(deaths) < max_kills and len(rounds) < MAX_ROUNDS:
-        events, steps = aimed_schedule(missed, seed, len(rounds) + 1, max_kills - len(deaths))
+    while (missed := aims.missing(found)) and len(deaths) < max_kills and len(rounds) < MAX_ROUNDS:
+        events, steps = aims.draw(missed, seed, len(rounds) + 1, max_kills - len(deaths))
+        if not events:  # nothing left to aim with (a window the seeded run showed nowhere a round can reach)
+            break
         print(f"coverage round {len(rounds) + 1}: aiming at {', '.join(missed[: len(events)])}", flush=True)
         sub = await run_round(steps, events)
         deaths += sub["kill_windows"]
@@ -80,9 +114,9 @@ async def cover(seed: int, report: dict, max_kills: int, run_round: Round) -> di
         report["kills"] += sub["kills"]
         report["wall_s"] += sub["wall_s"]
     report["windows"], report["kill_windows"] = found, deaths
-    report["checks"].append(asdict(coverage_check(found, len(deaths), max_kills)))
-    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds,
-                          "missing": windows.missing(found)}  # fmt: skip
+    report["checks"].append(asdict(coverage_check(found, len(deaths), max_kills, aims)))
+    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds, "wanted": list(aims.wanted),
+                          "missing": aims.missing(found), "unreachable": aims.unreachable}  # fmt: skip
     return report
 
 
@@ -96,6 +130,9 @@ def print_coverage(report: dict) -> None:
               f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")  # fmt: skip
     found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
     print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
+    print(f"aimed at: {', '.join(cov['wanted'])}")
+    if cov.get("unreachable"):
+        print(f"shown, but not reachable by timing here (not aimed at): {_lengths(cov['unreachable'])}")
     if cov["missing"]:
         print(f"never hit: {', '.join(cov['missing'])}")
     ok = all(c["ok"] for c in report["checks"])

@@ -24,7 +24,7 @@ from checkpoint_tui.app.doctor import ActivityType, Diagnosis, Measurement, fmt_
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ops.failover import assist
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.proof.chaos_activities import Progress, until_activity
+from checkpoint_tui.proof.activity_progress import Progress, until_activity
 from checkpoint_tui.settings import Settings
 
 POLL_S = 0.2  # history is read this often while a kill waits (the figure is Temporal's time, not the poll's)

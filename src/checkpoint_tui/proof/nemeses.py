@@ -102,8 +102,10 @@ def forge_duplicate_email(settings: Settings, conn: Ledger, run_id: str, step: i
 
 def ended_at(fired: dict) -> float:
     """When a fired nemesis ended: the SIGCONT of a pause, the watchdog's kill of a hang, the heal of a
-    partition; a kill or a forged write ends as it lands."""
-    return fired.get("cont_at") or fired.get("killed_at") or fired.get("healed_at") or fired["at"]
+    partition, the unpause of an activity pause that held the run (activity_nemeses.settle); a kill, a
+    forged write or an activity reset ends as it lands."""
+    ends = ("cont_at", "killed_at", "healed_at", "held_until")
+    return next((fired[k] for k in ends if fired.get(k)), fired["at"])
 
 
 def nemesis_figures(conn: Ledger, run_id: str, fired: list[dict]) -> dict:

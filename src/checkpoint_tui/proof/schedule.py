@@ -38,7 +38,10 @@ PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP 
 FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
-TIMED = ("pause", PARTITION)  # nemeses that last duration_s
+# Temporal's own activity pause (for duration_s, then unpause) and activity reset of the activity in
+# flight at the event's moment (proof/activity_nemeses.py).
+ACTIVITY_PAUSE, ACTIVITY_RESET = "activity-pause", "activity-reset"
+TIMED = ("pause", PARTITION, ACTIVITY_PAUSE)  # nemeses that last duration_s
 # Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
 # exact moment no timing can promise): the seeded generator draws only the claim window; the others
 # come from schedule files and `chaos --until-covered`. Value: the fault kind.
@@ -57,6 +60,8 @@ TARGETS = {
     "temporal-server": "temporal-server",
     FORGE: "outbox",
     RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/resets.py)
+    ACTIVITY_PAUSE: "activity",
+    ACTIVITY_RESET: "activity",
 }
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
@@ -111,21 +116,21 @@ def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
 
 
 def make_schedule(
-    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0
-) -> list[ChaosEvent]:
+    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0,
+    activity_pauses: int = 0, activity_resets: int = 0,
+) -> list[ChaosEvent]:  # fmt: skip
     """The same seed gives the same schedule. One event per step, none at the first or last step.
-    Pauses, partitions and resets come from streams of their own, drawn on the steps the events
-    before them leave free, so adding them leaves a seed's kills (and adding partitions its pauses)
-    where they were."""
+    Pauses, partitions, resets, activity pauses and activity resets come from streams of their own,
+    each drawn on the steps the events before them leave free, so adding one leaves a seed's events
+    of the kinds before it where they were."""
     if kills < len(REQUIRED) and not resets:
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
-    if kills + pauses + partitions + resets > steps - 2:
-        need = kills + pauses + partitions + resets + 2
-        extra = f" and --resets {resets}" if resets else ""
-        raise UsageError(
-            f"--kills {kills}, --pauses {pauses}{', ' if resets else ' and '}--partitions {partitions}{extra} need "
-            f"--steps of at least {need}"
-        )
+    extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
+    if kills + pauses + partitions + sum(extras.values()) > steps - 2:
+        need = kills + pauses + partitions + sum(extras.values()) + 2
+        given = [f"--kills {kills}", f"--pauses {pauses}", f"--partitions {partitions}"]
+        given += [f"{flag} {n}" for flag, n in extras.items() if n]
+        raise UsageError(f"{', '.join(given[:-1])} and {given[-1]} need --steps of at least {need}")
     rng = random.Random(seed)
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
@@ -135,22 +140,38 @@ def make_schedule(
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
         for step, kind in zip(at, kinds, strict=True)
     ]
-    prng = random.Random(f"pauses-{seed}")
-    free = sorted(set(range(2, steps)) - set(at))
-    for step in sorted(prng.sample(free, pauses)):
-        kind = prng.choice(PAUSES)
-        duration = round(prng.uniform(*PAUSE_S), 2) if kind == "pause" else None
-        events.append(ChaosEvent(step, kind, prng.randrange(0, 120), duration_s=duration))
-    nrng = random.Random(f"partitions-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(nrng.sample(free, partitions)):
-        duration = round(nrng.uniform(*PARTITION_S), 2)
-        events.append(ChaosEvent(step, PARTITION, nrng.randrange(0, 120), duration_s=duration))
-    rrng = random.Random(f"resets-{seed}")
-    free = sorted(set(free) - {e.step for e in events})
-    for step in sorted(rrng.sample(free, resets)):
-        events.append(ChaosEvent(step, RESET, 0, back_steps=rrng.randint(*BACK_STEPS)))
+    streams = (("pauses", pauses, _pause), ("partitions", partitions, _partition), ("resets", resets, _reset),
+               ("activity-pauses", activity_pauses, _activity_pause), ("activity-resets", activity_resets,
+                                                                        _activity_reset))  # fmt: skip
+    for name, n, make in streams:  # each its own random stream, on the steps the events before it leave free
+        rng = random.Random(f"{name}-{seed}")
+        free = sorted(set(range(2, steps)) - {e.step for e in events})
+        events += [make(step, rng) for step in sorted(rng.sample(free, n))]
     return in_order(events)
+
+
+def _pause(step: int, rng: random.Random) -> ChaosEvent:
+    kind = rng.choice(PAUSES)
+    duration = round(rng.uniform(*PAUSE_S), 2) if kind == "pause" else None
+    return ChaosEvent(step, kind, rng.randrange(0, 120), duration_s=duration)
+
+
+def _partition(step: int, rng: random.Random) -> ChaosEvent:
+    duration = round(rng.uniform(*PARTITION_S), 2)
+    return ChaosEvent(step, PARTITION, rng.randrange(0, 120), duration_s=duration)
+
+
+def _reset(step: int, rng: random.Random) -> ChaosEvent:
+    return ChaosEvent(step, RESET, 0, back_steps=rng.randint(*BACK_STEPS))
+
+
+def _activity_pause(step: int, rng: random.Random) -> ChaosEvent:
+    duration = round(rng.uniform(*PAUSE_S), 2)
+    return ChaosEvent(step, ACTIVITY_PAUSE, rng.randrange(0, 120), duration_s=duration)
+
+
+def _activity_reset(step: int, rng: random.Random) -> ChaosEvent:
+    return ChaosEvent(step, ACTIVITY_RESET, rng.randrange(0, 120))
 
 
 def save_schedule(

@@ -12,6 +12,9 @@ from temporalio.client import Client
 
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.inspect_queries import KillEvent
+from checkpoint_tui.proof.coverage import Aims, ours
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import ChaosEvent
 from checkpoint_tui.waiting import wait_until
@@ -51,6 +54,24 @@ class ChaosTarget:
         model request is a `model call`, its tool activity a `tool call`); the lab's loop needs none."""
         return {}
 
+    def deaths(self, chaos: Chaos, conn: Ledger, run_id: str) -> list[KillEvent] | None:
+        """The worker deaths to place against this run's history; None: those the ledger files under
+        the run (a death our loop's worker had a step of the run in flight for)."""
+        return None
+
+    def coverage_aims(self, chaos: Chaos) -> Aims:
+        """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
+        return ours()
+
+    def round_target(self) -> ChaosTarget | None:
+        """A fresh target for one aimed round of --until-covered (None: our loop's)."""
+        return None
+
+    def probe(self, chaos: Chaos) -> list | None:
+        """A user's workload: the effects library's probe log records (where a death inside a user's
+        effect was, app/windows.classify); None for our loop, whose effects say it themselves."""
+        return None
+
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         raise NotImplementedError
 
@@ -75,6 +96,13 @@ class ChaosTarget:
 
     def lines(self, report: dict) -> list[str]:
         raise NotImplementedError
+
+    def reset_summary(self, r: dict) -> str:
+        """What a fired reset ran again and what the ledger answered, on one line."""
+        after = r.get("claims_after_reset", {})
+        reran = sum(a.get("count", 1) for a in r.get("re_ran", []))
+        skipped, applied = after.get("skipped", 0), after.get("applied", 0)
+        return f"re-ran {reran} activities · claims skipped {skipped} · applied again {applied}"
 
 
 async def until(cond: Callable[[], bool], timeout: float = PROGRESS_TIMEOUT_S) -> None:

@@ -6,29 +6,31 @@ from __future__ import annotations
 
 from temporalio.client import Client
 
+from checkpoint_tui.app.activity_history import read_chain, timeline
 from checkpoint_tui.app.history import to_history_event
 from checkpoint_tui.app.view import HistoryEvent
-from checkpoint_tui.app.windows import COVERAGE, counts, windows_of
+from checkpoint_tui.app.windows import counts, windows_of
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.proof.histories import NoHistory, fetch_chain
 from checkpoint_tui.proof.report import Check
 
 
 async def history_events(client: Client, conn: Ledger, run_id: str) -> list[HistoryEvent]:
+    """The run's history as it happened (a reset's replaced execution included: activity_history.timeline)."""
     row = queries.run(conn, run_id)
-    try:
-        chain = await fetch_chain(client, run_id, row.first_execution if row else None)
-    except NoHistory:
-        return []
-    return [to_history_event(ev, segment) for segment, rec in enumerate(chain) for ev in rec.history.events]
+    chain = await read_chain(client, run_id, row.first_execution if row else None)
+    return [to_history_event(ev, segment) for segment, (_, events) in enumerate(timeline(chain)) for ev in events]
 
 
-async def kill_windows(client: Client, conn: Ledger, run_id: str, named: dict[str, str] | None = None) -> list[dict]:
-    """Each worker death of the run (kill and died events, the ones the kill markers show) with the
-    window it landed in, oldest first. `named`: {activity type: window} from the workload's own
-    classification (a framework's model and tool activities), over `activity <type>`."""
-    kills = inspect_queries.kill_events(conn, run_id)
+async def kill_windows(
+    client: Client, conn: Ledger, run_id: str, named: dict[str, str] | None = None, deaths: list | None = None,
+    probe: list | None = None,
+) -> list[dict]:  # fmt: skip
+    """Each worker death of the run (kill and died events, the ones the kill markers show; or `deaths`,
+    the KillEvents to place) with the window it landed in, oldest first. `named`: {activity type:
+    window} from the workload's own classification (a framework's model and tool activities), over
+    `activity <type>`; `probe`: a user's workload's probe log records (app/windows.classify)."""
+    kills = inspect_queries.kill_events(conn, run_id) if deaths is None else deaths
     if not kills:
         return []
     events = await history_events(client, conn, run_id)
@@ -37,17 +39,12 @@ async def kill_windows(client: Client, conn: Ledger, run_id: str, named: dict[st
         {"run_id": run_id, "event": k.event, "pid": k.pid, "at": k.at, "step": k.activity_step or k.step,
          "window": (named or {}).get(window.removeprefix("activity "), window) if window.startswith("activity ")
          else window}
-        for k, window in windows_of(kills, events, attempts)
+        for k, window in windows_of(kills, events, attempts, probe)
     ]  # fmt: skip
 
 
 def window_counts(kills: list[dict]) -> dict[str, int]:
     return counts([k["window"] for k in kills])
-
-
-def missing(found: dict[str, int]) -> list[str]:
-    """The coverage windows no kill has landed in yet, in a step's order."""
-    return [w for w in COVERAGE if not found.get(w)]
 
 
 def window_cases(report: dict) -> list[Check]:

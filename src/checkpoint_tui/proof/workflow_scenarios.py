@@ -41,7 +41,7 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof.chaos_activities import Progress, until_activity
+from checkpoint_tui.proof.activity_progress import Progress, until_activity
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
 

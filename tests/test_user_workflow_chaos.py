@@ -1,0 +1,173 @@
+"""chaos on a user's own workflow beyond kills (#28, #29): workflow resets (what each re-ran, from
+history, and whether the library's claims guarded it), `--runs N` under one schedule, and
+`--until-covered` over the windows the workload's own run showed. The example project's worker and
+the agent examples, real dev servers, both ledger backends where the ledger decides."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_agents_lab import lab as agent_lab
+from test_agents_lab import sent
+from test_user_workflow_lab import lab_flags, output_lines, stop_lab
+
+RESET_CHECK = "chaos: a reset re-ran no tool call or activity at risk"
+_homes = count()
+
+
+def chaos(flags: list[str], home: Path, *args: str, timeout: float = 240) -> tuple:
+    report_path = home / "r.json"
+    try:
+        out = run_cli(*flags, "chaos", *args, "--json", str(report_path), timeout=timeout)
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+    finally:
+        stop_lab(home)
+    assert report is not None, out.stdout[-3000:] + out.stderr[-2000:]
+    return out, report
+
+
+def reset_schedule(home: Path, at: int, back: int) -> str:
+    home.mkdir(parents=True)
+    path = home / "s.json"
+    path.write_text(json.dumps({"steps": 8, "events": [{"at_step": at, "nemesis": "reset", "back_steps": back}]}))
+    return str(path)
+
+
+@pytest.mark.parametrize(("workflow", "backend"), [
+    ("SendLinesKeyed", "sqlite"), ("SendLinesKeyed", "postgresql"), ("SendLines", "sqlite"),
+    ("SendLinesUnguarded", "sqlite")])  # fmt: skip
+def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflow, backend, session_root, request):
+    """Back 2 from activity 4: activities 3 and 4 (completed) run again, and whatever was in flight.
+    A business key finds each send done (skipped); the default key follows the run id, which a reset
+    changes, so the library applies it again; without the library nothing guards it."""
+    home = session_root / f"uw-reset-{next(_homes)}"
+    ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    schedule = reset_schedule(home, 4, 2)
+    out, report = chaos(lab_flags(home, ledger), home, "--workflow", workflow, "--input", '{"count": 8, "pace": 0.3}',
+                        "--schedule", schedule)  # fmt: skip
+    audit, run_id = report["audit"], report["run_id"]
+    assert audit["workflow_status"] == "COMPLETED" and audit["completed"] == 8, out.stdout[-3000:]
+    (reset,) = report["resets"]
+    assert reset["old_execution"] != reset["new_execution"] and reset["from_step"] == 3
+    reran = {e["activity_id"]: e for e in reset["re_ran"]}
+    completed = {a for a, e in reran.items() if e["was"] == "completed"}
+    assert {"3", "4"} <= completed <= set(reran), reran  # from history: what the replaced execution ran
+    assert all(e["type"].startswith("send_line") and e["label"] for e in reran.values())
+    check = next(c for c in report["checks"] if c["name"] == RESET_CHECK)
+    lines = Counter(output_lines(home, run_id))
+    if workflow == "SendLinesKeyed":
+        assert out.returncode == 0 and check["ok"], out.stdout[-3000:]
+        assert all(e["verdict"] == "guarded" for e in reran.values()), reran
+        assert all(set(e["claims_after_reset"].split(",")) <= {"skipped", "recovered"} for e in reran.values())
+        assert set(lines.values()) == {1} and len(lines) == 8
+        assert "guarded after the reset at 4: #3 send_line_keyed" in out.stdout
+    elif workflow == "SendLines":  # the write's own check keeps the file at one line each; the ledger does not
+        assert out.returncode == 1 and not check["ok"]
+        assert all(reran[a]["verdict"] == "at risk" and "applied again" in reran[a]["why"] for a in completed), reran
+        # one in flight at the reset applied its new key once, guarded, unless its first attempt had claimed
+        assert all(e["verdict"] in ("at risk", "guarded") for e in reran.values())
+        assert set(lines.values()) == {1} and len(lines) == 8
+    else:
+        assert out.returncode == 1 and not check["ok"] and "AT RISK after the reset at 4" in out.stdout
+        assert all(e["verdict"] == "at risk" and e["claims_after_reset"] == "" for e in reran.values())
+        twice = {line.rsplit(" ", 1)[1] for line, n in lines.items() if n > 1}
+        assert completed <= twice <= set(reran), (twice, reran)  # what the report named at risk, sent twice
+    assert f"RESETS 1 · re-ran {len(reran)}" in out.stdout
+
+
+def test_seeded_resets_on_a_user_workflow(session_root):
+    """`--resets` in the seeded generator with --workflow (kills may be fewer than 3 beside resets)."""
+    home = session_root / f"uw-resets-seeded-{next(_homes)}"
+    out, report = chaos(lab_flags(home), home, "--workflow", "SendLinesKeyed", "--input", '{"count": 14, "pace": 0.2}',
+                        "--seed", "7", "--kills", "2", "--resets", "2")  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    audit = report["audit"]
+    assert (audit["workflow_status"], audit["lost"], audit["duplicated"]) == ("COMPLETED", 0, 0)
+    resets = report["resets"]
+    assert len(resets) + len([e for e in report["not_fired"] if e["nemesis"] == "reset"]) == 2 and resets
+    assert all(r["re_ran"] and all(e["verdict"] == "guarded" for e in r["re_ran"]) for r in resets), resets
+    assert Counter(output_lines(home, report["run_id"])).most_common(1)[0][1] == 1
+
+
+@pytest.mark.parametrize(("framework", "workflow", "backend"), [
+    ("pydantic-ai", "PydanticMailerGuarded", "postgresql"), ("openai-agents", "OpenAIMailer", "sqlite")])  # fmt: skip
+def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow, backend, session_root, request):
+    """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
+    so the call runs again with the same call id: skipped when keyed by it, sent again when blind."""
+    home = session_root / f"agents-reset-{next(_homes)}"
+    ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    schedule = reset_schedule(home, 3, 1)
+    out, report = chaos(agent_lab(framework, home, ledger), home, "--workflow", workflow, "--input",
+                        json.dumps({"turns": 5, "pace": 0.3, "think": 0.2}), "--aim", "tool", "--schedule", schedule)
+    audit = report["audit"]  # fmt: skip
+    assert audit["workflow_status"] == "COMPLETED" and audit["framework"] == framework, out.stdout[-3000:]
+    (reset,) = report["resets"]
+    tools = [e for e in reset["re_ran"] if e["class"] == "tool"]
+    assert tools and tools[0]["call_id"] and tools[0]["tool"].startswith("send_email"), reset["re_ran"]
+    assert all(e["verdict"] == "model" for e in reset["re_ran"] if e["class"] == "model")
+    emails = sent(home, report["run_id"])
+    if workflow.endswith("Guarded"):
+        assert out.returncode == 0 and all(e["verdict"] == "guarded" for e in tools), tools
+        assert tools[0]["claims_after_reset"] == "skipped" and set(emails.values()) == {1}
+    else:
+        assert out.returncode == 1 and all(e["verdict"] == "at risk" for e in tools)
+        assert "turn 3" in " ".join(line for line, n in emails.items() if n > 1)  # the 3rd email, sent twice
+    assert "tool · send_email" in out.stdout and "call " in out.stdout
+
+
+def test_runs_of_a_user_workflow_under_one_schedule(session_root):
+    """#29 for a user's workflow: three runs on the same worker; each death of it is placed in each run."""
+    home = session_root / f"uw-runs-{next(_homes)}"
+    out, report = chaos(lab_flags(home), home, "--workflow", "SendLines", "--input", '{"count": 10, "pace": 0.2}',
+                        "--seed", "9", "--kills", "5", "--runs", "3")  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    runs = report["runs"]
+    assert len(runs) == 3 and runs[0]["run_id"] == report["run_id"] and len({r["run_id"] for r in runs}) == 3
+    for r in runs:
+        a = r["audit"]
+        assert (a["workflow_status"], a["completed"], a["lost"], a["duplicated"], a["at_risk"]) == (
+            "COMPLETED", 10, 0, 0, [])  # fmt: skip
+        assert Counter(output_lines(home, r["run_id"])) == Counter(f"{r['run_id']} line {i}" for i in range(1, 11))
+    t = report["totals"]
+    assert (t["runs"], t["runs_completed"], t["lost"], t["duplicated"], t["at_risk"]) == (3, 3, 0, 0, 0)
+    deaths: dict[tuple, set] = {}
+    for k in report["kill_windows"]:
+        deaths.setdefault((k["pid"], k["at"]), set()).add(k["run_id"])
+    assert all(placed == {r["run_id"] for r in runs} for placed in deaths.values()), deaths
+    assert len(report["checks"]) == 3 * 6 and all(c["ok"] for c in report["checks"])
+    assert "3/3 runs COMPLETED" in out.stdout and "AT RISK 0" in out.stdout
+
+
+AGENT = json.dumps({"turns": 6, "pace": 0.3, "think": 0.2})
+
+
+def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(session_root):
+    home = session_root / f"agents-cover-{next(_homes)}"
+    out, report = chaos(agent_lab("pydantic-ai", home), home, "--workflow", "PydanticMailerGuarded", "--input", AGENT,
+                        "--aim", "tool", "--seed", "3", "--kills", "3", "--until-covered", "--max-kills", "10")
+    cov = report["coverage"]  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "model call" in cov["wanted"] and cov["missing"] == [] and cov["kills"] <= 10
+    assert all(report["windows"].get(w, 0) >= 1 for w in cov["wanted"]), report["windows"]
+    assert "claim → write" in cov["unreachable"] and "tool call" not in cov["wanted"]  # its tool claims
+    assert all(c["ok"] for c in report["checks"]) and "shown, but not reachable by timing" in out.stdout
+    for rnd in cov["rounds"]:
+        assert (rnd["audit"]["lost"], rnd["audit"]["duplicated"], rnd["audit"]["at_risk"]) == (0, 0, [])
+
+
+def test_until_covered_names_a_window_the_bound_left_unhit(session_root):
+    home = session_root / f"agents-cover-{next(_homes)}"
+    out, report = chaos(agent_lab("pydantic-ai", home), home, "--workflow", "PydanticMailerGuarded", "--input", AGENT,
+                        "--aim", "tool", "--seed", "3", "--kills", "3", "--until-covered", "--max-kills", "1")
+    cov = report["coverage"]  # fmt: skip
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
+    assert cov["missing"] and set(cov["missing"]) <= set(cov["wanted"]) and cov["kills"] <= 1
+    check = next(c for c in report["checks"] if c["name"] == "chaos: every window was hit (--until-covered)")
+    assert not check["ok"] and f"never hit: {', '.join(cov['missing'])}" in check["observed"]
+    assert f"never hit: {', '.join(cov['missing'])}" in out.stdout and "verdict: FAIL" in out.stdout
