@@ -21,7 +21,7 @@ test: $(STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mkdocs build --strict --quiet
-	$(PY) -m pytest -n 2 --dist worksteal
+	$(PY) -m pytest -n 4 --dist worksteal
 
 # The documentation site into site/ (git-ignored); --strict fails on a broken link, anchor or nav entry.
 docs: $(STAMP)
