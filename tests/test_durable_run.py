@@ -7,6 +7,7 @@ import asyncio
 from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.waiting import wait_until
 from conftest import run_cli
 
 
@@ -33,7 +34,10 @@ async def test_twelve_steps_exactly_once(home, client, supervisor):
 
 
 async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):
-    """steps_per_run=4: a 10-step run is three executions; the ledger and the history reader span them."""
+    """steps_per_run=20: a 45-step run is three executions; the ledger and the history reader span them.
+    The reader takes a finished chain at once: its pace between polls (here 30 s) is for a live run's
+    new events, not for pages of a backlog (the dev server returns 512 events a page) nor for the empty
+    page after an execution's last event."""
     from checkpoint_tui.app.history import HistoryFollower
     from checkpoint_tui.app.runs import new_run_id
     from checkpoint_tui.engine.shared import AgentInput
@@ -41,24 +45,27 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
 
     conn = connect(home.db_path)
     run_id = new_run_id()  # the only kind of run id a worker accepts
-    create_run(conn, run_id, 10, 0.0, "offline", home.task_queue)
+    create_run(conn, run_id, 45, 0.0, "offline", home.task_queue)
     handle = await client.start_workflow(
-        "AgentLoop", AgentInput(run_id, 10, 0.0, steps_per_run=4), id=run_id, task_queue=home.task_queue
+        "AgentLoop", AgentInput(run_id, 45, 0.0, steps_per_run=20), id=run_id, task_queue=home.task_queue
     )
     assert await wait_for_run(home, client, run_id, timeout=120) == "COMPLETED"
     snap = build_snapshot(conn, home, run_id)
-    assert (snap.completed_steps, snap.ledger_rows, snap.duplicates, snap.outbox_lines) == (10, 30, 0, 10)
+    assert (snap.completed_steps, snap.ledger_rows, snap.duplicates, snap.outbox_lines) == (45, 135, 0, 45)
 
-    follower = HistoryFollower(client, run_id, handle.result_run_id)
+    follower = HistoryFollower(client, run_id, handle.result_run_id, keep=5000, pace_s=30.0)
     follower.ensure_following()
-    for _ in range(200):
-        if follower.caught_up:
-            break
-        await asyncio.sleep(0.05)
-    events = follower.drain()
+    events = []
+
+    def read() -> bool:
+        events.extend(follower.drain())
+        return follower.caught_up
+
+    await wait_until(read, 20.0, what="the finished chain read")
     assert [e.segment for e in events if e.name == "WORKFLOW_EXECUTION_STARTED"] == [0, 1, 2]
     assert sum(e.name == "WORKFLOW_EXECUTION_CONTINUED_AS_NEW" for e in events) == 2
     assert events[-1].name == "WORKFLOW_EXECUTION_COMPLETED"
+    assert follower.requests == 5  # two pages for each 20-step execution, one for the last
 
 
 async def test_cancel_ends_the_run_cancelled(home, client, supervisor):

@@ -15,6 +15,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.app.view import HistoryEvent
 
+# An execution's last event: once it is read the execution has nothing more to give. (Temporal still
+# hands back a page token after it, the long poll's position, whose request returns an empty page.)
+CLOSE_EVENTS = frozenset({
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+})  # fmt: skip
+
 
 async def workflow_status(client: Client, run_id: str) -> str | None:
     """Temporal's status of the run (None if Temporal does not know it). An unreachable server
@@ -36,6 +44,10 @@ class HistoryFollower:
     history (a step writes ~28 events in several batches)."""
 
     PAGE = 1000
+    # A page of this many events or more came from a backlog (the server caps pages below PAGE: 512
+    # events on the dev server), not from what a live run wrote while the follower waited: ask for
+    # the next one at once. Opening a finished 1,000-step chain paused a second per page otherwise.
+    BACKLOG = 200
 
     def __init__(
         self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000, pace_s: float = 1.0
@@ -70,7 +82,7 @@ class HistoryFollower:
     async def _follow_execution(self) -> str | None:
         """One execution, page by page; returns the next execution's id if it continued as new."""
         execution = WorkflowExecution(workflow_id=self.run_id, run_id=self.execution or "")
-        token, next_execution = b"", None
+        token, next_execution, closed = b"", None, False
         while True:
             self.requests += 1
             resp = await self.client.workflow_service.get_workflow_execution_history(
@@ -86,10 +98,11 @@ class HistoryFollower:
                 self.last_event_id = ev.event_id
                 if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
                     next_execution = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                closed = closed or ev.event_type in CLOSE_EVENTS
             token = resp.next_page_token
-            if not token:  # the execution is closed and read to its end
+            if closed or not token:  # read to its end: a finished chain is read without a pause per execution
                 return next_execution
-            if len(resp.history.events) < self.PAGE:  # caught up: let events gather before asking again
+            if len(resp.history.events) < self.BACKLOG:  # caught up: let events gather before asking again
                 await asyncio.sleep(self.pace_s)
 
     def drain(self) -> list[HistoryEvent]:
