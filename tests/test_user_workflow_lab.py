@@ -199,7 +199,8 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
             assert cell_text(timeline, "1", "provider") == "send_line"  # a row per activity execution
             assert cell_text(timeline, "1", "pid") == str(first.pid)  # the SDK's default identity pid@host
             await pilot.press("k")
-            await wait_for(pilot, lambda: session.supervisor.primary.pid != first.pid, what="a replacement")
+            await wait_for(pilot, lambda: (w := session.supervisor.primary) is not None and w.pid != first.pid,
+                           what="a replacement")  # fmt: skip  (no primary at all for a moment in between)
             assert not first.ident.exists()  # the user's worker process is gone
             new = session.supervisor.primary
             ids: set[str] = set()
