@@ -112,3 +112,39 @@ async def test_hostile_allow_steps_signals_wedge_no_run(home, client, supervisor
     for run_id in (free, gated_id):
         events = [ev async for ev in client.get_workflow_handle(run_id).fetch_history_events()]
         assert not [ev for ev in events if ev.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED], run_id
+
+
+async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(home, client, supervisor):
+    """A reset terminates the execution and makes another that copies its events up to the reset point;
+    the reader goes on into it from the reset on (the copy is what it showed already)."""
+    from checkpoint_tui.app.history import HistoryFollower
+    from checkpoint_tui.app.runs import new_run_id
+    from checkpoint_tui.engine.shared import AgentInput
+    from checkpoint_tui.ledger import queries
+    from checkpoint_tui.ledger.store import create_run
+    from checkpoint_tui.proof.resets import reset_workflow
+
+    conn = connect(home.db_path)
+    run_id = new_run_id()
+    create_run(conn, run_id, 8, 0.3, "offline", home.task_queue)
+    handle = await client.start_workflow("AgentLoop", AgentInput(run_id, 8, 0.3), id=run_id, task_queue=home.task_queue)
+    await wait_until(lambda: queries.count_completed(conn, run_id) >= 4, 60.0, what="step 4 completed")
+    reset = await reset_workflow(client, run_id, step=4, back=2)  # steps 3 and 4 again, mid-run
+    assert reset is not None and reset["from_step"] == 3
+    assert await wait_for_run(home, client, run_id, timeout=120) == "COMPLETED"
+    assert build_snapshot(conn, home, run_id).duplicates == 0
+
+    follower = HistoryFollower(client, run_id, handle.result_run_id, keep=5000, pace_s=30.0)
+    follower.ensure_following()
+    events = []
+
+    def read() -> bool:
+        events.extend(follower.drain())
+        return follower.caught_up
+
+    await wait_until(read, 20.0, what="the reset chain read")
+    names = [(e.segment, e.name) for e in events]
+    assert (0, "WORKFLOW_EXECUTION_TERMINATED") in names and names[-1] == (1, "WORKFLOW_EXECUTION_COMPLETED")
+    after = [e for e in events if e.segment == 1]
+    assert after[0].name == "WORKFLOW_TASK_FAILED"  # the reset point: nothing copied is shown twice
+    assert sum(e.name == "WORKFLOW_EXECUTION_STARTED" for e in events) == 1

@@ -175,7 +175,7 @@ async def read_chain(client: Client, workflow_id: str, first_execution: str | No
                 events.append(ev)
             total += len(events)
             last = events[-1] if events else None
-            if last is not None and (reset_to := await _reset_run(client, workflow_id, execution, last)):
+            if last is not None and (reset_to := await reset_run(client, workflow_id, execution, last)):
                 chain.replaced.append((execution, events))
                 execution = reset_to  # the reset's execution holds this one's events up to the reset point
                 continue
@@ -190,7 +190,7 @@ async def read_chain(client: Client, workflow_id: str, first_execution: str | No
     return chain
 
 
-async def _reset_run(client: Client, workflow_id: str, execution: str, last) -> str | None:
+async def reset_run(client: Client, workflow_id: str, execution: str, last) -> str | None:
     """The execution a reset of this one made (Temporal terminates the execution it resets), or None."""
     if not last.HasField("workflow_execution_terminated_event_attributes"):
         return None
@@ -317,13 +317,14 @@ def timeline(chain: Chain) -> list[tuple[str, list]]:
     worker death is placed against history (app/windows.py) this is the history to read."""
     found = []
     for execution, events in chain.replaced + chain.executions:
-        at = max((i for i, ev in enumerate(events) if _reset_event(ev)), default=0)
+        at = max((i for i, ev in enumerate(events) if is_reset_event(ev)), default=0)
         if events[at:]:
             found.append((execution, events[at:]))
     return sorted(found, key=lambda seg: _t(seg[1][0]))
 
 
-def _reset_event(ev) -> bool:
+def is_reset_event(ev) -> bool:
+    """The event a reset's execution starts its own history with (after what it copied)."""
     return (ev.HasField("workflow_task_failed_event_attributes")
             and ev.workflow_task_failed_event_attributes.cause == RESET_CAUSE)  # fmt: skip
 

@@ -13,6 +13,7 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from checkpoint_tui.app.activity_history import is_reset_event, reset_run
 from checkpoint_tui.app.view import HistoryEvent
 
 # An execution's last event: once it is read the execution has nothing more to give. (Temporal still
@@ -61,6 +62,7 @@ class HistoryFollower:
         self.requests = 0  # history requests sent (the TUI bench counts them per tick)
         self._buffer: deque[HistoryEvent] = deque(maxlen=keep)  # a viewer shows the newest `keep` at most
         self._task: asyncio.Task | None = None
+        self._after_reset = False  # in an execution a reset made: skip what it copied from the one it replaced
         self.error: str | None = None
 
     def ensure_following(self) -> None:
@@ -71,7 +73,9 @@ class HistoryFollower:
             self._task = asyncio.create_task(self._follow())
 
     async def _follow(self) -> None:
-        """Read each execution of the chain to its end; a continue-as-new event names the next one."""
+        """Read each execution of the chain to its end; a continue-as-new event names the next one, and
+        an execution a reset terminated is followed by the one the reset made, from its reset on (what
+        comes before is a copy of what was shown)."""
         while True:
             next_execution = await self._follow_execution()
             if next_execution is None:
@@ -94,6 +98,10 @@ class HistoryFollower:
             for ev in resp.history.events:
                 if ev.event_id <= self.last_event_id:
                     continue
+                if self._after_reset and not is_reset_event(ev):
+                    self.last_event_id = ev.event_id  # the copy of the execution the reset replaced
+                    continue
+                self._after_reset = False
                 self._buffer.append(to_history_event(ev, self.segment))
                 self.last_event_id = ev.event_id
                 if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
@@ -101,6 +109,10 @@ class HistoryFollower:
                 closed = closed or ev.event_type in CLOSE_EVENTS
             token = resp.next_page_token
             if closed or not token:  # read to its end: a finished chain is read without a pause per execution
+                last = resp.history.events[-1] if resp.history.events else None
+                if next_execution is None and last is not None:
+                    next_execution = await reset_run(self.client, self.run_id, execution.run_id, last)
+                    self._after_reset = next_execution is not None
                 return next_execution
             if len(resp.history.events) < self.BACKLOG:  # caught up: let events gather before asking again
                 await asyncio.sleep(self.pace_s)
