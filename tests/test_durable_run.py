@@ -117,11 +117,16 @@ async def test_hostile_allow_steps_signals_wedge_no_run(home, client, supervisor
 async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(home, client, supervisor):
     """A reset terminates the execution and makes another that copies its events up to the reset point;
     the reader goes on into it from the reset on (the copy is what it showed already)."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.worker import Replayer
+
     from checkpoint_tui.app.history import HistoryFollower
     from checkpoint_tui.app.runs import new_run_id
     from checkpoint_tui.engine.shared import AgentInput
+    from checkpoint_tui.engine.workflow import AgentLoop
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import create_run
+    from checkpoint_tui.proof.histories import fetch_chain
     from checkpoint_tui.proof.resets import reset_workflow
 
     conn = connect(home.db_path)
@@ -148,3 +153,9 @@ async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(hom
     after = [e for e in events if e.segment == 1]
     assert after[0].name == "WORKFLOW_TASK_FAILED"  # the reset point: nothing copied is shown twice
     assert sum(e.name == "WORKFLOW_EXECUTION_STARTED" for e in events) == 1
+
+    chain = await fetch_chain(client, run_id, handle.result_run_id)  # what `replay RUN` replays: both
+    assert [r.history.events[-1].event_type for r in chain] == [
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED]
+    for recorded in chain:
+        await Replayer(workflows=[AgentLoop]).replay_workflow(recorded.history)

@@ -14,6 +14,7 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
+from checkpoint_tui.app.activity_history import reset_run
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import HISTORY_LIMIT, OutputDir, read_json_file
 
@@ -58,16 +59,18 @@ class NoHistory(LookupError):
 
 
 async def fetch_chain(client: Client, run_id: str, first_execution: str | None = None) -> list[Recorded]:
-    """Every execution of the run, first to last: each continue-as-new event names the next one.
-    Without `first_execution` (a run the ledger does not know), the latest execution's started event
-    names the chain's first."""
+    """Every execution of the run, first to last: each continue-as-new event names the next one, and an
+    execution a reset terminated is followed by the one the reset made (both are histories the code
+    must replay). Without `first_execution` (a run the ledger does not know), the latest execution's
+    started event names the chain's first."""
     try:
         execution = first_execution or await _first_execution(client, run_id)
         chain: list[Recorded] = []
         while execution:
             history = await client.get_workflow_handle(run_id, run_id=execution).fetch_history()
             chain.append(Recorded(run_id, len(chain) + 1, history, SOURCE_TEMPORAL))
-            execution = continued_as(history)
+            last = history.events[-1] if history.events else None
+            execution = continued_as(history) or (last and await reset_run(client, run_id, execution, last))
         return chain
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
