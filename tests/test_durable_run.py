@@ -33,6 +33,20 @@ async def test_twelve_steps_exactly_once(home, client, supervisor):
     assert f"PASS  replay {run_id}.01" in replay.stdout and "REPLAY PASS — 1/1" in replay.stdout
 
 
+async def read_to_the_end(follower, timeout: float = 20.0) -> list:
+    """Every event of a finished chain, within `timeout` (the follower's pace is 30 s in these tests: a
+    finished chain must be read without it)."""
+    events = []
+
+    def read() -> bool:
+        events.extend(follower.drain())
+        return follower.caught_up
+
+    follower.ensure_following()
+    await wait_until(read, timeout, what="the finished chain read to its end")
+    return events
+
+
 async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor):
     """steps_per_run=20: a 45-step run is three executions; the ledger and the history reader span them.
     The reader takes a finished chain at once: its pace between polls (here 30 s) is for a live run's
@@ -54,14 +68,7 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
     assert (snap.completed_steps, snap.ledger_rows, snap.duplicates, snap.outbox_lines) == (45, 135, 0, 45)
 
     follower = HistoryFollower(client, run_id, handle.result_run_id, keep=5000, pace_s=30.0)
-    follower.ensure_following()
-    events = []
-
-    def read() -> bool:
-        events.extend(follower.drain())
-        return follower.caught_up
-
-    await wait_until(read, 20.0, what="the finished chain read")
+    events = await read_to_the_end(follower)
     assert [e.segment for e in events if e.name == "WORKFLOW_EXECUTION_STARTED"] == [0, 1, 2]
     assert sum(e.name == "WORKFLOW_EXECUTION_CONTINUED_AS_NEW" for e in events) == 2
     assert events[-1].name == "WORKFLOW_EXECUTION_COMPLETED"
@@ -140,14 +147,7 @@ async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(hom
     assert build_snapshot(conn, home, run_id).duplicates == 0
 
     follower = HistoryFollower(client, run_id, handle.result_run_id, keep=5000, pace_s=30.0)
-    follower.ensure_following()
-    events = []
-
-    def read() -> bool:
-        events.extend(follower.drain())
-        return follower.caught_up
-
-    await wait_until(read, 20.0, what="the reset chain read")
+    events = await read_to_the_end(follower)
     names = [(e.segment, e.name) for e in events]
     assert (0, "WORKFLOW_EXECUTION_TERMINATED") in names and names[-1] == (1, "WORKFLOW_EXECUTION_COMPLETED")
     after = [e for e in events if e.segment == 1]
