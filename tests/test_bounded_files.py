@@ -99,6 +99,33 @@ def test_a_deep_schedule_under_a_users_worker_command_is_exit_2(tmp_path):
     assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_history_named_alone_is_one_fail_line(tmp_path, kind):
+    """`replay --from FILE` (not a folder of them): the file is read as a user's own name (a link to
+    /dev/zero is followed, and refused as a device), each kind a FAIL line, in bounds."""
+    path = hostile(tmp_path, kind)
+    out, took, peak = cli_measured(tmp_path, "replay", "--from", str(path))
+    assert "Traceback" not in out.stdout + out.stderr, out.stderr
+    if kind == "directory":  # an empty folder: nothing to replay
+        assert out.returncode == 2 and "no history files" in one_clean_line(out)
+    else:
+        assert out.returncode == 1, out.stdout + out.stderr
+        (fail,) = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
+        assert f"replay {kind}.json" in fail and ("nests deeper" in fail or "refusing to read" in fail
+                                                  or "over the limit" in fail), fail  # fmt: skip
+    assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
+
+
+def test_a_corpus_of_hostile_files_alone_is_reported_within_5_s(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for kind in KINDS:
+        hostile(corpus, kind)
+    out, took, peak = cli_measured(tmp_path, "replay", "--from", str(corpus))
+    assert out.returncode == 1 and "REPLAY FAILED — 4/4" in out.stdout, out.stdout + out.stderr
+    assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
+
+
 def wide(path: Path, unit: str, size: int, head: str = '{"events": [', tail: str = "]}") -> Path:
     """A JSON file of `size` bytes at most: `unit` repeated in a list. Small in bytes, large parsed."""
     path.write_text(head + ",".join([unit] * ((size - len(head) - len(tail)) // (len(unit) + 1))) + tail)
