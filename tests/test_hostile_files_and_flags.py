@@ -35,7 +35,6 @@ BAD_FLAGS = [
     ("chaos", "--kills", "2"),
     ("chaos", "--steps", "5", "--kills", "6"),
     ("chaos", "--steps", "100000", "--kills", "10001"),  # a schedule holds at most 10,000 events
-    ("chaos", "--steps", "100000", "--kills", "3", "--resets", "99995", "--save-schedule", "/tmp/never.json"),
     ("compare", "--steps", "4", "--kill-at", "4"),
     ("--model-url", "http://user:pw@127.0.0.1:9/v1", "start"),
     ("--model-url", "http://127.0.0.1:9/v1?key=abc", "start"),
@@ -189,3 +188,16 @@ def test_absurd_counts_on_a_users_workflow_are_exit_2_before_anything_starts(tmp
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert "a schedule holds at most 10000" in out.stderr and "Traceback" not in out.stderr
         assert not (tmp_path / "run").exists()
+
+
+def test_save_schedule_refuses_what_running_would(tmp_path):
+    """Writing the seeded schedule takes the same flags as running it: a pairing the run refuses, or more
+    events than a schedule holds, is exit 2 and no file, on our loop as on a user's workflow."""
+    saved = tmp_path / "s.json"
+    user = ["--worker-cmd", f"{sys.executable} -c pass", "chaos", "--workflow", "SendLines"]
+    for argv in (["chaos", "--max-kills", "5"], ["chaos", "--until-covered", "--runs", "2"],
+                 ["chaos", "--steps", "100000", "--kills", "3", "--resets", "99995"],
+                 [*user, "--max-kills", "5"], [*user, "--kills", "9000", "--resets", "1001"]):  # fmt: skip
+        out = run_cli("--home", str(tmp_path / "h"), *argv, "--save-schedule", str(saved), timeout=60)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stdout, out.stderr)
+        assert not saved.exists() and not (tmp_path / "h" / "run").exists(), argv
