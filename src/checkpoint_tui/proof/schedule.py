@@ -131,8 +131,8 @@ def make_schedule(
     if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
         raise UsageError(f"--kills, --pauses, --partitions and the rest add up to {total} events; a schedule "
                          f"holds at most {MAX_EVENTS}")  # fmt: skip
-    if kills + pauses + partitions + sum(extras.values()) > steps - 2:
-        need = kills + pauses + partitions + sum(extras.values()) + 2
+    if total > steps - 2:
+        need = total + 2
         given = [f"--kills {kills}", f"--pauses {pauses}", f"--partitions {partitions}"]
         given += [f"{flag} {n}" for flag, n in extras.items() if n]
         raise UsageError(f"{', '.join(given[:-1])} and {given[-1]} need --steps of at least {need}")
