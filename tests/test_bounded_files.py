@@ -24,7 +24,9 @@ from checkpoint_tui.files import (
     read_json_file,
     write_output,
 )
+from checkpoint_tui.files.inputs import MAX_ITEMS, SCHEDULE_LIMIT
 from checkpoint_tui.files.outputs import MANIFEST
+from checkpoint_tui.proof.histories import MAX_EVENTS
 from checkpoint_tui.proof.schedule import make_schedule, save_schedule
 from replay_fixtures import good_history
 
@@ -95,6 +97,94 @@ def test_a_deep_schedule_under_a_users_worker_command_is_exit_2(tmp_path):
                                    "--workflow", "SendLines", "--schedule", str(path))  # fmt: skip
     assert out.returncode == 2 and "nests deeper than" in one_clean_line(out)
     assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_history_named_alone_is_one_fail_line(tmp_path, kind):
+    """`replay --from FILE` (not a folder of them): the file is read as a user's own name (a link to
+    /dev/zero is followed, and refused as a device), each kind a FAIL line, in bounds."""
+    path = hostile(tmp_path, kind)
+    out, took, peak = cli_measured(tmp_path, "replay", "--from", str(path))
+    assert "Traceback" not in out.stdout + out.stderr, out.stderr
+    if kind == "directory":  # an empty folder: nothing to replay
+        assert out.returncode == 2 and "no history files" in one_clean_line(out)
+    else:
+        assert out.returncode == 1, out.stdout + out.stderr
+        (fail,) = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
+        assert f"replay {kind}.json" in fail and ("nests deeper" in fail or "refusing to read" in fail
+                                                  or "over the limit" in fail), fail  # fmt: skip
+    assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
+
+
+def test_a_corpus_of_hostile_files_alone_is_reported_within_5_s(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for kind in KINDS:
+        hostile(corpus, kind)
+    out, took, peak = cli_measured(tmp_path, "replay", "--from", str(corpus))
+    assert out.returncode == 1 and "REPLAY FAILED — 4/4" in out.stdout, out.stdout + out.stderr
+    assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
+
+
+def wide(path: Path, unit: str, size: int, head: str = '{"events": [', tail: str = "]}") -> Path:
+    """A JSON file of `size` bytes at most: `unit` repeated in a list. Small in bytes, large parsed."""
+    path.write_text(head + ",".join([unit] * ((size - len(head) - len(tail)) // (len(unit) + 1))) + tail)
+    return path
+
+
+def test_a_schedule_that_would_parse_into_millions_of_objects_is_refused_unparsed(tmp_path):
+    """Within the byte cap, `[{}, {}, ...]` is a million objects: parsed (and walked for depth) it took
+    868 MB and 15 s as a 16 MiB file. Its values are counted before parsing instead."""
+    path = wide(tmp_path / "wide.json", "{}", SCHEDULE_LIMIT)
+    worker = ["--worker-cmd", f"{sys.executable} -c pass"]
+    for flags in (["chaos", "--schedule", str(path)], ["chaos", "--shrink", str(path)],
+                  [*worker, "chaos", "--workflow", "SendLines", "--schedule", str(path)]):  # fmt: skip
+        out, took, peak = cli_measured(tmp_path, *flags)
+        assert out.returncode == 2 and f"holds over {MAX_ITEMS} JSON values" in one_clean_line(out), out.stderr
+        assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (flags, took, peak)
+    assert not (tmp_path / "h" / "run").exists()  # nothing was started
+
+
+def heavy_history(path: Path, events: int, payloads: int) -> Path:
+    """A history whose ids run 1, 2, 3, ... (so it gets as far as the replay child), each event after the
+    first three an activity scheduled with `payloads` payloads: the most protobuf per JSON value."""
+    evs = good_history()["events"][:3]
+    payload = {"metadata": {"e": "", "f": ""}, "data": ""}
+    evs += [{"eventId": str(k), "eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED",
+             "activityTaskScheduledEventAttributes": {"activityId": str(k), "activityType": {"name": "a"},
+                                                      "input": {"payloads": [payload] * payloads}}}
+            for k in range(4, events + 1)]  # fmt: skip
+    path.write_text(json.dumps({"events": evs}, separators=(",", ":")))
+    return path
+
+
+def test_the_costliest_files_within_the_caps_stay_in_bounds(tmp_path):
+    """What the caps still let through, at its worst: a schedule and a history each at their byte cap,
+    with MAX_ITEMS short strings and one long string holding an astral character (the parser's text,
+    and that string, at 4 bytes a character); a history of MAX_EVENTS events of the costliest kind,
+    replayed by the child. One more event than a file holds is a FAIL line before protobuf sees it."""
+    from checkpoint_tui.files.inputs import HISTORY_LIMIT
+
+    def at_cap(path: Path, cap: int) -> Path:
+        head = '{"events": [' + ",".join(['"ab"'] * (MAX_ITEMS - 10)) + ', "'
+        tail = '\U0001f600"]}'  # 7 bytes in UTF-8
+        path.write_text(head + "a" * (cap - len(head) - 7) + tail)
+        assert path.stat().st_size == cap
+        return path
+
+    cases = [
+        (["chaos", "--schedule", str(at_cap(tmp_path / "s.json", SCHEDULE_LIMIT))], 2, "a schedule holds at most"),
+        (["replay", "--from", str(at_cap(tmp_path / "h.json", HISTORY_LIMIT))], 1, "a history file holds at most"),
+        (["replay", "--from", str(heavy_history(tmp_path / "run-x.01.json", MAX_EVENTS, 3))], 1, "core panicked"),
+        (["replay", "--from", str(heavy_history(tmp_path / "more.json", MAX_EVENTS + 1, 0))], 1,
+         f"{MAX_EVENTS + 1} events; a history file holds at most"),
+    ]  # fmt: skip
+    for args, code, said in cases:
+        out, took, peak = cli_measured(tmp_path, *args)
+        assert out.returncode == code and said in out.stdout + out.stderr, (args[-1], out.stdout, out.stderr)
+        assert "Traceback" not in out.stdout + out.stderr
+        assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (args[-1], took, peak)
+        print(f"\n{Path(args[-1]).name}: exit {code} in {took:.2f} s, {peak:.0f} MB")
 
 
 def test_replay_from_a_directory_fails_each_hostile_file_and_replays_the_rest(tmp_path):

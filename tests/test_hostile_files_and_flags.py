@@ -34,6 +34,7 @@ BAD_FLAGS = [
     ("--refresh", "0", "status"),
     ("chaos", "--kills", "2"),
     ("chaos", "--steps", "5", "--kills", "6"),
+    ("chaos", "--steps", "100000", "--kills", "10001"),  # a schedule holds at most 10,000 events
     ("compare", "--steps", "4", "--kill-at", "4"),
     ("--model-url", "http://user:pw@127.0.0.1:9/v1", "start"),
     ("--model-url", "http://127.0.0.1:9/v1?key=abc", "start"),
@@ -152,3 +153,51 @@ def test_forged_records_get_nobody_signalled(tmp_path):
 def test_a_model_url_with_credentials_is_refused_by_settings():
     with pytest.raises(UsageError, match="CHECKPOINT_API_KEY"):
         load_settings(Path("/tmp"), model_url="https://me:secret@api.example.invalid/v1")
+
+
+# Schedule events that got past the file's checks and started the lab (a bool is a Python int), crashed
+# it (an unhashable nemesis), or named a report file no file system takes (a 4000-digit seed).
+HOSTILE_SCHEDULES = {
+    "at_step true": {"steps": 12, "events": [{"at_step": True, "nemesis": "activity-reset"}]},
+    "delay_ms true": {"steps": 12, "events": [{"at_step": 4, "nemesis": "activity-reset", "delay_ms": True}]},
+    "duration_s true": {"steps": 12, "events": [{"at_step": 4, "nemesis": "activity-pause", "duration_s": True}]},
+    "nemesis a list": {"steps": 12, "events": [{"at_step": 4, "nemesis": ["reset"]}]},
+    "huge seed": '{"steps": 12, "seed": ' + "9" * 4000 + ', "events": [{"at_step": 4, "nemesis": "reset"}]}',
+    "10,001 events": {"steps": 100_000, "events": [{"at_step": k, "nemesis": "reset"} for k in range(2, 10_003)]},
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_SCHEDULES)
+def test_a_hostile_schedule_event_is_exit_2_before_anything_starts(tmp_path, name):
+    path, doc = tmp_path / "s.json", HOSTILE_SCHEDULES[name]
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    user = ["--worker-cmd", f"{sys.executable} -c pass", "chaos", "--workflow", "SendLines"]
+    for argv in (["chaos", "--schedule", str(path)], [*user, "--schedule", str(path)]):
+        home = tmp_path / f"h{len(argv)}"
+        out = run_cli("--home", str(home), *argv, timeout=60)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and str(path) in out.stderr and len(out.stderr) < 500, out.stderr
+        assert not (home / "run").exists(), sorted(p.name for p in (home / "run").iterdir())  # nothing started
+
+
+def test_absurd_counts_on_a_users_workflow_are_exit_2_before_anything_starts(tmp_path):
+    """Its seeded schedule spans the events it holds: without a bound, 200,000 of them started the lab."""
+    user = ["--worker-cmd", f"{sys.executable} -c pass", "chaos", "--workflow", "SendLines"]
+    for extra in (["--kills", "100000", "--resets", "100000"], ["--kills", "9000", "--activity-pauses", "1001"]):
+        out = run_cli("--home", str(tmp_path), *user, *extra, timeout=60)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert "a schedule holds at most 10000" in out.stderr and "Traceback" not in out.stderr
+        assert not (tmp_path / "run").exists()
+
+
+def test_save_schedule_refuses_what_running_would(tmp_path):
+    """Writing the seeded schedule takes the same flags as running it: a pairing the run refuses, or more
+    events than a schedule holds, is exit 2 and no file, on our loop as on a user's workflow."""
+    saved = tmp_path / "s.json"
+    user = ["--worker-cmd", f"{sys.executable} -c pass", "chaos", "--workflow", "SendLines"]
+    for argv in (["chaos", "--max-kills", "5"], ["chaos", "--until-covered", "--runs", "2"],
+                 ["chaos", "--steps", "100000", "--kills", "3", "--resets", "99995"],
+                 [*user, "--max-kills", "5"], [*user, "--kills", "9000", "--resets", "1001"]):  # fmt: skip
+        out = run_cli("--home", str(tmp_path / "h"), *argv, "--save-schedule", str(saved), timeout=60)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stdout, out.stderr)
+        assert not saved.exists() and not (tmp_path / "h" / "run").exists(), argv

@@ -59,3 +59,25 @@ def test_the_dev_server_log_is_capped_and_its_last_line_still_read(tmp_path: Pat
         devserver.ensure_devserver(settings, timeout=30)
     sizes = {p.name: p.stat().st_size for p in settings.run_dir.glob("temporal.log*")}
     assert set(sizes) == {"temporal.log", "temporal.log.1"} and max(sizes.values()) <= CAP, sizes
+
+
+def test_a_chatty_worker_command_spawned_by_the_lab_keeps_run_worker_log_capped(tmp_path: Path, monkeypatch):
+    """The lab's own spawn of a worker command (not just the writer): 4 MB of output, two capped files."""
+    from dataclasses import replace
+
+    from checkpoint_tui.ops import worker_proc
+    from checkpoint_tui.waiting import wait_until_sync
+
+    monkeypatch.setattr(logcap, "LOG_CAP", CAP)
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY + "\nimport time; time.sleep(0.5)\n")  # alive long enough to be seen exec'd
+    settings = replace(Settings(home=tmp_path / "home", temporal_address="127.0.0.1:9"),
+                       worker_cmd=(sys.executable, str(script)))  # fmt: skip
+    worker = worker_proc.spawn(settings, "127.0.0.1:9")
+    try:
+        log = settings.run_dir / "worker.log"
+        assert wait_until_sync(lambda: not worker.alive() and log.read_text().rstrip().endswith("last words"), 30)
+    finally:
+        worker_proc.stop(settings, worker)
+    sizes = {p.name: p.stat().st_size for p in settings.run_dir.glob("worker.log*")}
+    assert set(sizes) == {"worker.log", "worker.log.1"} and max(sizes.values()) <= CAP, sizes

@@ -215,3 +215,59 @@ async def test_ddmin_keeps_a_single_culprit_and_handles_one_event():
 
     assert await ddmin(events, fails) == [events[-1]]
     assert await ddmin(events[:1], fails) == events[:1]
+
+
+@pytest.mark.parametrize(("event", "said"), [
+    ({"at_step": True, "nemesis": "pause"}, "at_step must be"),  # Python's bools are ints: true was step 1
+    ({"at_step": 3, "nemesis": "pause", "delay_ms": True}, "delay_ms must be"),  # was "+True ms"
+    ({"at_step": 3, "nemesis": "pause", "duration_s": True}, "duration_s must be"),
+    ({"at_step": 3, "nemesis": "activity-pause", "duration_s": False}, "duration_s must be"),
+    ({"at_step": 3, "nemesis": "reset", "back_steps": 2.0}, "back_steps must be"),
+    ({"at_step": 3, "nemesis": ["reset"]}, "nemesis must be one of"),  # was a TypeError traceback
+    ({"at_step": 3, "nemesis": {"reset": 1}}, "nemesis must be one of"),
+    ({"at_step": 3, "nemesis": "reset", "target": "x" * 100_000}, "targets the workflow, not 'xxx"),
+])  # fmt: skip
+def test_a_bool_for_a_number_or_a_nemesis_that_is_not_a_name_is_one_short_usage_error(tmp_path, event, said):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"steps": 6, "events": [event]}))
+    with pytest.raises(UsageError, match=said) as err:
+        load_schedule(path)
+    assert len(str(err.value)) < 400 and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("seed", [True, "7", 2**63, -1, 1.5])
+def test_a_schedule_seed_is_a_whole_number_or_null(tmp_path, seed):
+    """The seed names the report file (run/chaos-seed<S>.json): a 4000-digit one started the lab and then
+    failed to write it; true and "7" were taken or silently dropped."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"steps": 6, "seed": seed, "events": [{"at_step": 2, "nemesis": "pause"}]}))
+    with pytest.raises(UsageError, match="'seed' must be a whole number"):
+        load_schedule(path)
+    path.write_text(json.dumps({"steps": 6, "seed": None, "events": []}))
+    assert load_schedule(path) == ([], 6, None)
+
+
+def test_a_schedule_holds_at_most_max_events_seeded_or_from_a_file(tmp_path):
+    from checkpoint_tui.proof.chaos_activities import workload_schedule
+    from checkpoint_tui.proof.schedule import MAX_EVENTS
+
+    with pytest.raises(UsageError, match=f"add up to {MAX_EVENTS + 1} events; a schedule holds at most {MAX_EVENTS}"):
+        make_schedule(1, 100_000, MAX_EVENTS + 1)
+    with pytest.raises(UsageError, match="a schedule holds at most"):  # a user's workflow: the span grew with it
+        workload_schedule(1, 100_000, 0, 0, 100_000)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"steps": 100_000, "events": [{"at_step": k, "nemesis": "activity-reset"}
+                                                            for k in range(1, MAX_EVENTS + 2)]}))  # fmt: skip
+    with pytest.raises(UsageError, match=f"{MAX_EVENTS + 1} events; a schedule holds at most {MAX_EVENTS}"):
+        load_schedule(path)
+    assert len(make_schedule(1, MAX_EVENTS + 2, MAX_EVENTS)) == MAX_EVENTS
+
+
+def test_a_schedule_without_steps_names_no_flag_for_a_users_workflow(tmp_path):
+    """A user's workflow takes no --steps (its schedule file says its own span)."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps([{"at_step": 2, "nemesis": "pause"}]))
+    with pytest.raises(UsageError) as err:
+        load_schedule(path, None)
+    assert "'steps' must be a whole number" in str(err.value) and "--steps" not in str(err.value)
+    assert load_schedule(path, 6)[1] == 6

@@ -263,6 +263,11 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
         args.steps = DEFAULT_CHAOS_STEPS
     if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
         raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
+    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
+        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
+    max_kills = until_covered_bound(args)  # flags that cannot go together, even when only saving
+    if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
+        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
     for given in (args.chaos_schedule, args.chaos_shrink):
         if given is not None:
             load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
@@ -276,11 +281,6 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
             return Exit.OK
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
-    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
-        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
-    max_kills = until_covered_bound(args)
-    if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
-        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.shrink import shrink_command
 

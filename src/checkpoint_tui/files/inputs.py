@@ -17,8 +17,15 @@ from checkpoint_tui.errors import UsageError
 # Nesting of any JSON the lab reads: its own files nest under 10 levels; past this a value is hostile
 # (the C parser's own guard is the interpreter's recursion limit, ~1000, which later code then hits).
 MAX_DEPTH = 64
-SCHEDULE_LIMIT = 16 * 1024 * 1024  # one event per step, 100,000 steps at ~120 bytes each
-HISTORY_LIMIT = 64 * 1024 * 1024  # Temporal refuses a history past 50 MB of protobuf; its JSON is larger
+# Values in any JSON file the lab reads, counted before parsing as the file's `{`, `[`, `,` and `:` (an
+# upper bound: one in a string counts too). Parsed, each can cost ~90 bytes (measured on lists of short
+# strings, of empty and of one-key objects): 4 MiB of `{},` took the command to 265 MB. This keeps a
+# file's values under ~45 MB.
+MAX_ITEMS = 500_000
+# With MAX_ITEMS, the caps keep a hostile file's parse (its bytes, its text at up to 4 bytes a
+# character, its strings) under 200 MB for the whole command (tests/test_bounded_files.py).
+SCHEDULE_LIMIT = 4 * 1024 * 1024  # a schedule's 10,000 events at ~130 bytes each, three times over
+HISTORY_LIMIT = 8 * 1024 * 1024  # an execution of our workflow is 0.1-1 MB: it continues as new every 25 steps
 _CHUNK = 1024 * 1024
 _OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -70,6 +77,8 @@ def _kind(mode: int) -> str:
 def read_json_file(path: str | os.PathLike[str], what: str, limit: int, *, follow: bool = True) -> Any:
     """The JSON value in `path`, read by `read_input` and nested at most MAX_DEPTH deep."""
     data = read_input(path, what, limit, follow=follow)
+    if (items := sum(data.count(c) for c in b"{[,:")) > MAX_ITEMS:
+        raise UsageError(f"{what} {path} holds over {MAX_ITEMS} JSON values ({items} of , : [ {{): refusing it")
     try:
         value = json.loads(data)
     except RecursionError:  # the C parser's own guard; no traceback, one line
@@ -83,17 +92,29 @@ def read_json_file(path: str | os.PathLike[str], what: str, limit: int, *, follo
 
 def nested_deeper(value: Any, limit: int) -> bool:
     """Whether lists and dicts in `value` nest more than `limit` deep (a scalar is 0, `[]` is 1). An
-    explicit stack: walking it must not recurse either."""
-    stack = [(value, 1)]
+    explicit stack of the open containers' iterators: walking it must not recurse either, and its
+    memory follows the depth, not the width (a list of a million objects is one entry)."""
+    if not isinstance(value, dict | list):
+        return False
+    if limit < 1:
+        return True
+    stack = [iter(_children(value))]
     while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        child = next(stack[-1], _DONE)
+        if child is _DONE:
+            stack.pop()
+        elif isinstance(child, dict | list):
+            if len(stack) >= limit:
+                return True
+            stack.append(iter(_children(child)))
     return False
+
+
+_DONE = object()
+
+
+def _children(node: dict | list):
+    return node.values() if isinstance(node, dict) else node
 
 
 def check_json_value(value: Any, what: str, max_depth: int = MAX_DEPTH) -> None:

@@ -21,6 +21,7 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflowservice.v1 import PauseActivityRequest, ResetActivityRequest, UnpauseActivityRequest
 from temporalio.service import RPCError, RPCStatusCode
 
+from checkpoint_tui.app.activity_history import plain
 from checkpoint_tui.ledger.rows import ClaimAttempt
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, ChaosEvent
@@ -40,13 +41,16 @@ async def fire(chaos: Chaos, ev: ChaosEvent, run_id: str, prefer: str | None = N
     desc = await client.get_workflow_handle(run_id).describe()
     pending = list(desc.raw_description.pending_activities)
     running = [p for p in pending if p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED]
-    pick = next((p for p in pending if p.activity_id == prefer), None) or (running or pending or [None])[0]
+    pick = next((p for p in pending if _id(p) == prefer), None) or (running or pending or [None])[0]
     if pick is None:
         chaos.not_fired.append({**ev.to_json(), "why": "no activity was pending"})
         return
     execution = WorkflowExecution(workflow_id=run_id, run_id=desc.run_id)
-    detail = {"activity_id": pick.activity_id, "activity_type": pick.activity_type.name, "execution": desc.run_id,
-              "attempt_before": pick.attempt, "was": "running" if pick in running else "scheduled"}  # fmt: skip
+    # a user's workflow names its activities: shown and matched as history reads them (bounded, no
+    # control characters), sent to Temporal as they are
+    detail = {"activity_id": _id(pick), "activity_type": plain(pick.activity_type.name, 128),
+              "execution": desc.run_id, "attempt_before": pick.attempt,
+              "was": "running" if pick in running else "scheduled"}  # fmt: skip
     at = time.time()
     try:
         if ev.kind == ACTIVITY_PAUSE:
@@ -57,9 +61,14 @@ async def fire(chaos: Chaos, ev: ChaosEvent, run_id: str, prefer: str | None = N
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        chaos.not_fired.append({**ev.to_json(), "why": f"activity {pick.activity_id} closed first"})
+        chaos.not_fired.append({**ev.to_json(), "why": f"activity {detail['activity_id']} closed first"})
         return
     chaos._record(ev, run_id, None, at, detail)
+
+
+def _id(pending) -> str:
+    """A pending activity's id as app/activity_history.py's activities() reads it from history."""
+    return plain(pending.activity_id, 64)
 
 
 async def _pause(client, execution: WorkflowExecution, activity_id: str, seconds: float) -> dict:

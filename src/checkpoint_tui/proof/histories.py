@@ -20,6 +20,11 @@ from checkpoint_tui.files import HISTORY_LIMIT, OutputDir, read_json_file
 
 SOURCE_TEMPORAL = "temporal"
 MIN_EVENTS = 2  # WORKFLOW_EXECUTION_STARTED + its first WORKFLOW_TASK_SCHEDULED (core panics on less)
+# Events in one history file: an execution of our workflow holds ~35 a step and continues as new every
+# 25 steps (~900). Parsed into protobuf and replayed, each costs time and memory its JSON does not
+# show: 10,000 of the costliest kind MAX_ITEMS allows take ~3.5 s and ~150 MB; 51,200 (Temporal's
+# own limit) took 5.5 s and 260 MB.
+MAX_EVENTS = 10_000
 _NAME = re.compile(r"(?P<workflow_id>.+)\.(?P<index>\d{2,})")
 
 
@@ -126,6 +131,9 @@ def load(source: Path) -> tuple[list[Recorded], list[Unreadable], list[Path]]:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("events"), list):
             other.append(path)  # e.g. a report.json beside the histories
+            continue
+        if len(data["events"]) > MAX_EVENTS:
+            bad.append(Unreadable(path, f"{len(data['events'])} events; a history file holds at most {MAX_EVENTS}"))
             continue
         m = _NAME.fullmatch(path.stem)
         workflow_id, index = (m["workflow_id"], int(m["index"])) if m else (path.stem, 1)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from temporalio.client import WorkflowHistory
 
 from checkpoint_tui.ops.exit_reason import describe_exit
-from checkpoint_tui.proof.replayer import Divergence, describe_event, workflow_ref
+from checkpoint_tui.proof.replayer import Divergence, describe_event, encode_history, workflow_ref
 
 REPLAY_DEADLINE_S = 60.0  # one history, its divergence search included; a real one takes well under 5 s
 START_DEADLINE_S = 60.0  # the child importing the SDK and the workflow (~1 s, more on a loaded machine)
@@ -54,7 +54,7 @@ class ReplayBox:
         try:
             if self.proc is None:
                 self._start()
-            request = {"workflow_id": history.workflow_id, "history": json.loads(history.to_json())}
+            request = {"workflow_id": history.workflow_id, "history": encode_history(history)}
             reply, why = self._ask(json.dumps(request) + "\n", self.deadline_s)
         except OSError as err:  # the child's pipe broke under us
             reply, why = None, f"the replay process could not be reached ({err.strerror or err})"

@@ -5,12 +5,14 @@ deadline can end it (replay_box.py, the parent side).
 
 The protocol, one JSON document per line: the parent writes `{"workflow": "module:qualname",
 "sys_path": [...], "parent": pid}`, the child answers `{"ready": true}`; then per history the parent
-writes `{"workflow_id", "history"}` and the child answers `{"error", "divergence": [id, event] | null,
+writes `{"workflow_id", "history"}` (the history's protobuf, base64: no second JSON tree of it on
+either side) and the child answers `{"error", "divergence": [id, event] | null,
 "seconds"}`. The child's stdout carries nothing else (fd 1 is pointed at stderr)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import importlib
 import json
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
+from temporalio.api.history.v1 import History
 from temporalio.client import WorkflowHistory
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
@@ -139,8 +142,16 @@ async def _serve(replies) -> None:
     _send(replies, {"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
-        history = WorkflowHistory.from_json(request["workflow_id"], request["history"])
-        _send(replies, await replay.answer(history))
+        _send(replies, await replay.answer(decode_history(request["workflow_id"], request["history"])))
+
+
+def encode_history(history: WorkflowHistory) -> str:
+    """The history as the protocol carries it: its protobuf, base64."""
+    return base64.b64encode(History(events=history.events).SerializeToString()).decode("ascii")
+
+
+def decode_history(workflow_id: str, text: str) -> WorkflowHistory:
+    return WorkflowHistory(workflow_id, list(History.FromString(base64.b64decode(text)).events))
 
 
 def _send(replies, doc: dict) -> None:

@@ -21,7 +21,7 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, decode_payload, label
+from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, decode_payload, label, plain
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt
@@ -36,8 +36,8 @@ async def reset_to(client: Client, workflow_id: str, execution: str, point: int,
     when, and the activities Temporal had pending just before (`in_flight`: their work is cut off
     and runs again)."""
     desc = await client.get_workflow_handle(workflow_id, run_id=execution).describe()
-    in_flight = [{"activity_id": p.activity_id, "type": p.activity_type.name, "attempt": p.attempt,
-                  "started": p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED}
+    in_flight = [{"activity_id": plain(p.activity_id, 64), "type": plain(p.activity_type.name, 128),
+                  "attempt": p.attempt, "started": p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED}
                  for p in desc.raw_description.pending_activities]  # fmt: skip
     at = time.time()
     reply = await client.workflow_service.reset_workflow_execution(

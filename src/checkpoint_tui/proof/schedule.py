@@ -67,6 +67,8 @@ PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s he
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
 MAX_PAUSE_S = 60.0
 MAX_AT_S = 3600.0
+MAX_EVENTS = 10_000  # a schedule's events, seeded or from a file: hours of chaos at one event per step
+MAX_SEED = 2**63 - 1  # as --seed takes it
 # What an at_s event may be: the moment-of-a-step kills name a moment (inside step k's activity, in
 # its timer, its claim window, its email) that a clock time cannot promise, so they take at_step only.
 AT_S_KINDS = (*PAUSES, PARTITION, "supervisor", "temporal-server")
@@ -126,8 +128,11 @@ def make_schedule(
     if kills < len(REQUIRED) and not resets:
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
     extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
-    if kills + pauses + partitions + sum(extras.values()) > steps - 2:
-        need = kills + pauses + partitions + sum(extras.values()) + 2
+    if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
+        raise UsageError(f"--kills, --pauses, --partitions and the rest add up to {total} events; a schedule "
+                         f"holds at most {MAX_EVENTS}")  # fmt: skip
+    if total > steps - 2:
+        need = total + 2
         given = [f"--kills {kills}", f"--pauses {pauses}", f"--partitions {partitions}"]
         given += [f"{flag} {n}" for flag, n in extras.items() if n]
         raise UsageError(f"{', '.join(given[:-1])} and {given[-1]} need --steps of at least {need}")
@@ -188,14 +193,29 @@ def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent
         doc = {"events": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("events"), list):
         raise UsageError(f"{path}: a schedule is a JSON object with an 'events' list (or a bare list)")
+    if len(doc["events"]) > MAX_EVENTS:
+        raise UsageError(f"{path}: {len(doc['events'])} events; a schedule holds at most {MAX_EVENTS}")
     total = doc.get("steps", steps)
-    if not isinstance(total, int) or not 2 <= total <= 100_000:
-        raise UsageError(f"{path}: 'steps' (or --steps) must be a whole number 2..100000")
+    if not _whole(total, 2, 100_000):
+        or_flag = " (or --steps)" if steps is not None else ""  # a user's workflow takes no --steps
+        raise UsageError(f"{path}: 'steps'{or_flag} must be a whole number 2..100000")
+    seed = doc.get("seed")
+    if seed is not None and not _whole(seed, 0, MAX_SEED):
+        raise UsageError(f"{path}: 'seed' must be a whole number 0..{MAX_SEED} (or null)")
     events = [_event(path, i, raw, total) for i, raw in enumerate(doc["events"])]
     if len({(e.step, e.at_s) for e in events}) != len(events):
         raise UsageError(f"{path}: at most one event per step (and per at_s)")
-    seed = doc.get("seed")
-    return in_order(events), total, seed if isinstance(seed, int) else None
+    return in_order(events), total, seed
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    """A JSON whole number in low..high: not a float (2.0), and not true or false (Python's bools are ints)."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _seconds(value: object, high: float) -> bool:
+    """A JSON number of seconds in (0, high]: not a bool, not NaN (which no comparison admits)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= high
 
 
 def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
@@ -203,26 +223,26 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     if not isinstance(raw, dict):
         raise UsageError(f"{where} is not an object")
     kind, step, at_s, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("at_s"), raw.get("delay_ms", 0)
-    if kind not in TARGETS:
+    if not isinstance(kind, str) or kind not in TARGETS:
         raise UsageError(f"{where}: nemesis must be one of {', '.join(TARGETS)}")
     if raw.get("target", TARGETS[kind]) != TARGETS[kind]:
-        raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {raw.get('target')!r}")
+        raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {repr(raw.get('target'))[:60]}")
     if ("at_step" in raw) == ("at_s" in raw):
         raise UsageError(f"{where}: give exactly one of at_step and at_s")
     if "at_s" in raw:
         _check_at_s(where, kind, at_s)
-    elif not isinstance(step, int) or not 1 <= step <= steps:
+    elif not _whole(step, 1, steps):
         raise UsageError(f"{where}: at_step must be a whole number 1..{steps}")
-    if not isinstance(delay, int) or not 0 <= delay <= 10_000:
+    if not _whole(delay, 0, 10_000):
         raise UsageError(f"{where}: delay_ms must be a whole number 0..10000")
     effect_kind = raw.get("effect_kind", "file" if kind in EFFECT_HOOKS else None)
     if kind in EFFECT_HOOKS and effect_kind not in KINDS:
         raise UsageError(f"{where}: effect_kind must be one of {', '.join(KINDS)}")
     duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
-    if kind in TIMED and (not isinstance(duration, int | float) or not 0 < duration <= MAX_PAUSE_S):
+    if kind in TIMED and not _seconds(duration, MAX_PAUSE_S):
         raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {MAX_PAUSE_S:g}]")
     back = raw.get("back_steps", 2 if kind == RESET else None)
-    if kind == RESET and (isinstance(back, bool) or not isinstance(back, int) or not 1 <= back <= MAX_BACK_STEPS):
+    if kind == RESET and not _whole(back, 1, MAX_BACK_STEPS):
         raise UsageError(f"{where}: back_steps must be a whole number 1..{MAX_BACK_STEPS}")
     if at_s is not None:
         step, at_s = None, float(at_s)
@@ -231,7 +251,7 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
 
 
 def _check_at_s(where: str, kind: str, at_s: object) -> None:
-    if isinstance(at_s, bool) or not isinstance(at_s, int | float) or not 0 < at_s <= MAX_AT_S:
+    if not _seconds(at_s, MAX_AT_S):
         raise UsageError(f"{where}: at_s must be a number of seconds in (0, {MAX_AT_S:g}]")
     if kind not in AT_S_KINDS:
         takes = ", ".join(AT_S_KINDS)

@@ -1,0 +1,69 @@
+"""A user's workflow names its activities (their ids and types), and chaos reads the pending ones from
+Temporal's describe when an activity pause or reset fires, or a workflow reset notes what was in
+flight: those names reach the report, the terminal and JUnit bounded and without control characters,
+as history's own are (app/activity_history.py `plain`), while Temporal is still asked about the real
+id. No server: the client is a stand-in that answers describe and records the requests."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from temporalio.api.common.v1 import ActivityType
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.workflow.v1 import PendingActivityInfo
+
+from checkpoint_tui.proof import activity_nemeses, resets
+from checkpoint_tui.proof.schedule import ACTIVITY_RESET, ChaosEvent
+
+HOSTILE_ID = "\x1b]0;owned\x07\x1b[2J" + "i" * 5000  # a terminal title, a clear screen, then 5000 bytes
+HOSTILE_TYPE = "\x1b[31mSend\r\nFAKE PASS\x00" + "t" * 5000
+
+
+class FakeClient:
+    """describe() names one running activity; every request made is kept."""
+
+    namespace = "default"
+
+    def __init__(self) -> None:
+        self.requests: list = []
+        pending = PendingActivityInfo(activity_id=HOSTILE_ID, activity_type=ActivityType(name=HOSTILE_TYPE),
+                                      attempt=1, state=PendingActivityState.PENDING_ACTIVITY_STATE_STARTED)  # fmt: skip
+        desc = SimpleNamespace(run_id="exec-1", raw_description=SimpleNamespace(pending_activities=[pending]))
+
+        async def describe():
+            return desc
+
+        async def record(request):
+            self.requests.append(request)
+            return SimpleNamespace(run_id="exec-2")
+
+        self.handle = SimpleNamespace(describe=describe)
+        self.workflow_service = SimpleNamespace(reset_activity=record, reset_workflow_execution=record)
+
+    def get_workflow_handle(self, *args, **kwargs):
+        return self.handle
+
+
+def shown(text: str) -> bool:
+    """Fit for a terminal line and a report: short, and no control character."""
+    return len(text) <= 128 and not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in text)
+
+
+async def test_an_activity_reset_reports_the_names_bounded_and_asks_about_the_real_id():
+    client, recorded = FakeClient(), []
+    chaos = SimpleNamespace(client=client, not_fired=[],
+                            _record=lambda ev, run_id, pid, at, detail: recorded.append(detail))  # fmt: skip
+    await activity_nemeses.fire(chaos, ChaosEvent(3, ACTIVITY_RESET, 0), "run-1", prefer=HOSTILE_ID[:64])
+    (detail,) = recorded
+    assert shown(detail["activity_id"]) and shown(detail["activity_type"]), detail
+    assert client.requests[0].id == HOSTILE_ID  # Temporal is asked about the activity as it is named
+    line = activity_nemeses.describe({**detail, "attempt_after": 2, "interrupted": True})
+    assert "\x1b" not in line and "\n" not in line and len(line) < 400, line
+
+
+async def test_a_reset_notes_what_was_in_flight_bounded():
+    client = FakeClient()
+    done = await resets.reset_to(client, "run-1", "exec-1", 7, "reset to activity 2")
+    (flight,) = done["in_flight"]
+    assert shown(flight["activity_id"]) and shown(flight["type"]) and flight["started"], flight
+    assert done["new_execution"] == "exec-2" and client.requests[0].workflow_task_finish_event_id == 7
