@@ -67,3 +67,31 @@ async def test_a_reset_notes_what_was_in_flight_bounded():
     (flight,) = done["in_flight"]
     assert shown(flight["activity_id"]) and shown(flight["type"]) and flight["started"], flight
     assert done["new_execution"] == "exec-2" and client.requests[0].workflow_task_finish_event_id == 7
+
+
+async def test_an_assist_records_the_dead_worker_s_activities_bounded(tmp_path):
+    """ops/failover.py fails the dead worker's pending attempts by id and keeps what it failed in the
+    worker event's detail: the ledger row and the worker events pane get the names cut and cleaned."""
+    from checkpoint_tui.ledger.store import connect
+    from checkpoint_tui.ops import failover
+
+    client, failed_ids, failed, reset = FakeClient(), [], [], []
+    pending = client.handle  # describe() names HOSTILE_ID, last run by the dead worker
+    (info,) = (await pending.describe()).raw_description.pending_activities
+    info.last_worker_identity = "w-dead@host"
+
+    async def fail(err):
+        return None
+
+    def activity_handle(workflow_id, run_id, activity_id):
+        failed_ids.append(activity_id)
+        return SimpleNamespace(fail=fail)
+
+    client.get_async_activity_handle = activity_handle
+    dead = SimpleNamespace(name="w-dead@host", pid=4242, user_cmd=("worker",))
+    client.workflow_service.reset_sticky_task_queue = client.workflow_service.reset_activity
+    conn = connect(tmp_path / "checkpoint.db")
+    await failover._assist_run(SimpleNamespace(namespace="default"), client, conn, dead, "run-1", failed, reset)
+    assert failed_ids == [HOSTILE_ID]  # Temporal is asked about the real id
+    (entry,) = failed
+    assert len(entry) <= 400 and not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in entry), entry

@@ -23,6 +23,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect, record_worker_event, set_event_latency
+from checkpoint_tui.model.decision import scrub
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import Settings
 
@@ -31,6 +32,7 @@ LATENCY_WAIT_S = 60.0
 # Each run's assistance is bounded: with the dev server dead or restarting, an unbounded describe held
 # the supervisor's loop (no respawn, no watchdog) for ~9 s; Temporal's timeouts cover what is skipped.
 ASSIST_RUN_S = 2.0
+MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 
 
 async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
@@ -61,7 +63,9 @@ async def _assist_run(
             workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
         )
         await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
-        failed.append(f"{run_id}:{pa.activity_type.name}#{pa.activity_id}")
+        # the type and id are the workflow's to choose (a user's workflow: anything): stored cut, on one line
+        name = scrub(f"{run_id}:{pa.activity_type.name[:MAX_NAME]}#{pa.activity_id[:MAX_NAME]}", 400)
+        failed.append(" ".join(name.split()))
     if not dead.user_cmd and not queries.last_touched_by(conn, run_id, dead.pid):
         return  # its sticky worker is alive: a reset would only cost a full replay
     await client.workflow_service.reset_sticky_task_queue(
