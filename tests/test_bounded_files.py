@@ -296,6 +296,7 @@ def test_output_flags_are_checked_before_anything_runs(tmp_path):
         ["chaos", "--proof", str(link)],
         ["replay", "--from", str(schedule), "--export", str(link)],
         ["chaos", "--shrink", str(schedule)],  # s.min.json is the link
+        ["--stats", str(link)],  # the app's per-refresh figures (bench/tui_tick.py), appended to for hours
     ]
     for args in cases:
         out, took, _ = cli_measured(tmp_path, *args)

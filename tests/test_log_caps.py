@@ -81,3 +81,17 @@ def test_a_chatty_worker_command_spawned_by_the_lab_keeps_run_worker_log_capped(
         worker_proc.stop(settings, worker)
     sizes = {p.name: p.stat().st_size for p in settings.run_dir.glob("worker.log*")}
     assert set(sizes) == {"worker.log", "worker.log.1"} and max(sizes.values()) <= CAP, sizes
+
+
+def test_every_child_log_under_run_goes_through_the_cap():
+    """No module opens a log under run/ itself: each child's output goes through ops/logcap.py."""
+    import re
+    from pathlib import Path
+
+    import checkpoint_tui
+
+    opened_here = re.compile(r"""(?<![\w.])open\([^)]*(\.log["']|["']a)""")  # a log's name, or appending
+    package = Path(checkpoint_tui.__file__).parent
+    found = [f"{p.relative_to(package)}: {line.strip()}" for p in package.rglob("*.py")
+             for line in p.read_text().splitlines() if opened_here.search(line)]  # fmt: skip
+    assert not found, found

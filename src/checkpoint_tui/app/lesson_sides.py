@@ -24,6 +24,7 @@ from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_counts, outbox_path
 from checkpoint_tui.ledger.store import connect, finish_run, set_first_execution
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity, identity_after_exec, send_signal_if_ours
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
@@ -73,11 +74,14 @@ class NaiveSide:
             self.run_id = "naive-" + new_run_id().removeprefix("run-")
         argv = [sys.executable, "-m", "checkpoint_tui.engine.naive", "--home", str(self.settings.home), "--run",
                 self.run_id, "--steps", str(self.steps), "--pace", str(self.pace), "--step-by-step"]  # fmt: skip
-        with open(self.settings.run_dir / "naive.log", "ab") as log:  # the child keeps its own descriptor
+        log = open_log(self.settings.run_dir, "naive.log")  # capped and rotated (ops/logcap.py)
+        try:
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
                 env=self.settings.child_env(),
             )  # fmt: skip
+        finally:
+            log.close()  # the child holds its own copy
         self.ident = await asyncio.to_thread(identity_after_exec, self.proc.pid, argv)
         self.reported = 0
         self._reader = asyncio.create_task(self._read(self.proc))

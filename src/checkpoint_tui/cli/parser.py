@@ -104,7 +104,8 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         "--refresh", type=_float_in(*REFRESH_RANGE), default=0.5, metavar="S",
         help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
     )  # fmt: skip
-    p.add_argument("--stats", metavar="PATH", help=argparse.SUPPRESS)  # per-refresh costs, for bench/tui_tick.py
+    p.add_argument("--stats", metavar="PATH", type=_output_file, help=argparse.SUPPRESS)  # per-refresh costs,
+    # for bench/tui_tick.py
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
     p.add_argument("--json", dest="json_path", metavar="PATH", type=_output_file,
                    help="with --verify: also write the results here")  # fmt: skip

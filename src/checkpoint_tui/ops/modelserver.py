@@ -25,6 +25,7 @@ import httpx
 
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity, free_port, identity_after_exec, read_json, stop_process, write_json
 from checkpoint_tui.settings import Settings
 
@@ -98,8 +99,11 @@ def ensure_model_server(
     ]  # fmt: skip
     log_path = settings.run_dir / "model.log"
     log_start = log_size(log_path)  # the log is appended to: only this start's lines explain its death
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    log = open_log(settings.run_dir, "model.log")  # capped and rotated (ops/logcap.py)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True)
+    finally:
+        log.close()  # the server holds its own copy
     ident = identity_after_exec(proc.pid, cmd)
     if ident is None:
         raise ServerDied(_died(returncode_of(proc), log_path, log_start, "at once"))

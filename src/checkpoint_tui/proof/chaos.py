@@ -29,6 +29,7 @@ from checkpoint_tui.errors import Failed, UsageError
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof import activity_nemeses, coverage, nemeses, windows
@@ -91,14 +92,16 @@ class Chaos:
 
     async def spawn_supervisor(self) -> None:
         """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
-        log = open(self.settings.run_dir / "chaos-supervisor.log", "ab")  # noqa: SIM115 - the child keeps it
+        log = open_log(self.settings.run_dir, "chaos-supervisor.log")  # capped and rotated (ops/logcap.py)
         cmd = [sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), *self.supervise_flags(),
                "supervise", "--bound-to", str(os.getpid())]  # fmt: skip
-        self.supervisor = await asyncio.create_subprocess_exec(
-            *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log,
-            env=self.settings.child_env(), cwd=self.settings.worker_cwd,
-        )  # fmt: skip
-        log.close()
+        try:
+            self.supervisor = await asyncio.create_subprocess_exec(
+                *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
+                env=self.settings.child_env(), cwd=self.settings.worker_cwd,
+            )  # fmt: skip
+        finally:
+            log.close()  # the child holds its own copy
         ident = await asyncio.to_thread(identity_after_exec, self.supervisor.pid, cmd)
         if ident is not None:
             chaos_supervisor.record(self.settings, ident)

@@ -14,6 +14,7 @@ from checkpoint_tui.ledger.artifacts import email_sent, outbox_path
 from checkpoint_tui.ledger.effects import effect_id
 from checkpoint_tui.ledger.store import connect, record_comparison
 from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import send_signal_if_ours
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
@@ -33,17 +34,17 @@ async def _naive_side(settings: Settings, steps: int, kill_step: int, pace: floa
     run_id = "naive-" + new_run_id().removeprefix("run-")
     argv = [sys.executable, "-m", "checkpoint_tui.engine.naive", "--home", str(settings.home), "--run", run_id,
             "--steps", str(steps), "--pace", str(pace)]  # fmt: skip
-    log = open(settings.run_dir / "naive.log", "ab")  # noqa: SIM115 - closed below
+    log = open_log(settings.run_dir, "naive.log")  # capped and rotated (ops/logcap.py)
     try:
         env = settings.child_env()  # the same ledger and artifacts root, handed on without a command line
         child = await asyncio.create_subprocess_exec(
-            *argv, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL, env=env
+            *argv, stdout=log.fd, stderr=log.fd, stdin=asyncio.subprocess.DEVNULL, env=env
         )
         await _until_email(settings, run_id, kill_step)
         child.send_signal(signal.SIGKILL)  # after the email, before "mark complete"
         await child.wait()
         restarted = await asyncio.create_subprocess_exec(
-            *argv, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL, env=env
+            *argv, stdout=log.fd, stderr=log.fd, stdin=asyncio.subprocess.DEVNULL, env=env
         )
         await restarted.wait()  # it starts again from step 1: its progress was in memory
     finally:

@@ -22,6 +22,7 @@ from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.proof.report import Report
@@ -276,30 +277,33 @@ async def supervisor_killed(ctx: Context) -> None:
     a fresh supervisor adopts the same pid; the run completes."""
     await ctx.unsupervise(stop_workers=True)
     steps = 8
-    log = open(ctx.settings.run_dir / "verify-supervisor.log", "ab")  # noqa: SIM115 - closed below
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "checkpoint_tui",
-        "--home",
-        str(ctx.settings.home),
-        "--temporal-address",
-        ctx.address,
-        "--namespace",
-        ctx.settings.namespace,
-        "--task-queue",
-        ctx.settings.task_queue,
-        "start",
-        "--steps",
-        str(steps),
-        "--pace",
-        str(PACE),
-        "--wait",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=log,
-        stdin=asyncio.subprocess.DEVNULL,
-        env=ctx.settings.child_env(),
-    )
+    log = open_log(ctx.settings.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(ctx.settings.home),
+            "--temporal-address",
+            ctx.address,
+            "--namespace",
+            ctx.settings.namespace,
+            "--task-queue",
+            ctx.settings.task_queue,
+            "start",
+            "--steps",
+            str(steps),
+            "--pace",
+            str(PACE),
+            "--wait",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log.fd,
+            stdin=asyncio.subprocess.DEVNULL,
+            env=ctx.settings.child_env(),
+        )
+    finally:
+        log.close()  # the child holds its own copy
     try:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
@@ -312,7 +316,6 @@ async def supervisor_killed(ctx: Context) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        log.close()
     survived = worker is not None and ProcIdentity.exists(worker.ident)
     ctx.report.check(
         "5. supervisor process SIGKILLed, its worker survived",

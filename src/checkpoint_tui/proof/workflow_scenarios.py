@@ -39,6 +39,7 @@ from checkpoint_tui.app.workflow_runs import NO_INPUT, wait_workflow_run
 from checkpoint_tui.app.workload import UserWorkflow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
 from checkpoint_tui.proof.activity_progress import Progress, until_activity
@@ -170,9 +171,13 @@ async def supervisor_killed(ctx: WorkflowContext) -> None:
         argv[argv.index("--worker-cmd"):argv.index("--worker-cmd")] = ["--framework", ctx.workload.framework]
     if ctx.arg is not NO_INPUT:
         argv += ["--input", json.dumps(ctx.arg)]
-    log = open(s.run_dir / "verify-supervisor.log", "ab")  # noqa: SIM115 - closed below
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=log,
-                                                stdin=asyncio.subprocess.DEVNULL, env=s.child_env(), cwd=s.worker_cwd)
+    log = open_log(s.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
+                                                    stdin=asyncio.subprocess.DEVNULL, env=s.child_env(),
+                                                    cwd=s.worker_cwd)  # fmt: skip
+    finally:
+        log.close()  # the child holds its own copy
     try:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
@@ -186,7 +191,6 @@ async def supervisor_killed(ctx: WorkflowContext) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        log.close()
     alive = worker is not None and worker.ident.exists()
     killed = proc.returncode == -signal.SIGKILL
     ctx.report.check("2. supervisor process SIGKILLed, its worker survived", killed and alive,

@@ -4,6 +4,7 @@ statements and rows, Temporal requests, and lines our panes painted since the la
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,7 +33,9 @@ class StatsFile:
     runs in a real terminal."""
 
     def __init__(self, path: Path) -> None:
-        self._fh = open(path, "a", buffering=1)  # noqa: SIM115 - open for the app's lifetime, line-buffered
+        # checked by the parser (no link, no directory); a link planted since is refused, not followed
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._fh = os.fdopen(fd, "a", buffering=1)  # open for the app's lifetime, line-buffered
 
     def __call__(self, report: TickReport) -> None:
         self._fh.write(json.dumps(asdict(report)) + "\n")
