@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,37 +118,33 @@ def history_files(source: Path) -> list[Path]:
     return sorted(found)
 
 
-def load(source: Path) -> tuple[list[Recorded], list[Unreadable], list[Path]]:
-    """(histories, files that claim to be histories but do not parse, JSON files that are not histories).
+def load_each(source: Path) -> Iterator[Recorded | Unreadable | Path]:
+    """Each file under `source`, read when its turn comes (a corpus is never held in memory whole): a
+    history, a file that claims to be one but does not parse, or a JSON file that is not a history.
     A file found in a directory is read without following a link (the user named the directory)."""
-    found: list[Recorded] = []
-    bad: list[Unreadable] = []
-    other: list[Path] = []
     for path in history_files(source):
-        try:
-            data = read_json_file(path, "the history", HISTORY_LIMIT, follow=path == source)
-        except UsageError as err:
-            bad.append(Unreadable(path, str(err)))
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-            other.append(path)  # e.g. a report.json beside the histories
-            continue
-        if len(data["events"]) > MAX_EVENTS:
-            bad.append(Unreadable(path, f"{len(data['events'])} events; a history file holds at most {MAX_EVENTS}"))
-            continue
-        m = _NAME.fullmatch(path.stem)
-        workflow_id, index = (m["workflow_id"], int(m["index"])) if m else (path.stem, 1)
-        try:
-            history = WorkflowHistory.from_json(workflow_id, data)
-        except Exception as err:  # protobuf's ParseError and friends: the file is named in the failure
-            bad.append(Unreadable(path, f"not a Temporal history: {type(err).__name__}: {err}"))
-            continue
-        problem = replay_problem(history)
-        if problem is not None:
-            bad.append(Unreadable(path, f"not a replayable history: {problem}"))
-            continue
-        found.append(Recorded(workflow_id, index, history, str(path)))
-    return found, bad, other
+        yield load_one(path, follow=path == source)
+
+
+def load_one(path: Path, follow: bool) -> Recorded | Unreadable | Path:
+    try:
+        data = read_json_file(path, "the history", HISTORY_LIMIT, follow=follow)
+    except UsageError as err:
+        return Unreadable(path, str(err))
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        return path  # e.g. a report.json beside the histories
+    if len(data["events"]) > MAX_EVENTS:
+        return Unreadable(path, f"{len(data['events'])} events; a history file holds at most {MAX_EVENTS}")
+    m = _NAME.fullmatch(path.stem)
+    workflow_id, index = (m["workflow_id"], int(m["index"])) if m else (path.stem, 1)
+    try:
+        history = WorkflowHistory.from_json(workflow_id, data)
+    except Exception as err:  # protobuf's ParseError and friends: the file is named in the failure
+        return Unreadable(path, f"not a Temporal history: {type(err).__name__}: {err}")
+    problem = replay_problem(history)
+    if problem is not None:
+        return Unreadable(path, f"not a replayable history: {problem}")
+    return Recorded(workflow_id, index, history, str(path))
 
 
 def replay_problem(history: WorkflowHistory) -> str | None:

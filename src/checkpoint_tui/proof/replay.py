@@ -7,6 +7,7 @@ panic is a failure of its own, and the rest of the corpus still runs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +17,19 @@ from temporalio.client import Client
 from checkpoint_tui.app.workflow_runs import workflow_type_of
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.histories import NoHistory, Recorded, export, fetch_chain, load, replay_problem
+from checkpoint_tui.proof.histories import (
+    NoHistory,
+    Recorded,
+    Unreadable,
+    export,
+    fetch_chain,
+    load_each,
+    replay_problem,
+)
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.replay_box import REPLAY_DEADLINE_S, ReplayBox
 from checkpoint_tui.proof.replayer import Divergence
@@ -73,18 +83,49 @@ def outcome(box: ReplayBox, rec: Recorded) -> Outcome:
     return Outcome(rec.name, rec.execution, len(rec.history.events), answer.seconds, answer.error, answer.divergence)
 
 
-async def replay_all(
-    recorded: list[Recorded], workflow: type = AgentLoop, deadline_s: float = REPLAY_DEADLINE_S
-) -> list[Outcome]:
-    """Each history's outcome, replayed one after another in a child process (off the event loop)."""
+class Replaying:
+    """One history at a time, each exported (--export) and replayed as soon as it is read, so a corpus
+    or a home's runs never sit in memory together; the child process and the export directory are
+    opened with the first history."""
 
-    def run() -> list[Outcome]:
-        if not recorded:
-            return []
-        with ReplayBox(workflow, deadline_s) as box:
-            return [outcome(box, rec) for rec in recorded]
+    def __init__(self, workflow: type, deadline_s: float, export_dir: Path | None, report: Report) -> None:
+        self.workflow, self.report, self.export_dir = workflow, report, export_dir
+        self.box = ReplayBox(workflow, deadline_s)
+        self._stack = contextlib.ExitStack()
+        self._out: OutputDir | None = None
+        self.exported = 0
 
-    return await asyncio.to_thread(run)
+    def __enter__(self) -> Replaying:
+        self._stack.enter_context(self.box)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def one(self, rec: Recorded) -> None:
+        if not _only_ours([rec], self.workflow):
+            return
+        if self.export_dir is not None:
+            if self._out is None:
+                self._out = self._stack.enter_context(OutputDir(self.export_dir, "--export"))
+            self.exported += len(export([rec], self._out))
+        done = outcome(self.box, rec)
+        self.report.check(f"replay {done.name}", done.ok, done.observed, events=done.events,
+                          event_id=done.divergence.event_id if done.divergence else None)  # fmt: skip
+
+    def files(self, source: Path) -> bool:
+        """Every file under `source`; False if none of them claims to be a history."""
+        found = False
+        for item in load_each(source):
+            if isinstance(item, Path):
+                print(f"skip  {item}: JSON, but not a history")
+            elif isinstance(item, Unreadable):
+                found = True
+                self.report.check(f"replay {item.path.name}", False, item.reason)
+            else:
+                found = True
+                self.one(item)
+        return found
 
 
 async def replay_command(
@@ -100,23 +141,14 @@ async def replay_command(
     selection.check()
     started = time.monotonic()
     report = Report()
-    if selection.from_path is not None:
-        recorded, bad, other = load(selection.from_path)
-        if not recorded and not bad:
-            raise UsageError(f"--from {selection.from_path}: no history files (JSON with an 'events' list)")
-        for path in other:
-            print(f"skip  {path}: JSON, but not a history")
-        recorded = _only_ours(recorded, workflow)
-        for b in bad:
-            report.check(f"replay {b.path.name}", False, b.reason)
-    else:
-        recorded = await _from_temporal(settings, selection, report)
+    with Replaying(workflow, deadline_s, export_dir, report) as replaying:
+        if selection.from_path is not None:
+            if not await asyncio.to_thread(replaying.files, selection.from_path):
+                raise UsageError(f"--from {selection.from_path}: no history files (JSON with an 'events' list)")
+        else:
+            await _from_temporal(settings, selection, report, replaying)
     if export_dir is not None:
-        written = export(recorded, export_dir)
-        print(f"exported {len(written)} histories to {export_dir}")
-    for done in await replay_all(recorded, workflow, deadline_s):
-        report.check(f"replay {done.name}", done.ok, done.observed, events=done.events,
-                     event_id=done.divergence.event_id if done.divergence else None)  # fmt: skip
+        print(f"exported {replaying.exported} histories to {export_dir}")
     total, failed = len(report.checks), len(report.failures)
     if not total:
         print("nothing to replay: no history of checkpoint-tui's workflow among this home's runs")
@@ -146,17 +178,19 @@ def _only_ours(recorded: list[Recorded], workflow: type) -> list[Recorded]:
     return kept
 
 
-async def _from_temporal(settings: Settings, selection: Selection, report: Report) -> list[Recorded]:
+async def _from_temporal(settings: Settings, selection: Selection, report: Report, replaying: Replaying) -> None:
     conn = connect(settings.ledger) if settings.ledger_exists else None
     if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
         raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")
     run_ids = list(selection.run_ids) or (queries.run_ids(conn) if conn is not None else [])
     run_ids = ours(conn, run_ids, named=bool(selection.run_ids)) if conn is not None else run_ids
     if not run_ids:
-        return []
+        return
     address, _ = resolve_address(settings)
     client = await connect_client(settings, address)
-    return await chains(client, run_ids, conn, report, strict=not selection.all_runs)
+    for run_id in run_ids:  # one run's chain in memory at a time
+        for rec in await chains(client, [run_id], conn, report, strict=not selection.all_runs):
+            await asyncio.to_thread(replaying.one, rec)
 
 
 def ours(conn, run_ids: list[str], named: bool) -> list[str]:
