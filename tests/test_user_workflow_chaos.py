@@ -64,7 +64,10 @@ def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflo
     if workflow == "SendLinesKeyed":
         assert out.returncode == 0 and check["ok"], out.stdout[-3000:]
         assert all(e["verdict"] == "guarded" for e in reran.values()), reran
-        assert all(set(e["claims_after_reset"].split(",")) <= {"skipped", "recovered"} for e in reran.values())
+        # what had completed finds its send done; one in flight as the reset landed may not have got to
+        # its claim before it, and then applies it once (seen beside a chaos soak: timing moves it)
+        assert all(set(reran[a]["claims_after_reset"].split(",")) <= {"skipped", "recovered"} for a in completed)
+        assert all(reran[a]["claims_after_reset"].split(",").count("applied") <= 1 for a in set(reran) - completed)
         assert set(lines.values()) == {1} and len(lines) == 8
         assert "guarded after the reset at 4: #3 send_line_keyed" in out.stdout
     elif workflow == "SendLines":  # the write's own check keeps the file at one line each; the ledger does not
