@@ -45,10 +45,12 @@ class HistoryFollower:
     history (a step writes ~28 events in several batches)."""
 
     PAGE = 1000
-    # A page of this many events or more came from a backlog (the server caps pages below PAGE: 512
-    # events on the dev server), not from what a live run wrote while the follower waited: ask for
-    # the next one at once. Opening a finished 1,000-step chain paused a second per page otherwise.
-    BACKLOG = 200
+    # A page of this many events or more is a full one (the server caps pages below PAGE, whatever is
+    # asked: 512 events on the dev server), so more are waiting: ask for the next at once. A live run
+    # writes ~28 events a step, far fewer in the follower's pace, and keeps its one request a pace
+    # (200 here let a run at pace 0.1 cost two). Opening a finished 1,000-step chain paused a second
+    # per page otherwise.
+    BACKLOG = 500
 
     def __init__(
         self, client: Client, run_id: str, first_execution: str | None = None, keep: int = 2000, pace_s: float = 1.0
