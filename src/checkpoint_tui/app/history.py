@@ -46,10 +46,9 @@ class HistoryFollower:
 
     PAGE = 1000
     # A page of this many events or more is a full one (the server caps pages below PAGE, whatever is
-    # asked: 512 events on the dev server), so more are waiting: ask for the next at once. A live run
-    # writes ~28 events a step, far fewer in the follower's pace, and keeps its one request a pace
-    # (200 here let a run at pace 0.1 cost two). Opening a finished 1,000-step chain paused a second
-    # per page otherwise.
+    # asked: 512 events on the dev server), so more are waiting: ask for the next at once, and a finished
+    # chain is read without a pause per page. A live run writes ~28 events a step, far fewer than this
+    # in the follower's pace, so it keeps its one request a pace.
     BACKLOG = 500
 
     def __init__(
