@@ -243,6 +243,22 @@ def test_probe_reader_refuses_a_file_over_its_bound(tmp_path: Path) -> None:
         read_probe_log(path, limit=path.stat().st_size - 1)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "link", "directory"])
+def test_probe_reader_refuses_what_is_not_a_plain_file(tmp_path: Path, kind: str) -> None:
+    """The lab reads the probe log a user's worker writes: a FIFO there would block the audit for good,
+    a link would be read through (the library never writes through one)."""
+    path = tmp_path / "probe.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        (tmp_path / "elsewhere").write_bytes(probe_line(record("a")))
+        path.symlink_to(tmp_path / "elsewhere")
+    else:
+        path.mkdir()
+    with pytest.raises(ProbeLogError, match="probe log"):
+        read_probe_records(path)
+
+
 def test_probe_lines_stay_under_4_kib_whatever_the_ids() -> None:
     """The worst case: the longest key of 4-byte characters, and ids of control characters (6 bytes
     each as JSON escapes) and lone surrogates, at the largest attempt a PostgreSQL step can count."""

@@ -21,7 +21,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from checkpoint_tui.errors import Failed
+from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.files import read_input
 
 PROBE_LINE_MAX = 4000  # bytes, newlines included: below the 4 KiB page an append is written in
 PROBE_READ_LIMIT = 64 * 1024 * 1024  # bytes read_probe_log reads at most
@@ -98,13 +99,12 @@ def read_probe_records(path: str | os.PathLike[str], limit: int = PROBE_READ_LIM
     record torn by a short write is a line of its own) and an empty line; a missing file has none. A
     file over `limit` bytes is refused, not read in part (a partial count would under-report
     duplicates)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except FileNotFoundError:
-        return []
-    if len(data) > limit:
-        raise ProbeLogError(f"the probe log {path} is over {limit} bytes; move it aside to start a new one")
+    try:  # the lab reads what a user's worker wrote: a FIFO, a device or a link there is refused, not read
+        data = read_input(path, "the probe log", limit, follow=False)
+    except UsageError as err:
+        if not os.path.lexists(path):
+            return []
+        raise ProbeLogError(f"{err}; move it aside to start a new one") from None
     complete = data[: data.rfind(b"\n") + 1]
     records = []
     for raw in complete.splitlines():
