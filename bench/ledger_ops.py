@@ -1,6 +1,6 @@
 """The ledger's own cost per agent step, without Temporal: the writes the activities of one step make
-(the activity log and step row for each activity, the fault checks, three exactly-once effects with
-their physical writes), on SQLite and, with --ledger, on PostgreSQL.
+(the activity log and step row for each activity, the fault-plan reads, three exactly-once effects
+with their physical writes), on SQLite and, with --ledger, on PostgreSQL.
 
     .venv/bin/python bench/ledger_ops.py [--steps 300] [--repeats 5] [--ledger postgresql://...]
 
@@ -29,12 +29,11 @@ def one_step(conn, artifacts: Path, run_id: str, step: int) -> None:
     pid = os.getpid()
     for name in ACTIVITIES:  # what AgentActivities._touch writes for each activity
         touch_step(conn, run_id, step, name, 1, pid, "running")
-    faults.consume(conn, run_id, step, "transient")
-    faults.consume(conn, run_id, step, "garble")
+    faults.planned_at(conn, run_id, step)  # the llm activity's fault hooks: one read
+    faults.planned_at(conn, run_id, step)  # the effect activity's
     for kind in KINDS:
         spec = EffectSpec(run_id, step, kind, f"payload {step} {kind}", 1, pid, run_id)
         apply_effect_once(conn, spec, physical_for(kind, conn, artifacts))
-        faults.consume(conn, run_id, step, "crash_after_claim", kind)
     upsert_step(conn, run_id, step, "completed", attempt=1, worker_pid=pid, ended_at=now())
 
 

@@ -16,6 +16,7 @@ from checkpoint_tui.ledger.effects import (
     EffectSpec,
     append_outbox,
     apply_effect_once,
+    claim_effect,
     outbox_path,
     physical_for,
     step_file,
@@ -246,10 +247,13 @@ def test_the_ledger_has_an_id_of_its_own(conn, ledger_target):
     assert len(first) == 32 and ensure_schema(conn) == SCHEMA_VERSION and ledger_id(conn) == first
 
 
-def test_a_stuck_postgres_lock_fails_fast_instead_of_stalling(pg_url):
-    """Another session holds the effect's advisory lock (a stuck writer): the note's check-then-write
-    gives up after the session's lock_timeout (1.5 s) with one clear error, so the activity is retried
-    instead of blocking the worker's event loop and its heartbeats."""
+@pytest.mark.parametrize("run_id", ["run-20260101-000000-beef", "naive-20260101-000000-beef"])
+def test_a_stuck_postgres_lock_fails_fast_instead_of_stalling(pg_url, run_id):
+    """A stuck writer holds what the note's check-then-write waits on: for a durable run, the same
+    note inserted in a transaction that never ends (the unique index makes the insert wait on it); for
+    the naive loop's notes, which no index covers, the effect's advisory lock. The write gives up after
+    the session's lock_timeout (1.5 s) with one clear error, so the activity is retried instead of
+    blocking the worker's event loop and its heartbeats."""
     import time
 
     import psycopg
@@ -257,13 +261,56 @@ def test_a_stuck_postgres_lock_fails_fast_instead_of_stalling(pg_url):
     from checkpoint_tui.ledger.effects import insert_note
 
     conn = connect(pg_url)
-    stuck = EffectSpec("run-20260101-000000-beef", 1, "db", "note", 1, 1, "run-20260101-000000-beef")
-    with psycopg.connect(pg_url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (stuck.id,))
+    stuck = EffectSpec(run_id, 1, "db", "note", 1, 1, run_id)
+    with psycopg.connect(pg_url) as holder:  # not autocommit: its transaction stays open
+        if run_id.startswith("naive-"):
+            holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (stuck.id,))
+        else:
+            holder.execute(
+                "INSERT INTO notes(effect_id, run_id, step, text) VALUES(%s, %s, 1, 'other')", (stuck.id, run_id)
+            )
         t = time.monotonic()
         with pytest.raises(Unavailable, match="lock"):
             insert_note(conn, stuck, check=True)
         waited = time.monotonic() - t
+        holder.rollback()
     assert 1.0 <= waited < 5.0, waited
-    insert_note(conn, stuck, check=True)  # the lock released: the same write goes through
+    assert insert_note(conn, stuck, check=True) is False  # the stuck writer gone: the same write goes through
+    assert insert_note(conn, stuck, check=True) is True  # and a second finds it there
     assert conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 1
+
+
+def test_a_claim_committed_while_ours_waits_is_read_after_the_wait(pg_url):
+    """On PostgreSQL the claim is one statement, whose reads see the table as it began. Another
+    attempt's claim (here claimed and stamped in one go), uncommitted when ours starts and committed
+    while ours waits on the conflict, is not in those reads: ours must read it again and come back
+    'skipped', not 'recovered' (which would redo a write that is done) and never 'applied'."""
+    import time
+
+    import psycopg
+
+    conn = connect(pg_url)
+    spec = EffectSpec("run-20260101-000000-beef", 1, "file", "p", 2, 1, "run-20260101-000000-beef")
+    result: dict = {}
+    with psycopg.connect(pg_url) as other:  # not autocommit: its claim stays uncommitted until commit()
+        other.execute(
+            "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+            "VALUES(%s,%s,1,'file','p',1,0,1)",
+            (spec.id, spec.run_id),
+        )
+
+        def claim() -> None:
+            result["claim"] = claim_effect(connect(pg_url), spec)
+
+        waiter = threading.Thread(target=claim)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not conn.execute(  # ours is waiting on the other's row lock
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO effects%'"
+        ).fetchone():
+            assert time.monotonic() < deadline, "the claim never waited on the other attempt's"
+            time.sleep(0.02)
+        other.commit()
+        waiter.join(10)
+    assert result["claim"].outcome == "skipped"
+    assert conn.execute("SELECT COUNT(*) FROM effect_outcomes WHERE effect_id = ?", (spec.id,)).fetchone()[0] == 1

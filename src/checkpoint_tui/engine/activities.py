@@ -74,14 +74,15 @@ class AgentActivities:
     async def llm(self, inp: LlmInput) -> LlmOutput:
         attempt = self._touch(inp.run_id, inp.step, "llm")
         conn = connect(self.ledger)
+        planned = {kind for kind, _ in faults.planned_at(conn, inp.run_id, inp.step)}  # one read, not three
         async with beating():
-            if faults.consume(conn, inp.run_id, inp.step, "transient"):
+            if "transient" in planned and faults.consume(conn, inp.run_id, inp.step, "transient"):
                 raise ApplicationError(f"injected transient model failure (attempt {attempt})", type="TransientFault")
-            if faults.consume(conn, inp.run_id, inp.step, "freeze"):
+            if "freeze" in planned and faults.consume(conn, inp.run_id, inp.step, "freeze"):
                 # A hung worker: the event loop blocks (no heartbeat, no liveness beat, no polls) until
                 # the supervisor's watchdog kills it; bounded so that nothing waits forever without one.
                 time.sleep(FREEZE_S)
-            if faults.consume(conn, inp.run_id, inp.step, "garble"):
+            if "garble" in planned and faults.consume(conn, inp.run_id, inp.step, "garble"):
                 self._guardrail(inp, GARBLED, "garble fault: the model returned non-JSON (repair bypassed)")
             answer = await self._decide(inp)
         upsert_step(

@@ -64,45 +64,70 @@ class Claim:
         return self.outcome != "skipped"
 
 
+_RECORD_ATTEMPT = (
+    "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
+    "VALUES(?,?,?,?,?,?,?,?) RETURNING seq"
+)
+_CLAIM = (
+    "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+    "VALUES(?,?,?,?,?,?,?,NULL) ON CONFLICT(id) DO NOTHING"
+)
+_STAMP = (
+    "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "
+    "WHERE id = ? AND applied_at IS NULL"
+)
+_FINISH_ATTEMPT = "UPDATE effect_outcomes SET outcome = ?, finished_at = ?, found_written = ? WHERE seq = ?"
+
+
 def claim_effect(conn: Ledger, spec: EffectSpec) -> Claim:
     """The first transaction: record the attempt and try to insert the claim."""
+    attempt = (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now())
+    claim = (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now())
+    if conn.writes_in_with:
+        return _claim_in_one_statement(conn, spec, attempt, claim)
     with transaction(conn):  # the insert is the lock: ON CONFLICT decides, no other lock needed
-        outcome_row = conn.execute(
-            "INSERT INTO effect_outcomes(effect_id, run_id, step, kind, attempt, worker_pid, host, started_at) "
-            "VALUES(?,?,?,?,?,?,?,?) RETURNING seq",
-            (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now()),
-        ).fetchone()[0]
-        claimed = (
-            conn.execute(
-                "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
-                "VALUES(?,?,?,?,?,?,?,NULL) ON CONFLICT(id) DO NOTHING",
-                (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now()),
-            ).rowcount
-            == 1
-        )
-        if not claimed:
-            existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
-    if claimed:
-        return Claim(int(outcome_row), "applied")
-    return Claim(int(outcome_row), "skipped" if existing["applied_at"] is not None else "recovered")
+        seq = int(conn.execute(_RECORD_ATTEMPT, attempt).fetchone()[0])
+        if conn.execute(_CLAIM, claim).rowcount == 1:
+            return Claim(seq, "applied")
+        existing = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
+    return Claim(seq, "skipped" if existing["applied_at"] is not None else "recovered")
+
+
+def _claim_in_one_statement(conn: Ledger, spec: EffectSpec, attempt: tuple, claim: tuple) -> Claim:
+    """claim_effect as one statement (one round trip, atomic on its own). Its reads see the effects
+    table as the statement began: a claim another attempt committed while this one waited on the
+    conflict is not there yet, so that rare case reads it again."""
+    row = conn.execute(
+        f"WITH attempt AS ({_RECORD_ATTEMPT}), claimed AS ({_CLAIM} RETURNING id) "
+        "SELECT (SELECT seq FROM attempt) AS seq, (SELECT COUNT(*) FROM claimed) AS claimed, "
+        "(SELECT COUNT(*) FROM effects WHERE id = ?) AS seen, "
+        "(SELECT applied_at FROM effects WHERE id = ?) AS applied_at",
+        (*attempt, *claim, spec.id, spec.id),
+    ).fetchone()
+    seq = int(row["seq"])
+    if row["claimed"] == 1:
+        return Claim(seq, "applied")
+    if row["seen"] == 0:
+        row = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
+    return Claim(seq, "skipped" if row["applied_at"] is not None else "recovered")
 
 
 def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim, found_written: bool | None = None) -> None:
     """The second transaction, after the physical write returned (not called if it raised: the claim
     stays unstamped and the attempt without an outcome, i.e. interrupted). `found_written`: what the
     write reported (None: it cannot tell, or there was nothing to write)."""
+    found = None if found_written is None or not claim.must_write else int(found_written)
+    finish = (claim.outcome, now(), found, claim.seq)
+    if not claim.must_write:
+        conn.execute(_FINISH_ATTEMPT, finish)  # one statement: nothing to stamp
+        return
+    stamp = (now(), spec.attempt, spec.attempt, spec.id)
+    if conn.writes_in_with:  # the stamp and the outcome in one statement: a crash leaves neither
+        conn.execute(f"WITH stamped AS ({_STAMP}) {_FINISH_ATTEMPT}", (*stamp, *finish))
+        return
     with transaction(conn):  # the stamp and the outcome together: a crash leaves neither
-        if claim.must_write:
-            conn.execute(
-                "UPDATE effects SET applied_at = ?, attempt = CASE WHEN attempt > ? THEN attempt ELSE ? END "
-                "WHERE id = ? AND applied_at IS NULL",
-                (now(), spec.attempt, spec.attempt, spec.id),
-            )
-        found = None if found_written is None or not claim.must_write else int(found_written)
-        conn.execute(
-            "UPDATE effect_outcomes SET outcome = ?, finished_at = ?, found_written = ? WHERE seq = ?",
-            (claim.outcome, now(), found, claim.seq),
-        )
+        conn.execute(_STAMP, stamp)
+        conn.execute(_FINISH_ATTEMPT, finish)
 
 
 def apply_effect_once(
@@ -139,8 +164,12 @@ def write_step_file(artifacts_dir: Path, spec: EffectSpec, recovering: bool, dur
 
 
 def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> bool | None:
-    """With `check`, look and insert under the write lock (and the unique index on a durable run's
-    effect id makes a second row impossible even without it)."""
+    """With `check`, the note is added only if this effect id has none: the unique index on a durable
+    run's effect ids decides in one statement (no row back: it was there); a run that index leaves out
+    (the naive loop's) looks and inserts under the write lock."""
+    if check and not spec.run_id.lower().startswith(NAIVE_PREFIX):  # lower(): SQLite's LIKE ignores case
+        added = conn.execute(_ADD_NOTE + " RETURNING effect_id", (spec.id, spec.run_id, spec.step, spec.payload))
+        return added.fetchone() is None
     with transaction(conn, spec.id):
         if (
             check
@@ -149,11 +178,12 @@ def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> bool | None:
             ).fetchone()
         ):
             return True
-        conn.execute(
-            "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
-            (spec.id, spec.run_id, spec.step, spec.payload),
-        )
+        conn.execute(_ADD_NOTE, (spec.id, spec.run_id, spec.step, spec.payload))
     return False if check else None
+
+
+_ADD_NOTE = "INSERT INTO notes(effect_id, run_id, step, text) VALUES(?,?,?,?) ON CONFLICT DO NOTHING"
+NAIVE_PREFIX = "naive-"  # schema.notes_effect_once: runs whose ids start so may repeat a note
 
 
 def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool, durable: bool = True) -> bool | None:

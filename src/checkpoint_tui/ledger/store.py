@@ -97,6 +97,10 @@ _STEP_COLUMNS = (
 
 def upsert_step(conn: Ledger, run_id: str, step: int, status: str, **fields: Any) -> None:
     """Write some columns of a step row; columns not given keep their value."""
+    conn.execute(*_step_upsert(run_id, step, status, **fields))
+
+
+def _step_upsert(run_id: str, step: int, status: str, **fields: Any) -> tuple[str, tuple[Any, ...]]:
     unknown = set(fields) - set(_STEP_COLUMNS)
     if unknown:
         raise ValueError(f"unknown step columns: {sorted(unknown)}")
@@ -108,24 +112,31 @@ def upsert_step(conn: Ledger, run_id: str, step: int, status: str, **fields: Any
         f"VALUES(?, ?, {', '.join('?' for _ in cols)}) "
         f"ON CONFLICT(run_id, step) DO UPDATE SET {', '.join(updates)}"
     )
-    conn.execute(sql, (run_id, step, *fields.values()))
+    return sql, (run_id, step, *fields.values())
+
+
+_LOG_ACTIVITY = (
+    "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) VALUES(?,?,?,?,?,?,?)"
+)
 
 
 def log_activity(conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int) -> None:
-    conn.execute(
-        "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) VALUES(?,?,?,?,?,?,?)",
-        (run_id, step, activity, attempt, pid, HOST, now()),
-    )
+    conn.execute(_LOG_ACTIVITY, (run_id, step, activity, attempt, pid, HOST, now()))
 
 
 def touch_step(
     conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
 ) -> None:
     """What every activity writes first: its attempt in the activity log, its pid on the step row;
-    one transaction, so one commit."""
+    both commit together (one statement where the backend allows writes in WITH, else a transaction)."""
+    log = (run_id, step, activity, attempt, pid, HOST, now())
+    upsert, params = _step_upsert(run_id, step, status, attempt=attempt, worker_pid=pid, worker_host=HOST, **fields)
+    if conn.writes_in_with:
+        conn.execute(f"WITH logged AS ({_LOG_ACTIVITY}) {upsert}", (*log, *params))
+        return
     with transaction(conn):
-        log_activity(conn, run_id, step, activity, attempt, pid)
-        upsert_step(conn, run_id, step, status, attempt=attempt, worker_pid=pid, worker_host=HOST, **fields)
+        conn.execute(_LOG_ACTIVITY, log)
+        conn.execute(upsert, params)
 
 
 def create_run(conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str, task_queue: str) -> None:
