@@ -1,35 +1,48 @@
 """Many runs at once: N concurrent AgentLoop runs of S steps at pace 0 on one worker pool, against the
 same number of runs of a bare loop (the same activities per step as no-ops, bench/bare_loop.py, on
-workers with the same settings), in one invocation on the same dev server, interleaved per repeat.
+workers with the same settings), in one invocation on the same dev server, interleaved per repeat
+(bare first on even repeats, ours first on odd, so a drifting machine hurts neither side more).
 
     .venv/bin/python bench/throughput.py [--runs 16] [--steps 10] [--repeats 3] [--workers 1]
                                          [--ledger postgresql://...] [--temporal-address H:P]
                                          [--curve] [--json PATH]
 
 Prints steps/s of both (median of --repeats), the time ratio (ours' wall time / bare's; target
-<= 1.3 at 16 runs), schedule-to-start p50/p99 of every activity (from the runs' histories) and the
+<= 1.3 at 16 runs), schedule-to-start p50/p99 of every activity (from the runs' histories), the
 harness's share of a step (1 - bare's time / ours': the ledger, the effects, heartbeats and
-bookkeeping together). --curve: the same at 1, 4, 16, 64 runs and 1, 2, 4 workers."""
+bookkeeping together) and the CPU a step cost each side, by process: the workers, the dev server
+(when the bench started it), PostgreSQL's processes (with --ledger) and the bench itself. Both sides
+are timed from their starts to Temporal's last result. --curve: the same at 1, 4, 16, 64 runs and 1,
+2, 4 workers. Each invocation starts from an empty home (dev server history and SQLite ledger)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 
 from _common import bench_home, connect, machine, write_result  # noqa: E402
 from bare_loop import BareInput  # noqa: E402
-from checkpoint_tui.app.runs import new_run_id, start_run, wait_for_run  # noqa: E402
+from checkpoint_tui.app.runs import new_run_id, start_run  # noqa: E402
+from checkpoint_tui.ledger import queries  # noqa: E402
+from checkpoint_tui.ledger.store import connect as connect_ledger  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
+from checkpoint_tui.ops.devserver import recorded, stop_devserver  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 from checkpoint_tui.proof.task_cost import spans  # noqa: E402
 
@@ -51,11 +64,16 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 async def ours(home, client, runs: int, steps: int) -> tuple[float, list[str]]:
+    """Timed like bare(): started together, done when Temporal has every result (the app's own wait
+    polls the ledger every 0.2 s, which would add up to that to each wall and load the ledger). The
+    ledger's word is checked after the clock stops: every run row completed."""
     t = time.monotonic()
-    ids = [await start_run(home, client, steps, pace=0) for _ in range(runs)]
-    statuses = await asyncio.gather(*(wait_for_run(home, client, r, timeout=1800) for r in ids))
+    ids = await asyncio.gather(*(start_run(home, client, steps, pace=0) for _ in range(runs)))
+    await asyncio.gather(*(client.get_workflow_handle(r).result() for r in ids))
     wall = time.monotonic() - t
-    assert all(s == "COMPLETED" for s in statuses), statuses
+    conn = connect_ledger(home.ledger)
+    statuses = [(queries.run(conn, r).status, queries.count_completed(conn, r)) for r in ids]
+    assert all(s == ("completed", steps) for s in statuses), statuses
     return wall, ids
 
 
@@ -69,6 +87,38 @@ async def bare(client, task_queue: str, runs: int, steps: int) -> tuple[float, l
     await asyncio.gather(*(client.execute_workflow("BareLoop", inp, id=wid, task_queue=task_queue)
                            for wid, inp in inputs))  # fmt: skip
     return time.monotonic() - t, [wid for wid, _ in inputs]
+
+
+class CpuMeter:
+    """CPU seconds (user + system) each group of processes spent inside one side's timed sections:
+    on a machine the runs saturate, the ratio is where that work goes. Groups: the dev server (when
+    the bench started it), that side's workers, every process named postgres on this machine (with
+    --ledger; a shared server's other work counts too) and this process (starts, waits, checks)."""
+
+    def __init__(self, pids: dict[str, Callable[[], list[int]]]) -> None:
+        self.pids = pids
+        self.spent: dict[str, float] = {name: 0.0 for name in pids}
+
+    def _now(self) -> dict[int, float]:
+        seen: dict[int, float] = {}
+        for find in self.pids.values():
+            for pid in find():
+                with contextlib.suppress(psutil.Error):
+                    t = psutil.Process(pid).cpu_times()
+                    seen[pid] = t.user + t.system
+        return seen
+
+    @contextlib.asynccontextmanager
+    async def measuring(self):
+        before = self._now()
+        yield
+        after = self._now()
+        for name, find in self.pids.items():  # a process that ended in between is not counted
+            self.spent[name] += sum(after[p] - before[p] for p in find() if p in after and p in before)
+
+
+def postgres_pids() -> list[int]:
+    return [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
 
 
 class Pools:
@@ -109,24 +159,42 @@ class Pools:
             await self.sup.stop(stop_workers=True)
 
 
+def meters(home, pools: Pools) -> dict[str, CpuMeter]:
+    server, _ = recorded(home)
+    common: dict[str, Callable[[], list[int]]] = {"temporal": lambda: [server.pid] if server else []}
+    if home.ledger_url:
+        common["postgresql"] = postgres_pids
+    common["bench"] = lambda: [os.getpid()]
+    assert pools.sup is not None
+    return {
+        "ours": CpuMeter({"worker": lambda: [w.pid for w in pools.sup.pool_workers()], **common}),
+        "bare": CpuMeter({"worker": lambda: [p.pid for p in pools.bare], **common}),
+    }
+
+
 async def point(home, address, client, runs: int, steps: int, workers: int, repeats: int) -> dict:
     walls: dict[str, list[float]] = {"ours": [], "bare": []}
     waits: dict[str, list[float]] = {"ours": [], "bare": []}
     async with Pools(home, address, workers) as pools:
-        for _ in range(repeats):  # interleaved, so machine noise hits both alike
-            wall, ids = await bare(client, pools.queue, runs, steps)
-            walls["bare"].append(wall)
-            waits["bare"] += await schedule_to_start(client, ids)
-            wall, ids = await ours(pools.home, client, runs, steps)
-            walls["ours"].append(wall)
-            waits["ours"] += await schedule_to_start(client, ids)
+        cpu = meters(home, pools)
+        for i in range(repeats):  # interleaved, first one then the other, so drift hits both alike
+            for side in ("bare", "ours") if i % 2 == 0 else ("ours", "bare"):
+                async with cpu[side].measuring():
+                    if side == "bare":
+                        wall, ids = await bare(client, pools.queue, runs, steps)
+                    else:
+                        wall, ids = await ours(pools.home, client, runs, steps)
+                walls[side].append(wall)
+                waits[side] += await schedule_to_start(client, ids)
     med = {k: statistics.median(v) for k, v in walls.items()}
     total = runs * steps
+    cpu_ms = {side: {k: v * 1000 / (total * repeats) for k, v in m.spent.items()} for side, m in cpu.items()}
     return {
         "runs": runs, "steps": steps, "workers": workers, "walls_s": walls,
         "ours_steps_per_s": total / med["ours"], "bare_steps_per_s": total / med["bare"],
         "ratio": med["ours"] / med["bare"], "harness_share": 1 - med["bare"] / med["ours"],
         "schedule_to_start_s": {k: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for k, v in waits.items()},
+        "cpu_ms_per_step": cpu_ms,
     }  # fmt: skip
 
 
@@ -139,6 +207,19 @@ def show(p: dict) -> None:
           f"{', '.join(f'{w:.2f}' for w in p['walls_s']['bare'])} s) · schedule-to-start p50/p99 ours "
           f"{ms(sts['ours']['p50'])}/{ms(sts['ours']['p99'])} ms, bare {ms(sts['bare']['p50'])}/"
           f"{ms(sts['bare']['p99'])} ms · harness share of a step {p['harness_share'] * 100:.0f} %", flush=True)
+    for side, spent in p["cpu_ms_per_step"].items():
+        parts = " + ".join(f"{name} {v:.1f}" for name, v in spent.items())
+        print(f"      CPU a step, {side}: {parts} = {sum(spent.values()):.1f} ms", flush=True)
+
+
+def fresh_home(address: str | None, ledger: str | None):
+    """A home of the bench's own, emptied first: its dev server's history store and its ledger grow
+    with every run (56 MB of history after a few invocations), so each invocation starts from empty
+    ones and invocations compare."""
+    home = bench_home("throughput", address, ledger)
+    stop_devserver(home)  # a server an interrupted invocation left behind, if any
+    shutil.rmtree(home.home)
+    return bench_home("throughput", address, ledger)
 
 
 async def main() -> None:
@@ -154,7 +235,7 @@ async def main() -> None:
     args = p.parse_args()
     if min(args.runs, args.steps, args.repeats, args.workers) < 1:
         p.error("--runs, --steps, --repeats and --workers are whole numbers >= 1")
-    home = bench_home("throughput", args.temporal_address, args.ledger)
+    home = fresh_home(args.temporal_address, args.ledger)
     address, client = await connect(home)
     grid = [(r, w) for w in CURVE_WORKERS for r in CURVE_RUNS] if args.curve else [(args.runs, args.workers)]
     points = []
@@ -164,8 +245,6 @@ async def main() -> None:
             show(points[-1])
     finally:
         if args.temporal_address is None:
-            from checkpoint_tui.ops.devserver import stop_devserver
-
             stop_devserver(home)
     print(f"ledger: {home.ledger_label}")
     result = {"args": {**vars(args), "json_path": str(args.json_path or ""), "ledger": home.ledger_label},
