@@ -280,32 +280,36 @@ def test_a_stuck_postgres_lock_fails_fast_instead_of_stalling(pg_url, run_id):
     assert conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0] == 1
 
 
-def test_a_claim_committed_while_ours_waits_is_read_after_the_wait(pg_url):
+@pytest.mark.parametrize("before", ["nothing", "an unstamped claim"])
+def test_a_stamp_committed_while_our_claim_waits_is_read_after_the_wait(pg_url, before):
     """On PostgreSQL the claim is one statement, whose reads see the table as it began. Another
-    attempt's claim (here claimed and stamped in one go), uncommitted when ours starts and committed
-    while ours waits on the conflict, is not in those reads: ours must read it again and come back
-    'skipped', not 'recovered' (which would redo a write that is done) and never 'applied'."""
+    attempt, holding the effect's row in an open transaction when ours starts (inserting its claim
+    stamped in one go, or stamping a claim that was already there), commits while ours waits on the
+    conflict: ours must read the row again and come back 'skipped', not 'recovered' (which would
+    redo a write that is done) and never 'applied'."""
     import time
 
     import psycopg
 
     conn = connect(pg_url)
     spec = EffectSpec("run-20260101-000000-beef", 1, "file", "p", 2, 1, "run-20260101-000000-beef")
+    claim = "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
+    if before == "an unstamped claim":
+        conn.execute(claim + "VALUES(?, ?, 1, 'file', 'p', 1, 0, NULL)", (spec.id, spec.run_id))
     result: dict = {}
-    with psycopg.connect(pg_url) as other:  # not autocommit: its claim stays uncommitted until commit()
-        other.execute(
-            "INSERT INTO effects(id, run_id, step, kind, payload, attempt, claimed_at, applied_at) "
-            "VALUES(%s,%s,1,'file','p',1,0,1)",
-            (spec.id, spec.run_id),
-        )
+    with psycopg.connect(pg_url) as other:  # not autocommit: its write stays uncommitted until commit()
+        if before == "nothing":
+            other.execute(claim + "VALUES(%s, %s, 1, 'file', 'p', 1, 0, 1)", (spec.id, spec.run_id))
+        else:
+            other.execute("UPDATE effects SET applied_at = 1 WHERE id = %s", (spec.id,))
 
-        def claim() -> None:
+        def claim_it() -> None:
             result["claim"] = claim_effect(connect(pg_url), spec)
 
-        waiter = threading.Thread(target=claim)
+        waiter = threading.Thread(target=claim_it)
         waiter.start()
         deadline = time.monotonic() + 10
-        while not conn.execute(  # ours is waiting on the other's row lock
+        while not conn.execute(  # ours is waiting on the other's row
             "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO effects%'"
         ).fetchone():
             assert time.monotonic() < deadline, "the claim never waited on the other attempt's"

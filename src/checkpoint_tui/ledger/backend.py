@@ -2,7 +2,10 @@
 
 The SQL in this package is written once, in the subset both engines run the same way (`?` placeholders,
 `INSERT ... ON CONFLICT`, `RETURNING`, CASE instead of two-argument MAX). The PostgreSQL backend only
-rewrites placeholders and the two DDL spellings that differ (autoincrement keys, 8-byte floats).
+rewrites placeholders and the two DDL spellings that differ (autoincrement keys, 8-byte floats). One
+exception, behind `writes_in_with`: where a write pairs two statements in a transaction (the activity
+log + step row, an effect's claim, its stamp), PostgreSQL runs them as one statement with the first in
+a WITH clause, a round trip instead of four; SQLite has no writes in WITH and keeps the transaction.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Three branches, each recorded in `effect_outcomes` so the UI can count them:
 - recovered: the claim exists but applied_at IS NULL (a writer died in between) -> redo the
              deterministic write, idempotently, then stamp
 
-The protocol is two transactions, `claim_effect` and `stamp_effect`, with the physical write between
+The protocol is two atomic writes, `claim_effect` and `stamp_effect`, with the physical write between
 them; `apply_effect_once` drives them for the lab's own (sync) effects and `checkpoint_tui.effects`
 drives the same two for a user's activity (sync or async), so there is one implementation of it.
 """
@@ -95,19 +95,19 @@ def claim_effect(conn: Ledger, spec: EffectSpec) -> Claim:
 
 def _claim_in_one_statement(conn: Ledger, spec: EffectSpec, attempt: tuple, claim: tuple) -> Claim:
     """claim_effect as one statement (one round trip, atomic on its own). Its reads see the effects
-    table as the statement began: a claim another attempt committed while this one waited on the
-    conflict is not there yet, so that rare case reads it again."""
+    table as the statement began, not what another attempt committed while this one waited on the
+    conflict (its claim, or its stamp of a claim already there): an unstamped or missing claim is
+    read again after the wait, so a stamped one is 'skipped', never 'recovered' and written twice."""
     row = conn.execute(
         f"WITH attempt AS ({_RECORD_ATTEMPT}), claimed AS ({_CLAIM} RETURNING id) "
         "SELECT (SELECT seq FROM attempt) AS seq, (SELECT COUNT(*) FROM claimed) AS claimed, "
-        "(SELECT COUNT(*) FROM effects WHERE id = ?) AS seen, "
         "(SELECT applied_at FROM effects WHERE id = ?) AS applied_at",
-        (*attempt, *claim, spec.id, spec.id),
+        (*attempt, *claim, spec.id),
     ).fetchone()
     seq = int(row["seq"])
     if row["claimed"] == 1:
         return Claim(seq, "applied")
-    if row["seen"] == 0:
+    if row["applied_at"] is None:  # a recovery (rare) costs this one more round trip
         row = conn.execute("SELECT applied_at FROM effects WHERE id = ?", (spec.id,)).fetchone()
     return Claim(seq, "skipped" if row["applied_at"] is not None else "recovered")
 
