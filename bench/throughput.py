@@ -13,7 +13,8 @@ harness's share of a step (1 - bare's time / ours': the ledger, the effects, hea
 bookkeeping together) and the CPU a step cost each side, by process: the workers, the dev server
 (when the bench started it), PostgreSQL's processes (with --ledger) and the bench itself. Both sides
 are timed from their starts to Temporal's last result. --curve: the same at 1, 4, 16, 64 runs and 1,
-2, 4 workers. Each invocation starts from an empty home (dev server history and SQLite ledger)."""
+2, 4 workers. Each invocation starts from an empty home (dev server history and SQLite ledger), and
+one untimed run of each side warms both up first."""
 
 from __future__ import annotations
 
@@ -177,6 +178,8 @@ async def point(home, address, client, runs: int, steps: int, workers: int, repe
     waits: dict[str, list[float]] = {"ours": [], "bare": []}
     async with Pools(home, address, workers) as pools:
         cpu = meters(home, pools)
+        await bare(client, pools.queue, 1, 2)  # warm-up, untimed: each side's first workflow and connections
+        await ours(pools.home, client, 1, 2)
         for i in range(repeats):  # interleaved, first one then the other, so drift hits both alike
             for side in ("bare", "ours") if i % 2 == 0 else ("ours", "bare"):
                 async with cpu[side].measuring():
