@@ -80,7 +80,7 @@ _FINISH_ATTEMPT = "UPDATE effect_outcomes SET outcome = ?, finished_at = ?, foun
 
 
 def claim_effect(conn: Ledger, spec: EffectSpec) -> Claim:
-    """The first transaction: record the attempt and try to insert the claim."""
+    """The first atomic write: record the attempt and try to insert the claim."""
     attempt = (spec.id, spec.run_id, spec.step, spec.kind, spec.attempt, spec.worker_pid, HOST, now())
     claim = (spec.id, spec.run_id, spec.step, spec.kind, spec.payload, spec.attempt, now())
     if conn.writes_in_with:
@@ -113,7 +113,7 @@ def _claim_in_one_statement(conn: Ledger, spec: EffectSpec, attempt: tuple, clai
 
 
 def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim, found_written: bool | None = None) -> None:
-    """The second transaction, after the physical write returned (not called if it raised: the claim
+    """The second atomic write, after the physical write returned (not called if it raised: the claim
     stays unstamped and the attempt without an outcome, i.e. interrupted). `found_written`: what the
     write reported (None: it cannot tell, or there was nothing to write)."""
     found = None if found_written is None or not claim.must_write else int(found_written)
