@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -58,10 +59,13 @@ def main() -> None:
     if args.ledger:
         targets["postgresql"] = args.ledger
     runs: dict[str, list[float]] = {k: [] for k in targets}
-    for _ in range(args.repeats):  # interleaved, so machine noise hits both alike
-        for label, target in targets.items():
-            runs[label].append(ms_per_step(target, work / "artifacts", args.steps, label))
-    close_all()
+    try:
+        for _ in range(args.repeats):  # interleaved, so machine noise hits both alike
+            for label, target in targets.items():
+                runs[label].append(ms_per_step(target, work / "artifacts", args.steps, label))
+    finally:
+        close_all()
+        shutil.rmtree(work, ignore_errors=True)  # the SQLite ledger and the effects' files of every run
     med = {k: statistics.median(v) for k, v in runs.items()}
     print(f"{'ledger':<12} {'ms/step (median)':>16}   runs")
     for k, v in med.items():
