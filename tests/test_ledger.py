@@ -304,7 +304,10 @@ def test_a_stamp_committed_while_our_claim_waits_is_read_after_the_wait(pg_url, 
             other.execute("UPDATE effects SET applied_at = 1 WHERE id = %s", (spec.id,))
 
         def claim_it() -> None:
-            result["claim"] = claim_effect(connect(pg_url), spec)
+            try:
+                result["claim"] = claim_effect(connect(pg_url), spec)
+            finally:
+                close_all()  # this thread's own connection
 
         waiter = threading.Thread(target=claim_it)
         waiter.start()
