@@ -10,8 +10,10 @@ workers with the same settings), in one invocation on the same dev server, inter
 Prints steps/s of both (median of --repeats), the time ratio (ours' wall time / bare's; target
 <= 1.3 at 16 runs), schedule-to-start p50/p99 of every activity (from the runs' histories), the
 harness's share of a step (1 - bare's time / ours': the ledger, the effects, heartbeats and
-bookkeeping together) and the CPU a step cost each side, by process: the workers, the dev server
-(when the bench started it), PostgreSQL's processes (with --ledger) and the bench itself. Both sides
+bookkeeping together), the CPU a step cost each side, by process (the workers, the dev server when
+the bench started it, PostgreSQL's processes with --ledger, the bench itself) and the ledger's share:
+a step's ledger writes timed alone on the same ledger (bench/ledger_ops.py) against the CPU our
+worker spent a step. Both sides
 are timed from their starts to Temporal's last result. --curve: the same at 1, 4, 16, 64 runs and 1,
 2, 4 workers. Each invocation starts from an empty home (dev server history and SQLite ledger), and
 one untimed run of each side warms both up first."""
@@ -46,6 +48,7 @@ from checkpoint_tui.model.offline import offline_decision  # noqa: E402
 from checkpoint_tui.ops.devserver import recorded, stop_devserver  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 from checkpoint_tui.proof.task_cost import spans  # noqa: E402
+from ledger_ops import cost_per_step  # noqa: E402
 
 SCHEDULED, STARTED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
 CURVE_RUNS, CURVE_WORKERS = (1, 4, 16, 64), (1, 2, 4)
@@ -192,12 +195,17 @@ async def point(home, address, client, runs: int, steps: int, workers: int, repe
     med = {k: statistics.median(v) for k, v in walls.items()}
     total = runs * steps
     cpu_ms = {side: {k: v * 1000 / (total * repeats) for k, v in m.spent.items()} for side, m in cpu.items()}
+    # The ledger's share: the same writes a step makes (bench/ledger_ops.py), alone in this process on
+    # the same ledger, against the CPU our worker spent a step in the timed runs.
+    ledger_wall, ledger_cpu = cost_per_step(str(home.ledger), home.run_dir / "ledger-ops", total, "throughput")
     return {
         "runs": runs, "steps": steps, "workers": workers, "walls_s": walls,
         "ours_steps_per_s": total / med["ours"], "bare_steps_per_s": total / med["bare"],
         "ratio": med["ours"] / med["bare"], "harness_share": 1 - med["bare"] / med["ours"],
         "schedule_to_start_s": {k: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for k, v in waits.items()},
         "cpu_ms_per_step": cpu_ms,
+        "ledger_ms_per_step": {"wall": ledger_wall, "cpu": ledger_cpu},
+        "ledger_share": ledger_cpu / cpu_ms["ours"]["worker"] if cpu_ms["ours"]["worker"] > 0 else None,
     }  # fmt: skip
 
 
@@ -213,6 +221,10 @@ def show(p: dict) -> None:
     for side, spent in p["cpu_ms_per_step"].items():
         parts = " + ".join(f"{name} {v:.1f}" for name, v in spent.items())
         print(f"      CPU a step, {side}: {parts} = {sum(spent.values()):.1f} ms", flush=True)
+    led, share = p["ledger_ms_per_step"], p["ledger_share"]
+    pct_of = "—" if share is None else f"{share * 100:.0f} %"
+    print(f"      the ledger's writes for a step, alone: {led['wall']:.2f} ms wall, {led['cpu']:.2f} ms CPU in the "
+          f"writing process = {pct_of} of our worker's CPU a step", flush=True)
 
 
 def fresh_home(address: str | None, ledger: str | None):
