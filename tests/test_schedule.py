@@ -271,3 +271,25 @@ def test_a_schedule_without_steps_names_no_flag_for_a_users_workflow(tmp_path):
         load_schedule(path, None)
     assert "'steps' must be a whole number" in str(err.value) and "--steps" not in str(err.value)
     assert load_schedule(path, 6)[1] == 6
+
+
+def test_a_schedule_holds_the_run_at_most_an_hour_seeded_or_from_a_file(tmp_path):
+    """Each pause or partition may last a minute, and a schedule hold 10,000 events: together a valid
+    week of chaos. The held time is bounded as a whole, before anything starts."""
+    from checkpoint_tui.proof.schedule import MAX_HELD_S
+
+    path = tmp_path / "long.json"
+    events = [{"at_step": k, "nemesis": "pause" if k % 2 else PARTITION, "duration_s": 60} for k in range(1, 62)]
+    path.write_text(json.dumps({"steps": 100, "events": events}))
+    with pytest.raises(UsageError, match=r"hold the run 3,660 s in all; a schedule holds it at most 3,600 s"):
+        load_schedule(path)
+    path.write_text(json.dumps({"steps": 100, "events": events[:60]}))  # exactly the hour: taken
+    assert sum(e.duration_s for e in load_schedule(path)[0]) == MAX_HELD_S
+    with pytest.raises(UsageError, match=r"^--pauses, --partitions and --activity-pauses: the pauses and partitions"):
+        make_schedule(1, 2_100, 3, partitions=2_000)  # 0.5-4 s each
+    assert len(make_schedule(1, 3_100, 3, pauses=300)) == 303  # a long soak's worth is well inside
+    path.write_text(json.dumps({"steps": 100, "events": events}))
+    out = run_cli("--home", str(tmp_path / "h"), "chaos", "--schedule", str(path))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "a schedule holds it at most 3,600 s" in out.stderr
+    assert not (tmp_path / "h" / "run" / "devserver.json").exists()  # refused before anything started

@@ -68,6 +68,9 @@ PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s hea
 MAX_PAUSE_S = 60.0
 MAX_AT_S = 3600.0
 MAX_EVENTS = 10_000  # a schedule's events, seeded or from a file: hours of chaos at one event per step
+# The time a schedule's pauses, hangs and partitions hold the run, in all: 10,000 events of 60 s each
+# would otherwise be a valid week of chaos.
+MAX_HELD_S = 3600.0
 MAX_SEED = 2**63 - 1  # as --seed takes it
 # What an at_s event may be: the moment-of-a-step kills name a moment (inside step k's activity, in
 # its timer, its claim window, its email) that a clock time cannot promise, so they take at_step only.
@@ -152,7 +155,15 @@ def make_schedule(
         rng = random.Random(f"{name}-{seed}")
         free = sorted(set(range(2, steps)) - {e.step for e in events})
         events += [make(step, rng) for step in sorted(rng.sample(free, n))]
+    check_held(events, "--pauses, --partitions and --activity-pauses")
     return in_order(events)
+
+
+def check_held(events: list[ChaosEvent], where: str) -> None:
+    """At most MAX_HELD_S of held time (the durations of the timed nemeses) in one schedule."""
+    if (held := sum(e.duration_s or 0.0 for e in events)) > MAX_HELD_S:
+        raise UsageError(f"{where}: the pauses and partitions hold the run {held:,.0f} s in all; a schedule "
+                         f"holds it at most {MAX_HELD_S:,.0f} s")  # fmt: skip
 
 
 def _pause(step: int, rng: random.Random) -> ChaosEvent:
@@ -205,6 +216,7 @@ def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent
     events = [_event(path, i, raw, total) for i, raw in enumerate(doc["events"])]
     if len({(e.step, e.at_s) for e in events}) != len(events):
         raise UsageError(f"{path}: at most one event per step (and per at_s)")
+    check_held(events, str(path))
     return in_order(events), total, seed
 
 
