@@ -115,11 +115,22 @@ def test_parse_fault(text, expected):
 
 
 @pytest.mark.parametrize(
-    "text", ["boom:1", "transient", "transient:x", "garble:0", "crash_after_claim:2:fax", "kill_at:1:2"]
-)
+    "text",
+    [
+        "boom:1", "transient", "transient:x", "garble:0", "crash_after_claim:2:fax", "kill_at:1:2",
+        "crash_after_write:3:file:extra", "transient:3:2:9", "kill_at: 3", "kill_at:+3", "kill_at:1_0",
+        "kill_at:\u0663", "transient:3:\u0662", "crash_after_write::file", "crash_after_write:3:",
+    ],
+)  # fmt: skip
 def test_parse_fault_rejects(text):
     with pytest.raises(ValueError):
         faults.parse_fault(text)
+
+
+def test_a_bad_fault_is_echoed_bounded():
+    with pytest.raises(ValueError) as err:
+        faults.parse_fault("kill_at:" + "9" * 100_000)
+    assert len(str(err.value)) < 200 and "..." in str(err.value)
 
 
 def test_faults_fire_exactly_count_times(conn):

@@ -37,32 +37,40 @@ def parse_fault(text: str) -> FaultSpec:
     on), `crash_before_claim:STEP`, `crash_after_claim:STEP[:KIND]`,
     `crash_after_write:STEP[:KIND]`, `crash_after_stamp:STEP`, `kill_at:STEP`, `freeze:STEP`,
     `stop_after_claim:STEP[:KIND]`."""
+    shown = repr(text[:60]) + ("..." if len(text) > 60 else "")  # a flag's text, echoed bounded
     parts = text.split(":")
     kind = parts[0].replace("-", "_")
     if kind not in FAULT_KINDS or len(parts) < 2:
-        raise ValueError(f"bad fault {text!r}: use one of {', '.join(k + ':STEP' for k in FAULT_KINDS)}")
-    try:
-        step = int(parts[1])
-    except ValueError:
-        raise ValueError(f"bad fault {text!r}: STEP must be a whole number") from None
+        raise ValueError(f"bad fault {shown}: use one of {', '.join(k + ':STEP' for k in FAULT_KINDS)}")
+    most = 3 if kind == "transient" or kind in EFFECT_FAULTS else 2
+    if len(parts) > most:
+        raise ValueError(f"bad fault {shown}: {kind} takes {_TAKES[most]}")
+    step = _whole(parts[1])
+    if step is None:
+        raise ValueError(f"bad fault {shown}: STEP must be a whole number")
     if not 1 <= step <= MAX_STEP:
-        raise ValueError(f"bad fault {text!r}: STEP must be between 1 and {MAX_STEP}")
+        raise ValueError(f"bad fault {shown}: STEP must be between 1 and {MAX_STEP}")
     if kind == "transient":
-        try:
-            count = int(parts[2]) if len(parts) > 2 else 1
-        except ValueError:
-            raise ValueError(f"bad fault {text!r}: COUNT must be a whole number") from None
+        count = _whole(parts[2]) if len(parts) > 2 else 1
+        if count is None:
+            raise ValueError(f"bad fault {shown}: COUNT must be a whole number")
         if not 1 <= count <= MAX_COUNT:
-            raise ValueError(f"bad fault {text!r}: COUNT must be between 1 and {MAX_COUNT}")
+            raise ValueError(f"bad fault {shown}: COUNT must be between 1 and {MAX_COUNT}")
         return FaultSpec(kind, step, count=count)
     if kind in EFFECT_FAULTS:
         effect_kind = parts[2] if len(parts) > 2 else "file"
         if effect_kind not in KINDS:
-            raise ValueError(f"bad fault {text!r}: effect kind must be one of {KINDS}")
+            raise ValueError(f"bad fault {shown}: effect kind must be one of {KINDS}")
         return FaultSpec(kind, step, effect_kind=effect_kind)
-    if len(parts) > 2:
-        raise ValueError(f"bad fault {text!r}: {kind} takes only a step")
     return FaultSpec(kind, step)
+
+
+_TAKES = {2: "only a step", 3: "a step and one more field"}
+
+
+def _whole(text: str) -> int | None:
+    """ASCII digits only: int() would also take ' 3', '+3', '1_0' and other scripts' digits."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
 
 
 def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
