@@ -168,6 +168,13 @@ def test_user_workflow_flags_are_checked_before_anything_starts(tmp_path, capsys
         err = capsys.readouterr().err
         assert code == 2, (argv[:4], err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    schedule = tmp_path / "ours-only.json"  # a nemesis of our own loop's, in a file: the error names both
+    schedule.write_text(json.dumps({"steps": 8, "events": [{"at_step": 3, "nemesis": "forge-duplicate-email"}]}))
+    code = run(["--home", str(home), "--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines",
+                "--schedule", str(schedule)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{schedule}: the event at step 3 is forge-duplicate-email" in err, err
     out = run_cli("--home", str(home), "--worker-cmd", "/nonexistent/worker", "start", "--workflow", "SendLines")
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr  # as a user sees it: one line, exit 2
     assert not home.exists()  # nothing was created, let alone started

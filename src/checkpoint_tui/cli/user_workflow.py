@@ -165,7 +165,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     seed = args.seed
     if args.chaos_schedule is not None:  # a file that cannot be read or run is a usage error
         events, span, file_seed = load_schedule(args.chaos_schedule, None)
-        events, seed = [map_event(e) for e in events], file_seed if file_seed is not None else seed
+        events, seed = [map_event(e, args.chaos_schedule) for e in events], file_seed if file_seed is not None else seed
     else:
         events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets,
                                          args.activity_pauses, args.activity_resets)  # cannot work: exit 2

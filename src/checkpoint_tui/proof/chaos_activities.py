@@ -22,6 +22,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
@@ -66,9 +67,12 @@ def workload_schedule(seed: int, kills: int, *more: int) -> tuple[list[ChaosEven
     return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
 
 
-def map_event(ev: ChaosEvent) -> ChaosEvent:
+def map_event(ev: ChaosEvent, source: Path | None = None) -> ChaosEvent:
+    """Our loop's event as it applies to a user's workflow; `source`: the schedule file it came from."""
     if ev.kind == FORGE:
-        raise UsageError(f"{FORGE} forges our own outbox; a user's workflow has none")
+        where = f"{source}: " if source is not None else ""
+        at = f"the event at step {ev.step}" if ev.step is not None else "an event"
+        raise UsageError(f"{where}{at} is {FORGE}, which forges our own outbox; a user's workflow has none")
     if ev.kind in MAPPED:
         return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
     return ev
