@@ -276,7 +276,7 @@ def test_a_schedule_without_steps_names_no_flag_for_a_users_workflow(tmp_path):
 def test_a_schedule_holds_the_run_at_most_an_hour_seeded_or_from_a_file(tmp_path):
     """Each pause or partition may last a minute, and a schedule hold 10,000 events: together a valid
     week of chaos. The held time is bounded as a whole, before anything starts."""
-    from checkpoint_tui.proof.schedule import MAX_HELD_S
+    from checkpoint_tui.proof.schedule import MAX_EVENTS, MAX_HELD_S
 
     path = tmp_path / "long.json"
     events = [{"at_step": k, "nemesis": "pause" if k % 2 else PARTITION, "duration_s": 60} for k in range(1, 62)]
@@ -285,9 +285,15 @@ def test_a_schedule_holds_the_run_at_most_an_hour_seeded_or_from_a_file(tmp_path
         load_schedule(path)
     path.write_text(json.dumps({"steps": 100, "events": events[:60]}))  # exactly the hour: taken
     assert sum(e.duration_s for e in load_schedule(path)[0]) == MAX_HELD_S
-    with pytest.raises(UsageError, match=r"^--pauses, --partitions and --activity-pauses: the pauses and partitions"):
-        make_schedule(1, 2_100, 3, partitions=2_000)  # 0.5-4 s each
-    assert len(make_schedule(1, 3_100, 3, pauses=300)) == 303  # a long soak's worth is well inside
+    tenths = [{"at_step": k, "nemesis": "pause", "duration_s": 0.36} for k in range(1, MAX_EVENTS + 1)]
+    path.write_text(json.dumps({"steps": MAX_EVENTS, "events": tenths}))  # 3,600 s, inexact in binary
+    assert len(load_schedule(path)[0]) == MAX_EVENTS
+    # Seeded: the longest the drawn durations could be decides (partitions up to 4 s), whatever the seed
+    with pytest.raises(UsageError, match=r"^--partitions 901 could hold the run 3,604 s in all"):
+        make_schedule(1, 1_000, 3, partitions=901)
+    assert all(len(make_schedule(seed, 1_000, 3, partitions=900)) == 903 for seed in range(5))
+    with pytest.raises(UsageError, match=r"^--pauses 1000 --activity-pauses 300 could hold"):
+        make_schedule(1, 2_000, 3, pauses=1_000, activity_pauses=300)
     path.write_text(json.dumps({"steps": 100, "events": events}))
     out = run_cli("--home", str(tmp_path / "h"), "chaos", "--schedule", str(path))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

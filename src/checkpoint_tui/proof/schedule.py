@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -68,8 +69,9 @@ PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s hea
 MAX_PAUSE_S = 60.0
 MAX_AT_S = 3600.0
 MAX_EVENTS = 10_000  # a schedule's events, seeded or from a file: hours of chaos at one event per step
-# The time a schedule's pauses, hangs and partitions hold the run, in all: 10,000 events of 60 s each
-# would otherwise be a valid week of chaos.
+# The time a schedule's pauses, partitions and activity pauses hold the run, in all: 10,000 events
+# of 60 s each would otherwise be a valid week of chaos. A hang lasts until the watchdog ends it and
+# has no duration to count.
 MAX_HELD_S = 3600.0
 MAX_SEED = 2**63 - 1  # as --seed takes it
 # What an at_s event may be: the moment-of-a-step kills name a moment (inside step k's activity, in
@@ -134,6 +136,7 @@ def make_schedule(
     if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
         raise UsageError(f"--kills, --pauses, --partitions and the rest add up to {total} events; a schedule "
                          f"holds at most {MAX_EVENTS}")  # fmt: skip
+    _check_seeded_hold(pauses, partitions, activity_pauses)
     if total > steps - 2:
         need = total + 2
         given = [f"--kills {kills}", f"--pauses {pauses}", f"--partitions {partitions}"]
@@ -155,15 +158,31 @@ def make_schedule(
         rng = random.Random(f"{name}-{seed}")
         free = sorted(set(range(2, steps)) - {e.step for e in events})
         events += [make(step, rng) for step in sorted(rng.sample(free, n))]
-    check_held(events, "--pauses, --partitions and --activity-pauses")
     return in_order(events)
 
 
+def _check_seeded_hold(pauses: int, partitions: int, activity_pauses: int) -> None:
+    """Seeded durations are drawn after this: the longest they could be decides, so whether a count is
+    taken never depends on the seed."""
+    longest = {"--pauses": (pauses, PAUSE_S[1]), "--partitions": (partitions, PARTITION_S[1]),
+               "--activity-pauses": (activity_pauses, PAUSE_S[1])}  # fmt: skip
+    if (held := sum(n * most for n, most in longest.values())) > MAX_HELD_S:
+        given = " ".join(f"{flag} {n}" for flag, (n, _) in longest.items() if n)
+        raise UsageError(f"{given} could hold the run {_secs(held)} s in all (pauses up to {PAUSE_S[1]:g} s, "
+                         f"partitions up to {PARTITION_S[1]:g} s); a schedule holds it at most "
+                         f"{_secs(MAX_HELD_S)} s")  # fmt: skip
+
+
 def check_held(events: list[ChaosEvent], where: str) -> None:
-    """At most MAX_HELD_S of held time (the durations of the timed nemeses) in one schedule."""
-    if (held := sum(e.duration_s or 0.0 for e in events)) > MAX_HELD_S:
-        raise UsageError(f"{where}: the pauses and partitions hold the run {held:,.0f} s in all; a schedule "
-                         f"holds it at most {MAX_HELD_S:,.0f} s")  # fmt: skip
+    """At most MAX_HELD_S of held time (the durations of the timed nemeses) in one schedule; summed
+    exactly (math.fsum), so neither rounding nor the events' order decides."""
+    if (held := math.fsum(e.duration_s or 0.0 for e in events)) > MAX_HELD_S:
+        raise UsageError(f"{where}: its pauses, partitions and activity pauses hold the run {_secs(held)} s in all; "
+                         f"a schedule holds it at most {_secs(MAX_HELD_S)} s")  # fmt: skip
+
+
+def _secs(value: float) -> str:
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _pause(step: int, rng: random.Random) -> ChaosEvent:
