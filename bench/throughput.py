@@ -197,14 +197,18 @@ async def point(home, address, client, runs: int, steps: int, workers: int, repe
     cpu_ms = {side: {k: v * 1000 / (total * repeats) for k, v in m.spent.items()} for side, m in cpu.items()}
     # The ledger's share: the same writes a step makes (bench/ledger_ops.py), alone in this process on
     # the same ledger, against the CPU our worker spent a step in the timed runs.
-    ledger_wall, ledger_cpu = cost_per_step(str(home.ledger), home.run_dir / "ledger-ops", total, "throughput")
+    # PostgreSQL's server runs those writes in processes of its own: measured beside, not in the share.
+    server = CpuMeter({"postgresql": postgres_pids if home.ledger_url else list})
+    async with server.measuring():
+        ledger_wall, ledger_cpu = cost_per_step(str(home.ledger), home.run_dir / "ledger-ops", total, "throughput")
+    pg_cpu = server.spent["postgresql"] * 1000 / total if home.ledger_url else None
     return {
         "runs": runs, "steps": steps, "workers": workers, "walls_s": walls,
         "ours_steps_per_s": total / med["ours"], "bare_steps_per_s": total / med["bare"],
         "ratio": med["ours"] / med["bare"], "harness_share": 1 - med["bare"] / med["ours"],
         "schedule_to_start_s": {k: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for k, v in waits.items()},
         "cpu_ms_per_step": cpu_ms,
-        "ledger_ms_per_step": {"wall": ledger_wall, "cpu": ledger_cpu},
+        "ledger_ms_per_step": {"wall": ledger_wall, "cpu": ledger_cpu, "postgresql_cpu": pg_cpu},
         "ledger_share": ledger_cpu / cpu_ms["ours"]["worker"] if cpu_ms["ours"]["worker"] > 0 else None,
     }  # fmt: skip
 
@@ -223,8 +227,10 @@ def show(p: dict) -> None:
         print(f"      CPU a step, {side}: {parts} = {sum(spent.values()):.1f} ms", flush=True)
     led, share = p["ledger_ms_per_step"], p["ledger_share"]
     pct_of = "—" if share is None else f"{share * 100:.0f} %"
+    pg = led["postgresql_cpu"]
+    server = "" if pg is None else f" (+ {pg:.2f} ms in PostgreSQL's server, not in it)"
     print(f"      the ledger's writes for a step, alone: {led['wall']:.2f} ms wall, {led['cpu']:.2f} ms CPU in the "
-          f"writing process = {pct_of} of our worker's CPU a step", flush=True)
+          f"writing process = {pct_of} of our worker's CPU a step{server}", flush=True)
 
 
 def fresh_home(address: str | None, ledger: str | None):
