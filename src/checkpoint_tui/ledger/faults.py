@@ -69,8 +69,11 @@ _TAKES = {2: "only a step", 3: "a step and one more field"}
 
 
 def _whole(text: str) -> int | None:
-    """ASCII digits only: int() would also take ' 3', '+3', '1_0' and other scripts' digits."""
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+    """ASCII digits only: int() would also take ' 3', '+3', '1_0' and other scripts' digits. A longer
+    run of digits than any bound here reads as 10**12, out of every range (and never parsed whole)."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text) if len(text) <= 12 else 10**12
 
 
 def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
