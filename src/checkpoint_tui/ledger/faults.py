@@ -44,7 +44,8 @@ def parse_fault(text: str) -> FaultSpec:
         raise ValueError(f"bad fault {shown}: use one of {', '.join(k + ':STEP' for k in FAULT_KINDS)}")
     most = 3 if kind == "transient" or kind in EFFECT_FAULTS else 2
     if len(parts) > most:
-        raise ValueError(f"bad fault {shown}: {kind} takes {_TAKES[most]}")
+        form = "STEP[:COUNT]" if kind == "transient" else "STEP[:KIND]" if kind in EFFECT_FAULTS else "STEP only"
+        raise ValueError(f"bad fault {shown}: {kind} takes {form}")
     step = _whole(parts[1])
     if step is None:
         raise ValueError(f"bad fault {shown}: STEP must be a whole number")
@@ -63,9 +64,6 @@ def parse_fault(text: str) -> FaultSpec:
             raise ValueError(f"bad fault {shown}: effect kind must be one of {KINDS}")
         return FaultSpec(kind, step, effect_kind=effect_kind)
     return FaultSpec(kind, step)
-
-
-_TAKES = {2: "only a step", 3: "a step and one more field"}
 
 
 def _whole(text: str) -> int | None:
