@@ -147,6 +147,9 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
     SQL or spawns: they run on the lesson's thread."""
     sql_threads, spawn_threads = record_threads(monkeypatch)
     session = LabSession(home)
+    # K must land while durable step 2 runs: at the app's pace (0.5) its model call thinks 0.27 s, which
+    # a loaded machine's test loop can sleep through; at 2.0 it thinks 1.08 s.
+    monkeypatch.setattr(session, "lesson", lambda steps=4, pace=0.5: LabSession.lesson(session, steps, 2.0))
     app = CheckpointApp(session, poll_interval=0.2)
     lesson = None
     try:
@@ -156,6 +159,7 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
             await wait_for(pilot, lambda: isinstance(app.screen, LessonScreen), what="lesson")
             screen: LessonScreen = app.screen
             lesson = app._lesson
+            assert lesson.pace == 2.0
 
             def side(name: str):
                 return getattr(screen.view, name) if screen.view else None
