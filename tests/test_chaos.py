@@ -87,3 +87,10 @@ def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(session_root):
     assert (t["runs"], t["runs_completed"], t["lost"], t["duplicated"]) == (4, 4, 0, 0)
     assert len(report["checks"]) == 16 and all(c["ok"] for c in report["checks"])
     assert len(report["kills"]) >= 4 and "4/4 runs COMPLETED" in out.stdout and "verdict: PASS" in out.stdout
+    # a window classification per run: each worker death placed in each run, from that run's history
+    deaths = {(k["pid"], k["at"]) for k in report["kill_windows"]}
+    assert deaths and len(report["kill_windows"]) == 4 * len(deaths)
+    for r in runs:
+        assert {(k["pid"], k["at"]) for k in report["kill_windows"] if k["run_id"] == r["run_id"]} == deaths
+        assert f"    {r['run_id']}: " in out.stdout
+    assert "worker deaths, each placed in 4 runs)" in out.stdout

@@ -92,13 +92,18 @@ def steps_with_notes(conn: Ledger, run_id: str, since: float | None = None) -> t
     return [StepRow.of(r) for r in rows], truncated
 
 
-def kill_events(conn: Ledger, run_id: str, ids: list[int] | None = None) -> list[KillEvent]:
+def kill_events(
+    conn: Ledger, run_id: str, ids: list[int] | None = None, of_runs: list[str] | None = None
+) -> list[KillEvent]:
     """The run's kill/died worker events (all, or those with the given ids), oldest first, each with
-    the dead worker's last activity attempt of the run started at or before its death."""
+    the dead worker's last activity attempt of the run started at or before its death. `of_runs`:
+    the deaths filed under any of these runs instead (runs on the same workers: one death interrupts
+    each), still each with its attempt of `run_id`."""
     if ids is not None and not ids:
         return []
-    sql = "SELECT * FROM worker_events WHERE run_id = ? AND event IN ('kill', 'died')"
-    params: list = [run_id]
+    filed = of_runs or [run_id]
+    sql = f"SELECT * FROM worker_events WHERE run_id IN ({','.join('?' for _ in filed)}) AND event IN ('kill', 'died')"
+    params: list = list(filed)
     if ids is not None:
         sql += f" AND id IN ({','.join('?' for _ in ids)})"
         params += ids

@@ -310,6 +310,9 @@ def print_report(report: dict, target: ChaosTarget) -> None:
                         {k["run_id"] for k in report["kill_windows"]})  # fmt: skip
         placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
         print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
+        for run in report.get("runs", []) if placed else []:  # each run's own history says where
+            mine = windows.window_counts([k for k in report["kill_windows"] if k["run_id"] == run["run_id"]])
+            print(f"    {run['run_id']}: {' · '.join(f'{w} {n}' for w, n in mine.items()) or 'none'}")
     for line in target.lines(report):
         print(line)
     if "totals" in report:

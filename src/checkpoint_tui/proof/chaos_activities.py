@@ -33,7 +33,7 @@ from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import UserWorkflow
 from checkpoint_tui.effects import read_probe_records
 from checkpoint_tui.errors import Unavailable, UsageError
-from checkpoint_tui.ledger import inspect_queries, queries
+from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
@@ -199,14 +199,6 @@ class ActivityTarget(ChaosTarget):
     def round_target(self) -> ActivityTarget:
         """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
         return ActivityTarget(self.workload, "any", None, self.strict_models, placed=False)
-
-    def deaths(self, chaos: Chaos, conn, run_id: str) -> list | None:
-        """Every death of the chaos's workers, whichever run the ledger filed it under: a user's worker
-        serves every run at once, so each death is placed against each run's history."""
-        if len(chaos.run_ids) == 1:
-            return None
-        found = {k.id: k for r in chaos.run_ids for k in inspect_queries.kill_events(conn, r)}
-        return sorted(found.values(), key=lambda k: k.at)
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1

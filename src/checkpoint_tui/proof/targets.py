@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
+from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.proof.coverage import Aims, ours
@@ -56,8 +57,12 @@ class ChaosTarget:
 
     def deaths(self, chaos: Chaos, conn: Ledger, run_id: str) -> list[KillEvent] | None:
         """The worker deaths to place against this run's history; None: those the ledger files under
-        the run (a death our loop's worker had a step of the run in flight for)."""
-        return None
+        the run (a death our loop's worker had a step of the run in flight for). With several runs on
+        the same workers, every death of the chaos's workers, whichever run it was filed under: each
+        interrupted every run, and each run's own history says where."""
+        if len(chaos.run_ids) == 1:
+            return None
+        return inspect_queries.kill_events(conn, run_id, of_runs=chaos.run_ids)
 
     def coverage_aims(self, chaos: Chaos) -> Aims:
         """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
