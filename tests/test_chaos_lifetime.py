@@ -110,3 +110,28 @@ def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):
         sleeper.kill()
         sleeper.wait()
     assert os.path.exists(tmp_path / "run") and not (tmp_path / "run" / "chaos-supervisor.json").exists()
+
+
+def test_stop_ends_a_worker_no_record_names_and_only_one_started_for_the_home(tmp_path):
+    """A supervisor that dies between spawning a worker and saving its record (chaos's dies with chaos,
+    at any moment) leaves a worker nothing names: seen once, a warm spare still waiting after `stop`.
+    `stop` ends a process running this home's worker command that was started with this home's
+    CHECKPOINT_HOME; one that only looks like it (no such environment) is left alone."""
+    home = tmp_path / "h"
+    (home / "run").mkdir(parents=True)
+    cmd = [sys.executable, "-c", "import time; time.sleep(120)", "-m", "checkpoint_tui.worker", "--home", str(home),
+           "--standby"]  # fmt: skip
+    bare_env = {k: v for k, v in os.environ.items() if k != "CHECKPOINT_HOME"}
+    orphan = subprocess.Popen(cmd, env={**bare_env, "CHECKPOINT_HOME": str(home)}, start_new_session=True)
+    lookalike = subprocess.Popen(cmd, env=bare_env, start_new_session=True)
+    try:
+        assert wait_until_sync(lambda: all(psutil.Process(p.pid).cmdline() == cmd for p in (orphan, lookalike)), 10)
+        out = run_cli("--home", str(home), "stop", timeout=60)
+        assert out.returncode == 0 and f"unrecorded worker {orphan.pid}" in out.stdout, out.stdout + out.stderr
+        assert orphan.wait(10) is not None  # ended (SIGTERM), and reaped here
+        assert lookalike.poll() is None and str(lookalike.pid) not in out.stdout
+    finally:
+        for proc in (orphan, lookalike):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)

@@ -194,10 +194,14 @@ def stop(args: argparse.Namespace, settings: Settings) -> int:
     stopped = []
     if (pid := chaos_supervisor.stop(settings)) is not None:  # first: it would respawn what follows
         stopped.append(f"chaos supervisor {pid}")
-    for worker in worker_proc.load_all(settings):
+    recorded = worker_proc.load_all(settings)
+    for worker in recorded:
         worker_proc.stop(settings, worker)
         worker_proc.forget(settings, worker.role, worker.slot)
         stopped.append(f"{worker.role} worker {worker.pid}")
+    for worker in worker_proc.unrecorded(settings, {w.pid for w in recorded}):
+        worker_proc.stop(settings, worker)
+        stopped.append(f"unrecorded worker {worker.pid}")
     if settings.embedded:
         pid = devserver.stop_devserver(settings)
         if pid is not None:

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops import worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
@@ -149,6 +151,7 @@ def spawn(
     if role == "spare":
         cmd.append("--standby")
     env = settings.child_env()
+    env["CHECKPOINT_HOME"] = str(settings.home)  # what unrecorded() matches, beside the command line
     log_start = log_size(settings.run_dir / "worker.log")  # appended to: only this start's lines count
     log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py)
     try:
@@ -248,6 +251,23 @@ def load_all(settings: Settings) -> list[WorkerProc]:
         for leader in worker_groups.leftover_groups(settings)
         if leader.pid not in pids
     ]
+
+
+def unrecorded(settings: Settings, known: set[int]) -> list[WorkerProc]:
+    """This home's workers that no record names: one spawned by a supervisor that died before it
+    could save the record (it dies with chaos, by the kernel's parent-death signal, at any moment).
+    Each must run this home's worker command and have been started with this home's CHECKPOINT_HOME,
+    which only spawn() gives it (its initial environment, which the process cannot rewrite)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "uids"]):
+        if proc.pid in known or proc.pid == os.getpid() or proc.info["uids"] is None:
+            continue
+        if proc.info["uids"].real != os.getuid():
+            continue
+        ident = ProcIdentity.of(proc.pid)
+        if ident is not None and is_home_worker(settings, ident) and started_for_home(settings, ident.pid):
+            found.append(WorkerProc(ident, f"unrecorded-{ident.pid}", LEFTOVER, ident.pid))
+    return found
 
 
 def forget(settings: Settings, role: str, slot: int = 0) -> None:
