@@ -94,3 +94,23 @@ def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(session_root):
         assert {(k["pid"], k["at"]) for k in report["kill_windows"] if k["run_id"] == r["run_id"]} == deaths
         assert f"    {r['run_id']}: " in out.stdout
     assert "worker deaths, each placed in 4 runs)" in out.stdout
+
+
+async def test_an_event_with_nothing_to_hit_is_reported_not_fired(tmp_path):
+    """Between a worker's death and its replacement there may be no worker to kill, pause or hang (a
+    fresh-clone run on a loaded machine fired 5 of 6 kills and reported 5 + 0): the event is listed in
+    `not_fired` with why, never dropped."""
+    from checkpoint_tui.proof.chaos import Chaos
+    from checkpoint_tui.proof.schedule import ChaosEvent
+    from checkpoint_tui.settings import Settings
+
+    chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, schedule=[])  # nothing of this home runs
+    events = [ChaosEvent(2, "worker-in-activity", 0), ChaosEvent(3, "pause", 0, duration_s=0.5),
+              ChaosEvent(4, "hang", 0), ChaosEvent(5, "temporal-server", 0)]  # fmt: skip
+    for ev in events:
+        await chaos._strike(ev, "run-20261202-120000-abcd")
+    assert [(e["at_step"], e["why"]) for e in chaos.not_fired] == [
+        (2, "no live worker at that moment"), (3, "no live worker at that moment"),
+        (4, "no live worker at that moment"), (5, "no dev server of this home was running"),
+    ]  # fmt: skip
+    assert chaos.kills == chaos.pauses == []

@@ -39,6 +39,7 @@ from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.net_proxy import NetProxy
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.resets import RESET
+from checkpoint_tui.proof.run_totals import totals
 from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
     FORGE,
     PARTITION,
@@ -182,8 +183,15 @@ class Chaos:
         elif ev.kind == "temporal-server":
             if (fired := nemeses.kill_devserver(self.settings)) is not None:
                 self._record(ev, run_id, *fired)
+            else:
+                self._missed(ev, "no dev server of this home was running")
         elif (worker := nemeses.kill_active_worker(self.settings)) is not None:
             self._record(ev, run_id, worker[0], worker[1], {"identity": worker[2], **(worker[3] or {})})
+        else:  # between a death and its replacement: said, not dropped
+            self._missed(ev, "no live worker at that moment")
+
+    def _missed(self, ev: ChaosEvent, why: str) -> None:
+        self.not_fired.append({**ev.to_json(), "why": why})
 
     async def _partition(self, ev: ChaosEvent, run_id: str) -> None:
         assert self.proxy is not None
@@ -196,9 +204,12 @@ class Chaos:
         conn = connect(self.settings.ledger)
         if ev.kind == "pause":
             paused = await nemeses.pause_worker(self.settings, ev.duration_s or 1.0)
-            if paused is not None:
-                self._record(ev, run_id, paused.pop("pid"), paused.pop("at"), paused)
-        elif (hung := nemeses.hang_worker(self.settings)) is not None:
+            if paused is None:
+                return self._missed(ev, "no live worker at that moment")
+            self._record(ev, run_id, paused.pop("pid"), paused.pop("at"), paused)
+        elif (hung := nemeses.hang_worker(self.settings)) is None:
+            self._missed(ev, "no live worker at that moment")
+        else:
             ident, at = hung
             self._hung.append(ident)
             # the run cannot go on before the watchdog acts: wait for its kill (the next event may need it)
@@ -265,21 +276,6 @@ class Chaos:
         report["totals"] = totals([r["audit"] for r in per_run])
         report["checks"] = [{**c, "name": f"{c['name']} ({r['run_id']})"} for r in per_run for c in r["checks"]]
         return report
-
-
-LISTED = ("re_executed", "guarded_re_executed", "at_risk", "model_reruns", "never_ran")
-
-
-def totals(audits: list[dict]) -> dict:
-    """The Jepsen-style counts summed over several runs' audits, and how many runs completed."""
-    keys = [k for k, v in audits[0].items() if isinstance(v, int) and not isinstance(v, bool)]
-    out = {k: sum(a.get(k, 0) for a in audits) for k in keys}
-    for name in LISTED:  # a user workflow's audit lists these: counted
-        if isinstance(audits[0].get(name), list):
-            out[name] = sum(len(a.get(name) or []) for a in audits)
-    out["runs"] = len(audits)
-    out["runs_completed"] = sum(a.get("workflow_status") == "COMPLETED" for a in audits)
-    return out
 
 
 def print_report(report: dict, target: ChaosTarget) -> None:

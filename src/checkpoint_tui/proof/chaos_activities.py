@@ -175,6 +175,8 @@ class ActivityTarget(ChaosTarget):
             done = await self._reset(ev, run_id)
             if done is not None:
                 chaos._record(ev, run_id, None, done.pop("at"), done)
+            else:
+                chaos._missed(ev, "the execution had no activity to go back to")
             return True
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
             return False
@@ -184,6 +186,8 @@ class ActivityTarget(ChaosTarget):
             if (started := self._landing.get("started_at")) is not None:
                 extra["into_s"] = round(fired[1] - started, 3)
             chaos._record(ev, run_id, fired[0], fired[1], extra)
+        else:  # between a death and its replacement: said, not dropped
+            chaos._missed(ev, "no live worker at that moment")
         return True
 
     def probe(self, chaos: Chaos) -> list | None:

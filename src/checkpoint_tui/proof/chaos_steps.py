@@ -83,6 +83,8 @@ class StepTarget(ChaosTarget):
             done = await resets.reset_workflow(chaos.client, run_id, ev.step or 1, ev.back_steps or 2)
             if done is not None:
                 chaos._record(ev, run_id, None, done.pop("at"), {**done, "step": ev.step})
+            else:
+                chaos._missed(ev, "the execution had no step to go back to")
             return True
         return False
 
