@@ -32,14 +32,16 @@ from checkpoint_tui.ledger.store import (  # noqa: E402
 )
 
 ACTIVITIES = ("mark_step_running", "llm", "tool", "effect", "mark_step_completed")
+HOOKED = ("llm", "tool", "effect")  # the activities with fault hooks read the plan with their touch
 
 
 def one_step(conn, artifacts: Path, run_id: str, step: int) -> None:
     pid = os.getpid()
-    for name in ACTIVITIES:  # what AgentActivities._touch writes for each activity
-        touch_step(conn, run_id, step, name, 1, pid, "running")
-    faults.planned_at(conn, run_id, step)  # the llm activity's fault hooks: one read
-    faults.planned_at(conn, run_id, step)  # the effect activity's
+    for name in ACTIVITIES:  # what AgentActivities._touch writes for each activity (and reads, for three)
+        if name in HOOKED:
+            faults.touch_step_planned(conn, run_id, step, name, 1, pid, "running")
+        else:
+            touch_step(conn, run_id, step, name, 1, pid, "running")
     for kind in KINDS:
         spec = EffectSpec(run_id, step, kind, f"payload {step} {kind}", 1, pid, run_id)
         apply_effect_once(conn, spec, physical_for(kind, conn, artifacts))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 
 async def wait_until(
@@ -26,3 +27,25 @@ def wait_until_sync(condition: Callable[[], object], timeout: float, every: floa
             return bool(condition())
         time.sleep(every)
     return True
+
+
+T = TypeVar("T")
+
+
+async def to_the_end(job: Awaitable[T]) -> T:
+    """Await `job` to its end even if the awaiting task is cancelled meanwhile, then raise that
+    cancellation: for work that, stopped half-way, leaves something worse than either end (a statement
+    on a connection the next one reuses, a stamp after a completed write)."""
+    task = asyncio.ensure_future(job)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError as exc:
+            if task.done():  # the job itself was cancelled: nothing left to wait for
+                raise
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return result

@@ -35,6 +35,7 @@ from checkpoint_tui.effects.location import LEDGER, checked_location
 from checkpoint_tui.effects.probe import ProbeRecord, append_probe, probe_line
 from checkpoint_tui.ledger import store
 from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
+from checkpoint_tui.waiting import to_the_end
 
 Outcome = Literal["applied", "skipped", "recovered"]
 # The (ledger, key) turns the current context holds: its write runs in it (awaited, or on a thread in
@@ -180,19 +181,7 @@ async def _unabandoned(future: Future[T]) -> T:
     Temporal's cancellation): the stamp after a completed write must not be dropped from the ledger
     thread's queue, or the effect, done, stays unstamped and a retry sends it again. The cancellation
     is raised once the future is done."""
-    waiter = asyncio.wrap_future(future)
-    cancelled: asyncio.CancelledError | None = None
-    while True:
-        try:
-            result = await asyncio.shield(waiter)
-            break
-        except asyncio.CancelledError as exc:
-            if waiter.done():  # the future itself was cancelled: nothing left to wait for
-                raise
-            cancelled = exc
-    if cancelled is not None:
-        raise cancelled
-    return result
+    return await to_the_end(asyncio.wrap_future(future))
 
 
 def _probe_then_write(probe: Path, line: bytes, write: Callable[[str], object], payload: str) -> None:

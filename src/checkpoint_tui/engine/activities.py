@@ -9,10 +9,12 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from checkpoint_tui.engine.activity_ledger import ActivityLedger
 from checkpoint_tui.engine.heartbeat import beating
 from checkpoint_tui.engine.input_guard import InputGuard, refuse
 from checkpoint_tui.engine.payloads import PAYLOAD_BUILDERS
@@ -28,14 +30,22 @@ from checkpoint_tui.engine.shared import (
 )
 from checkpoint_tui.engine.tools import run_tool
 from checkpoint_tui.ledger import faults
-from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once, physical_for
-from checkpoint_tui.ledger.store import connect, now, touch_step, upsert_step
+from checkpoint_tui.ledger.effects import (
+    KINDS,
+    EffectSpec,
+    apply_effect_once_async,
+    claim_effect,
+    physical_for,
+    stamp_effect,
+)
 from checkpoint_tui.ledger.store import finish_run as finish_run_row
+from checkpoint_tui.ledger.store import now, touch_step, upsert_step
 from checkpoint_tui.model.decision import scrub
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
 from checkpoint_tui.model.openai_compat import Answer, GuardrailFailure, ProviderUnavailable, ask_model
 from checkpoint_tui.settings import HOST, ModelOptions, Settings
+from checkpoint_tui.waiting import to_the_end
 
 RAW_OUTPUT_LIMIT = 500
 FALLBACK_REASON_LIMIT = 300  # of a model-layer reason in a provider label or a guardrail error
@@ -48,45 +58,52 @@ GARBLED = "I think the next step is probably to compute something, but let me ex
 
 class AgentActivities:
     def __init__(self, settings: Settings) -> None:
-        self.ledger = settings.ledger  # a SQLite path or a postgresql:// URL
+        self.db = ActivityLedger(settings.ledger)  # see engine/activity_ledger.py
         self.artifacts_dir = settings.artifacts_dir
         self.models = settings.models
         self.durable = settings.fsync_effects
         self.pid = os.getpid()
         self.guard = InputGuard()
 
-    def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
+    async def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
         """Check the input is a run of ours, log this attempt and stamp the step with our pid (plus
         `fields`); returns the attempt number."""
-        conn = connect(self.ledger)
-        self.guard.check(conn, run_id, step)
+        await self.guard.check(self.db, run_id, step)
         attempt = activity.info().attempt
-        touch_step(conn, run_id, step, name, attempt, self.pid, status, **fields)
+        await self.db.run(touch_step, run_id, step, name, attempt, self.pid, status, **fields)
         return attempt
+
+    async def _touch_planned(self, run_id: str, step: int, name: str) -> tuple[int, faults.Planned]:
+        """`_touch`, also reading the faults planned for this step in the same round trip: the attempt
+        number and the (kind, effect kind) of each, for the activity's fault hooks."""
+        await self.guard.check(self.db, run_id, step)
+        attempt = activity.info().attempt
+        planned = await self.db.run(faults.touch_step_planned, run_id, step, name, attempt, self.pid, "running")
+        return attempt, planned
 
     @activity.defn(name="mark_step_running")
     async def mark_step_running(self, inp: StepInput) -> None:
-        self._touch(
+        await self._touch(
             inp.run_id, inp.step, "mark_step_running", started_pid=self.pid, started_host=HOST, started_at=now()
         )
 
     @activity.defn(name="llm")
     async def llm(self, inp: LlmInput) -> LlmOutput:
-        attempt = self._touch(inp.run_id, inp.step, "llm")
-        conn = connect(self.ledger)
-        planned = {kind for kind, _ in faults.planned_at(conn, inp.run_id, inp.step)}  # one read, not three
+        attempt, planned_here = await self._touch_planned(inp.run_id, inp.step, "llm")
+        planned = {kind for kind, _ in planned_here}
+        consume = partial(self.db.run, faults.consume, inp.run_id, inp.step)
         async with beating():
-            if "transient" in planned and faults.consume(conn, inp.run_id, inp.step, "transient"):
+            if "transient" in planned and await consume("transient"):
                 raise ApplicationError(f"injected transient model failure (attempt {attempt})", type="TransientFault")
-            if "freeze" in planned and faults.consume(conn, inp.run_id, inp.step, "freeze"):
+            if "freeze" in planned and await consume("freeze"):
                 # A hung worker: the event loop blocks (no heartbeat, no liveness beat, no polls) until
                 # the supervisor's watchdog kills it; bounded so that nothing waits forever without one.
                 time.sleep(FREEZE_S)
-            if "garble" in planned and faults.consume(conn, inp.run_id, inp.step, "garble"):
+            if "garble" in planned and await consume("garble"):
                 self._guardrail(inp, GARBLED, "garble fault: the model returned non-JSON (repair bypassed)")
             answer = await self._decide(inp)
-        upsert_step(
-            conn,
+        await self.db.run(
+            upsert_step,
             inp.run_id,
             inp.step,
             "running",
@@ -129,8 +146,8 @@ class AgentActivities:
     def _guardrail(self, inp: LlmInput, raw: str, reason: str) -> None:
         raw = scrub(raw, RAW_OUTPUT_LIMIT)  # model output: NUL or a lone surrogate would break the write
         error = f"Guardrail: step {inp.step} returned no valid decision ({scrub(reason, FALLBACK_REASON_LIMIT)})"
-        upsert_step(
-            connect(self.ledger),
+        upsert_step(  # blocking: a guardrail failure is rare, and raises straight after
+            self.db.conn,
             inp.run_id,
             inp.step,
             "failed",
@@ -143,45 +160,51 @@ class AgentActivities:
 
     @activity.defn(name="tool")
     async def tool(self, inp: ToolInput) -> str:
-        attempt = self._touch(inp.run_id, inp.step, "tool")
-        if faults.consume_from(connect(self.ledger), inp.run_id, inp.step, "crash_in_tool"):
+        attempt, planned = await self._touch_planned(inp.run_id, inp.step, "tool")
+        crash = ("crash_in_tool", None) in planned
+        if crash and await self.db.run(faults.consume_from, inp.run_id, inp.step, "crash_in_tool"):
             os.kill(os.getpid(), signal.SIGKILL)  # the fault plan's death inside a tool call
         async with beating():
             result = await run_tool(inp.expression)  # `error: ...` is the agent's to see, not a step failure
-        upsert_step(connect(self.ledger), inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)
+        await self.db.run(upsert_step, inp.run_id, inp.step, "running", attempt=attempt, tool_result=result)
         return result
 
     @activity.defn(name="effect")
     async def effect(self, inp: EffectInput) -> dict[str, str]:
-        self.guard.check(connect(self.ledger), inp.run_id, inp.step, inp.workflow_id)  # it names the effect ids
+        await self.guard.check(self.db, inp.run_id, inp.step, inp.workflow_id)  # it names the effect ids
         payloads = {kind: _payload(kind, inp) for kind in KINDS}  # before anything is claimed
-        attempt = self._touch(inp.run_id, inp.step, "effect")
-        conn = connect(self.ledger)
-        planned = faults.planned_at(conn, inp.run_id, inp.step)  # the fault hooks below, only if any
-        if ("crash_before_claim", None) in planned and faults.consume(conn, inp.run_id, inp.step, "crash_before_claim"):
+        attempt, planned = await self._touch_planned(inp.run_id, inp.step, "effect")  # and the fault hooks below
+        consume = partial(self.db.run, faults.consume, inp.run_id, inp.step)
+        if ("crash_before_claim", None) in planned and await consume("crash_before_claim"):
             os.kill(os.getpid(), signal.SIGKILL)  # in the effect activity, nothing claimed yet
-        outcomes: dict[str, str] = {}
         async with beating():
-            for kind in KINDS:
-                spec = EffectSpec(
-                    run_id=inp.run_id,
-                    step=inp.step,
-                    kind=kind,
-                    payload=payloads[kind],
-                    attempt=attempt,
-                    worker_pid=self.pid,
-                    workflow_id=inp.workflow_id,
-                )
-                outcomes[kind] = apply_effect_once(
-                    conn,
-                    spec,
-                    physical_for(kind, conn, self.artifacts_dir, durable=self.durable),
-                    after_claim=self._hook(inp, kind, planned, "crash_after_claim", "stop_after_claim"),
-                    after_write=self._hook(inp, kind, planned, "crash_after_write"),
-                )
-            stamped_crash = ("crash_after_stamp", None) in planned
-            if stamped_crash and faults.consume(conn, inp.run_id, inp.step, "crash_after_stamp"):
+            # Once the first claim is sent, a cancellation (a pause, a reset) waits for all three
+            # effects: it lands after them, never between a claim and its write.
+            outcomes = await to_the_end(self._effects(inp, attempt, payloads, planned))
+            if ("crash_after_stamp", None) in planned and await consume("crash_after_stamp"):
                 os.kill(os.getpid(), signal.SIGKILL)  # every effect stamped, the activity not completed
+        return outcomes
+
+    async def _effects(self, inp: EffectInput, attempt: int, payloads: dict[str, str], planned: set) -> dict[str, str]:
+        outcomes: dict[str, str] = {}
+        for kind in KINDS:
+            spec = EffectSpec(
+                run_id=inp.run_id,
+                step=inp.step,
+                kind=kind,
+                payload=payloads[kind],
+                attempt=attempt,
+                worker_pid=self.pid,
+                workflow_id=inp.workflow_id,
+            )
+            outcomes[kind] = await apply_effect_once_async(
+                partial(self.db.run, claim_effect),
+                partial(self.db.run, stamp_effect),
+                spec,
+                physical_for(kind, None, self.artifacts_dir, durable=self.durable, call=self.db.run),
+                after_claim=self._hook(inp, kind, planned, "crash_after_claim", "stop_after_claim"),
+                after_write=self._hook(inp, kind, planned, "crash_after_write"),
+            )
         return outcomes
 
     def _hook(self, inp: EffectInput, kind: str, planned: set, *names: str) -> Callable[[], None] | None:
@@ -190,7 +213,7 @@ class AgentActivities:
         return (lambda: self._maybe_crash(inp, kind, wanted)) if wanted else None
 
     def _maybe_crash(self, inp: EffectInput, kind: str, names: list[str]) -> None:
-        conn = connect(self.ledger)
+        conn = self.db.conn  # blocking: the hook runs between two steps of the protocol, and dies
         for name in names:
             if not faults.consume(conn, inp.run_id, inp.step, name, kind):
                 continue
@@ -203,15 +226,14 @@ class AgentActivities:
 
     @activity.defn(name="mark_step_completed")
     async def mark_step_completed(self, inp: StepInput) -> None:
-        self._touch(inp.run_id, inp.step, "mark_step_completed", "completed", ended_at=now())
+        await self._touch(inp.run_id, inp.step, "mark_step_completed", "completed", ended_at=now())
 
     @activity.defn(name="finish_run")
     async def finish_run(self, inp: FinishInput) -> None:
-        conn = connect(self.ledger)
-        self.guard.check(conn, inp.run_id)
+        await self.guard.check(self.db, inp.run_id)
         if inp.status not in RUN_END_STATES:
             raise refuse(f"run status {str(inp.status)[:40]!r}")
-        finish_run_row(conn, inp.run_id, inp.status, (inp.error or "")[:ERROR_LIMIT] or None)
+        await self.db.run(finish_run_row, inp.run_id, inp.status, (inp.error or "")[:ERROR_LIMIT] or None)
 
     def all(self) -> list:
         return [

@@ -9,9 +9,9 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from checkpoint_tui.engine.activity_ledger import ActivityLedger
 from checkpoint_tui.engine.shared import RUN_ID_PATTERN, UNTRUSTED_INPUT
 from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.backend import Ledger
 
 
 def refuse(reason: str) -> ApplicationError:
@@ -22,7 +22,9 @@ class InputGuard:
     def __init__(self) -> None:
         self._known: dict[str, int] = {}  # run id -> total steps; a run row never changes them
 
-    def check(self, conn: Ledger, run_id: str, step: int | None = None, workflow_id: str | None = None) -> None:
+    async def check(
+        self, ledger: ActivityLedger, run_id: str, step: int | None = None, workflow_id: str | None = None
+    ) -> None:
         """Raise `refuse(...)` unless this activity belongs to a run of this ledger."""
         if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
             raise refuse(f"run id {str(run_id)[:80]!r} is not a checkpoint-tui run id")
@@ -30,7 +32,7 @@ class InputGuard:
             raise refuse(f"run id {run_id} is not this workflow's id")
         total = self._known.get(run_id)
         if total is None:
-            row = queries.run(conn, run_id)
+            row = await ledger.run(queries.run, run_id)
             if row is None:
                 raise refuse(f"no run {run_id} in this ledger (runs are created by `checkpoint-tui start`)")
             total = self._known[run_id] = row.total_steps

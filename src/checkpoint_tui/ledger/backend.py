@@ -181,13 +181,13 @@ class Row(tuple):
         return list(self._index)
 
 
-def _row_factory(cursor: Any) -> Any:
+def row_factory_of(cursor: Any) -> Any:
     index = {c.name: i for i, c in enumerate(cursor.description or ())}
     return lambda values: Row(values, index)
 
 
 @functools.lru_cache(maxsize=512)
-def _pg_sql(sql: str) -> str:
+def pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
@@ -205,7 +205,7 @@ class PostgresLedger:
 
         try:
             return psycopg.connect(
-                self._url, autocommit=True, row_factory=_row_factory, connect_timeout=10, **PG_SESSION
+                self._url, autocommit=True, row_factory=row_factory_of, connect_timeout=10, **PG_SESSION
             )
         except psycopg.OperationalError as exc:
             raise Unavailable(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
@@ -221,7 +221,7 @@ class PostgresLedger:
         import psycopg
 
         try:
-            return self._live().execute(_pg_sql(sql), tuple(params))
+            return self._live().execute(pg_sql(sql), tuple(params))
         except psycopg.OperationalError as exc:  # the server went away, or a lock/statement timeout
             what = "dropped the connection" if self.raw.broken or self.raw.closed else "refused the statement"
             raise Unavailable(f"the PostgreSQL ledger at {self.target} {what}: {exc}".strip()) from exc

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import KINDS
-from checkpoint_tui.ledger.store import now
+from checkpoint_tui.ledger.plans import Plan, run, runs, stmt
+from checkpoint_tui.ledger.store import LOG_ACTIVITY, now, touch_parts, touch_step
 
 FAULT_KINDS = (
     "transient", "garble", "crash_in_tool", "crash_before_claim", "crash_after_claim", "crash_after_write",
@@ -81,44 +83,75 @@ def add_fault(conn: Ledger, run_id: str, fault: FaultSpec) -> None:
     )
 
 
+def consume_plan(run_id: str, step: int, kind: str, effect_kind: str | None = None) -> Plan[bool]:
+    fired = yield stmt(
+        "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
+        "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
+        "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1)",
+        (run_id, step, kind, effect_kind, effect_kind),
+    )
+    return fired.rowcount == 1
+
+
+@runs(consume_plan)
 def consume(conn: Ledger, run_id: str, step: int, kind: str, effect_kind: str | None = None) -> bool:
     """Fire a planned fault once: True if this call used one of its remaining firings. One statement,
     so it is atomic on both backends (PostgreSQL re-checks `fired < count` after a concurrent update)."""
-    return (
-        conn.execute(
-            "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
-            "SELECT id FROM faults WHERE run_id = ? AND step = ? AND kind = ? AND fired < count "
-            "AND (CAST(? AS TEXT) IS NULL OR effect_kind = ?) ORDER BY id LIMIT 1)",
-            (run_id, step, kind, effect_kind, effect_kind),
-        ).rowcount
-        == 1
+    return run(conn, consume_plan(run_id, step, kind, effect_kind))
+
+
+def consume_from_plan(run_id: str, step: int, kind: str) -> Plan[bool]:
+    left = yield stmt(
+        "SELECT 1 FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count", (run_id, step, kind)
     )
+    if not left.fetchone():
+        return False
+    fired = yield stmt(
+        "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
+        "SELECT id FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count ORDER BY id LIMIT 1)",
+        (run_id, step, kind),
+    )
+    return fired.rowcount == 1
 
 
+@runs(consume_from_plan)
 def consume_from(conn: Ledger, run_id: str, step: int, kind: str) -> bool:
     """`consume` for a fault planned at this step or any step before it (not fired yet): a fault that
     waits for the first step with a tool call, say. A read first, so a step with none writes nothing."""
-    if not conn.execute(
-        "SELECT 1 FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count", (run_id, step, kind)
-    ).fetchone():
-        return False
-    return (
-        conn.execute(
-            "UPDATE faults SET fired = fired + 1 WHERE fired < count AND id = ("
-            "SELECT id FROM faults WHERE run_id = ? AND step <= ? AND kind = ? AND fired < count ORDER BY id LIMIT 1)",
-            (run_id, step, kind),
-        ).rowcount
-        == 1
-    )
+    return run(conn, consume_from_plan(run_id, step, kind))
 
 
-def planned_at(conn: Ledger, run_id: str, step: int) -> set[tuple[str, str | None]]:
-    """(kind, effect kind) of the faults with firings left at this step: one read, so an activity
-    with nothing planned (the common case) spends no write on its fault hooks."""
-    rows = conn.execute(
-        "SELECT kind, effect_kind FROM faults WHERE run_id = ? AND step = ? AND fired < count", (run_id, step)
+Planned = set[tuple[str, str | None]]
+# What an activity's fault hooks look at: the faults with firings left at this step, and a
+# crash_in_tool planned earlier that no tool call has reached yet (it waits for the next one).
+_PLANNED = (
+    "SELECT kind, effect_kind FROM faults WHERE run_id = ? AND fired < count "
+    "AND (step = ? OR (kind = 'crash_in_tool' AND step < ?))"
+)
+
+
+def touch_step_planned_plan(
+    run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
+) -> Plan[Planned]:
+    """PostgreSQL: the touch's two writes and the read of the fault plan in one statement (the writes
+    in WITH run to completion whether or not the SELECT reads them)."""
+    log, (upsert, params) = touch_parts(run_id, step, activity, attempt, pid, status, **fields)
+    rows = yield stmt(
+        f"WITH logged AS ({LOG_ACTIVITY}), touched AS ({upsert}) {_PLANNED}", (*log, *params, run_id, step, step)
     )
     return {(r["kind"], r["effect_kind"]) for r in rows}
+
+
+@runs(touch_step_planned_plan)
+def touch_step_planned(
+    conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
+) -> Planned:
+    """`store.touch_step`, then the (kind, effect kind) of the faults planned here: an activity with
+    fault hooks reads them in the same round trip as its touch (one statement on PostgreSQL)."""
+    if conn.writes_in_with:
+        return run(conn, touch_step_planned_plan(run_id, step, activity, attempt, pid, status, **fields))
+    touch_step(conn, run_id, step, activity, attempt, pid, status, **fields)
+    return {(r["kind"], r["effect_kind"]) for r in conn.execute(_PLANNED, (run_id, step, step))}
 
 
 def pending(conn: Ledger, run_ids: Sequence[str]) -> list[FaultSpec]:

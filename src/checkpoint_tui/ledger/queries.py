@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from checkpoint_tui.ledger import plans
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import (
     ComparisonRow,
@@ -30,9 +31,14 @@ def ledger_id(conn: Ledger) -> str:
 # --- runs ----------------------------------------------------------------------------------------
 
 
-def run(conn: Ledger, run_id: str) -> RunRow | None:
-    row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+def run_plan(run_id: str) -> plans.Plan[RunRow | None]:
+    row = (yield plans.stmt("SELECT * FROM runs WHERE run_id = ?", (run_id,))).fetchone()
     return RunRow.of(row) if row else None
+
+
+@plans.runs(run_plan)
+def run(conn: Ledger, run_id: str) -> RunRow | None:
+    return plans.run(conn, run_plan(run_id))
 
 
 def latest_run_id(conn: Ledger) -> str | None:

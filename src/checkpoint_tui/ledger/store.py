@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger import plans, queries
 from checkpoint_tui.ledger.backend import Ledger, open_ledger
 from checkpoint_tui.ledger.schema import ensure_schema
 from checkpoint_tui.settings import HOST, Settings, is_postgres_url, postgres_label
@@ -95,9 +95,14 @@ _STEP_COLUMNS = (
 )
 
 
+def upsert_step_plan(run_id: str, step: int, status: str, **fields: Any) -> plans.Plan[None]:
+    yield plans.stmt(*_step_upsert(run_id, step, status, **fields))
+
+
+@plans.runs(upsert_step_plan)
 def upsert_step(conn: Ledger, run_id: str, step: int, status: str, **fields: Any) -> None:
     """Write some columns of a step row; columns not given keep their value."""
-    conn.execute(*_step_upsert(run_id, step, status, **fields))
+    plans.run(conn, upsert_step_plan(run_id, step, status, **fields))
 
 
 def _step_upsert(run_id: str, step: int, status: str, **fields: Any) -> tuple[str, tuple[Any, ...]]:
@@ -115,27 +120,43 @@ def _step_upsert(run_id: str, step: int, status: str, **fields: Any) -> tuple[st
     return sql, (run_id, step, *fields.values())
 
 
-_LOG_ACTIVITY = (
+LOG_ACTIVITY = (
     "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) VALUES(?,?,?,?,?,?,?)"
 )
 
 
 def log_activity(conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int) -> None:
-    conn.execute(_LOG_ACTIVITY, (run_id, step, activity, attempt, pid, HOST, now()))
+    conn.execute(LOG_ACTIVITY, (run_id, step, activity, attempt, pid, HOST, now()))
 
 
+def touch_step_plan(
+    run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
+) -> plans.Plan[None]:
+    """touch_step where writes may sit in WITH (PostgreSQL): one statement, atomic on its own."""
+    log, (upsert, params) = touch_parts(run_id, step, activity, attempt, pid, status, **fields)
+    yield plans.stmt(f"WITH logged AS ({LOG_ACTIVITY}) {upsert}", (*log, *params))
+
+
+def touch_parts(
+    run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
+) -> tuple[tuple[Any, ...], tuple[str, tuple[Any, ...]]]:
+    """The touch's two writes: the activity log row's values and the step upsert (SQL, values)."""
+    log = (run_id, step, activity, attempt, pid, HOST, now())
+    return log, _step_upsert(run_id, step, status, attempt=attempt, worker_pid=pid, worker_host=HOST, **fields)
+
+
+@plans.runs(touch_step_plan)
 def touch_step(
     conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
 ) -> None:
     """What every activity writes first: its attempt in the activity log, its pid on the step row;
     both commit together (one statement where the backend allows writes in WITH, else a transaction)."""
-    log = (run_id, step, activity, attempt, pid, HOST, now())
-    upsert, params = _step_upsert(run_id, step, status, attempt=attempt, worker_pid=pid, worker_host=HOST, **fields)
     if conn.writes_in_with:
-        conn.execute(f"WITH logged AS ({_LOG_ACTIVITY}) {upsert}", (*log, *params))
+        plans.run(conn, touch_step_plan(run_id, step, activity, attempt, pid, status, **fields))
         return
+    log, (upsert, params) = touch_parts(run_id, step, activity, attempt, pid, status, **fields)
     with transaction(conn):
-        conn.execute(_LOG_ACTIVITY, log)
+        conn.execute(LOG_ACTIVITY, log)
         conn.execute(upsert, params)
 
 
@@ -146,11 +167,16 @@ def create_run(conn: Ledger, run_id: str, total_steps: int, pace: float, provide
     )
 
 
-def finish_run(conn: Ledger, run_id: str, status: str, error: str | None = None) -> None:
-    conn.execute(
+def finish_run_plan(run_id: str, status: str, error: str | None = None) -> plans.Plan[None]:
+    yield plans.stmt(
         "UPDATE runs SET status = ?, error = COALESCE(?, error), ended_at = ? WHERE run_id = ?",
         (status, error, now(), run_id),
     )
+
+
+@plans.runs(finish_run_plan)
+def finish_run(conn: Ledger, run_id: str, status: str, error: str | None = None) -> None:
+    plans.run(conn, finish_run_plan(run_id, status, error))
 
 
 def record_worker_event(
