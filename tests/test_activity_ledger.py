@@ -1,6 +1,7 @@
 """The ledger as the worker's activities reach it (engine/activity_ledger.py): the same writes and
 answers as the plain functions on both backends, and on PostgreSQL statements that wait without
-holding the event loop, finish when their task is cancelled, and survive a dropped connection."""
+holding the event loop, finish when their task is cancelled, and survive a dropped connection. Also
+the activities' heartbeat rhythm (engine/heartbeat.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 import psycopg
 import pytest
 
+from checkpoint_tui.engine import heartbeat
 from checkpoint_tui.engine.activity_ledger import ActivityLedger
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import faults
@@ -142,6 +144,20 @@ async def test_a_postgres_connection_dropped_by_the_server_is_replaced(pg_url):
         assert await db.run(faults.consume, RUN, 1, "transient") is False
     finally:
         await db.close()
+
+
+async def test_an_activity_heartbeats_only_once_it_has_run_an_interval(monkeypatch):
+    """No heartbeat for a body shorter than one interval (each is a request the server records); a
+    longer one beats each interval, the first after one."""
+    beats: list[float] = []
+    monkeypatch.setattr(heartbeat.activity, "heartbeat", lambda *a: beats.append(time.monotonic()))
+    async with heartbeat.beating(every=0.2):
+        await asyncio.sleep(0.05)
+    assert beats == []
+    start = time.monotonic()
+    async with heartbeat.beating(every=0.2):
+        await asyncio.sleep(0.5)
+    assert 1 <= len(beats) <= 2 and beats[0] - start >= 0.2  # at 0.2 and 0.4 s (a loaded loop may lag)
 
 
 def test_the_blocking_and_awaited_paths_share_one_plan() -> None:

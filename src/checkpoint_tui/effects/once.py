@@ -245,10 +245,10 @@ async def _beating() -> AsyncIterator[None]:
         yield
         return
 
-    async def loop() -> None:
+    async def loop() -> None:  # the first beat after one interval: engine/heartbeat.py says why
         while True:
-            _heartbeat()
             await asyncio.sleep(every)
+            _heartbeat()
 
     task = asyncio.create_task(loop())
     try:
@@ -271,8 +271,7 @@ class _Heartbeat:
     def wait(self, future: Future[T]) -> T:
         if self.every is None:
             return future.result()
-        _heartbeat()
-        while True:
+        while True:  # a beat each interval the future is not done, the first after one (see _beating)
             try:
                 return future.result(timeout=self.every)
             except TimeoutError:
