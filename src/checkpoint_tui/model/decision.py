@@ -7,7 +7,9 @@ file takes them), other control characters (terminal escapes, carriage returns t
 bidirectional overrides (text that reads differently than it is stored). Tab and newline are allowed.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: a Decision travels inside Temporal payloads, and the
+# converter evaluates its annotations on every decode (typing.get_type_hints); as objects rather
+# than strings they cost half the time (see engine/shared.py).
 
 import re
 from dataclasses import dataclass
