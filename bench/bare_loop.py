@@ -1,5 +1,5 @@
 """A bare Temporal loop for bench/step_overhead.py: the same number and kind of activities per step as
-AgentLoop, with no-op bodies. Run as its own worker process:
+AgentLoop (and its one at the end of a run), with no-op bodies. Run as its own worker process:
 
     python bench/bare_loop.py --address A --task-queue Q"""
 
@@ -39,6 +39,7 @@ class BareLoop:
             calls = 5 if inp.with_tool[step - 1] else 4  # running, llm, [tool], effect, completed
             for _ in range(calls):
                 await workflow.execute_activity(bare_noop, step, **OPTS)
+        await workflow.execute_activity(bare_noop, 0, **OPTS)  # AgentLoop's finish_run, one a run
         return inp.steps
 
 
