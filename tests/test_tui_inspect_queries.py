@@ -8,6 +8,7 @@ import time
 from checkpoint_tui.ledger import inspect_queries as iq
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once
 from checkpoint_tui.ledger.store import connect, create_run, record_worker_event, touch_step, upsert_step
+from checkpoint_tui.settings import HOST
 
 RUN = "run-20260101-000000-beef"
 
@@ -53,3 +54,29 @@ def test_instrument_reads(ledger_target):
         ("llm", 1, 100), ("llm", 2, 200), ("mark_step_completed", 2, 200),
     ]  # fmt: skip
     assert iq.step_detail(conn, RUN, 4) is None
+
+
+def test_a_death_marks_every_run_its_worker_served(ledger_target):
+    """start --runs N: one kill files its event under one run, but it interrupted every run the dead
+    worker served. The app asks with served=True: a run the worker ran an activity of before the
+    death, while the run was not over, gets the death too (with its own attempt); a run on another
+    worker, or one that had ended, does not."""
+    conn = connect(ledger_target)
+    seed(conn)  # pid 100 killed at step 3 of RUN
+    killed_at = iq.kill_events(conn, RUN)[0].at
+    other, elsewhere, ended = (RUN.replace("beef", tail) for tail in ("cafe", "f00d", "dead"))
+    for run in (other, elsewhere, ended):
+        create_run(conn, run, 4, 0.0, "offline", "q")
+    for run, pid in ((other, 100), (elsewhere, 300), (ended, 100)):
+        conn.execute(
+            "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) "
+            "VALUES(?, 2, 'tool', 1, ?, ?, ?)",
+            (run, pid, HOST, killed_at - 0.005),
+        )
+    conn.execute("UPDATE runs SET status = 'completed', ended_at = ? WHERE run_id = ?", (killed_at - 0.001, ended))
+    assert iq.kill_events(conn, other) == []  # filed under RUN only
+    (k,) = iq.kill_events(conn, other, served=True)
+    assert (k.pid, k.activity, k.activity_step, k.step) == (100, "tool", 2, 3)  # other's attempt, RUN's step
+    assert iq.kill_events(conn, other, [k.id], served=True) == [k]
+    assert iq.kill_events(conn, elsewhere, served=True) == [] and iq.kill_events(conn, ended, served=True) == []
+    assert [e.id for e in iq.kill_events(conn, RUN, served=True)] == [k.id]

@@ -230,12 +230,14 @@ class LabSession:
             self._kills_sent.clear()
         if run_id is None:
             return []
+        # served: a death filed under another run (start --runs N, one kill) marks this one too if
+        # the dead worker served it
         if reset:
-            kills = inspect_queries.kill_events(conn, run_id)
+            kills = inspect_queries.kill_events(conn, run_id, served=True)
         else:
             ids = [e.id for e in snap.worker_events
-                   if e.event in ("kill", "died") and e.run_id == run_id and e.id not in self._kills_sent]  # fmt: skip
-            kills = inspect_queries.kill_events(conn, run_id, ids) if ids else []
+                   if e.event in ("kill", "died") and e.id not in self._kills_sent]  # fmt: skip
+            kills = inspect_queries.kill_events(conn, run_id, ids, served=True) if ids else []
         self._kills_sent.update(k.id for k in kills)
         return kills
 

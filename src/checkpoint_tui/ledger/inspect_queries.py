@@ -93,17 +93,23 @@ def steps_with_notes(conn: Ledger, run_id: str, since: float | None = None) -> t
 
 
 def kill_events(
-    conn: Ledger, run_id: str, ids: list[int] | None = None, of_runs: list[str] | None = None
+    conn: Ledger, run_id: str, ids: list[int] | None = None, of_runs: list[str] | None = None, served: bool = False
 ) -> list[KillEvent]:
     """The run's kill/died worker events (all, or those with the given ids), oldest first, each with
     the dead worker's last activity attempt of the run started at or before its death. `of_runs`:
     the deaths filed under any of these runs instead (runs on the same workers: one death interrupts
-    each), still each with its attempt of `run_id`."""
+    each), still each with its attempt of `run_id`. `served`: also the deaths filed under other runs
+    of a worker that had run an activity of this one, before the run ended (the app, which does not
+    know which runs were started together)."""
     if ids is not None and not ids:
         return []
     filed = of_runs or [run_id]
-    sql = f"SELECT * FROM worker_events WHERE run_id IN ({','.join('?' for _ in filed)}) AND event IN ('kill', 'died')"
+    sql = f"SELECT * FROM worker_events w WHERE (run_id IN ({','.join('?' for _ in filed)})"
     params: list = list(filed)
+    if served:
+        sql += _SERVED
+        params.append(run_id)
+    sql += ") AND event IN ('kill', 'died')"
     if ids is not None:
         sql += f" AND id IN ({','.join('?' for _ in ids)})"
         params += ids
@@ -130,6 +136,14 @@ def kill_events(
             )  # fmt: skip
         )
     return out
+
+
+# A death of a worker that ran one of the run's activities before it, while the run was not over.
+_SERVED = (
+    " OR EXISTS (SELECT 1 FROM activity_log a JOIN runs r ON r.run_id = a.run_id WHERE a.run_id = ? "
+    "AND a.worker_pid = w.pid AND COALESCE(a.host, '') = COALESCE(w.host, '') AND a.started_at <= w.at "
+    "AND (r.ended_at IS NULL OR w.at <= r.ended_at))"
+)
 
 
 def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:

@@ -106,7 +106,7 @@ async def _fill(out: OutputDir, run: ProofRun, screenshot: Screenshot | None) ->
         if screenshot is not None:
             row = queries.run(conn, main)
             view = _view(snap, recorded, address, run.settings, row.ended_at if row else None)
-            view.kills = inspect_queries.kill_events(conn, main)  # the history pane marks each (app/kill_marker.py)
+            view.kills = inspect_queries.kill_events(conn, main, served=True)  # marked as the app marks them
             written = await _screens(out, screenshot, view, completion_line(snap))
             files += written
             whole = bool(view.history) and view.history[0].event_id == 1  # as the pane decides
