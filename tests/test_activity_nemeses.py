@@ -101,8 +101,8 @@ def test_our_loop_under_activity_pauses_and_resets_keeps_exactly_once(session_ro
 
 
 # A user's activity long enough to learn of a pause or reset at its next heartbeat (the library's are
-# a quarter of the 2 s heartbeat timeout apart, the first 0.5 s in; the SDK sends that one at once and
-# throttles the rest to 80 % of the timeout), placed 0.3 s into it.
+# a quarter of the 2 s heartbeat timeout apart; the SDK sends the first at once and throttles the
+# rest to 80 % of the timeout), placed 0.3 s into it.
 SLOW = json.dumps({"count": 5, "pace": 2.0})
 EVENTS = [{"at_step": 2, "nemesis": ACTIVITY_PAUSE, "delay_ms": 300, "duration_s": 1.5},
           {"at_step": 4, "nemesis": ACTIVITY_RESET, "delay_ms": 300}]  # fmt: skip

@@ -245,10 +245,12 @@ async def _beating() -> AsyncIterator[None]:
         yield
         return
 
-    async def loop() -> None:  # the first beat after one interval: engine/heartbeat.py says why
+    # A beat at once, unlike the lab's own activities (engine/heartbeat.py): a user's activity that
+    # never heartbeats itself may rely on these to outlive its heartbeat timeout across many calls.
+    async def loop() -> None:
         while True:
-            await asyncio.sleep(every)
             _heartbeat()
+            await asyncio.sleep(every)
 
     task = asyncio.create_task(loop())
     try:
@@ -271,7 +273,8 @@ class _Heartbeat:
     def wait(self, future: Future[T]) -> T:
         if self.every is None:
             return future.result()
-        while True:  # a beat each interval the future is not done, the first after one (see _beating)
+        _heartbeat()  # at once, as _beating says why
+        while True:
             try:
                 return future.result(timeout=self.every)
             except TimeoutError:
