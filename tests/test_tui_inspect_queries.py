@@ -58,25 +58,28 @@ def test_instrument_reads(ledger_target):
 
 def test_a_death_marks_every_run_its_worker_served(ledger_target):
     """start --runs N: one kill files its event under one run, but it interrupted every run the dead
-    worker served. The app asks with served=True: a run the worker ran an activity of before the
-    death, while the run was not over, gets the death too (with its own attempt); a run on another
-    worker, or one that had ended, does not."""
+    worker served. The app asks with served=True: a run whose latest attempt before the death was the
+    dead worker's, while the run was not over, gets the death too (with that attempt); a run on
+    another worker, one that had moved on to another worker since, or one that had ended, does not."""
     conn = connect(ledger_target)
     seed(conn)  # pid 100 killed at step 3 of RUN
     killed_at = iq.kill_events(conn, RUN)[0].at
-    other, elsewhere, ended = (RUN.replace("beef", tail) for tail in ("cafe", "f00d", "dead"))
-    for run in (other, elsewhere, ended):
+    other, elsewhere, moved, ended = (RUN.replace("beef", tail) for tail in ("cafe", "f00d", "abba", "dead"))
+    for run in (other, elsewhere, moved, ended):
         create_run(conn, run, 4, 0.0, "offline", "q")
-    for run, pid in ((other, 100), (elsewhere, 300), (ended, 100)):
+    for run, pid, before in ((other, 100, 0.005), (elsewhere, 300, 0.005), (moved, 100, 0.006), (moved, 300, 0.004),
+                             (ended, 100, 0.005)):  # fmt: skip
         conn.execute(
             "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) "
             "VALUES(?, 2, 'tool', 1, ?, ?, ?)",
-            (run, pid, HOST, killed_at - 0.005),
+            (run, pid, HOST, killed_at - before),
         )
     conn.execute("UPDATE runs SET status = 'completed', ended_at = ? WHERE run_id = ?", (killed_at - 0.001, ended))
     assert iq.kill_events(conn, other) == []  # filed under RUN only
     (k,) = iq.kill_events(conn, other, served=True)
     assert (k.pid, k.activity, k.activity_step, k.step) == (100, "tool", 2, 3)  # other's attempt, RUN's step
     assert iq.kill_events(conn, other, [k.id], served=True) == [k]
-    assert iq.kill_events(conn, elsewhere, served=True) == [] and iq.kill_events(conn, ended, served=True) == []
+    assert all(iq.kill_events(conn, run, served=True) == [] for run in (elsewhere, moved, ended))
+    assert iq.deaths_after(conn, 0) == [k.id] and iq.deaths_after(conn, k.id) == []
+    assert iq.last_event_id(conn) >= k.id
     assert [e.id for e in iq.kill_events(conn, RUN, served=True)] == [k.id]

@@ -81,6 +81,7 @@ class LabSession:
         self.history_pace_s = HISTORY_PACE_S
         self._completion: dict[str, str] = {}  # run -> its completion sentence (a finished run's never changes)
         self._kills_sent: set[int] = set()  # kill/died events of the viewed run already in a View
+        self._death_cursor = 0  # the last worker event id looked at for new deaths (any run's)
 
     async def _db(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
@@ -230,13 +231,16 @@ class LabSession:
             self._kills_sent.clear()
         if run_id is None:
             return []
-        # served: a death filed under another run (start --runs N, one kill) marks this one too if
-        # the dead worker served it
+        # served: a death filed under another run (start --runs N, one kill) marks this one too if the
+        # dead worker held this run's step; such events are not among the snapshot's (they name the
+        # viewed run or none), so new deaths are looked up after the last one seen, of any run
         if reset:
+            self._death_cursor = inspect_queries.last_event_id(conn)
             kills = inspect_queries.kill_events(conn, run_id, served=True)
         else:
-            ids = [e.id for e in snap.worker_events
-                   if e.event in ("kill", "died") and e.id not in self._kills_sent]  # fmt: skip
+            ids = inspect_queries.deaths_after(conn, self._death_cursor)
+            self._death_cursor = max(ids, default=self._death_cursor)
+            ids = [i for i in ids if i not in self._kills_sent]
             kills = inspect_queries.kill_events(conn, run_id, ids, served=True) if ids else []
         self._kills_sent.update(k.id for k in kills)
         return kills

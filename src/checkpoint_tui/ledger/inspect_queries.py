@@ -98,9 +98,9 @@ def kill_events(
     """The run's kill/died worker events (all, or those with the given ids), oldest first, each with
     the dead worker's last activity attempt of the run started at or before its death. `of_runs`:
     the deaths filed under any of these runs instead (runs on the same workers: one death interrupts
-    each), still each with its attempt of `run_id`. `served`: also the deaths filed under other runs
-    of a worker that had run an activity of this one, before the run ended (the app, which does not
-    know which runs were started together)."""
+    each), still each with its attempt of `run_id`. `served`: also the deaths, filed under other runs,
+    of the worker that had started this run's latest attempt before the death, while the run was not
+    over (the app, which does not know which runs were started together)."""
     if ids is not None and not ids:
         return []
     filed = of_runs or [run_id]
@@ -138,12 +138,26 @@ def kill_events(
     return out
 
 
-# A death of a worker that ran one of the run's activities before it, while the run was not over.
+# A death of the worker that started the run's latest activity attempt before it, while the run was
+# not over: the worker holding the run's step then (not one that ran some earlier step of it).
 _SERVED = (
     " OR EXISTS (SELECT 1 FROM activity_log a JOIN runs r ON r.run_id = a.run_id WHERE a.run_id = ? "
-    "AND a.worker_pid = w.pid AND COALESCE(a.host, '') = COALESCE(w.host, '') AND a.started_at <= w.at "
-    "AND (r.ended_at IS NULL OR w.at <= r.ended_at))"
+    "AND a.worker_pid = w.pid AND COALESCE(a.host, '') = COALESCE(w.host, '') "
+    "AND a.started_at = (SELECT MAX(b.started_at) FROM activity_log b WHERE b.run_id = a.run_id "
+    "AND b.started_at <= w.at) AND (r.ended_at IS NULL OR w.at <= r.ended_at))"
 )
+
+
+def deaths_after(conn: Ledger, after_id: int) -> list[int]:
+    """The ids of kill/died events after `after_id`, of any run (a poller's new deaths)."""
+    rows = conn.execute(
+        "SELECT id FROM worker_events WHERE id > ? AND event IN ('kill', 'died') ORDER BY id", (after_id,)
+    )
+    return [r[0] for r in rows]
+
+
+def last_event_id(conn: Ledger) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM worker_events").fetchone()[0])
 
 
 def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:
