@@ -34,8 +34,9 @@ T = TypeVar("T")
 
 async def to_the_end(job: Awaitable[T]) -> T:
     """Await `job` to its end even if the awaiting task is cancelled meanwhile, then raise that
-    cancellation: for work that, stopped half-way, leaves something worse than either end (a statement
-    on a connection the next one reuses, a stamp after a completed write)."""
+    cancellation (from the job's exception, if it failed): for work that, stopped half-way, leaves
+    something worse than either end (a statement on a connection the next one reuses, a stamp after
+    a completed write)."""
     task = asyncio.ensure_future(job)
     cancelled: asyncio.CancelledError | None = None
     while True:
@@ -43,9 +44,19 @@ async def to_the_end(job: Awaitable[T]) -> T:
             result = await asyncio.shield(task)
             break
         except asyncio.CancelledError as exc:
-            if task.done():  # the job itself was cancelled: nothing left to wait for
+            if not task.done():
+                cancelled = exc
+                continue
+            if task.cancelled():  # the job itself was cancelled: nothing left to wait for
                 raise
-            cancelled = exc
+            failure = task.exception()  # done at the moment of the cancellation: read, not dropped
+            if failure is None:
+                raise
+            raise exc from failure
+        except BaseException as failure:
+            if cancelled is not None:
+                raise cancelled from failure
+            raise
     if cancelled is not None:
         raise cancelled
     return result

@@ -161,7 +161,7 @@ class AgentActivities:
     @activity.defn(name="tool")
     async def tool(self, inp: ToolInput) -> str:
         attempt, planned = await self._touch_planned(inp.run_id, inp.step, "tool")
-        crash = ("crash_in_tool", None) in planned
+        crash = any(kind == "crash_in_tool" for kind, _ in planned)
         if crash and await self.db.run(faults.consume_from, inp.run_id, inp.step, "crash_in_tool"):
             os.kill(os.getpid(), signal.SIGKILL)  # the fault plan's death inside a tool call
         async with beating():

@@ -22,13 +22,13 @@ from checkpoint_tui.settings import is_postgres_url
 
 class ActivityLedger:
     def __init__(self, target: str | Any) -> None:
-        self.target = target
+        self._target = target  # a path or a URL that may hold a password: never shown
         self._pg = AsyncPostgres(str(target)) if is_postgres_url(target) else None
 
     @property
     def conn(self) -> Ledger:
         """This thread's blocking connection (opened and migrated on first use)."""
-        return connect(self.target)
+        return connect(self._target)
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         plan = getattr(fn, "plan", None)

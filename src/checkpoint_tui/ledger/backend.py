@@ -49,6 +49,7 @@ PG_SESSION = {
     "keepalives_idle": 5,
     "keepalives_interval": 2,
     "keepalives_count": 3,
+    "tcp_user_timeout": 10000,  # ms: data the server never acknowledges fails the statement, too
 }
 
 

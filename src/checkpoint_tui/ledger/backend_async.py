@@ -1,12 +1,12 @@
 """PostgreSQL on asyncio connections, for the ledger plans a worker's activities run.
 
 Why: a worker runs every activity, workflow activation and heartbeat of its runs on one event loop.
-A blocking statement holds that loop for its round trip and the commit's WAL flush (0.3-0.7 ms
-each here, ~15 a step), so at 16 runs at once the loop spent about 15 % of its time waiting on
-PostgreSQL (py-spy over the worker, `bench/throughput.py --ledger`). Awaited, the wait lets the loop
-run the other runs' work, and commits from several connections share a WAL flush (group commit).
-Each statement is still its own atomic autocommit, exactly as on the blocking connection: nothing the
-ledger promises depends on which connection carries it.
+A blocking statement holds that loop for its round trip and the commit's WAL flush (0.3-0.7 ms each
+on an idle machine, 13 a step on average), so at 16 runs at once blocking statements held the loop
+about 15 % of the wall time (py-spy over the worker, `bench/throughput.py --ledger`). Awaited, the
+wait lets the loop run the other runs' work, and commits from several connections share a WAL flush
+(group commit). Each statement is still its own atomic autocommit, exactly as on the blocking
+connection: nothing the ledger promises depends on which connection carries it.
 
 A statement, once sent, is run to its end even if the awaiting task is cancelled (a pause or a reset
 reaching the activity): its connection is then clean for the next one, and the cancellation is
@@ -22,10 +22,11 @@ from typing import Any
 
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.backend import PG_SESSION, pg_sql, redact_url, row_factory_of
-from checkpoint_tui.ledger.plans import Plan, Stmt, drive_async
+from checkpoint_tui.ledger.plans import Plan, PlanError, Stmt, drive_async
 from checkpoint_tui.waiting import to_the_end
 
 POOL_SIZE = 4  # connections per worker: enough for concurrent commits to share a flush
+TAKE_S = 60.0  # the longest wait for a free connection: four statement timeouts (15 s) in a row
 
 
 class Result:
@@ -60,7 +61,7 @@ class AsyncPostgres:
     def _answer(self, request: Any) -> Any:
         if isinstance(request, Stmt):
             return self.execute(request.sql, request.params)
-        raise TypeError(f"a ledger plan asked for {type(request).__name__}, not a statement")
+        raise PlanError(f"a ledger plan asked for {type(request).__name__}, not a statement")
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
         return await to_the_end(self._execute(sql, params))  # bounded by the statement_timeout
@@ -82,8 +83,11 @@ class AsyncPostgres:
     async def _take(self) -> Any:
         free = self._condition()
         async with free:
-            while not self._idle and self._opened >= self._size:
-                await free.wait()
+            try:  # each holder's statement ends within the statement_timeout: waiting longer is a fault
+                await asyncio.wait_for(free.wait_for(lambda: self._idle or self._opened < self._size), TAKE_S)
+            except TimeoutError:
+                raise Unavailable(f"no connection to the PostgreSQL ledger at {self.target} came free "
+                                  f"within {TAKE_S:g} s") from None  # fmt: skip
             if self._idle:
                 return self._idle.pop()
             self._opened += 1
@@ -98,11 +102,17 @@ class AsyncPostgres:
     async def _give(self, conn: Any) -> None:
         free = self._condition()
         async with free:
-            if conn.broken or conn.closed:  # a dropped connection is not reused: the next take opens one
-                self._opened -= 1
+            if conn.broken or conn.closed:
+                # A dropped connection is not reused, nor are the idle ones: what dropped it (a restart,
+                # a failover) dropped them too, and each would fail one more activity's statement.
+                stale, self._idle = self._idle, []
+                self._opened -= 1 + len(stale)
+                for other in stale:
+                    with contextlib.suppress(Exception):
+                        await other.close()
             else:
                 self._idle.append(conn)
-            free.notify()
+            free.notify_all()
 
     def _condition(self) -> asyncio.Condition:
         if self._free is None:
@@ -120,7 +130,9 @@ class AsyncPostgres:
             raise Unavailable(f"cannot open the PostgreSQL ledger at {self.target}: {exc}".strip()) from exc
 
     async def close(self) -> None:
+        """Close the idle connections (one in use is given back, and kept, when its statement ends)."""
         idle, self._idle = self._idle, []
+        self._opened -= len(idle)
         for conn in idle:
             with contextlib.suppress(Exception):
                 await conn.close()

@@ -34,20 +34,28 @@ def stmt(sql: str, params: Sequence[Any] = ()) -> Stmt:
     return Stmt(sql, tuple(params))
 
 
+class PlanError(TypeError):
+    """A plan asked its driver for something it does not answer (a bug in the plan, not the ledger)."""
+
+
 def drive(plan: Plan[T], answer: Callable[[Any], Any]) -> T:
     """Run `plan` to its end, answering each request with `answer(request)`; an exception raised by
-    `answer` is thrown into the plan (which may handle it)."""
+    `answer` is thrown into the plan (which may handle it), except a PlanError, which ends it."""
     try:
         request = next(plan)
         while True:
             try:
                 reply = answer(request)
+            except PlanError:
+                raise
             except Exception as err:
                 request = plan.throw(err)
             else:
                 request = plan.send(reply)
     except StopIteration as done:
         return done.value
+    finally:
+        plan.close()
 
 
 async def drive_async(plan: Plan[T], answer: Callable[[Any], Any]) -> T:
@@ -59,12 +67,16 @@ async def drive_async(plan: Plan[T], answer: Callable[[Any], Any]) -> T:
                 reply = answer(request)
                 if inspect.isawaitable(reply):
                     reply = await reply
+            except PlanError:
+                raise
             except Exception as err:
                 request = plan.throw(err)
             else:
                 request = plan.send(reply)
     except StopIteration as done:
         return done.value
+    finally:
+        plan.close()
 
 
 def on(conn: Any) -> Callable[[Any], Any]:
@@ -73,7 +85,7 @@ def on(conn: Any) -> Callable[[Any], Any]:
     def answer(request: Any) -> Any:
         if isinstance(request, Stmt):
             return conn.execute(request.sql, request.params)
-        raise TypeError(f"a ledger plan asked for {type(request).__name__}, not a statement")
+        raise PlanError(f"a ledger plan asked for {type(request).__name__}, not a statement")
 
     return answer
 
