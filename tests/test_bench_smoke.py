@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from checkpoint_tui.ledger.backend import redact_url
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
@@ -81,6 +83,21 @@ def test_ledger_ops_bench_runs_on_both_backends(tmp_path, pg_url):
     result = json.loads((tmp_path / "ledger_ops.json").read_text())
     assert set(result["median_ms_per_step"]) == {"sqlite", "postgresql"}
     assert all(v > 0 for v in result["median_ms_per_step"].values())
+
+
+def test_payload_decode_and_pg_statement_benches_run(tmp_path, pg_url):
+    env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(tmp_path)}
+    for script, args in (("payload_decode.py", ["--decodes", "20", "--repeats", "1"]),
+                         ("pg_statement.py", [pg_url, "--statements", "8", "--repeats", "1"])):  # fmt: skip
+        proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                              timeout=120, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    decodes = json.loads((tmp_path / "payload_decode.json").read_text())["us_per_decode"]
+    assert set(decodes) == {"LlmInput", "LlmOutput", "EffectInput", "StepInput"}
+    assert all(v["objects_us"] > 0 and v["strings_us"] > 0 for v in decodes.values())
+    statements = json.loads((tmp_path / "pg_statement.json").read_text())
+    assert set(statements["per_statement"]) == {"blocking", "asyncio x1", "asyncio x4"}
+    assert statements["args"]["url"] == redact_url(pg_url)  # written without any password
 
 
 def _resume_latency(monkeypatch, tmp_path):
