@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,42 +42,43 @@ class PlanError(TypeError):
 def drive(plan: Plan[T], answer: Callable[[Any], Any]) -> T:
     """Run `plan` to its end, answering each request with `answer(request)`; an exception raised by
     `answer` is thrown into the plan (which may handle it), except a PlanError, which ends it."""
-    try:
-        request = next(plan)
-        while True:
-            try:
-                reply = answer(request)
-            except PlanError:
-                raise
-            except Exception as err:
-                request = plan.throw(err)
-            else:
-                request = plan.send(reply)
-    except StopIteration as done:
-        return done.value
-    finally:
-        plan.close()
+    with closing(plan):
+        try:
+            request = next(plan)
+            while True:
+                request = _resume(plan, *_answered(answer, request))
+        except StopIteration as done:
+            return done.value
 
 
 async def drive_async(plan: Plan[T], answer: Callable[[Any], Any]) -> T:
     """`drive` for an `answer` that may return an awaitable (awaited before it is sent back)."""
+    with closing(plan):
+        try:
+            request = next(plan)
+            while True:
+                reply, error = _answered(answer, request)
+                if error is None and inspect.isawaitable(reply):
+                    try:
+                        reply = await reply
+                    except Exception as err:
+                        error = err
+                request = _resume(plan, reply, error)
+        except StopIteration as done:
+            return done.value
+
+
+def _answered(answer: Callable[[Any], Any], request: Any) -> tuple[Any, Exception | None]:
     try:
-        request = next(plan)
-        while True:
-            try:
-                reply = answer(request)
-                if inspect.isawaitable(reply):
-                    reply = await reply
-            except PlanError:
-                raise
-            except Exception as err:
-                request = plan.throw(err)
-            else:
-                request = plan.send(reply)
-    except StopIteration as done:
-        return done.value
-    finally:
-        plan.close()
+        return answer(request), None
+    except PlanError:
+        raise
+    except Exception as err:
+        return None, err
+
+
+def _resume(plan: Plan[Any], reply: Any, error: Exception | None) -> Any:
+    return plan.throw(error) if error is not None else plan.send(reply)
 
 
 def on(conn: Any) -> Callable[[Any], Any]:
