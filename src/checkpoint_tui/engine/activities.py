@@ -65,21 +65,17 @@ class AgentActivities:
         self.pid = os.getpid()
         self.guard = InputGuard()
 
-    async def _touch(self, run_id: str, step: int, name: str, status: str = "running", **fields: object) -> int:
+    async def _touch(
+        self, run_id: str, step: int, name: str, status: str = "running", *, hooked: bool = False, **fields: object
+    ) -> tuple[int, faults.Planned]:
         """Check the input is a run of ours, log this attempt and stamp the step with our pid (plus
-        `fields`); returns the attempt number."""
+        `fields`); returns the attempt number and, for an activity with fault hooks (`hooked`), the
+        (kind, effect kind) of the faults planned at this step, read in the same round trip."""
         await self.guard.check(self.db, run_id, step)
         attempt = activity.info().attempt
-        await self.db.run(touch_step, run_id, step, name, attempt, self.pid, status, **fields)
-        return attempt
-
-    async def _touch_planned(self, run_id: str, step: int, name: str) -> tuple[int, faults.Planned]:
-        """`_touch`, also reading the faults planned for this step in the same round trip: the attempt
-        number and the (kind, effect kind) of each, for the activity's fault hooks."""
-        await self.guard.check(self.db, run_id, step)
-        attempt = activity.info().attempt
-        planned = await self.db.run(faults.touch_step_planned, run_id, step, name, attempt, self.pid, "running")
-        return attempt, planned
+        touch = faults.touch_step_planned if hooked else touch_step
+        planned = await self.db.run(touch, run_id, step, name, attempt, self.pid, status, **fields)
+        return attempt, planned or set()
 
     @activity.defn(name="mark_step_running")
     async def mark_step_running(self, inp: StepInput) -> None:
@@ -89,7 +85,7 @@ class AgentActivities:
 
     @activity.defn(name="llm")
     async def llm(self, inp: LlmInput) -> LlmOutput:
-        attempt, planned_here = await self._touch_planned(inp.run_id, inp.step, "llm")
+        attempt, planned_here = await self._touch(inp.run_id, inp.step, "llm", hooked=True)
         planned = {kind for kind, _ in planned_here}
         consume = partial(self.db.run, faults.consume, inp.run_id, inp.step)
         async with beating():
@@ -160,7 +156,7 @@ class AgentActivities:
 
     @activity.defn(name="tool")
     async def tool(self, inp: ToolInput) -> str:
-        attempt, planned = await self._touch_planned(inp.run_id, inp.step, "tool")
+        attempt, planned = await self._touch(inp.run_id, inp.step, "tool", hooked=True)
         crash = any(kind == "crash_in_tool" for kind, _ in planned)
         if crash and await self.db.run(faults.consume_from, inp.run_id, inp.step, "crash_in_tool"):
             os.kill(os.getpid(), signal.SIGKILL)  # the fault plan's death inside a tool call
@@ -173,7 +169,7 @@ class AgentActivities:
     async def effect(self, inp: EffectInput) -> dict[str, str]:
         await self.guard.check(self.db, inp.run_id, inp.step, inp.workflow_id)  # it names the effect ids
         payloads = {kind: _payload(kind, inp) for kind in KINDS}  # before anything is claimed
-        attempt, planned = await self._touch_planned(inp.run_id, inp.step, "effect")  # and the fault hooks below
+        attempt, planned = await self._touch(inp.run_id, inp.step, "effect", hooked=True)  # the hooks below
         consume = partial(self.db.run, faults.consume, inp.run_id, inp.step)
         if ("crash_before_claim", None) in planned and await consume("crash_before_claim"):
             os.kill(os.getpid(), signal.SIGKILL)  # in the effect activity, nothing claimed yet

@@ -125,10 +125,6 @@ LOG_ACTIVITY = (
 )
 
 
-def log_activity(conn: Ledger, run_id: str, step: int, activity: str, attempt: int, pid: int) -> None:
-    conn.execute(LOG_ACTIVITY, (run_id, step, activity, attempt, pid, HOST, now()))
-
-
 def touch_step_plan(
     run_id: str, step: int, activity: str, attempt: int, pid: int, status: str, **fields: Any
 ) -> plans.Plan[None]:
