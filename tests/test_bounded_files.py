@@ -26,8 +26,8 @@ from checkpoint_tui.files import (
 )
 from checkpoint_tui.files.inputs import MAX_ITEMS, SCHEDULE_LIMIT
 from checkpoint_tui.files.outputs import MANIFEST
-from checkpoint_tui.proof.histories import MAX_EVENTS
-from checkpoint_tui.proof.schedule import make_schedule, save_schedule
+from checkpoint_tui.proof.chaos.schedule import make_schedule, save_schedule
+from checkpoint_tui.proof.replay.histories import MAX_EVENTS
 from replay_fixtures import good_history
 
 DEEP = b"[" * 200_000

@@ -8,9 +8,9 @@ from dataclasses import asdict
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.app.comparison import read_comparison
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof.chaos import REQUIRED, make_schedule
-from checkpoint_tui.proof.compare import compare_command
-from checkpoint_tui.proof.windows import window_cases
+from checkpoint_tui.proof.chaos.engine import REQUIRED, make_schedule
+from checkpoint_tui.proof.chaos.windows import window_cases
+from checkpoint_tui.proof.measure.compare import compare_command
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 
@@ -100,8 +100,8 @@ async def test_an_event_with_nothing_to_hit_is_reported_not_fired(tmp_path):
     """Between a worker's death and its replacement there may be no worker to kill, pause or hang (a
     fresh-clone run on a loaded machine fired 5 of 6 kills and reported 5 + 0): the event is listed in
     `not_fired` with why, never dropped."""
-    from checkpoint_tui.proof.chaos import Chaos
-    from checkpoint_tui.proof.schedule import ChaosEvent
+    from checkpoint_tui.proof.chaos.engine import Chaos
+    from checkpoint_tui.proof.chaos.schedule import ChaosEvent
     from checkpoint_tui.settings import Settings
 
     chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, schedule=[])  # nothing of this home runs

@@ -133,8 +133,8 @@ async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(hom
     from checkpoint_tui.engine.workflow import AgentLoop
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import create_run
-    from checkpoint_tui.proof.histories import fetch_chain
-    from checkpoint_tui.proof.resets import reset_workflow
+    from checkpoint_tui.proof.nemeses.resets import reset_workflow
+    from checkpoint_tui.proof.replay.histories import fetch_chain
 
     conn = connect(home.db_path)
     run_id = new_run_id()

@@ -8,7 +8,8 @@ import sys
 SCRIPT = """
 import sys
 from checkpoint_tui import cli
-import checkpoint_tui.proof.verify, checkpoint_tui.proof.chaos, checkpoint_tui.cli.commands, checkpoint_tui.app.session
+import checkpoint_tui.proof.verify.harness, checkpoint_tui.proof.chaos.engine
+import checkpoint_tui.cli.commands, checkpoint_tui.app.session
 for argv in (["--verify", "--help"], ["--home", sys.argv[1], "status"], ["--home", sys.argv[1], "status", "--json"]):
     try:
         cli.run(argv)

@@ -10,7 +10,7 @@ import pytest
 
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.proof.schedule import FORGE, PARTITION, load_schedule, make_schedule
+from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 

@@ -10,7 +10,7 @@ from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.proof.net_proxy import NetProxy
+from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.waiting import wait_until
 
 PARTITION_S = 3.0

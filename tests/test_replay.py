@@ -23,7 +23,7 @@ from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
 from checkpoint_tui.ledger.store import connect, create_run
-from checkpoint_tui.proof.replay import Selection, replay_command
+from checkpoint_tui.proof.replay.command import Selection, replay_command
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 

@@ -11,7 +11,7 @@ import time
 
 from temporalio import workflow
 
-from checkpoint_tui.proof.replay import Selection, replay_command
+from checkpoint_tui.proof.replay.command import Selection, replay_command
 from checkpoint_tui.settings import Settings
 from replay_fixtures import EndsAtOnce, good_history, panic_history
 from test_bounded_files import MEMORY_LIMIT_MB, cli_measured

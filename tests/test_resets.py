@@ -1,4 +1,4 @@
-"""Workflow resets as a nemesis (proof/resets.py): `temporal workflow reset` to a workflow task a few
+"""Workflow resets as a nemesis (proof/nemeses/resets.py): `temporal workflow reset` to a workflow task a few
 steps back runs those steps again; the ledger skips every effect they had applied. The seeded
 generator's `--resets` and `reset` events in schedule files, on both ledger backends."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.artifacts import outbox_path
-from checkpoint_tui.proof.schedule import load_schedule, make_schedule
+from checkpoint_tui.proof.chaos.schedule import load_schedule, make_schedule
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 

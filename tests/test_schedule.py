@@ -10,7 +10,7 @@ import pytest
 
 from checkpoint_tui.cli.parser import build_parser
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.proof.schedule import (
+from checkpoint_tui.proof.chaos.schedule import (
     PARTITION,
     PAUSES,
     REQUIRED,
@@ -20,7 +20,7 @@ from checkpoint_tui.proof.schedule import (
     make_schedule,
     save_schedule,
 )
-from checkpoint_tui.proof.shrink import ddmin
+from checkpoint_tui.proof.chaos.shrink import ddmin
 from conftest import run_cli
 
 
@@ -248,8 +248,8 @@ def test_a_schedule_seed_is_a_whole_number_or_null(tmp_path, seed):
 
 
 def test_a_schedule_holds_at_most_max_events_seeded_or_from_a_file(tmp_path):
-    from checkpoint_tui.proof.chaos_activities import workload_schedule
-    from checkpoint_tui.proof.schedule import MAX_EVENTS
+    from checkpoint_tui.proof.chaos.activities import workload_schedule
+    from checkpoint_tui.proof.chaos.schedule import MAX_EVENTS
 
     with pytest.raises(UsageError, match=f"add up to {MAX_EVENTS + 1} events; a schedule holds at most {MAX_EVENTS}"):
         make_schedule(1, 100_000, MAX_EVENTS + 1)
@@ -276,7 +276,7 @@ def test_a_schedule_without_steps_names_no_flag_for_a_users_workflow(tmp_path):
 def test_a_schedule_holds_the_run_at_most_an_hour_seeded_or_from_a_file(tmp_path):
     """Each pause or partition may last a minute, and a schedule hold 10,000 events: together a valid
     week of chaos. The held time is bounded as a whole, before anything starts."""
-    from checkpoint_tui.proof.schedule import MAX_EVENTS, MAX_HELD_S
+    from checkpoint_tui.proof.chaos.schedule import MAX_EVENTS, MAX_HELD_S
 
     path = tmp_path / "long.json"
     events = [{"at_step": k, "nemesis": "pause" if k % 2 else PARTITION, "duration_s": 60} for k in range(1, 62)]

@@ -1,9 +1,9 @@
 """The replay a kill costs the worker that carries on: the first workflow task after the kill, over
-a warm one (proof/task_cost.py; the failover check 1e adds it to its budget)."""
+a warm one (proof/measure/task_cost.py; the failover check 1e adds it to its budget)."""
 
 from __future__ import annotations
 
-from checkpoint_tui.proof.task_cost import TaskTimes
+from checkpoint_tui.proof.measure.task_cost import TaskTimes
 
 TASKS = TaskTimes(((10.0, 10.02), (11.0, 11.02), (12.0, 12.03), (13.5, 13.80), (14.0, 14.02)))
 

@@ -11,7 +11,7 @@ from checkpoint_tui.app.runs import start_run
 from checkpoint_tui.app.session import LabSession
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof.nemeses import pause_worker
+from checkpoint_tui.proof.nemeses.processes import pause_worker
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.step_screen import StepScreen

@@ -11,8 +11,8 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.proof import scenarios
 from checkpoint_tui.proof.report import Report
+from checkpoint_tui.proof.verify import loop_scenarios as scenarios
 
 
 def gone(pid: int) -> bool:

@@ -1,4 +1,4 @@
-"""The latest naive-vs-durable comparison (proof/compare.py runs one), its counts computed from the
+"""The latest naive-vs-durable comparison (proof/measure/compare.py runs one), its counts computed from the
 outbox files and the ledger each time it is read."""
 
 from __future__ import annotations

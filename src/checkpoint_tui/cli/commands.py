@@ -61,7 +61,7 @@ def tui(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.proof.verify import run_verify
+    from checkpoint_tui.proof.verify.harness import run_verify
 
     outputs = proof_outputs(args.verify_junit, args.verify_proof)
     return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None, outputs))
@@ -70,7 +70,7 @@ def verify(args: argparse.Namespace, settings: Settings) -> int:
 def proof_outputs(junit: Path | None, bundle: Path | None):
     """--junit / --proof of a proving command; the bundle's SVG is rendered by the TUI (imported only
     then: the headless commands never load Textual)."""
-    from checkpoint_tui.proof.bundle import ProofOutputs
+    from checkpoint_tui.proof.bundle.writer import ProofOutputs
 
     screenshot = None
     if bundle is not None:
@@ -260,8 +260,8 @@ async def _supervise(settings: Settings, pool: bool) -> int:
 
 
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.proof.chaos import chaos_command
-    from checkpoint_tui.proof.schedule import load_schedule, make_schedule, save_schedule
+    from checkpoint_tui.proof.chaos.engine import chaos_command
+    from checkpoint_tui.proof.chaos.schedule import load_schedule, make_schedule, save_schedule
 
     if args.steps is None:
         args.steps = DEFAULT_CHAOS_STEPS
@@ -286,7 +286,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     if args.chaos_shrink is not None:
-        from checkpoint_tui.proof.shrink import shrink_command
+        from checkpoint_tui.proof.chaos.shrink import shrink_command
 
         return asyncio.run(shrink_command(settings, args.chaos_shrink, args.steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
@@ -311,7 +311,7 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
 
 def until_covered_bound(args: argparse.Namespace) -> int | None:
     """--until-covered's kill budget (None without it); --max-kills alone is a usage error."""
-    from checkpoint_tui.proof.coverage import DEFAULT_MAX_KILLS
+    from checkpoint_tui.proof.chaos.coverage import DEFAULT_MAX_KILLS
 
     if getattr(args, "max_kills", None) is not None and not getattr(args, "until_covered", False):
         raise UsageError("--max-kills goes with --until-covered")
@@ -321,7 +321,7 @@ def until_covered_bound(args: argparse.Namespace) -> int | None:
 
 
 def replay(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.proof.replay import Selection, replay_command
+    from checkpoint_tui.proof.replay.command import Selection, replay_command
 
     selection = Selection(tuple(args.runs), args.all_runs, args.from_path)
     selection.check()  # exactly one source, before a server is started or a file written
@@ -329,7 +329,7 @@ def replay(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def compare(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.proof.compare import compare_command
+    from checkpoint_tui.proof.measure.compare import compare_command
 
     if not 1 <= args.kill_at < args.steps:
         raise UsageError(f"--kill-at must be between 1 and {args.steps - 1} (below --steps)")

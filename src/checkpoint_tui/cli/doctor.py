@@ -1,7 +1,7 @@
 """`doctor`: run the workload once (ours, or `--worker-cmd ... doctor --workflow T --input J`), or read a
 finished run (`doctor RUN`), and report what a kill would cost each of its activity types
 (app/doctor.py); with `--measure`, run it a second time and kill the worker once under each type
-(proof/doctor_measure.py). Exit 1 when there are findings, 0 when there are none."""
+(proof/measure/doctor.py). Exit 1 when there are findings, 0 when there are none."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ async def doctor(settings: Settings, workload, run: str | None, json_out: Path |
     from checkpoint_tui.files import write_output
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client, resolve_address
-    from checkpoint_tui.proof.doctor_measure import Budget
+    from checkpoint_tui.proof.measure.doctor import Budget
 
     budget = Budget(time.monotonic() + deadline_s, deadline_s)
     settings.ensure_dirs()
@@ -128,9 +128,9 @@ async def _run_once(settings: Settings, client, workload, budget) -> str:
 
 
 async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: float, budget, framework) -> None:
-    """A second run, one unassisted kill per activity type of the diagnosis (proof/doctor_measure.py)."""
+    """A second run, one unassisted kill per activity type of the diagnosis (proof/measure/doctor.py)."""
     from checkpoint_tui.app.workload import AgentLoopWorkload
-    from checkpoint_tui.proof.doctor_measure import Measurer
+    from checkpoint_tui.proof.measure.doctor import Measurer
 
     if isinstance(workload, AgentLoopWorkload):
         workload = replace(workload, pace=MEASURE_PACE)

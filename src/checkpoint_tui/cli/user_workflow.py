@@ -80,7 +80,7 @@ def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
 
 
 def _aim(text: str) -> str:
-    from checkpoint_tui.proof.activity_progress import check_aim
+    from checkpoint_tui.proof.nemeses.aim import check_aim
 
     try:
         return check_aim(text)
@@ -147,9 +147,9 @@ def start(args: argparse.Namespace, settings: Settings) -> int:
 def chaos(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import UserWorkflow
     from checkpoint_tui.cli.commands import until_covered_bound
-    from checkpoint_tui.proof.chaos import chaos_command
-    from checkpoint_tui.proof.chaos_activities import ActivityTarget, map_event, workload_schedule
-    from checkpoint_tui.proof.schedule import load_schedule, save_schedule
+    from checkpoint_tui.proof.chaos.activities import ActivityTarget, map_event, workload_schedule
+    from checkpoint_tui.proof.chaos.engine import chaos_command
+    from checkpoint_tui.proof.chaos.schedule import load_schedule, save_schedule
 
     if args.chaos_shrink is not None or args.chaos_proof is not None:
         raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
@@ -187,8 +187,8 @@ def chaos(args: argparse.Namespace, settings: Settings) -> int:
 
 def verify(args: argparse.Namespace, settings: Settings) -> int:
     from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.proof.bundle import ProofOutputs
-    from checkpoint_tui.proof.verify import run_verify
+    from checkpoint_tui.proof.bundle.writer import ProofOutputs
+    from checkpoint_tui.proof.verify.harness import run_verify
 
     workflow, arg = workflow_and_input(args.verify_workflow, args.verify_input)
     json_path = Path(args.json_path) if args.json_path else None

@@ -1,7 +1,7 @@
-"""What chaos asks of a workload (proof/chaos.py runs the schedule; a target answers for one kind of
+"""What chaos asks of a workload (proof/chaos/engine.py runs the schedule; a target answers for one kind of
 workload): when an event's moment has come, what only this workload can fire, how the run is
-audited, and how the audit reads as checks and lines. Ours is proof/chaos_steps.py; a user's
-workflow (agent frameworks included) is proof/chaos_activities.py."""
+audited, and how the audit reads as checks and lines. Ours is proof/chaos/steps.py; a user's
+workflow (agent frameworks included) is proof/chaos/activities.py."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
-from checkpoint_tui.proof.coverage import Aims, ours
+from checkpoint_tui.proof.chaos.coverage import Aims, ours
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import ChaosEvent
 from checkpoint_tui.waiting import wait_until
 
 if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos import Chaos
+    from checkpoint_tui.proof.chaos.engine import Chaos
 
 PROGRESS_TIMEOUT_S = 120.0
 

@@ -26,10 +26,10 @@ from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEv
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.bundle_readme import completion_line, index_text
-from checkpoint_tui.proof.histories import Recorded, export
+from checkpoint_tui.proof.bundle.readme import completion_line, index_text
 from checkpoint_tui.proof.junit import junit_xml, write_junit
-from checkpoint_tui.proof.replay import chains
+from checkpoint_tui.proof.replay.command import chains
+from checkpoint_tui.proof.replay.histories import Recorded, export
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 

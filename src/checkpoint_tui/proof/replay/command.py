@@ -21,7 +21,9 @@ from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.histories import (
+from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.replay.box import REPLAY_DEADLINE_S, ReplayBox
+from checkpoint_tui.proof.replay.histories import (
     NoHistory,
     Recorded,
     Unreadable,
@@ -30,9 +32,7 @@ from checkpoint_tui.proof.histories import (
     load_each,
     replay_problem,
 )
-from checkpoint_tui.proof.junit import write_junit
-from checkpoint_tui.proof.replay_box import REPLAY_DEADLINE_S, ReplayBox
-from checkpoint_tui.proof.replayer import Divergence
+from checkpoint_tui.proof.replay.replayer import Divergence
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
-from checkpoint_tui.proof.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
+from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
 REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
@@ -40,7 +40,7 @@ FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
 # Temporal's own activity pause (for duration_s, then unpause) and activity reset of the activity in
-# flight at the event's moment (proof/activity_nemeses.py).
+# flight at the event's moment (proof/nemeses/activities.py).
 ACTIVITY_PAUSE, ACTIVITY_RESET = "activity-pause", "activity-reset"
 TIMED = ("pause", PARTITION, ACTIVITY_PAUSE)  # nemeses that last duration_s
 # Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
@@ -60,7 +60,7 @@ TARGETS = {
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
     FORGE: "outbox",
-    RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/resets.py)
+    RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/nemeses/resets.py)
     ACTIVITY_PAUSE: "activity",
     ACTIVITY_RESET: "activity",
 }

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from temporalio.client import WorkflowHistory
 
 from checkpoint_tui.ops.exit_reason import describe_exit
-from checkpoint_tui.proof.replayer import Divergence, describe_event, encode_history, workflow_ref
+from checkpoint_tui.proof.replay.replayer import Divergence, describe_event, encode_history, workflow_ref
 
 REPLAY_DEADLINE_S = 60.0  # one history, its divergence search included; a real one takes well under 5 s
 START_DEADLINE_S = 60.0  # the child importing the SDK and the workflow (~1 s, more on a loaded machine)
@@ -69,7 +69,7 @@ class ReplayBox:
     def _start(self) -> None:
         self._stderr = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "checkpoint_tui.proof.replayer"],
+            [sys.executable, "-m", "checkpoint_tui.proof.replay.replayer"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.getcwd(),
         )  # fmt: skip
         header = {"workflow": self.ref, "sys_path": sys.path, "parent": os.getpid()}

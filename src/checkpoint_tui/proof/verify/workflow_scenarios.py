@@ -42,7 +42,7 @@ from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof.activity_progress import Progress, until_activity
+from checkpoint_tui.proof.nemeses.aim import Progress, until_activity
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.settings import Settings
 

@@ -17,8 +17,8 @@ from typing import TypeVar
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.files import check_output_path
 from checkpoint_tui.ops import devserver
-from checkpoint_tui.proof.chaos import run_schedule
-from checkpoint_tui.proof.schedule import ChaosEvent, load_schedule, save_schedule
+from checkpoint_tui.proof.chaos.engine import run_schedule
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule, save_schedule
 from checkpoint_tui.settings import Settings
 
 T = TypeVar("T")

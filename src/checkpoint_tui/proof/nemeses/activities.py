@@ -23,11 +23,11 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.app.activity_history import plain
 from checkpoint_tui.ledger.rows import ClaimAttempt
+from checkpoint_tui.proof.chaos.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, ChaosEvent
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, ChaosEvent
 
 if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos import Chaos
+    from checkpoint_tui.proof.chaos.engine import Chaos
 
 ACTIVITY_NEMESES = (ACTIVITY_PAUSE, ACTIVITY_RESET)
 IDENTITY = "checkpoint-tui chaos"

@@ -1,12 +1,12 @@
 """`checkpoint-tui chaos --seed S --steps N --kills K [--pauses P] [--partitions Q]`: a reproducible
 schedule of real SIGKILLs of every process (the worker at different moments, the worker inside the
 claim->stamp window, the supervisor, the Temporal dev server), SIGSTOPs of the worker and partitions
-of the workers from Temporal (proof/nemeses.py), then Jepsen-style counts from durable data only. A
-schedule can also come from a file (`--schedule`, proof/schedule.py; events at a step or at a time),
-and a failing one be shrunk (`--shrink`, proof/shrink.py).
+of the workers from Temporal (proof/nemeses/processes.py), then Jepsen-style counts from durable data only. A
+schedule can also come from a file (`--schedule`, proof/chaos/schedule.py; events at a step or at a time),
+and a failing one be shrunk (`--shrink`, proof/chaos/shrink.py).
 
 One engine for every workload (app/workload.py): what differs between our AgentLoop and a user's
-workflow is a *target* (proof/chaos_steps.py, proof/chaos_activities.py) that says when an event's
+workflow is a *target* (proof/chaos/steps.py, proof/chaos/activities.py) that says when an event's
 moment has come, fires what only that workload has, audits the run and turns the audit into checks."""
 
 from __future__ import annotations
@@ -32,15 +32,10 @@ from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof import activity_nemeses, coverage, nemeses, windows
-from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
-from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
-from checkpoint_tui.proof.junit import write_junit
-from checkpoint_tui.proof.net_proxy import NetProxy
-from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.resets import RESET
-from checkpoint_tui.proof.run_totals import totals
-from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
+from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.chaos import coverage, windows
+from checkpoint_tui.proof.chaos.run_totals import totals
+from checkpoint_tui.proof.chaos.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
     FORGE,
     PARTITION,
     PAUSES,
@@ -51,7 +46,14 @@ from checkpoint_tui.proof.schedule import (  # noqa: F401 - REQUIRED and WORKER_
     load_schedule,
     make_schedule,
 )
-from checkpoint_tui.proof.targets import ChaosTarget, until
+from checkpoint_tui.proof.chaos.targets import ChaosTarget, until
+from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import processes as nemeses
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
+from checkpoint_tui.proof.nemeses.resets import RESET
+from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
 PACE = 0.3
@@ -74,19 +76,19 @@ class Chaos:
             schedule = make_schedule(seed or 0, steps, kills, pauses, partitions, resets)
         self.schedule = schedule
         if target is None:
-            from checkpoint_tui.proof.chaos_steps import StepTarget
+            from checkpoint_tui.proof.chaos.steps import StepTarget
 
             target = StepTarget(AgentLoopWorkload(steps, PACE))
         self.target = target
         self.supervisor: asyncio.subprocess.Process | None = None
         self.kills: list[dict] = []  # SIGKILLs
         self.pauses: list[dict] = []  # pauses, hangs, partitions and forged writes
-        self.resets: list[dict] = []  # workflow resets (proof/resets.py)
+        self.resets: list[dict] = []  # workflow resets (proof/nemeses/resets.py)
         self.client = None  # the Temporal client of the run (a reset is a request to it)
         self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
         self.run_ids: list[str] = []
         self.not_fired: list[dict] = []  # events the run did not live to see (their moment or time never came)
-        self.kill_windows: list[dict] = []  # each worker death of every run with its window (proof/windows.py)
+        self.kill_windows: list[dict] = []  # each worker death of every run with its window (proof/chaos/windows.py)
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions

@@ -25,8 +25,8 @@ from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.ops.supervisor import Supervisor
+from checkpoint_tui.proof.measure.task_cost import task_times
 from checkpoint_tui.proof.report import Report
-from checkpoint_tui.proof.task_cost import task_times
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 

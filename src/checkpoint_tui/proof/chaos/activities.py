@@ -1,5 +1,5 @@
-"""Chaos against a user's workflow (a `ChaosTarget`, proof/targets.py), agent frameworks included: the
-run's activities are read from Temporal history as it goes (proof/activity_progress.py), and every
+"""Chaos against a user's workflow (a `ChaosTarget`, proof/chaos/targets.py), agent frameworks included: the
+run's activities are read from Temporal history as it goes (proof/nemeses/aim.py), and every
 event is placed on an *activity start*: "at 3" is the third start of an activity the aim picks
 (`--aim tool|model|any|GLOB`).
 
@@ -12,8 +12,8 @@ not seen completed yet falls back to the event's delay after it was seen running
 A user's worker has no fault hooks and the lab knows none of its timers, so two seeded moments are
 mapped: a claim-window crash becomes a kill inside the activity, a kill in a timer a kill between
 activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too). A
-workflow reset goes back over aimed activities (proof/resets.py); an activity pause or reset hits the
-aimed activity (proof/activity_nemeses.py)."""
+workflow reset goes back over aimed activities (proof/nemeses/resets.py); an activity pause or reset hits the
+aimed activity (proof/nemeses/activities.py)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,16 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
-from checkpoint_tui.proof import activity_nemeses, coverage_activities, nemeses, resets
-from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
-from checkpoint_tui.proof.activity_progress import POLL_S, Progress, aimed, until_activity
-from checkpoint_tui.proof.coverage import Aims
+from checkpoint_tui.proof.chaos import coverage_activities
+from checkpoint_tui.proof.chaos.coverage import Aims
+from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
+from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import processes as nemeses
+from checkpoint_tui.proof.nemeses import resets
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.aim import POLL_S, Progress, aimed, until_activity
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
-from checkpoint_tui.proof.targets import ChaosTarget
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos import Chaos
@@ -194,7 +197,7 @@ class ActivityTarget(ChaosTarget):
         return read_probe_records(probe_log_path(chaos.settings))
 
     def coverage_aims(self, chaos: Chaos) -> Aims:
-        """The windows the seeded run showed and timing can reach (proof/coverage_activities.py)."""
+        """The windows the seeded run showed and timing can reach (proof/chaos/coverage_activities.py)."""
         assert self.progress is not None
         claims = queries.claim_attempts(connect(chaos.settings.ledger), self.progress.run_id)
         return coverage_activities.aims(coverage_activities.spots(self.progress.acts, claims, self.probe(chaos) or [],

@@ -1,4 +1,4 @@
-"""The SDK's Replayer, run in a child process of `replay` (`python -m checkpoint_tui.proof.replayer`):
+"""The SDK's Replayer, run in a child process of `replay` (`python -m checkpoint_tui.proof.replay.replayer`):
 the SDK's core panics on some malformed histories and then never answers, and a hung replay cannot be
 cancelled in-process (the event loop itself never finishes), so each history is replayed where a
 deadline can end it (replay_box.py, the parent side).
@@ -32,7 +32,7 @@ from temporalio.worker import Replayer
 
 from checkpoint_tui.app.history import to_history_event
 from checkpoint_tui.ops.procs import bind_to_parent
-from checkpoint_tui.proof.histories import MIN_EVENTS
+from checkpoint_tui.proof.replay.histories import MIN_EVENTS
 
 # Core's message quoted inside the SDK's "Workflow activation completion failed: Failure { ... }"
 _CORE_MESSAGE = re.compile(r'message: "((?:[^"\\]|\\.)*)"')

@@ -4,7 +4,7 @@ spent. What a workload is aimed at is its `Aims`: on our loop every window of ap
 COVERAGE, timing aiming at the model call and the timer and the fault plan's hooks (a worker killing
 itself at an exact point) at the tool call (tens of milliseconds) and the windows inside the effect
 activity, which no timing can promise; on a user's workflow the windows its own seeded run showed
-and timing can reach (proof/coverage_activities.py). Every kill is classified after the fact like
+and timing can reach (proof/chaos/coverage_activities.py). Every kill is classified after the fact like
 any other: an aimed kill that lands elsewhere counts where it landed, and the next round aims
 again."""
 
@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, field
 
 from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
-from checkpoint_tui.proof import windows
+from checkpoint_tui.proof.chaos import windows
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import ChaosEvent
 
 DEFAULT_MAX_KILLS = 30
 MAX_ROUNDS = 8  # a window still missed after this many aimed rounds is reported, not chased forever
@@ -90,7 +90,7 @@ def _lengths(unreachable: dict[str, str]) -> str:
     return ", ".join(f"{w} ({why})" for w, why in unreachable.items())
 
 
-# One aimed round: (steps, events) -> that chaos run's report (proof/chaos.py makes it a Chaos run).
+# One aimed round: (steps, events) -> that chaos run's report (proof/chaos/engine.py makes it a Chaos run).
 Round = Callable[[int, list[ChaosEvent]], Awaitable[dict]]
 
 

@@ -1,7 +1,7 @@
-"""Chaos against checkpoint-tui's own AgentLoop (a `ChaosTarget`, proof/targets.py): an event's moment
+"""Chaos against checkpoint-tui's own AgentLoop (a `ChaosTarget`, proof/chaos/targets.py): an event's moment
 is read from the ledger's step and activity rows, a claim-window crash is the worker's own planned
 fault, a forged email is written into the outbox, and the run is audited from the ledger, the
-artifact files and Temporal's status (proof/audit.py)."""
+artifact files and Temporal's status (proof/chaos/audit.py)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof import activity_nemeses, nemeses, resets
-from checkpoint_tui.proof.activity_nemeses import ACTIVITY_NEMESES
-from checkpoint_tui.proof.audit import Audit, audit_run
+from checkpoint_tui.proof.chaos.audit import Audit, audit_run
+from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
+from checkpoint_tui.proof.chaos.targets import ChaosTarget, until
+from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import processes as nemeses
+from checkpoint_tui.proof.nemeses import resets
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.report import Check
-from checkpoint_tui.proof.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
-from checkpoint_tui.proof.targets import ChaosTarget, until
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos import Chaos

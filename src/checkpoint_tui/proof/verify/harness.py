@@ -17,11 +17,11 @@ from checkpoint_tui.app.workload import AgentLoopWorkload, UserWorkflow, Workloa
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.bundle import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.report import Report
-from checkpoint_tui.proof.scenarios import SCENARIOS, Context
-from checkpoint_tui.proof.workflow_scenarios import SCENARIOS as WORKFLOW_SCENARIOS
-from checkpoint_tui.proof.workflow_scenarios import WorkflowContext
+from checkpoint_tui.proof.verify.loop_scenarios import SCENARIOS, Context
+from checkpoint_tui.proof.verify.workflow_scenarios import SCENARIOS as WORKFLOW_SCENARIOS
+from checkpoint_tui.proof.verify.workflow_scenarios import WorkflowContext
 from checkpoint_tui.settings import Settings
 
 
@@ -29,8 +29,8 @@ async def run_verify(
     settings: Settings, json_path: Path | None = None, outputs: ProofOutputs | None = None,
     workload: Workload | None = None,
 ) -> int:  # fmt: skip
-    """The --verify scenarios of the workload (ours: proof/scenarios.py; a user's workflow:
-    proof/workflow_scenarios.py), each on fresh runs in run/verify, then the one summary and outputs."""
+    """The --verify scenarios of the workload (ours: proof/verify/loop_scenarios.py; a user's workflow:
+    proof/verify/workflow_scenarios.py), each on fresh runs in run/verify, then the one summary and outputs."""
     workload = workload or AgentLoopWorkload()
     user = isinstance(workload, UserWorkflow)
     started = time.monotonic()

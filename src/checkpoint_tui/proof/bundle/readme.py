@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from checkpoint_tui.app.view import Snapshot
-from checkpoint_tui.proof.histories import Recorded
+from checkpoint_tui.proof.replay.histories import Recorded
 
 if TYPE_CHECKING:
-    from checkpoint_tui.proof.bundle import ProofRun
+    from checkpoint_tui.proof.bundle.writer import ProofRun
 
 COUNT_DUPLICATES = (
     "python3 -c \"import csv; ids=[r['id'] for r in csv.DictReader(open('ledger/effects.csv'))]; "

@@ -41,8 +41,8 @@ from checkpoint_tui.app.windows import (
 )  # fmt: skip
 from checkpoint_tui.effects import ProbeRecord
 from checkpoint_tui.ledger.rows import ClaimAttempt
-from checkpoint_tui.proof.coverage import Aims
-from checkpoint_tui.proof.schedule import ChaosEvent
+from checkpoint_tui.proof.chaos.coverage import Aims
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 
 REACHABLE_S = 0.08  # a window shorter than this (median) is shown, not aimed at
 MIDDLE = (0.3, 0.7)  # an aimed kill lands at this fraction of its window (seeded)

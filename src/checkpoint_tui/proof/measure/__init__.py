@@ -1,0 +1,1 @@
+"""Measure: figures measured on runs (doctor --measure, compare, workflow task cost)."""

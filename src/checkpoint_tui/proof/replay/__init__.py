@@ -1,0 +1,1 @@
+"""Replay: recorded histories and the replay of them on the current code."""

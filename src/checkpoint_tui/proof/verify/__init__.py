@@ -1,0 +1,1 @@
+"""Verify: the --verify harness and the scenarios of each workload."""
