@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import PendingActivityState, WorkflowTaskFailedCause
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
+# The chain reader lives in app/chain.py; callers of this module import it from here too.
+from checkpoint_tui.app.chain import Chain, read_chain, reset_run  # noqa: F401
 from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
-MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 RESET_CAUSE = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
 CLOSE_FIELDS = {
@@ -108,22 +109,6 @@ class ActivityExec:
         }  # fmt: skip
 
 
-@dataclass
-class Chain:
-    """Every event of a workflow's chain (raw protobuf events, per execution). A workflow reset makes a
-    new execution that holds the old one's events up to the reset point: it takes the old one's place
-    in `executions`, and the old one, whole, goes to `replaced` (what it ran after the reset point
-    was run again by its replacement)."""
-
-    workflow_id: str
-    executions: list[tuple[str, list]] = field(default_factory=list)  # (Temporal run id, events)
-    replaced: list[tuple[str, list]] = field(default_factory=list)  # executions a reset replaced, whole
-
-    @property
-    def events(self) -> list:
-        return [ev for _, events in self.executions for ev in events]
-
-
 def plain(text: str, limit: int = 200) -> str:
     """History text shown on a terminal or in a report: no control characters or escapes, bounded."""
     return _CONTROL.sub("?", text[:limit])
@@ -158,52 +143,6 @@ def _summary(ev) -> str | None:
 def _secs(duration) -> float | None:
     value = duration.seconds + duration.nanos / 1e9
     return value or None
-
-
-async def read_chain(client: Client, workflow_id: str, first_execution: str | None = None) -> Chain:
-    """Every execution of the workflow, first to last (a continue-as-new event names the next one; an
-    execution a reset terminated is replaced by the execution the reset made, see `Chain`). Without
-    `first_execution`, the latest execution's started event names the chain's first. A workflow
-    Temporal does not know gives an empty chain."""
-    chain = Chain(workflow_id)
-    try:
-        execution = first_execution or await _first_execution(client, workflow_id)
-        total = 0
-        while execution is not None and total < MAX_EVENTS:
-            events = []
-            async for ev in client.get_workflow_handle(workflow_id, run_id=execution).fetch_history_events():
-                events.append(ev)
-            total += len(events)
-            last = events[-1] if events else None
-            if last is not None and (reset_to := await reset_run(client, workflow_id, execution, last)):
-                chain.replaced.append((execution, events))
-                execution = reset_to  # the reset's execution holds this one's events up to the reset point
-                continue
-            chain.executions.append((execution, events))
-            nxt = None
-            if last is not None and last.HasField("workflow_execution_continued_as_new_event_attributes"):
-                nxt = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
-            execution = nxt
-    except RPCError as err:
-        if err.status != RPCStatusCode.NOT_FOUND:
-            raise
-    return chain
-
-
-async def reset_run(client: Client, workflow_id: str, execution: str, last) -> str | None:
-    """The execution a reset of this one made (Temporal terminates the execution it resets), or None."""
-    if not last.HasField("workflow_execution_terminated_event_attributes"):
-        return None
-    desc = await client.get_workflow_handle(workflow_id, run_id=execution).describe()
-    new = desc.raw_description.workflow_extended_info.reset_run_id
-    return new if new and new != execution else None
-
-
-async def _first_execution(client: Client, workflow_id: str) -> str | None:
-    async for ev in client.get_workflow_handle(workflow_id).fetch_history_events(page_size=1):
-        attrs = ev.workflow_execution_started_event_attributes
-        return attrs.first_execution_run_id or attrs.original_execution_run_id or None
-    return None
 
 
 def activities(chain: Chain) -> list[ActivityExec]:

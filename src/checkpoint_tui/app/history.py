@@ -13,7 +13,8 @@ from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.app.activity_history import is_reset_event, reset_run
+from checkpoint_tui.app.activity_history import is_reset_event
+from checkpoint_tui.app.chain import next_execution
 from checkpoint_tui.app.view import HistoryEvent
 
 # An execution's last event: once it is read the execution has nothing more to give. (Temporal still
@@ -78,16 +79,16 @@ class HistoryFollower:
         an execution a reset terminated is followed by the one the reset made, from its reset on (what
         comes before is a copy of what was shown)."""
         while True:
-            next_execution = await self._follow_execution()
-            if next_execution is None:
+            nxt = await self._follow_execution()
+            if nxt is None:
                 break
-            self.execution, self.segment, self.last_event_id = next_execution, self.segment + 1, 0
+            self.execution, self.segment, self.last_event_id = nxt, self.segment + 1, 0
         self.error = None
 
     async def _follow_execution(self) -> str | None:
-        """One execution, page by page; returns the next execution's id if it continued as new."""
+        """One execution, page by page; returns the execution that comes after it (see `next_execution`)."""
         execution = WorkflowExecution(workflow_id=self.run_id, run_id=self.execution or "")
-        token, next_execution, closed = b"", None, False
+        token, closed = b"", False
         while True:
             self.requests += 1
             resp = await self.client.workflow_service.get_workflow_execution_history(
@@ -105,16 +106,12 @@ class HistoryFollower:
                 self._after_reset = False
                 self._buffer.append(to_history_event(ev, self.segment))
                 self.last_event_id = ev.event_id
-                if ev.HasField("workflow_execution_continued_as_new_event_attributes"):
-                    next_execution = ev.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
                 closed = closed or ev.event_type in CLOSE_EVENTS
             token = resp.next_page_token
             if closed or not token:  # read to its end: a finished chain is read without a pause per execution
-                last = resp.history.events[-1] if resp.history.events else None
-                if next_execution is None and last is not None:
-                    next_execution = await reset_run(self.client, self.run_id, execution.run_id, last)
-                    self._after_reset = next_execution is not None
-                return next_execution
+                last = resp.history.events[-1] if resp.history.events else None  # its closing event, if closed
+                nxt, self._after_reset = await next_execution(self.client, self.run_id, execution.run_id, last)
+                return nxt
             if len(resp.history.events) < self.BACKLOG:  # caught up: let events gather before asking again
                 await asyncio.sleep(self.pace_s)
 

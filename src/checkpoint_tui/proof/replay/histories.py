@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
-from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.app.activity_history import reset_run
+from checkpoint_tui.app.chain import continued_as_new, read_chain
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import HISTORY_LIMIT, OutputDir, read_json_file
 
@@ -69,33 +68,18 @@ async def fetch_chain(client: Client, run_id: str, first_execution: str | None =
     execution a reset terminated is followed by the one the reset made (both are histories the code
     must replay). Without `first_execution` (a run the ledger does not know), the latest execution's
     started event names the chain's first."""
-    try:
-        execution = first_execution or await _first_execution(client, run_id)
-        chain: list[Recorded] = []
-        while execution:
-            history = await client.get_workflow_handle(run_id, run_id=execution).fetch_history()
-            chain.append(Recorded(run_id, len(chain) + 1, history, SOURCE_TEMPORAL))
-            last = history.events[-1] if history.events else None
-            execution = continued_as(history) or (last and await reset_run(client, run_id, execution, last))
-        return chain
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise NoHistory(f"Temporal has no history for {run_id}") from None
-        raise
-
-
-async def _first_execution(client: Client, run_id: str) -> str | None:
-    async for ev in client.get_workflow_handle(run_id).fetch_history_events(page_size=1):
-        return ev.workflow_execution_started_event_attributes.first_execution_run_id or None
-    return None
+    chain = await read_chain(client, run_id, first_execution, max_events=None)  # a replay reads it all
+    if chain.missing:
+        raise NoHistory(f"Temporal has no history for {run_id}")
+    return [
+        Recorded(run_id, i + 1, WorkflowHistory(run_id, events), SOURCE_TEMPORAL)
+        for i, (_, events) in enumerate(chain.as_read)
+    ]
 
 
 def continued_as(history: WorkflowHistory) -> str | None:
     """The execution this one continued as, if it ended in continue-as-new."""
-    last = history.events[-1] if history.events else None
-    if last is not None and last.HasField("workflow_execution_continued_as_new_event_attributes"):
-        return last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
-    return None
+    return continued_as_new(history.events[-1]) if history.events else None
 
 
 def export(chains: list[Recorded], directory: Path | OutputDir) -> list[Path]:
