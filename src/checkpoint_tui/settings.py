@@ -23,6 +23,7 @@ from checkpoint_tui.errors import UsageError
 DEFAULT_NAMESPACE = "default"
 LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
 PROBE_LOG_ENV = "CHECKPOINT_PROBE_LOG"  # the effects library's probe log (default HOME/run/)
+PROBE_LOG_NAME = "effects-probe.jsonl"  # its file name under HOME/run/, where the lab's audit reads it
 TEMPORAL_API_KEY_ENV = "TEMPORAL_API_KEY"
 MODEL_API_KEY_ENVS = ("CHECKPOINT_API_KEY", "OPENAI_API_KEY")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -23,6 +23,7 @@ from checkpoint_tui.ledger import store
 from checkpoint_tui.settings import (
     LEDGER_URL_ENV,
     PROBE_LOG_ENV,
+    PROBE_LOG_NAME,
     Settings,
     check_private_dir,
     check_private_file,
@@ -30,7 +31,6 @@ from checkpoint_tui.settings import (
     is_postgres_url,
 )
 
-PROBE_LOG_NAME = "effects-probe.jsonl"
 T = TypeVar("T")
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import subprocess
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
@@ -23,14 +24,15 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
-from checkpoint_tui.ops.logcap import open_log
+from checkpoint_tui.ops.exit_reason import startup_death
+from checkpoint_tui.ops.launch import Launch
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.ops.worker_proc import WorkerProc, save
-from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, Settings
+from checkpoint_tui.settings import PROBE_LOG_ENV, PROBE_LOG_NAME, TEMPORAL_API_KEY_ENV, Settings
 from checkpoint_tui.waiting import wait_until_sync
 
-PROBE_LOG = "effects-probe.jsonl"  # under run/: one JSON line per physical write of the effects library
+if TYPE_CHECKING:  # worker_proc imports this module to launch a user's command
+    from checkpoint_tui.ops.worker_proc import WorkerProc
+
 EXEC_WAIT_S = 5.0
 POLL_EVERY_S = 0.1
 # Inherited variables the SDK's environment configuration would read instead of the lab's values.
@@ -41,8 +43,9 @@ SDK_VARS = (
 )  # fmt: skip
 
 
-def probe_log_path(settings: Settings):
-    return settings.run_dir / PROBE_LOG
+def probe_log_path(settings: Settings) -> Path:
+    """Under run/: one JSON line per physical write of the effects library, read back by the audit."""
+    return settings.run_dir / PROBE_LOG_NAME
 
 
 def default_identity(pid: int) -> str:
@@ -76,29 +79,18 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
     return env
 
 
-def spawn_user_worker(settings: Settings, address: str, slot: int = 0) -> WorkerProc:
-    """Start the user's worker command detached, its output appended to run/worker.log; record it as
-    the slot's active worker once it has exec'd."""
-    settings.ensure_dirs()
-    cmd = list(settings.worker_cmd)
-    log_path = settings.run_dir / "worker.log"
-    log_start = log_size(log_path)
-    log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py): a chatty command too
-    try:
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True,
-            cwd=settings.worker_cwd or settings.home, env=worker_env(settings, address),
-        )  # fmt: skip
-    finally:
-        log.close()
-    ident = identity_after_user_exec(proc.pid, cmd)
-    if ident is None:
-        rc = returncode_of(proc)
-        log.drained()  # its last words may still be in the pipe
-        raise Unavailable(startup_death("the worker command", rc, log_path, log_start, "at once"))
-    worker = WorkerProc(ident, default_identity(proc.pid), "active", slot, proc, user_cmd=True)
-    save(settings, worker)
-    return worker
+def user_command(settings: Settings, address: str) -> Launch:
+    """The user's worker command, run from --worker-cwd (else the home). It has no standby protocol,
+    so it is always launched as an active worker: a replacement is a cold spawn."""
+    return Launch(
+        tuple(settings.worker_cmd),
+        worker_env(settings, address),
+        settings.worker_cwd or settings.home,
+        default_identity,
+        identity_after_user_exec,
+        "the worker command",
+        user_cmd=True,
+    )
 
 
 def identity_after_user_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAIT_S) -> ProcIdentity | None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +20,11 @@ import psutil
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops import worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
+from checkpoint_tui.ops.launch import WORKER_MODULE, Launch, our_worker
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import (
     ExitFd,
     ProcIdentity,
-    identity_after_exec,
     read_json,
     send_signal_if_ours,
     signal_group_if_ours,
@@ -34,7 +32,8 @@ from checkpoint_tui.ops.procs import (
     stop_process,
     write_json,
 )
-from checkpoint_tui.settings import HOST, Settings
+from checkpoint_tui.ops.user_worker import user_command
+from checkpoint_tui.settings import Settings
 
 
 @dataclass
@@ -93,9 +92,6 @@ class WorkerProc:
             self.ident = now
 
 
-WORKER_MODULE = "checkpoint_tui.worker"
-
-
 LEFTOVER = "leftover"  # the role of what is left of a worker command's process group after its leader exited
 
 
@@ -116,57 +112,37 @@ def recorded_slots(settings: Settings) -> list[int]:
     return sorted(slots)
 
 
-def new_name() -> str:
-    return f"w-{secrets.token_hex(3)}@{HOST}"
+def launch_for(settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = ()) -> Launch:
+    """What to start, chosen once from the settings: the user's own worker command (a cold spawn: it
+    has no standby protocol, so role and extra_args do not apply), else our worker."""
+    if settings.user_worker:
+        return user_command(settings, address)
+    return our_worker(settings, address, role, extra_args)
 
 
 def spawn(
     settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = (), slot: int = 0
 ) -> WorkerProc:
-    if settings.user_worker:  # the user's own worker command (a cold spawn: it has no standby protocol)
-        from checkpoint_tui.ops.user_worker import spawn_user_worker
-
-        return spawn_user_worker(settings, address, slot)
+    """Start a worker detached, its output appended to run/worker.log; record it once it has exec'd."""
     settings.ensure_dirs()
-    name = new_name()
-    cmd = [
-        sys.executable,
-        "-m",
-        WORKER_MODULE,
-        "--home",
-        str(settings.home),
-        "--address",
-        settings.worker_address or address,  # a chaos network proxy stands between workers and Temporal
-        "--namespace",
-        settings.namespace,
-        "--task-queue",
-        settings.task_queue,
-        "--identity",
-        name,
-        "--artifacts",
-        str(settings.artifacts_dir),
-    ]
-    cmd += settings.connection.worker_args()  # file paths only; the API key stays in the environment
-    cmd += list(extra_args)
-    if role == "spare":
-        cmd.append("--standby")
-    env = settings.child_env()
-    env["CHECKPOINT_HOME"] = str(settings.home)  # what unrecorded() matches, beside the command line
-    log_start = log_size(settings.run_dir / "worker.log")  # appended to: only this start's lines count
-    log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py)
+    launch = launch_for(settings, address, role, extra_args)
+    argv = list(launch.argv)
+    log_path = settings.run_dir / "worker.log"
+    log_start = log_size(log_path)  # appended to: only this start's lines count
+    log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py): a chatty command too
     try:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True, cwd=settings.home,
-            env=env,
+            argv, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True, cwd=launch.cwd,
+            env=launch.env,
         )  # fmt: skip
     finally:
         log.close()
-    ident = identity_after_exec(proc.pid, cmd)
+    ident = launch.execd(proc.pid, argv)
     if ident is None:
         rc = returncode_of(proc)
         log.drained()  # its last words may still be in the pipe
-        raise Unavailable(startup_death("the worker", rc, settings.run_dir / "worker.log", log_start, "at once"))
-    worker = WorkerProc(ident, name, role, slot, proc)
+        raise Unavailable(startup_death(launch.what, rc, log_path, log_start, "at once"))
+    worker = WorkerProc(ident, launch.name_for(proc.pid), launch.role, slot, proc, user_cmd=launch.user_cmd)
     save(settings, worker)
     return worker
 
