@@ -13,7 +13,8 @@ from itertools import count
 import pytest
 
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.proof.chaos.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, load_schedule, make_schedule
+from checkpoint_tui.proof.chaos.schedule import load_schedule, make_schedule
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 from test_user_workflow_lab import WORKER_CMD, lab_flags, output_lines, stop_lab

@@ -148,9 +148,9 @@ async def test_the_app_names_the_agents_tool_and_marks_where_a_kill_resumed(sess
     """The app on the pydantic-ai mailer: model and tool rows by what they are, the worker pid and the
     resumed marker beside them, tokens from the model's usage, the inspector on a tool call."""
     from checkpoint_tui.app.session import LabSession
-    from checkpoint_tui.app.workload import UserWorkflow
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
+    from checkpoint_tui.workloads import UserWorkflow
     from test_tui_live import cell_text, wait_for
 
     worker = WORKERS["pydantic-ai"]

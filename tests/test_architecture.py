@@ -112,7 +112,24 @@ def test_import_contracts_hold():
     lint = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run([str(lint)], capture_output=True, text=True, timeout=120, cwd=PKG.parent.parent)
     assert out.returncode == 0, out.stdout[-3000:]
-    assert "3 kept, 0 broken" in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
+
+
+# What asks "is this our loop or a user's workflow": allowed only in the adapters (workloads/), where a
+# process is spawned (ops/) and where the settings are read (settings.py). docs/architecture.md says why
+# each of those places asks.
+KIND_QUESTION = re.compile(
+    r"isinstance\([^)]*(UserWorkflow|AgentLoopWorkload)|is_user_workflow|\buser_worker\b|\buser_cmd\b|unit == .step."
+)
+MAY_ASK = ("workloads/", "ops/", "settings.py")
+
+
+def test_only_the_adapters_ask_which_workload_runs():
+    offenders = [f"{rel(p)}:{n}: {line.strip()}" for p in modules() if not rel(p).startswith(MAY_ASK)
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if KIND_QUESTION.search(line)]  # fmt: skip
+    assert offenders == []
+    assert KIND_QUESTION.search("if isinstance(workload, UserWorkflow):")
+    assert KIND_QUESTION.search("if settings.user_worker:")
 
 
 FRAMEWORK_MODULES = ("pydantic_ai", "agents", "openai", "temporalio.contrib.openai_agents",

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.app.comparison import read_comparison
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof.chaos.engine import REQUIRED, make_schedule
+from checkpoint_tui.proof.chaos.schedule import REQUIRED, make_schedule
 from checkpoint_tui.proof.chaos.windows import window_cases
 from checkpoint_tui.proof.measure.compare import compare_command
 from checkpoint_tui.settings import Settings
@@ -103,13 +103,15 @@ async def test_an_event_with_nothing_to_hit_is_reported_not_fired(tmp_path):
     from checkpoint_tui.proof.chaos.engine import Chaos
     from checkpoint_tui.proof.chaos.schedule import ChaosEvent
     from checkpoint_tui.settings import Settings
+    from checkpoint_tui.workloads import AgentLoopWorkload
 
-    chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, schedule=[])  # nothing of this home runs
+    target = AgentLoopWorkload(6, 0.3).chaos_target(1)
+    chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, [], target)  # nothing of this home runs
     events = [ChaosEvent(2, "worker-in-activity", 0), ChaosEvent(3, "pause", 0, duration_s=0.5),
               ChaosEvent(4, "hang", 0), ChaosEvent(5, "temporal-server", 0)]  # fmt: skip
     for ev in events:
-        await chaos._strike(ev, "run-20261202-120000-abcd")
-    assert [(e["at_step"], e["why"]) for e in chaos.not_fired] == [
+        await chaos.fire(ev, "run-20261202-120000-abcd")
+    assert [(e.event["at_step"], e.why) for e in chaos.not_fired] == [
         (2, "no live worker at that moment"), (3, "no live worker at that moment"),
         (4, "no live worker at that moment"), (5, "no dev server of this home was running"),
     ]  # fmt: skip

@@ -97,11 +97,11 @@ async def test_hostile_allow_steps_signals_wedge_no_run(home, client, supervisor
     neither fail a workflow task (a raising handler would, on every replay) nor move a gate."""
     from temporalio.api.enums.v1 import EventType
 
-    from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, record_run
+    from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, model_label, record_run
     from checkpoint_tui.engine.shared import ALLOW_STEPS_SIGNAL, WORKFLOW_NAME, AgentInput, ModelRef
 
     free = await start_run(home, client, steps=2, pace=0)
-    gated_id = record_run(home, 2, 0.0, (), ModelRef())
+    gated_id = record_run(home, 2, 0.0, (), model_label(ModelRef()))
     gated = await client.start_workflow(
         WORKFLOW_NAME, AgentInput(gated_id, 2, 0.0, ModelRef(), allowed_steps=0), id=gated_id,
         task_queue=home.task_queue, task_timeout=WORKFLOW_TASK_TIMEOUT,

@@ -12,9 +12,9 @@ from temporalio.api.common.v1 import ActivityType
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
 
-from checkpoint_tui.proof.chaos.schedule import ACTIVITY_RESET, ChaosEvent
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import resets
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_RESET
 
 HOSTILE_ID = "\x1b]0;owned\x07\x1b[2J" + "i" * 5000  # a terminal title, a clear screen, then 5000 bytes
 HOSTILE_TYPE = "\x1b[31mSend\r\nFAKE PASS\x00" + "t" * 5000
@@ -51,11 +51,9 @@ def shown(text: str) -> bool:
 
 
 async def test_an_activity_reset_reports_the_names_bounded_and_asks_about_the_real_id():
-    client, recorded = FakeClient(), []
-    chaos = SimpleNamespace(client=client, not_fired=[],
-                            _record=lambda ev, run_id, pid, at, detail: recorded.append(detail))  # fmt: skip
-    await activity_nemeses.fire(chaos, ChaosEvent(3, ACTIVITY_RESET, 0), "run-1", prefer=HOSTILE_ID[:64])
-    (detail,) = recorded
+    client = FakeClient()
+    hit = await activity_nemeses.fire(client, ACTIVITY_RESET, None, "run-1", prefer=HOSTILE_ID[:64])
+    detail = hit.detail
     assert shown(detail["activity_id"]) and shown(detail["activity_type"]), detail
     assert client.requests[0].id == HOSTILE_ID  # Temporal is asked about the activity as it is named
     line = activity_nemeses.describe({**detail, "attempt_after": 2, "interrupted": True})

@@ -16,7 +16,7 @@ from temporalio import workflow
 
 from checkpoint_tui import cli
 from checkpoint_tui.app.runs import new_run_id, wait_for_run
-from checkpoint_tui.app.workflow_runs import WORKFLOW_PROVIDER, start_workflow_run
+from checkpoint_tui.app.workflow_runs import start_workflow_run
 from checkpoint_tui.engine.activities import AgentActivities
 from checkpoint_tui.engine.shared import AgentInput, AgentResult
 from checkpoint_tui.engine.workflow import AgentLoop
@@ -191,7 +191,7 @@ def test_user_workflow_runs_only_nothing_is_started(tmp_path, capsys):
     home.ensure_dirs()
     run_id = new_run_id()
     # as start_workflow_run does
-    create_run(connect(home.ledger), run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}SendLines", "user-worker-example")
+    create_run(connect(home.ledger), run_id, 0, 0.0, None, "user-worker-example", "workflow", "SendLines")
     assert cli.run(["--home", str(home.home), "replay", "--all"]) == 0
     out = capsys.readouterr().out
     assert f"skip  {run_id}: a run of your own workflow SendLines" in out

@@ -14,6 +14,7 @@ from checkpoint_tui.ledger.backend import open_ledger
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once
 from checkpoint_tui.ledger.store import close_all, connect, create_run, touch_step
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.workloads import AgentLoopWorkload
 
 
 def seed(settings: Settings, run_id: str, steps: int) -> None:
@@ -32,7 +33,7 @@ def add_step(conn, run_id: str, step: int) -> None:
 
 def live_poll_cost(settings: Settings, run_id: str, steps: int) -> TickStats:
     """A full first poll, then one step more, then the poll a live app makes: what did it cost?"""
-    session = LabSession(settings)
+    session = LabSession(settings, AgentLoopWorkload())
     session._read(run_id, None, True, TickStats())
     time.sleep(0.05)  # the seeded rows are all older than `since`
     since = time.time()
@@ -67,7 +68,7 @@ async def test_temporal_requests_per_poll_stay_bounded_while_live(home: Settings
     runs, so the start and the end of the run cost alike: ~2 requests a second of wall time (2.5 with the
     hop to the next execution at a continue-as-new). Per poll it is 0-2, or 3 when a poll is slow on a
     loaded machine: the rate is what is bounded."""
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     try:
         await session.boot()
         run_id = await session.new_run(40, 0.1)

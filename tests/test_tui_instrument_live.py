@@ -15,6 +15,7 @@ from checkpoint_tui.proof.nemeses.processes import pause_worker
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.step_screen import StepScreen
+from checkpoint_tui.workloads import AgentLoopWorkload
 from conftest import run_cli
 from test_tui_live import SIZE, kill_in_step_3, wait_for
 
@@ -26,7 +27,7 @@ def marker_of(app) -> str | None:
 
 
 async def test_completion_sentence_kill_marker_and_inspector_after_a_kill(home):
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(session, poll_interval=0.1)
     try:  # the first app quits with q on success (its worker stays for the next); on failure stop all
         async with app.run_test(size=SIZE) as pilot:
@@ -52,7 +53,7 @@ async def test_completion_sentence_kill_marker_and_inspector_after_a_kill(home):
     out = run_cli("status", run_id, home=home, timeout=60)
     assert out.returncode == 0 and f"result         {sentence}" in out.stdout, out.stdout + out.stderr
 
-    again = LabSession(home)  # a new app: everything from the ledger and Temporal again
+    again = LabSession(home, AgentLoopWorkload())  # a new app: everything from the ledger and Temporal again
     app2 = CheckpointApp(again, poll_interval=0.1)
     try:
         async with app2.run_test(size=SIZE) as pilot:
@@ -100,7 +101,7 @@ async def test_heartbeat_age_of_a_silent_worker(home):
     run's heartbeat timeout is 6 s (red past 4.8 s): the 1.2 s in which a silent worker is red but its
     attempt has not timed out yet must be longer than the 1 s between two describes, whatever their
     phase."""
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(session, poll_interval=0.1)
     pause = None
     try:
@@ -123,7 +124,7 @@ async def test_heartbeat_age_of_a_silent_worker(home):
             pause = asyncio.create_task(pause_worker(home, 7.5))
             await wait_for(pilot, lambda: "silent · llm attempt" in cell(timeline, "mark"), what="silence", timeout=12)
             assert "red" in str(timeline.get_cell(running_row(timeline), "duration").style)
-            assert (await pause)["pid"] == session.supervisor.primary.pid  # the same worker, resumed
+            assert (await pause).pid == session.supervisor.primary.pid  # the same worker, resumed
             status = app.query_one(StatusBar)
             await wait_for(pilot, lambda: status.pill == "completed", what="run completed", timeout=90)
             assert queries.effect_totals(conn, run_id).duplicates == 0

@@ -23,6 +23,7 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.screens import ComparisonScreen, HelpScreen
+from checkpoint_tui.workloads import AgentLoopWorkload
 from test_tui_live import wait_for
 from test_tui_snapshots import SIZE, make_app, settle
 from tui_fixtures import running_view
@@ -146,7 +147,7 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
     process, Restart and finish both. Textual's loop (this test's main thread) runs none of the lesson's
     SQL or spawns: they run on the lesson's thread."""
     sql_threads, spawn_threads = record_threads(monkeypatch)
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     # K must land while durable step 2 runs: at the app's pace (0.5) its model call thinks 0.27 s, which
     # a loaded machine's test loop can sleep through; at 2.0 it thinks 1.08 s.
     monkeypatch.setattr(session, "lesson", lambda steps=4, pace=0.5: LabSession.lesson(session, steps, 2.0))

@@ -15,6 +15,7 @@ from checkpoint_tui.app.session import LabSession
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar
+from checkpoint_tui.workloads import AgentLoopWorkload
 
 SIZE = (180, 50)
 
@@ -64,7 +65,7 @@ async def kill_in_step_3(pilot, session: LabSession, home) -> tuple[int, str, ob
 async def test_kill_from_the_keyboard(home, backend, request):
     if backend == "postgresql":
         home = replace(home, ledger_url=request.getfixturevalue("pg_url"))
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(session, poll_interval=0.1)
     pills: list[str] = []
     try:
@@ -102,7 +103,7 @@ async def test_kill_from_the_keyboard(home, backend, request):
 
 
 async def test_quit_and_restart_adopts_the_same_worker(home):
-    first = LabSession(home)
+    first = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(first, poll_interval=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: first.supervisor is not None, what="boot")
@@ -122,7 +123,7 @@ async def test_quit_and_restart_adopts_the_same_worker(home):
         pid = first.supervisor.primary.pid
         run_id = first.run_id
         await pilot.press("q")
-    second = LabSession(home)
+    second = LabSession(home, AgentLoopWorkload())
     app2 = CheckpointApp(second, poll_interval=0.1)
     try:
         async with app2.run_test(size=SIZE) as pilot:
@@ -166,7 +167,7 @@ async def test_the_app_loop_runs_no_sql_and_no_supervisor_tick(home, monkeypatch
 
     monkeypatch.setattr(SqliteLedger, "execute", recording_execute)
     monkeypatch.setattr(Supervisor, "tick", recording_tick)
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(session, poll_interval=0.1)
     try:
         async with app.run_test(size=SIZE) as pilot:

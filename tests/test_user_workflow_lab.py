@@ -187,6 +187,7 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     from checkpoint_tui.ops.user_worker import pollers
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
+    from checkpoint_tui.workloads import AgentLoopWorkload
     from test_tui_live import SIZE, cell_text, wait_for
 
     home = Settings(home=session_root / f"uw-app-{next(_homes)}", temporal_address=temporal_address,
@@ -195,7 +196,7 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     home.ensure_dirs()
     client = await connect_client(home, temporal_address)
     run_id = await start_workflow_run(home, client, "SendLines", {"count": 12, "pace": 0.3})  # the app opens on it
-    session = LabSession(home)
+    session = LabSession(home, AgentLoopWorkload())
     app = CheckpointApp(session, poll_interval=0.1)
     try:
         async with app.run_test(size=SIZE) as pilot:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import psutil
 import pytest
 
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.proof.report import Report
-from checkpoint_tui.proof.verify import loop_scenarios as scenarios
+from checkpoint_tui.proof.verify.plan import VerifyContext
+from checkpoint_tui.workloads import AgentLoopWorkload, agent_loop
 
 
 def gone(pid: int) -> bool:
@@ -23,9 +25,9 @@ def gone(pid: int) -> bool:
 
 
 async def test_a_failed_start_stops_the_worker_and_spare_it_spawned(home, client, temporal_address, monkeypatch):
-    monkeypatch.setattr(scenarios, "READY_TIMEOUT_S", 0.0)  # spawned, never ready in time
-    ctx = scenarios.Context(home, temporal_address, client, Report())
-    with pytest.raises(TimeoutError, match="connected"):
+    monkeypatch.setattr(agent_loop, "READY_TIMEOUT_S", 0.0)  # spawned, never ready in time
+    ctx = VerifyContext(home, temporal_address, client, Report(), AgentLoopWorkload())
+    with pytest.raises(Unavailable, match="did not connect"):
         await ctx.supervise()
     spawned = [e.pid for e in queries.worker_events(connect(home.ledger), None) if e.event == "spawn"]
     assert len(spawned) == 2  # the worker and the warm spare, both started before the wait failed

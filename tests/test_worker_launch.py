@@ -47,7 +47,7 @@ def test_a_users_command_keeps_its_argv_and_gets_the_sdk_environment(tmp_path: P
     assert launch.env["TEMPORAL_ADDRESS"] == "127.0.0.1:7233"
     assert launch.env["CHECKPOINT_HOME"] == str(settings.home)
     assert launch.env[PROBE_LOG_ENV] == str(settings.run_dir / PROBE_LOG_NAME)
-    assert user_worker.probe_log_path(settings) == settings.run_dir / PROBE_LOG_NAME
+    assert settings.probe_log == settings.run_dir / PROBE_LOG_NAME
     assert launch.name_for(4242) == f"4242@{socket.gethostname()}"
     # no standby protocol: asked for a spare, it is still an active worker
     assert (launch.role, launch.user_cmd, launch.what) == ("active", True, "the worker command")

@@ -10,18 +10,21 @@ from checkpoint_tui.app.heartbeat import PendingActivity
 from checkpoint_tui.app.lesson import LessonView
 from checkpoint_tui.app.lesson_sides import SideView
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.settings import HOST
+from checkpoint_tui.workloads import AgentLoopWorkload
 
 T0 = 1_795_000_000.0  # a fixed clock
 RUN = "run-20261129-120000-abcd"
 
 
 class FixedSession:
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, workload: Workload | None = None) -> None:
         self.view = view
+        self.workload = workload or AgentLoopWorkload()  # what `n` starts
         self.polls = 0
         self.planned: list = []
         self.inspected: list[tuple[str, int]] = []
@@ -268,7 +271,7 @@ def step_history(steps: int, kill_step: int | None = None, kill_at: float | None
         events.append(HistoryEvent(len(events) + 1, t, name, attrs))
         return len(events)
 
-    add(T0 + 0.9, "WORKFLOW_EXECUTION_STARTED", "AgentLoop attempt=1")
+    add(T0 + 0.9, "WORKFLOW_EXECUTION_STARTED", "AgentLoopWorkload attempt=1")
     for n in range(1, steps + 1):
         t = T0 + n
         for i, name in enumerate(("WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED", "WORKFLOW_TASK_COMPLETED")):

@@ -165,6 +165,12 @@ class Settings:
     def run_dir(self) -> Path:
         return self.home / "run"
 
+    @property
+    def probe_log(self) -> Path:
+        """The effects library's probe log of this home's workers: one JSON line per physical write,
+        read back by the audit (a user's worker is pointed at it through its environment)."""
+        return self.run_dir / PROBE_LOG_NAME
+
     def beat_file(self, pid: int) -> Path:
         """A worker's liveness beat (engine/liveness.py writes it, ops/watchdog.py reads it)."""
         return self.run_dir / f"beat-{pid}"

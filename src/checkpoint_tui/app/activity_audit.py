@@ -98,6 +98,15 @@ class ActivityAudit:
             f"(guarded {len(self.guarded_re_executed)}, model {len(self.model_reruns)}) · {verdict}"
         )
 
+    def summary(self) -> str:
+        return (f"activities={self.completed}/{self.activities} re-executed={len(self.re_executed)} "
+                f"guarded={len(self.guarded_re_executed)} at_risk={len(self.at_risk)} "
+                f"model_reruns={len(self.model_reruns)} never_ran={len(self.never_ran)} lost={self.lost} "
+                f"duplicated={self.duplicated}")  # fmt: skip
+
+    def lines(self) -> list[str]:
+        return audit_lines(self)
+
     def to_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
 

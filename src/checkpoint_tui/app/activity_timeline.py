@@ -12,10 +12,18 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
+from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
 from checkpoint_tui.app.activity_history import ActivityExec, read_activities
+from checkpoint_tui.app.runs import LedgerCall
+from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.app.workflow_runs import record_end
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, StepDetail
 from checkpoint_tui.ledger.rows import StepRow
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.settings import Settings
 
 ACTIVITIES_EVERY_S = 0.5  # history is re-read at most this often (a user's run is short; docs/agents.md)
 STATUS = {"completed": "completed", "running": "running", "failed": "failed", "timed-out": "failed",
@@ -37,17 +45,19 @@ def step_row(a: ActivityExec) -> StepRow:
 
 
 @dataclass
-class ActivityTimeline:
+class ActivityTimeline(Timeline):
+    workflow_type: str | None = None
     framework: str | None = None  # forced (--framework); None: recognised from the activity types
+    strict_models: bool = False  # a model request re-run fails the verdict too
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
     _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run
     _final: set[str] = field(default_factory=set)  # runs whose activities were read after they closed
 
-    async def apply(self, client: Client, view: View, closed: bool) -> list[ActivityExec]:
+    async def apply(self, client: Client, view: View) -> None:
         """The snapshot's step rows and figures from the run's activities; only changed rows after the
-        first. `closed`: the workflow is over (its history is read once more, then never again)."""
+        first. Once the workflow is over its history is read once more, then never again."""
         snap: Snapshot = view.snapshot
-        acts = await self.activities(client, snap.run_id or "", closed)
+        acts = await self.activities(client, snap.run_id or "", snap.final_state is not None)
         if view.run_changed:
             self._rows = {}
         rows = [step_row(a) for a in acts]
@@ -56,8 +66,19 @@ class ActivityTimeline:
         snap.total_steps, snap.completed_steps = len(acts), sum(a.status == "completed" for a in acts)
         snap.resumed_steps, snap.missing_steps = [a.seq for a in acts if a.resumed], []
         snap.partial = not view.run_changed
-        snap.unit = "activity"
-        return acts
+        snap.unit, snap.outbox = "activity", False
+
+    async def completion(self, settings: Settings, client: Client, snap: Snapshot, db: LedgerCall) -> str | None:
+        """The audit's sentence (the one verdict); the run row's end is written then (nothing in a
+        user's worker writes it)."""
+        run_id = snap.run_id or ""
+        acts = await self.activities(client, run_id, True)
+        probes = probe_counts(settings.probe_log)
+        audit = await db(lambda: audit_activities(connect(settings.ledger), run_id, self.workflow_type,
+                                                  snap.workflow_status, acts, probes, self.strict_models))  # fmt: skip
+        if snap.workflow_status:
+            await db(record_end, settings, run_id, snap.workflow_status)
+        return audit.sentence()
 
     async def activities(self, client: Client, run_id: str, closed: bool) -> list[ActivityExec]:
         """At most one read per ACTIVITIES_EVERY_S while the run is live; once it is over, one read
@@ -77,12 +98,15 @@ class ActivityTimeline:
         acts = self._acts[2] if self._acts is not None and self._acts[0] == run_id else []
         return next((a for a in acts if a.seq == seq), None)
 
-    def detail(self, run_id: str, seq: int, effects: list, claims: list) -> StepDetail | None:
+    def detail(self, conn: Ledger, run_id: str, unit: int) -> StepDetail | None:
         """The inspector of one activity: what it is, its input and result as history has them, its
         attempts with their workers, and the effects it claimed through the library."""
-        act = self.find(run_id, seq)
+        act = self.find(run_id, unit)
         if act is None:
             return None
+        claims = [c for c in queries.claim_attempts(conn, run_id) if str(c.step) == act.activity_id]
+        ids = {c.effect_id for c in claims}
+        effects = [e for e in queries.effects(conn, run_id) if e.id in ids]
         row = step_row(act)
         note = f"input {_shown(act.args)}\nresult {_shown(act.result)}"
         attempts = []

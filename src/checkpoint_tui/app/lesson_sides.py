@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from temporalio.client import Client, WorkflowHandle
 
-from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, new_run_id, record_run
+from checkpoint_tui.app.runs import launch, model_label, new_run_id, record_run
 from checkpoint_tui.engine.shared import ALLOW_STEPS_SIGNAL, WORKFLOW_NAME, AgentInput, ModelRef
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_counts, outbox_path
-from checkpoint_tui.ledger.store import connect, finish_run, set_first_execution
+from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import ProcIdentity, identity_after_exec, send_signal_if_ours
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -199,17 +199,9 @@ class DurableSide:
             return self._handle
         if self._client is None:  # the lesson thread's own client: a client is used from the loop it was made on
             self._client = await connect_client(self.settings, self.address)
-        run_id = record_run(self.settings, self.steps, self.pace, (), ModelRef())
+        run_id = record_run(self.settings, self.steps, self.pace, (), model_label(ModelRef()))
         inp = AgentInput(run_id, self.steps, self.pace, ModelRef(), allowed_steps=0)
-        try:
-            handle = await self._client.start_workflow(
-                WORKFLOW_NAME, inp, id=run_id, task_queue=self.settings.task_queue, task_timeout=WORKFLOW_TASK_TIMEOUT
-            )
-        except Exception as err:
-            finish_run(self._conn(), run_id, "failed", f"could not start the workflow: {err}")
-            raise
-        if handle.result_run_id:
-            set_first_execution(self._conn(), run_id, handle.result_run_id)
+        handle = await launch(self.settings, self._client, run_id, WORKFLOW_NAME, [inp])
         self.run_id, self._handle = run_id, handle
         self.log.append(f"started {run_id}, held before step 1")
         return handle

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from checkpoint_tui.app.history import workflow_status
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, WORKFLOW_NAME, AgentInput, ModelRef
-from checkpoint_tui.errors import Unavailable, UsageError
+from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution, transaction
@@ -27,6 +27,8 @@ from checkpoint_tui.settings import Settings, check_model_url
 
 TERMINAL = {"completed", "failed", "cancelled"}
 WAIT_EVERY_S = 0.2
+AGENT_LOOP, WORKFLOW = "agent-loop", "workflow"  # runs.kind: which workload a run is (workloads/)
+ID_DRAWS = 16
 
 
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=2)
@@ -83,21 +85,30 @@ async def start_run(
     model = model or ModelRef(settings.models.url, settings.models.model)
     check_run_shape(steps, pace, fault_plan, model)
     call = ledger_call or _here
-    run_id = await call(record_run, settings, steps, pace, fault_plan, model)
+    run_id = await call(record_run, settings, steps, pace, fault_plan, model_label(model))
+    inp = agent_input(run_id, steps, pace, model, heartbeat_timeout_s, retry_initial_s)
+    await launch(settings, client, run_id, WORKFLOW_NAME, [inp], task_timeout, call)
+    return run_id
+
+
+async def launch(
+    settings: Settings, client: Client, run_id: str, workflow: str, args: Sequence[Any],
+    task_timeout: timedelta | None = None, ledger_call: LedgerCall | None = None,
+) -> WorkflowHandle:  # fmt: skip
+    """Start the recorded run's workflow (its id is the run id) on the home's task queue; the run row
+    says it never started if Temporal refused, else which execution is the chain's first."""
+    call = ledger_call or _here
     try:
         handle = await client.start_workflow(
-            WORKFLOW_NAME,
-            agent_input(run_id, steps, pace, model, heartbeat_timeout_s, retry_initial_s),
-            id=run_id,
-            task_queue=settings.task_queue,
+            workflow, args=list(args), id=run_id, task_queue=settings.task_queue,
             task_timeout=task_timeout or WORKFLOW_TASK_TIMEOUT,
-        )
+        )  # fmt: skip
     except Exception as err:
         await call(_mark_not_started, settings, run_id, err)
         raise
     if handle.result_run_id:
         await call(_mark_started, settings, run_id, handle.result_run_id)
-    return run_id
+    return handle
 
 
 LedgerCall = Callable[..., Awaitable[Any]]
@@ -107,17 +118,28 @@ async def _here(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def record_run(settings: Settings, steps: int, pace: float, fault_plan: Sequence[FaultSpec], model: ModelRef) -> str:
-    provider = f"{model.url} · {model.model or 'first listed model'}" if model.url else OFFLINE
+def model_label(model: ModelRef) -> str:
+    """The provider column of a run of our loop: the model server and model, or the offline provider."""
+    return f"{model.url} · {model.model or 'first listed model'}" if model.url else OFFLINE
+
+
+def record_run(
+    settings: Settings, steps: int, pace: float, fault_plan: Sequence[FaultSpec] = (), provider: str | None = None,
+    kind: str = AGENT_LOOP, workflow_type: str | None = None,
+) -> str:  # fmt: skip
+    """Write a new run's row (and its fault plan) under a fresh run id: the one allocator of every
+    workload. Run ids carry the second and 4 hex digits, so runs started together (`start --runs N`)
+    may draw the same one: the insert is the lock, and a taken id is drawn again."""
     conn = connect(settings.ledger)
-    # Run ids carry the second and 4 hex digits: runs started together (start --runs N) may draw the
-    # same one, so a taken id is drawn again (the primary key still refuses a race with another host).
-    run_id = next((r for r in (new_run_id() for _ in range(16)) if queries.run(conn, r) is None), new_run_id())
-    with transaction(conn):
-        create_run(conn, run_id, steps, pace, provider, settings.task_queue)
-        for fault in fault_plan:
-            add_fault(conn, run_id, fault)
-    return run_id
+    for _ in range(ID_DRAWS):
+        run_id = new_run_id()
+        with transaction(conn):
+            if not create_run(conn, run_id, steps, pace, provider, settings.task_queue, kind, workflow_type):
+                continue
+            for fault in fault_plan:
+                add_fault(conn, run_id, fault)
+        return run_id
+    raise Failed(f"no free run id after {ID_DRAWS} draws (the ledger holds runs named after this very second)")
 
 
 def _mark_started(settings: Settings, run_id: str, execution: str) -> None:

@@ -18,18 +18,16 @@ from typing import TypeVar
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
-from checkpoint_tui.app.activity_timeline import ActivityTimeline
 from checkpoint_tui.app.comparison import Comparison, read_comparison
 from checkpoint_tui.app.heartbeat import PendingActivity, describe_run
 from checkpoint_tui.app.history import HistoryFollower
 from checkpoint_tui.app.lesson import Lesson
-from checkpoint_tui.app.runs import cancel_run, start_run
+from checkpoint_tui.app.runs import cancel_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
+from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
-from checkpoint_tui.app.workflow_runs import is_user_workflow, record_end, workflow_type_of
-from checkpoint_tui.app.workload import AgentLoopWorkload, UserWorkflow, Workload
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import faults, inspect_queries, queries
 from checkpoint_tui.ledger.faults import FaultSpec
@@ -40,7 +38,6 @@ from checkpoint_tui.ops.devserver import DevServer, stop_devserver
 from checkpoint_tui.ops.state import KillReport
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.ops.user_worker import probe_log_path
 from checkpoint_tui.settings import Settings
 
 SINCE_MARGIN_S = 2.0
@@ -54,12 +51,10 @@ T = TypeVar("T")
 
 
 class LabSession:
-    def __init__(self, settings: Settings, workload: Workload | None = None) -> None:
+    def __init__(self, settings: Settings, workload: Workload) -> None:
         self.settings = settings
-        self.workload = workload or AgentLoopWorkload()  # what `n` starts
-        framework = workload.framework if isinstance(workload, UserWorkflow) else None
-        self._timeline = ActivityTimeline(framework)  # the viewed run's activities, when it is a user's workflow
-        self._user_runs: dict[str, bool] = {}
+        self.workload = workload  # what `n` starts; a recorded run is read as the workload its row names
+        self._timelines: dict[str, Timeline] = {}  # each viewed run's, as its own workload reads it
         self.address = ""
         self.server: DevServer | None = None
         self.client: Client | None = None
@@ -102,36 +97,23 @@ class LabSession:
     async def poll(self) -> View:
         """One View. The first poll of a run carries all its rows; later ones only rows written since
         the previous poll began (minus a margin for writes committed just after they were stamped).
-        A run of a user's workflow has its timeline and its completion from history and its audit."""
-        user = self.run_id is not None and await self._is_user_run(self.run_id)  # before: _completion_of skips it
+        The run's workload fills in what it reads elsewhere (a user's workflow: its activities from
+        history) and, once the run is over, its completion sentence."""
         view = await self._poll_lab()
         run_id = view.snapshot.run_id
-        if run_id is not None and self.client is not None and user and await self._is_user_run(run_id):
-            closed = view.snapshot.final_state is not None
-            acts = await self._timeline.apply(self.client, view, closed)
-            view.completion = await self._user_completion(view.snapshot, acts) if closed else None
+        if run_id is not None and self.client is not None:
+            timeline = await self._timeline(run_id)
+            await timeline.apply(self.client, view)
+            view.completion = await self._completion_of(run_id, view.snapshot, timeline)
         return view
 
-    async def _is_user_run(self, run_id: str) -> bool:
-        if run_id not in self._user_runs:
+    async def _timeline(self, run_id: str) -> Timeline:
+        """The run's timeline, made once per run by the workload its row names."""
+        if run_id not in self._timelines:
             row = await self._db(lambda: queries.run(connect(self.settings.ledger), run_id))
-            self._user_runs[run_id] = row is not None and is_user_workflow(row.provider)
-        return self._user_runs[run_id]
-
-    async def _user_completion(self, snap: Snapshot, acts: list) -> str | None:
-        """The audit's sentence, once per run (a closed workflow's history no longer changes); the run
-        row's end is written then (nothing in a user's worker writes it)."""
-        run_id = snap.run_id or ""
-        if run_id not in self._completion:
-            workflow = workflow_type_of((await self._db(lambda: queries.run(connect(self.settings.ledger), run_id)))
-                                        .provider)  # type: ignore[union-attr]  # fmt: skip
-            probes = probe_counts(probe_log_path(self.settings))
-            audit = await self._db(lambda: audit_activities(connect(self.settings.ledger), run_id, workflow,
-                                                            snap.workflow_status, acts, probes))  # fmt: skip
-            self._completion[run_id] = audit.sentence() or ""
-            if snap.workflow_status:
-                await self._db(record_end, self.settings, run_id, snap.workflow_status)
-        return self._completion[run_id]
+            workload = self.workload.of_run(row) if row is not None else self.workload
+            self._timelines[run_id] = workload.timeline()
+        return self._timelines[run_id]
 
     async def _poll_lab(self) -> View:
         run_id = self.run_id
@@ -160,7 +142,6 @@ class LabSession:
             history = self._history.drain()
             stats.temporal += self._history.requests - self._history_requests
             self._history_requests = self._history.requests
-        completion = await self._completion_of(run_id, snap)
         status = self.supervisor.status if self.supervisor else None
         return View(
             snapshot=snap, history=history, run_changed=reset, address=self.address,
@@ -170,35 +151,24 @@ class LabSession:
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
-            completion=completion, kills=kills, pending=pending, quiet=not (changed or history or kills or reset),
+            kills=kills, pending=pending, quiet=not (changed or history or kills or reset),
         )  # fmt: skip
 
-    async def _completion_of(self, run_id: str | None, snap: Snapshot) -> str | None:
-        """The completion sentence, computed once when the run's status turns terminal: the figures of
-        that poll, and the worker processes that completed a step counted by one query."""
-        if run_id is None or snap.final_state is None or self._user_runs.get(run_id):
-            return None  # a user's workflow: its audit's sentence (poll)
+    async def _completion_of(self, run_id: str, snap: Snapshot, timeline: Timeline) -> str | None:
+        """The completion sentence, asked of the run's timeline once, when its status turns terminal
+        (a finished run's never changes)."""
+        if snap.final_state is None or self.client is None:
+            return None
         if run_id not in self._completion:
-            finishers = await self._db(lambda: inspect_queries.finisher_count(connect(self.settings.ledger), run_id))
-            sentence = snap.completion_sentence(finishers)
+            sentence = await timeline.completion(self.settings, self.client, snap, self._db)
             if sentence is not None:
                 self._completion[run_id] = sentence
         return self._completion.get(run_id)
 
     async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
         """One step (or a user's activity) in full (the inspector), read on the ledger thread."""
-        if await self._is_user_run(run_id):
-            return await self._db(self._activity_detail, run_id, step)
-        return await self._db(lambda: inspect_queries.step_detail(connect(self.settings.ledger), run_id, step))
-
-    def _activity_detail(self, run_id: str, seq: int) -> StepDetail | None:
-        conn = connect(self.settings.ledger)
-        act = self._timeline.find(run_id, seq)
-        if act is None or not act.activity_id.isdigit():
-            return self._timeline.detail(run_id, seq, [], [])
-        claims = [c for c in queries.claim_attempts(conn, run_id) if c.step == int(act.activity_id)]
-        ids = {c.effect_id for c in claims}
-        return self._timeline.detail(run_id, seq, [e for e in queries.effects(conn, run_id) if e.id in ids], claims)
+        timeline = await self._timeline(run_id)
+        return await self._db(lambda: timeline.detail(connect(self.settings.ledger), run_id, step))
 
     def _read(
         self, run_id: str | None, since: float | None, reset: bool, stats: TickStats
@@ -280,13 +250,12 @@ class LabSession:
         return status, pending if live else None
 
     async def new_run(self, steps: int, pace: float) -> str:
-        """`n`: our loop with these steps and pace, or the user's workflow the app was opened with."""
+        """`n`: the workload the app was opened with, shaped by the dialog (our loop: steps, pace and the
+        faults planned for the next run)."""
         assert self.client is not None
-        if isinstance(self.workload, UserWorkflow):
-            self.run_id = await self.workload.start(self.settings, self.client)
-            return self.run_id
         planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
-        self.run_id = await start_run(self.settings, self.client, steps, pace, planned, ledger_call=self._db)
+        workload = self.workload.shaped(steps, pace, planned)
+        self.run_id = await workload.start(self.settings, self.client, ledger_call=self._db)
         await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
         return self.run_id
 

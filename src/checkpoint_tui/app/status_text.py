@@ -1,9 +1,15 @@
-"""`checkpoint-tui status` as text: one line per figure, every figure from the Snapshot."""
+"""`checkpoint-tui status` as text, one line per figure: a run of our loop from its Snapshot; a run of a
+user's workflow from its Snapshot (the library's effects), its activities from history and its audit."""
 
 from __future__ import annotations
 
+from checkpoint_tui.app.activity_audit import ActivityAudit
+from checkpoint_tui.app.activity_history import ActivityExec
 from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.settings import Settings
+
+SHOWN_ACTIVITIES = 20  # the newest activities listed (all of them in --json)
 
 
 def no_runs(settings: Settings) -> str:
@@ -32,3 +38,35 @@ def format_status(snap: Snapshot) -> str:
     if sentence:
         lines.append(f"result         {sentence}")
     return "\n".join(lines)
+
+
+def activity_status(
+    row: RunRow, snap: Snapshot, wf_status: str | None, acts: list[ActivityExec] | None, audit: ActivityAudit
+) -> tuple[dict, str]:
+    """(the --json document, the text) of a run of a user's workflow; its verdict is the audit's.
+    `acts` None: Temporal could not be reached."""
+    doc = {
+        **snap.status_json(),
+        "workflow_type": row.workflow_type,
+        "task_queue": row.task_queue,
+        "activities": None if acts is None else [a.to_dict() for a in acts],
+        "audit": audit.to_dict(),
+        "completion": audit.sentence() if acts is not None else None,
+    }
+    lines = [
+        f"run       {row.run_id} · workflow {row.workflow_type} (your worker) · task queue {row.task_queue}",
+        f"temporal  {wf_status or 'unreachable or unknown'} · ledger {row.status}"
+        + (f" · {row.error}" if row.error else ""),
+    ]
+    if acts is None:
+        lines.append("activities: unknown (Temporal could not be reached; status never starts a server)")
+    else:
+        for a in acts[-SHOWN_ACTIVITIES:]:
+            took = "" if a.duration_s is None else f" {a.duration_s:.2f}s"
+            mark = " ⚑ resumed here" if a.resumed else ""
+            lines.append(f"  #{a.seq:<4} {a.label:<40} {a.status:<10} attempt {a.attempt} "
+                         f"{a.identity or '-'}{took}{mark}")  # fmt: skip
+    lines += audit.lines()
+    if acts is not None and (sentence := audit.sentence()):
+        lines.append(sentence)
+    return doc, "\n".join(lines)

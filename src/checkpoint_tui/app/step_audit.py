@@ -1,6 +1,6 @@
-"""Jepsen-style counts for a run, computed only from durable data: the ledger (SQLite), the artifact
-files and the workflow status in Temporal. Used by `chaos`; any lost, duplicated or missing step is a
-failure."""
+"""The audit of a run of our own loop (an `Audit`, app/audit.py): Jepsen-style counts computed only from
+durable data, the ledger, the artifact files and the workflow status in Temporal. Any lost, duplicated
+or missing step is a failure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from checkpoint_tui.settings import Settings
 
 
 @dataclass
-class Audit:
+class StepAudit:
     run_id: str
     workflow_status: str | None
     total_steps: int
@@ -34,16 +34,42 @@ class Audit:
     def ok(self) -> bool:
         return self.workflow_status == "COMPLETED" and self.lost == 0 and self.duplicated == 0 and not self.step_gaps
 
+    def sentence(self) -> str | None:
+        if self.workflow_status in (None, "RUNNING"):
+            return None
+        state = {"COMPLETED": "completed", "CANCELED": "cancelled"}.get(self.workflow_status, "failed")
+        done = self.total_steps - len(self.step_gaps)
+        verdict = "nothing lost or duplicated" if self.ok else "NOT exactly once"
+        if self.lost or self.duplicated:
+            verdict += f" (lost {self.lost}, duplicated {self.duplicated})"
+        elif self.step_gaps:
+            verdict += f" (steps missing: {self.step_gaps[:10]})"
+        return f"run {state} — {done} of {self.total_steps} steps, claims attempted {self.claims_attempted} · {verdict}"
+
+    def summary(self) -> str:
+        return (f"steps={self.total_steps - len(self.step_gaps)}/{self.total_steps} claims={self.claims_attempted} "
+                f"applied={self.applied} skipped={self.skipped} recovered={self.recovered} "
+                f"interrupted={self.interrupted} lost={self.lost} duplicated={self.duplicated}")  # fmt: skip
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"workflow {self.workflow_status} · steps {self.total_steps - len(self.step_gaps)}/{self.total_steps}",
+            f"claims attempted {self.claims_attempted} · applied {self.applied} · skipped {self.skipped} · "
+            f"recovered {self.recovered} · interrupted {self.interrupted}",
+            f"LOST {self.lost} · DUPLICATED {self.duplicated} · step gaps {self.step_gaps}",
+        ]
+        return lines + [f"  {detail}" for detail in (self.lost_detail + self.duplicated_detail)[:10]]
+
     def to_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
 
 
-def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> Audit:
+def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> StepAudit:
     """`snap` (a full build_snapshot) supplies the claim outcomes, the gaps and the duplicate ids;
     this adds the checks of every expected effect against the ledger, the files and the outbox."""
     run_id = snap.run_id or ""
     c = snap.outcome_counts
-    a = Audit(
+    a = StepAudit(
         run_id, snap.workflow_status, snap.total_steps, claims_attempted=sum(c.values()),
         applied=c.get("applied", 0), skipped=c.get("skipped", 0), recovered=c.get("recovered", 0),
         interrupted=c.get("interrupted", 0), step_gaps=list(snap.missing_steps),

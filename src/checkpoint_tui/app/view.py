@@ -62,6 +62,7 @@ class Snapshot:
     partial: bool = False  # steps/effects hold only rows changed since the previous build
     truncated_steps: list[int] = field(default_factory=list)  # of `steps`: the model's answer was cut
     unit: str = "step"  # what a row of `steps` is: our loop's step, or a user workflow's activity (app/workload.py)
+    outbox: bool = True  # the run's emails go to our outbox file (a user's workflow writes its own outputs)
 
     @property
     def units(self) -> str:

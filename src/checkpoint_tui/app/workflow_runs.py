@@ -1,7 +1,7 @@
 """Runs of a user's own workflow (`--worker-cmd` with `--workflow TYPE --input JSON`): the lab picks the
-workflow id, writes a `runs` row marked `workflow:TYPE` (so `status RUN`, `replay`'s listing and the app
-find it) before the workflow starts, and writes the row's end once Temporal says the workflow closed
-(nothing in a user's worker writes our runs table)."""
+workflow id, writes a `runs` row of kind `workflow` naming the type (so `status RUN`, `replay`'s listing
+and the app find it) before the workflow starts, and writes the row's end once Temporal says the
+workflow closed (nothing in a user's worker writes our runs table)."""
 
 from __future__ import annotations
 
@@ -17,32 +17,19 @@ from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.history import workflow_status
-from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, new_run_id
+from checkpoint_tui.app.runs import WORKFLOW, launch, record_run
 from checkpoint_tui.app.view import FINAL_STATES
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import check_json_value
 from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution
+from checkpoint_tui.ledger.store import connect, finish_run
 from checkpoint_tui.settings import Settings
 
-WORKFLOW_PROVIDER = "workflow:"  # runs.provider of a run of a user's workflow: workflow:<workflow type>
-# Ledgers written before the prefix had its name mark such runs `foreign:<type>`: still read as theirs.
-PROVIDER_PREFIXES = (WORKFLOW_PROVIDER, "foreign:")
 MAX_INPUT_BYTES = 64 * 1024
 WORKFLOW_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 WAIT_EVERY_S = 0.2
 NO_INPUT = object()  # --input not given: the workflow starts with no argument
 PROGRESS_EVERY_S = 1.0
-
-
-def is_user_workflow(provider: str | None) -> bool:
-    return bool(provider) and provider.startswith(PROVIDER_PREFIXES)  # type: ignore[union-attr]
-
-
-def workflow_type_of(provider: str | None) -> str | None:
-    if not is_user_workflow(provider):
-        return None
-    return provider.split(":", 1)[1]  # type: ignore[union-attr]
 
 
 def check_workflow_type(text: str) -> str:
@@ -76,19 +63,8 @@ def parse_input(text: str) -> Any:
 async def start_workflow_run(settings: Settings, client: Client, workflow: str, arg: Any) -> str:
     """Write the run row, then start the workflow on the lab's task queue; returns the workflow id."""
     check_workflow_type(workflow)
-    run_id = new_run_id()
-    conn = connect(settings.ledger)
-    create_run(conn, run_id, 0, 0.0, f"{WORKFLOW_PROVIDER}{workflow}", settings.task_queue)
-    try:
-        handle = await client.start_workflow(
-            workflow, args=[] if arg is NO_INPUT else [arg], id=run_id, task_queue=settings.task_queue,
-            task_timeout=WORKFLOW_TASK_TIMEOUT,
-        )  # fmt: skip
-    except Exception as err:
-        finish_run(conn, run_id, "failed", f"could not start the workflow: {str(err).splitlines()[0][:200]}")
-        raise
-    if handle.result_run_id:
-        set_first_execution(conn, run_id, handle.result_run_id)
+    run_id = record_run(settings, 0, 0.0, kind=WORKFLOW, workflow_type=workflow)
+    await launch(settings, client, run_id, workflow, [] if arg is NO_INPUT else [arg])
     return run_id
 
 

@@ -1,118 +1,109 @@
-"""The seam between the lab and what it runs. A workload says how a run starts and ends, what its units
-of work are (our loop's steps, or a workflow's activities), and how a unit is named on screen. chaos,
---verify, the audit, `status` and the app take one and never ask which kind it is beyond `kind`.
+"""The seam between the lab and what it runs: a `Workload` answers every question the app, `start`,
+`status` and `doctor` ask of a run, so none of them asks which kind of workload it is. The proving
+tools add two more answers (its chaos target, its --verify scenarios) in workloads/base.py, where
+the two workloads live:
 
-- `AgentLoopWorkload`: checkpoint-tui's own agent loop; its steps and effects are ledger rows.
-- `UserWorkflow`: any Temporal workflow on a user's worker (`--worker-cmd`); its activities are read
-  from history, its effects (through the effects library) from the ledger. An agent framework on
-  Temporal (pydantic-ai's durability, the OpenAI Agents SDK's plugin) is a user workflow whose
-  activities its adapter classifies (app/frameworks/), recognised from the activity types or forced
-  with `framework`.
+- `AgentLoop` (workloads/agent_loop.py): checkpoint-tui's own agent loop, the tutorial workload; its
+  steps and effects are ledger rows its worker writes.
+- `UserWorkflow` (workloads/user_workflow.py): any Temporal workflow on a user's worker (`--worker-cmd`),
+  agent frameworks included; its activities are read from history, its effects (through the effects
+  library) from the ledger.
+
+A run's workload is a column of its row (`runs.kind`), so a recorded run is read back as what it is
+(`of_run`), whichever workload the command was given.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_history import ActivityExec, read_activities
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run, workflow_type_of
+from checkpoint_tui.app.audit import Audit
+from checkpoint_tui.app.runs import LedgerCall
+from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunRow
-from checkpoint_tui.ops.user_worker import wait_polling
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import Settings
 
-POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
+
+@dataclass(frozen=True)
+class StatusReport:
+    """`status RUN`: the --json document and the text, both from durable data and Temporal."""
+
+    doc: dict
+    text: str
 
 
-class Workload:
+class Workload(ABC):
     """What every workload answers; see the module docstring."""
 
-    kind: ClassVar[str]
-    unit: ClassVar[str]  # "step" | "activity": the word for one unit of work, on screen and in reports
+    kind: ClassVar[str]  # the runs.kind of its runs: "agent-loop" | "workflow"
+    unit: ClassVar[str]  # the word for one unit of work, on screen and in reports: "step" | "activity"
+    units: ClassVar[str]  # its plural
+    asks_shape: ClassVar[bool] = False  # the app's `n` asks steps and pace before it starts a run
+    # Its workers outlive a chaos run (the next round's supervisor adopts them; `stop` ends them). A
+    # user's worker command is stopped with the chaos that started it: nothing of theirs is left behind.
+    keeps_workers: ClassVar[bool] = False
 
+    @abstractmethod
     def title(self) -> str:
-        raise NotImplementedError
+        """What a run of it is, in a few words (`AgentLoop · 30 steps`, `SendLines (pydantic-ai)`)."""
 
-    async def start(self, settings: Settings, client: Client) -> str:
-        """Write the run row, start the workflow; returns the run id (= the workflow id)."""
-        raise NotImplementedError
+    def shaped(self, steps: int, pace: float, faults: Sequence[FaultSpec] = ()) -> Workload:
+        """The workload with the shape the app's `n` dialog picked and the faults planned for the next
+        run (a workload that asks for no shape is its own)."""
+        return self
 
+    @abstractmethod
+    def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """(global flags, `start` flags) of a `checkpoint-tui` child process that starts a run of it
+        (beyond --home and what travels in the environment)."""
+
+    def measured(self) -> Workload:
+        """The workload `doctor --measure` kills under (ours thinks long enough to be hit)."""
+        return self
+
+    @abstractmethod
+    async def start(self, settings: Settings, client: Client, ledger_call: LedgerCall | None = None) -> str:
+        """Write the run row, start the workflow; returns the run id (= the workflow id). `ledger_call`
+        runs the ledger writes elsewhere (the app's ledger thread)."""
+
+    @abstractmethod
     async def wait(
         self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
     ) -> str | None:
-        """Until the workflow closes (or `timeout`): Temporal's status."""
-        raise NotImplementedError
+        """Until the workflow closes (or `timeout`): Temporal's status; the run row's end is written."""
 
-    async def ready(self, settings: Settings, client: Client, worker: WorkerProc | None) -> None:
-        """Before a run starts: the worker can take it (ours registers before it is recorded)."""
+    @abstractmethod
+    async def ready(
+        self, settings: Settings, client: Client, worker: WorkerProc | None, connected: bool = False
+    ) -> float | None:
+        """Before a run starts: the worker can take it (a worker that cannot start is one line, exit 3);
+        with `connected`, until it is polling (failover is measured from there). The seconds it took."""
 
+    @abstractmethod
+    def of_run(self, row: RunRow) -> Workload:
+        """The workload a recorded run of this home is, as this one reads it (its kind is the row's)."""
 
-@dataclass(frozen=True)
-class AgentLoopWorkload(Workload):
-    steps: int = 30
-    pace: float = 1.0
-    faults: Sequence[FaultSpec] = field(default_factory=tuple)
-    kind: ClassVar[str] = "agent-loop"
-    unit: ClassVar[str] = "step"
+    @abstractmethod
+    def timeline(self) -> Timeline:
+        """How the app reads one of its runs: the timeline's rows, the completion sentence, the inspector."""
 
-    def title(self) -> str:
-        return f"AgentLoop · {self.steps} steps"
+    @abstractmethod
+    async def audit(self, settings: Settings, client: Client | None, run_id: str, status: str | None) -> Audit:
+        """The run judged from durable data (the ledger, the artifact files, Temporal's history): the one
+        verdict `status`, the app and chaos show. `client` None: Temporal cannot be reached."""
 
-    async def start(self, settings: Settings, client: Client) -> str:
-        return await start_run(settings, client, self.steps, self.pace, list(self.faults))
+    @abstractmethod
+    async def status(self, settings: Settings, client: Client | None, row: RunRow, status: str | None) -> StatusReport:
+        """`status RUN`; `client` None: Temporal cannot be reached (status never starts a server)."""
 
-    async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
-    ) -> str | None:
-        return await wait_for_run(settings, client, run_id, progress=progress, timeout=timeout)
-
-
-@dataclass(frozen=True)
-class UserWorkflow(Workload):
-    workflow: str
-    arg: Any = NO_INPUT
-    framework: str | None = None  # forced (--framework); None: recognised from the activity types
-    kind: ClassVar[str] = "workflow"
-    unit: ClassVar[str] = "activity"
-
-    def title(self) -> str:
-        return f"{self.workflow}" + (f" ({self.framework})" if self.framework else "")
-
-    async def start(self, settings: Settings, client: Client) -> str:
-        return await start_workflow_run(settings, client, self.workflow, self.arg)
-
-    async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
-    ) -> str | None:
-        return await wait_workflow_run(settings, client, run_id, progress=progress, timeout=timeout)
-
-    async def ready(self, settings: Settings, client: Client, worker: WorkerProc | None) -> None:
-        """A user's command that cannot start, or polls elsewhere, is one line (exit 3) now, not a
-        run that never moves."""
-        if worker is not None:
-            await wait_polling(client, settings, worker, timeout=POLLING_WAIT_S)
-
-    async def units(self, client: Client, run_id: str) -> list[ActivityExec]:
-        """The run's activities in scheduling order, classified, open ones with their pending state."""
-        return await read_activities(client, run_id, framework=self.framework)
-
-
-def user_workload(session: object) -> UserWorkflow | None:
-    """The user workflow a session (the app's) runs with `n`, or None for our own loop."""
-    workload = getattr(session, "workload", None)
-    return workload if isinstance(workload, UserWorkflow) else None
-
-
-def workload_of(row: RunRow | None, framework: str | None = None) -> Workload:
-    """The workload a recorded run belongs to (a row of a user's workflow names its type)."""
-    workflow = workflow_type_of(row.provider) if row is not None else None
-    if workflow is not None:
-        return UserWorkflow(workflow, framework=framework)
-    steps = row.total_steps if row is not None else 30
-    return AgentLoopWorkload(steps, row.pace if row is not None and row.pace is not None else 1.0)
+    def replay_note(self) -> str | None:
+        """None if `replay` replays its histories on checkpoint-tui's own workflow code, else why not and
+        what replays them instead."""
+        return None

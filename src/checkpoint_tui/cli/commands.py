@@ -1,5 +1,6 @@
-"""One function per command. Each takes the parsed arguments and the settings, validates what the
-parser could not, and only then starts anything."""
+"""One function per command. Each takes the parsed arguments, the settings and the invocation's one
+workload (cli/workload_flags.py builds it: our loop, or a user's workflow), validates what the parser
+could not, and only then starts anything. No command asks which workload it runs."""
 
 from __future__ import annotations
 
@@ -13,35 +14,33 @@ from typing import TYPE_CHECKING
 
 from temporalio.service import RPCError
 
-from checkpoint_tui.cli import user_workflow
+from checkpoint_tui.cli import workload_flags
 from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.app.workload import Workload
+    from temporalio.client import Client
+
+    from checkpoint_tui.workloads import Adapter
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
-DEFAULT_CHAOS_STEPS = 30
 
 
 def dispatch(args: argparse.Namespace) -> int:
     if (args.verify_junit or args.verify_proof) and not args.verify:
         raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
-    user_workflow.check_pairing(args, bool(args.worker_cmd))
-    settings = user_workflow.with_worker_cmd(args, settings_from(args))
+    workload_flags.check_pairing(args, bool(args.worker_cmd))
+    workload = workload_flags.build_workload(args)
+    settings = workload_flags.with_worker_cmd(args, settings_from(args))
     if args.command not in QUEUELESS and not args.verify:
         from checkpoint_tui.ledger.store import with_shared_queue
 
         settings = with_shared_queue(settings)
     if args.verify:
-        return user_workflow.verify(args, settings) if settings.user_worker else verify(args, settings)
-    if settings.user_worker and args.command in ("start", "chaos"):
-        return user_workflow.start(args, settings) if args.command == "start" else user_workflow.chaos(args, settings)
+        return verify(args, settings, workload)
     func = getattr(args, "func", None)
-    if func is None:
-        return tui(args, settings)
-    return func(args, settings)
+    return tui(args, settings, workload) if func is None else func(args, settings, workload)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -52,19 +51,19 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )  # fmt: skip
 
 
-def tui(args: argparse.Namespace, settings: Settings) -> int:
-    if settings.user_worker:  # the app on a user's own worker: the timeline is its workflow's activities
-        return user_workflow.tui(args, settings)
+def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+    """The app; `n` starts the workload (a user's: the --workflow / --input given before any command)."""
     from checkpoint_tui.tui.app import run_app
 
-    return run_app(settings, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
+    return run_app(settings, workload, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
 
 
-def verify(args: argparse.Namespace, settings: Settings) -> int:
+def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.verify.harness import run_verify
 
     outputs = proof_outputs(args.verify_junit, args.verify_proof)
-    return asyncio.run(run_verify(settings, Path(args.json_path) if args.json_path else None, outputs))
+    json_path = Path(args.json_path) if args.json_path else None
+    return asyncio.run(run_verify(settings, workload, workload.verify_plan(), json_path, outputs))
 
 
 def proof_outputs(junit: Path | None, bundle: Path | None):
@@ -80,16 +79,14 @@ def proof_outputs(junit: Path | None, bundle: Path | None):
     return ProofOutputs(junit, bundle, screenshot)
 
 
-def start(args: argparse.Namespace, settings: Settings) -> int:
+def start(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.app.runs import check_run_shape
-    from checkpoint_tui.app.workload import AgentLoopWorkload
 
     check_run_shape(args.steps, args.pace, args.fault)  # before the dev server or a worker starts
-    workload = AgentLoopWorkload(args.steps, args.pace, args.fault)
     return asyncio.run(start_workload(settings, workload, args.wait, args.runs))
 
 
-async def start_workload(settings: Settings, workload: Workload, wait: bool, runs: int = 1) -> int:
+async def start_workload(settings: Settings, workload: Adapter, wait: bool, runs: int = 1) -> int:
     """`start` of any workload: the worker (adopted or spawned, detached), `runs` runs of it at once
     (one run id per line); with `wait`, supervise them to their end (exit 0 only if every one COMPLETED)."""
     from checkpoint_tui.ops.supervisor import Supervisor
@@ -134,8 +131,10 @@ def _print_ends(settings: Settings, run_ids: list[str], statuses: list[str | Non
     print(f"{done}/{len(run_ids)} runs COMPLETED", file=sys.stderr, flush=True)
 
 
-def status(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.cli.status_text import format_status, no_runs
+def status(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+    """One run (the latest by default) as its own workload reads it: from the ledger, and from Temporal
+    when a server is reachable (status never starts one)."""
+    from checkpoint_tui.app.status_text import no_runs
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import connect
 
@@ -148,27 +147,29 @@ def status(args: argparse.Namespace, settings: Settings) -> int:
             return Exit.OK
     elif not settings.ledger_exists:
         raise UsageError(f"no run {run_id!r}: {settings.home} has no ledger yet")
-    if (code := user_workflow.status(settings, run_id, args.as_json, args.framework)) is not None:
-        return code  # a run of a user's workflow: its activities from history, the library's effects
-    snap = asyncio.run(_status_snapshot(settings, run_id))
-    print(json.dumps(snap.status_json(), indent=2, sort_keys=True) if args.as_json else format_status(snap))
+    row = queries.run(connect(settings.ledger), run_id)
+    if row is None:
+        raise UsageError(f"no run {run_id!r} in {settings.ledger_label}")
+    report = asyncio.run(_status(settings, workload.of_run(row), row))
+    print(json.dumps(report.doc, indent=2, sort_keys=True) if args.as_json else report.text)
     return Exit.OK
 
 
-async def _status_snapshot(settings: Settings, run_id: str):
-    from checkpoint_tui.app.snapshot import UnknownRun, build_snapshot
-    from checkpoint_tui.ledger.store import connect
-
-    wf_status = await _peek_workflow_status(settings, run_id)
-    try:
-        return build_snapshot(connect(settings.ledger), settings, run_id, wf_status)
-    except UnknownRun as err:
-        raise UsageError(str(err)) from None
-
-
-async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
-    """Temporal's view if a server is reachable; status never starts a dev server."""
+async def _status(settings: Settings, workload, row):
     from checkpoint_tui.app.history import workflow_status
+
+    client = await peek_client(settings)
+    wf_status = None
+    if client is not None:
+        try:
+            wf_status = await workflow_status(client, row.run_id)
+        except RPCError:  # gone since: as unreachable
+            client = None
+    return await workload.status(settings, client, row, wf_status)
+
+
+async def peek_client(settings: Settings) -> Client | None:
+    """A client of this home's Temporal if one is reachable now, else None: status never starts a dev server."""
     from checkpoint_tui.errors import CheckpointError
     from checkpoint_tui.ops import devserver
     from checkpoint_tui.ops.temporal import connect_client
@@ -181,13 +182,12 @@ async def _peek_workflow_status(settings: Settings, run_id: str) -> str | None:
     else:
         address = settings.temporal_address or ""
     try:
-        client = await connect_client(settings, address, timeout=3.0)
-        return await workflow_status(client, run_id)
+        return await connect_client(settings, address, timeout=3.0)
     except (CheckpointError, RPCError):
         return None
 
 
-def stop(args: argparse.Namespace, settings: Settings) -> int:
+def stop(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
     from checkpoint_tui.ops.modelserver import stop_model_server
 
@@ -213,7 +213,7 @@ def stop(args: argparse.Namespace, settings: Settings) -> int:
     return Exit.OK
 
 
-def supervise(args: argparse.Namespace, settings: Settings) -> int:
+def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server).
     `--bound-to PID` (chaos's own): the kernel SIGTERMs it when that process dies."""
     if args.bound_to is not None:
@@ -223,7 +223,7 @@ def supervise(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_supervise(settings, pool=False))
 
 
-def pool(args: argparse.Namespace, settings: Settings) -> int:
+def pool(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     """One host's pool of --workers N on a shared cluster and ledger, until SIGTERM/SIGINT."""
     return asyncio.run(_supervise(settings, pool=True))
 
@@ -259,54 +259,67 @@ async def _supervise(settings: Settings, pool: bool) -> int:
     return Exit.OK
 
 
-def chaos(args: argparse.Namespace, settings: Settings) -> int:
+def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.chaos.engine import chaos_command
-    from checkpoint_tui.proof.chaos.schedule import load_schedule, make_schedule, save_schedule
+    from checkpoint_tui.proof.chaos.schedule import save_schedule
+    from checkpoint_tui.workloads import Counts
 
-    if args.steps is None:
-        args.steps = DEFAULT_CHAOS_STEPS
-    if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
-        raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
-    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
-        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
+    _check_chaos_flags(args, workload)
     max_kills = until_covered_bound(args)  # flags that cannot go together, even when only saving
-    if max_kills is not None and (args.chaos_shrink is not None or args.runs > 1):
-        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
-    for given in (args.chaos_schedule, args.chaos_shrink):
-        if given is not None:
-            load_schedule(given, args.steps)  # a file that cannot be read or run is a usage error
-    events: list = []
-    if args.chaos_schedule is None and args.chaos_shrink is None:
-        events = make_schedule(args.seed, args.steps, args.kills, args.pauses, args.partitions, args.resets,
-                               args.activity_pauses, args.activity_resets)  # cannot work: exit 2
+    seed = args.seed
+    if args.chaos_schedule is not None:  # a file that cannot be read or run is a usage error
+        events, steps, file_seed = workload.chaos_file(args.chaos_schedule)
+        seed = file_seed if file_seed is not None else seed
+    elif args.chaos_shrink is not None:
+        events, steps, _ = workload.chaos_file(args.chaos_shrink)
+    else:
+        counts = Counts(args.kills, args.pauses, args.partitions, args.resets, args.activity_pauses,
+                        args.activity_resets)  # fmt: skip
+        events, steps = workload.chaos_schedule(seed, counts)  # one that cannot work: exit 2
         if args.chaos_save is not None:
-            save_schedule(args.chaos_save, events, args.steps, args.seed)
-            print(f"wrote {args.chaos_save} ({len(events)} events; run it with chaos --schedule {args.chaos_save})")
+            save_schedule(args.chaos_save, events, steps, seed)
+            print(f"wrote {args.chaos_save} ({len(events)} events over {steps} {workload.units}; run it with "
+                  f"chaos --schedule {args.chaos_save})")  # fmt: skip
             return Exit.OK
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 
-        return asyncio.run(shrink_command(settings, args.chaos_shrink, args.steps))
+        return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), args.steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
-    seed, steps = args.seed, args.steps
+    target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
+    return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed),
+                                     json_out, outputs, runs=args.runs, max_kills=max_kills))  # fmt: skip
+
+
+def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
+    if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
+        raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
+    if not workload.shrinkable and args.chaos_shrink is not None:
+        raise UsageError(f"--shrink reruns schedules of checkpoint-tui's own loop, not of {workload.title()}")
+    if args.chaos_proof is not None and workload.replay_note() is not None:
+        raise UsageError("--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit")
+    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
+        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
+    if until_covered_bound(args) is not None and (args.chaos_shrink is not None or args.runs > 1):
+        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
+
+
+def chaos_line(args: argparse.Namespace, workload: Adapter, seed: int) -> str:
+    """The command that runs this chaos again (a report's and a bundle's first line)."""
+    user = "--worker-cmd ... " if args.worker_cmd else ""
+    line = f"checkpoint-tui {user}chaos {' '.join(workload.flags())}"
     if args.chaos_schedule is not None:
-        events, steps, file_seed = load_schedule(args.chaos_schedule, args.steps)
-        seed = file_seed if file_seed is not None else seed
-        command = f"checkpoint-tui chaos --schedule {args.chaos_schedule}"
+        line += f" --schedule {args.chaos_schedule}"
     else:
-        command = f"checkpoint-tui chaos --seed {seed} --steps {steps} --kills {args.kills}"
-        command += f" --pauses {args.pauses}" if args.pauses else ""
-        command += f" --partitions {args.partitions}" if args.partitions else ""
-        command += f" --resets {args.resets}" if args.resets else ""
-        command += f" --activity-pauses {args.activity_pauses}" if args.activity_pauses else ""
-        command += f" --activity-resets {args.activity_resets}" if args.activity_resets else ""
-    command += f" --runs {args.runs}" if args.runs > 1 else ""
-    command += " --until-covered" if args.until_covered else ""
-    return asyncio.run(chaos_command(settings, seed, steps, events, command, json_out, outputs, runs=args.runs,
-                                     max_kills=max_kills))  # fmt: skip
+        line += f" --seed {seed} --kills {args.kills}"
+        for flag in ("pauses", "partitions", "resets", "activity_pauses", "activity_resets"):
+            line += f" --{flag.replace('_', '-')} {getattr(args, flag)}" if getattr(args, flag) else ""
+    line += f" --aim {args.aim}" if args.aim != "any" else ""
+    line += f" --runs {args.runs}" if args.runs > 1 else ""
+    return line + (" --until-covered" if args.until_covered else "")
 
 
 def until_covered_bound(args: argparse.Namespace) -> int | None:
@@ -320,15 +333,15 @@ def until_covered_bound(args: argparse.Namespace) -> int | None:
     return args.max_kills if args.max_kills is not None else DEFAULT_MAX_KILLS
 
 
-def replay(args: argparse.Namespace, settings: Settings) -> int:
+def replay(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.replay.command import Selection, replay_command
 
     selection = Selection(tuple(args.runs), args.all_runs, args.from_path)
     selection.check()  # exactly one source, before a server is started or a file written
-    return asyncio.run(replay_command(settings, selection, args.export_dir, args.replay_junit))
+    return asyncio.run(replay_command(settings, selection, args.export_dir, args.replay_junit, of_run=workload.of_run))
 
 
-def compare(args: argparse.Namespace, settings: Settings) -> int:
+def compare(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.measure.compare import compare_command
 
     if not 1 <= args.kill_at < args.steps:
@@ -336,7 +349,7 @@ def compare(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(compare_command(settings, args.steps, args.kill_at))
 
 
-def model_server(args: argparse.Namespace, settings: Settings) -> int:
+def model_server(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.ops.modelserver import ensure_model_server
 
     print(ensure_model_server(settings))

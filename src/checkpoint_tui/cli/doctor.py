@@ -10,31 +10,32 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import Settings
 
+if TYPE_CHECKING:
+    from checkpoint_tui.app.workload import Workload
+
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
-DEFAULT_STEPS = 3  # our own loop: every activity type runs in one step; three show their medians
 RUN_DEADLINE_S = 600.0  # the command, the runs it starts included, must end within this (--timeout)
 KILL_CAP_S = 15.0  # --kill-cap: past the 10 s finding limit, so a capped kill still confirms kill-costs-timeout
 CAP_RANGE_S = (1.0, 600.0)
-MEASURE_PACE = 1.0  # our loop's model call thinks 0.4-0.8 s at pace 1 (at pace 0, a few ms: too brief to hit)
 
 
 def add_parser(sub, output_file, bounded_int, float_in) -> None:
-    from checkpoint_tui.cli import user_workflow
+    from checkpoint_tui.cli import workload_flags
 
     doctor = sub.add_parser(
         "doctor", help="what a kill would cost each activity type (timeouts, retries, heartbeats), with fixes"
     )
     doctor.set_defaults(func=command)
     doctor.add_argument("run", nargs="?", type=run_id, help="read this finished run instead of starting one")
-    user_workflow.add_run_flags(doctor)
+    workload_flags.add_run_flags(doctor)
     doctor.add_argument("--steps", type=bounded_int(1, 100), default=None,
-                        help=f"our own loop: steps of the run doctor starts (default {DEFAULT_STEPS})")  # fmt: skip
+                        help="our own loop: steps of the run doctor starts (default 3)")  # fmt: skip
     doctor.add_argument("--timeout", type=float_in(1, 3600), default=RUN_DEADLINE_S,
                         help=f"the command (with the runs it starts) must end within this many seconds "
                         f"(default {RUN_DEADLINE_S:.0f})")  # fmt: skip
@@ -54,11 +55,7 @@ def run_id(text: str) -> str:
     return text
 
 
-def command(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.app.workload import AgentLoopWorkload, UserWorkflow
-    from checkpoint_tui.cli.user_workflow import workflow_and_input
-
-    workload = None
+def command(args: argparse.Namespace, settings: Settings, workload: Workload) -> int:
     if args.kill_cap is not None and not args.measure:
         raise UsageError("--kill-cap goes with --measure")
     if args.run is not None:
@@ -68,19 +65,12 @@ def command(args: argparse.Namespace, settings: Settings) -> int:
             raise UsageError("--measure kills workers under runs doctor starts: drop RUN (give --workflow, or --steps)")
         if not settings.ledger_exists:
             raise UsageError(f"no run {args.run!r}: {settings.home} has no ledger yet")
-    elif settings.user_worker:
-        if args.steps is not None:
-            raise UsageError("--steps is for checkpoint-tui's own loop, not --workflow")
-        workflow, arg = workflow_and_input(args.workflow, args.input_json)
-        workload = UserWorkflow(workflow, arg, args.framework)
-    else:
-        workload = AgentLoopWorkload(args.steps or DEFAULT_STEPS, 0.0, ())
     json_out = Path(args.doctor_json) if args.doctor_json else None
     cap_s = (args.kill_cap or KILL_CAP_S) if args.measure else None
     return asyncio.run(doctor(settings, workload, args.run, json_out, args.timeout, args.framework, cap_s))
 
 
-async def doctor(settings: Settings, workload, run: str | None, json_out: Path | None, deadline_s: float,
+async def doctor(settings: Settings, workload: Workload, run: str | None, json_out: Path | None, deadline_s: float,
                  framework: str | None = None, cap_s: float | None = None) -> int:  # fmt: skip
     """Diagnose `run` (or a run of `workload` started now); with `cap_s`, measure one kill per type too."""
     from checkpoint_tui.files import write_output
@@ -129,11 +119,9 @@ async def _run_once(settings: Settings, client, workload, budget) -> str:
 
 async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: float, budget, framework) -> None:
     """A second run, one unassisted kill per activity type of the diagnosis (proof/measure/doctor.py)."""
-    from checkpoint_tui.app.workload import AgentLoopWorkload
     from checkpoint_tui.proof.measure.doctor import Measurer
 
-    if isinstance(workload, AgentLoopWorkload):
-        workload = replace(workload, pace=MEASURE_PACE)
+    workload = workload.measured()  # ours thinks long enough to be hit
     run = await workload.start(settings, client)
     print(f"doctor: started {run} to measure ({workload.title()})", flush=True)
     measured = await Measurer(settings, client, sup, diagnosis, cap_s, budget, framework).run(run)

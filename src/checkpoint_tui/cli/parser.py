@@ -7,7 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
-from checkpoint_tui.cli import commands, doctor, user_workflow
+from checkpoint_tui.cli import commands, doctor, workload_flags
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.files import check_output_dir, check_output_path
@@ -81,10 +81,10 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--task-queue",
         metavar="NAME",
-        type=user_workflow.task_queue,
+        type=workload_flags.task_queue,
         help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home, or one per shared ledger)",
     )
-    user_workflow.add_global_flags(p)  # --worker-cmd, and --workflow/--input for --verify and the app
+    workload_flags.add_global_flags(p)  # --worker-cmd, and --workflow/--input for --verify and the app
 
 
 def _app_flags(p: argparse.ArgumentParser) -> None:
@@ -130,7 +130,7 @@ def _run_commands(sub) -> None:
     start.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
                        help=f"start this many runs at once, one run id per line (1..{MAX_RUNS}); with --wait, "
                        "exit 0 only if every one COMPLETED")  # fmt: skip
-    user_workflow.add_run_flags(start)
+    workload_flags.add_run_flags(start)
     start.add_argument(
         "--fault",
         action="append",
@@ -169,7 +169,7 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1)
     chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None,
                        help="steps of the run (default 30); not with --workflow (see --aim)")
-    user_workflow.add_run_flags(chaos, chaos=True)
+    workload_flags.add_run_flags(chaos, chaos=True)
     chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
     chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")

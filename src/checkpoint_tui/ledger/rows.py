@@ -27,11 +27,14 @@ class RunRow:
     created_at: float
     ended_at: float | None
     first_execution: str | None
+    kind: str = "agent-loop"  # which workload the run is (workloads/): "agent-loop" | "workflow"
+    workflow_type: str | None = None  # a user's workflow: its type
 
     @classmethod
     def of(cls, r: Any) -> RunRow:
         return cls(r["run_id"], r["total_steps"], r["pace"], r["status"], r["provider"], r["task_queue"],
-                   r["error"], r["created_at"], r["ended_at"], r["first_execution"])  # fmt: skip
+                   r["error"], r["created_at"], r["ended_at"], r["first_execution"], r["kind"],
+                   r["workflow_type"])  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     created_at REAL NOT NULL,
     ended_at REAL,
-    first_execution TEXT
+    first_execution TEXT,
+    kind TEXT NOT NULL DEFAULT 'agent-loop',
+    workflow_type TEXT
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL,
@@ -175,12 +177,31 @@ def _found_written(ledger: Ledger) -> None:
         ledger.execute(ledger.ddl("ALTER TABLE effect_outcomes ADD COLUMN found_written INTEGER"))
 
 
+def _run_kinds(ledger: Ledger) -> None:
+    """Which workload each run is (`agent-loop`, our loop; `workflow`, a user's workflow, with its type),
+    a column of its own. Ledgers written before it marked a user's workflow only in `provider`, as
+    `workflow:TYPE` (or `foreign:TYPE`, earlier still): those runs are moved to the columns."""
+    existing = ledger.columns("runs")
+    for name, decl in (("kind", "TEXT NOT NULL DEFAULT 'agent-loop'"), ("workflow_type", "TEXT")):
+        if name not in existing:
+            ledger.execute(ledger.ddl(f"ALTER TABLE runs ADD COLUMN {name} {decl}"))
+    marked = ledger.execute(
+        "SELECT run_id, provider FROM runs WHERE provider LIKE 'workflow:%' OR provider LIKE 'foreign:%'"
+    ).fetchall()
+    for run_id, provider in marked:
+        ledger.execute(
+            "UPDATE runs SET kind = 'workflow', workflow_type = ?, provider = NULL WHERE run_id = ?",
+            (provider.split(":", 1)[1], run_id),
+        )
+
+
 # Append only: (version, what it does, how). A host applies the ones its ledger lacks, in order.
 MIGRATIONS: tuple[tuple[int, str, Callable[[Ledger], None]], ...] = (
     (1, "tables", _create_tables),
     (2, "ledger identity", _ledger_identity),
     (3, "one note per durable effect", _notes_once),
     (4, "which claim attempts found their write done", _found_written),
+    (5, "runs name their workload", _run_kinds),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 MIGRATION_WAIT_S = 60.0  # a host may wait this long behind another host's migration

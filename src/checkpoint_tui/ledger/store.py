@@ -156,11 +156,18 @@ def touch_step(
         conn.execute(upsert, params)
 
 
-def create_run(conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str, task_queue: str) -> None:
-    conn.execute(
-        "INSERT INTO runs(run_id, total_steps, pace, status, provider, task_queue, created_at) VALUES(?,?,?,?,?,?,?)",
-        (run_id, total_steps, pace, "running", provider, task_queue, now()),
+def create_run(
+    conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str | None, task_queue: str,
+    kind: str = "agent-loop", workflow_type: str | None = None,
+) -> bool:  # fmt: skip
+    """Insert the run's row; False if the id is taken (the insert is the lock: a host that drew the same
+    id a moment earlier keeps it, and this caller draws another)."""
+    cur = conn.execute(
+        "INSERT INTO runs(run_id, total_steps, pace, status, provider, task_queue, created_at, kind, workflow_type) "
+        "VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO NOTHING",
+        (run_id, total_steps, pace, "running", provider, task_queue, now(), kind, workflow_type),
     )
+    return cur.rowcount == 1
 
 
 def finish_run_plan(run_id: str, status: str, error: str | None = None) -> plans.Plan[None]:

@@ -15,7 +15,6 @@ import asyncio
 import os
 import socket
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -27,7 +26,7 @@ from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import startup_death
 from checkpoint_tui.ops.launch import Launch
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.settings import PROBE_LOG_ENV, PROBE_LOG_NAME, TEMPORAL_API_KEY_ENV, Settings
+from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, Settings
 from checkpoint_tui.waiting import wait_until_sync
 
 if TYPE_CHECKING:  # worker_proc imports this module to launch a user's command
@@ -42,10 +41,6 @@ SDK_VARS = (
     "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_PROFILE",
 )  # fmt: skip
 
-
-def probe_log_path(settings: Settings) -> Path:
-    """Under run/: one JSON line per physical write of the effects library, read back by the audit."""
-    return settings.run_dir / PROBE_LOG_NAME
 
 
 def default_identity(pid: int) -> str:
@@ -75,7 +70,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         env["TEMPORAL_TLS"] = "true"
     env["CHECKPOINT_HOME"] = str(settings.home)
     env["CHECKPOINT_TASK_QUEUE"] = settings.task_queue
-    env[PROBE_LOG_ENV] = str(probe_log_path(settings))  # where the audit reads it, whatever the shell said
+    env[PROBE_LOG_ENV] = str(settings.probe_log)  # where the audit reads it, whatever the shell said
     return env
 
 

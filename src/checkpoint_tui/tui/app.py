@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from checkpoint_tui.app.view import View
-from checkpoint_tui.app.workload import user_workload
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import CheckpointError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
@@ -250,7 +250,7 @@ class CheckpointApp(App[int]):
         timeline.action_inspect()
 
     def action_new_run(self) -> None:
-        if user_workload(self.session):  # a user's workflow: its type and input were given
+        if not self.session.workload.asks_shape:  # a user's workflow: its type and input were given
             self._start_run(0, 0.0)
         else:
             self.push_screen(NewRunScreen(), lambda result: self._start_run(*result) if result else None)
@@ -264,8 +264,8 @@ class CheckpointApp(App[int]):
         except Exception as err:
             status.say(f"could not start a run: {err}")
             return
-        user = user_workload(self.session)
-        status.say(f"started {run_id} ({user.title() if user else f'{steps} steps, pace {pace}'})")
+        shape = f", pace {pace}" if self.session.workload.asks_shape else ""
+        status.say(f"started {run_id} ({self.session.workload.shaped(steps, pace).title()}{shape})")
         self._poll_now.set()
 
     @work(group="actions", exit_on_error=False)
@@ -374,10 +374,12 @@ class CheckpointApp(App[int]):
         yield from super().get_system_commands(screen)
         yield from lab_commands(self)
 
-def run_app(settings: Settings, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None) -> int:
+def run_app(
+    settings: Settings, workload: Workload, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None
+) -> int:
     from checkpoint_tui.app.session import LabSession
 
     observer = StatsFile(stats_path) if stats_path else None
-    app = CheckpointApp(LabSession(settings), poll_interval=refresh, tick_observer=observer)
+    app = CheckpointApp(LabSession(settings, workload), poll_interval=refresh, tick_observer=observer)
     result = app.run()
     return int(result or 0)

@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from checkpoint_tui.app.view import View
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
 
 
 class Session(Protocol):
     """What the app needs from a lab session (LabSession, or a fixed-data one in snapshot tests)."""
+
+    workload: Workload  # what `n` starts
 
     async def boot(self) -> None: ...
     async def poll(self) -> View: ...

@@ -27,29 +27,30 @@ from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, audit_lines, probe_counts
+from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
+from checkpoint_tui.app.audit import Audit
 from checkpoint_tui.app.windows import MODEL, TOOL
-from checkpoint_tui.app.workload import UserWorkflow
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
-from checkpoint_tui.errors import Unavailable, UsageError
+from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
 from checkpoint_tui.proof.chaos import coverage_activities
 from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
-from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
-from checkpoint_tui.proof.nemeses.aim import POLL_S, Progress, aimed, until_activity
+from checkpoint_tui.proof.nemeses.aim import Progress, aimed, until_activity
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
 if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos import Chaos
+    from checkpoint_tui.proof.chaos.engine import Chaos
 
 # What a lab-loop moment means on a user's workflow: a hook crash (our loop's fault plan) is a kill in an
 # activity (--aim chooses which).
@@ -57,6 +58,7 @@ MAPPED = {**dict.fromkeys(HOOK_CRASHES, "worker-in-activity"),
           "worker-in-timer": "worker-between-activities"}  # fmt: skip
 IN_ACTIVITY = ("worker-in-activity", *ACTIVITY_NEMESES)  # placed inside the aimed activity
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
+NO_ACTIVITY_BACK = "the execution had no activity to go back to"
 
 
 def workload_schedule(seed: int, kills: int, *more: int) -> tuple[list[ChaosEvent], int]:
@@ -81,13 +83,13 @@ def map_event(ev: ChaosEvent, source: Path | None = None) -> ChaosEvent:
     return ev
 
 
-def _landed(act: ActivityExec, fired: dict) -> str:
+def _landed(act: ActivityExec, fired: Fired) -> str:
     """`inside` (the attempt died with the worker), `as it completed` (its body had returned and the
     completion reached Temporal from the killed worker: nothing re-ran), or `after it closed` (the
     kill hit whatever came next)."""
-    if act.closed_at is not None and fired["at"] >= act.closed_at:
+    if act.closed_at is not None and fired.at >= act.closed_at:
         return "after it closed"
-    if act.attempt == 1 and act.identity is not None and act.identity == fired.get("identity"):
+    if act.attempt == 1 and act.identity is not None and act.identity == fired.identity:
         return "as it completed"
     return "inside"
 
@@ -98,26 +100,28 @@ def _live_name(settings) -> str | None:
 
 
 class ActivityTarget(ChaosTarget):
-    def __init__(self, workload: UserWorkflow, aim: str = "any", seed: int | None = None,
-                 strict_models: bool = False, placed: bool = True) -> None:  # fmt: skip
-        """`placed`: in-activity kills at a seeded fraction of the type's duration (a seeded schedule);
-        False: at exactly the event's delay after Temporal's start of the attempt (a schedule file)."""
-        self.workload, self.aim, self.strict_models, self.placed = workload, aim, strict_models, placed
+    def __init__(self, workload: Workload, framework: str | None, strict_models: bool, aim: str = "any",
+                 seed: int | None = None, placed: bool = True) -> None:  # fmt: skip
+        """`workload`: a user's workflow (`framework`: the agent framework that classifies its activities,
+        None: recognised; `strict_models`: a model request re-run fails the verdict). `placed`: in-activity
+        kills at a seeded fraction of the type's duration (a seeded schedule); False: at exactly the
+        event's delay after Temporal's start of the attempt (a schedule file)."""
+        self.workload, self.framework, self.strict_models = workload, framework, strict_models
+        self.aim, self.placed = aim, placed
         self.phases = random.Random(f"phase-{seed}")  # a stream of its own: the schedule stays put
         self.progress: Progress | None = None  # the lead run's (it places the events)
         self.runs: dict[str, Progress] = {}  # every run's (--runs)
         self._landing: dict = {}
         self._aimed_id: str | None = None  # the activity id the last arrival landed on
-        self._audit: ActivityAudit | None = None  # the lead run's
-        self.resets: list[dict] = []  # the lead run's resets, once figures() has read what they re-ran
+        self.resets: list[Fired] = []  # the lead run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
 
     def header(self, chaos: Chaos) -> str:
-        return f"workflow={self.workload.workflow} aim={self.aim} ({chaos.steps} aimed activity starts)"
+        return f"{self.workload.title()} aim={self.aim} ({chaos.steps} aimed activity starts)"
 
     async def activity_windows(self, chaos: Chaos, run_id: str) -> dict[str, str]:
         """Each activity type the framework's adapter classed as a model request or a tool call."""
-        acts = await read_activities(chaos.client, run_id, None, self.workload.framework)
+        acts = await read_activities(chaos.client, run_id, None, self.framework)
         names = {"model": MODEL, "tool": TOOL, "mcp": TOOL}
         return {a.activity_type: names[a.cls] for a in acts if a.cls in names}
 
@@ -125,9 +129,8 @@ class ActivityTarget(ChaosTarget):
         return max(chaos.steps * 4, 40)  # the run's activities are unknown up front: a generous bound
 
     async def start(self, chaos: Chaos, client: Client) -> str:
-        await _first_worker_polling(client, chaos.settings)  # a command that cannot start: one line, exit 3
         run_id = await self.workload.start(chaos.settings, client)
-        self.runs[run_id] = Progress(client, run_id, self.workload.framework)
+        self.runs[run_id] = Progress(client, run_id, self.framework)
         self.progress = self.progress or self.runs[run_id]
         return run_id
 
@@ -143,16 +146,15 @@ class ActivityTarget(ChaosTarget):
         landing = {k: v for k, v in self._landing.items() if k != "started_at"}
         return {**landing, "aimed": ev.step}
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
         between = ev.kind in ("worker-between-activities", resets.RESET)  # a reset: once the activity closed
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
         if act is None:
-            chaos.not_fired.append({**ev.to_json(), "why": f"the workflow closed after {len(progress.acts)} "
-                                    f"activities, {self._count(progress)} of them aimed ({self.aim})"})  # fmt: skip
-            return False
+            return (f"the workflow closed after {len(progress.acts)} activities, {self._count(progress)} of them "
+                    f"aimed ({self.aim})")  # fmt: skip
         self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
         inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None
         usual = progress.usual_s(act) if inside and self.placed else None
@@ -165,36 +167,28 @@ class ActivityTarget(ChaosTarget):
             self._landing["started_at"] = act.started_at
         else:
             await asyncio.sleep(ev.delay_ms / 1000)
-        return True
+        return None
 
     def _count(self, progress: Progress) -> int:
         return sum(aimed(self.aim, a) for a in progress.acts)
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
         if ev.kind in ACTIVITY_NEMESES:  # the aimed activity if still pending
-            await activity_nemeses.fire(chaos, ev, run_id, prefer=self._aimed_id)
-            return True
+            return await activity_nemeses.fire(chaos.client, ev.kind, ev.duration_s, run_id, prefer=self._aimed_id)
         if ev.kind == resets.RESET:
             done = await self._reset(ev, run_id)
-            if done is not None:
-                chaos._record(ev, run_id, None, done.pop("at"), done)
-            else:
-                chaos._missed(ev, "the execution had no activity to go back to")
-            return True
+            return Hit(done.pop("at"), detail=done) if done is not None else Miss(NO_ACTIVITY_BACK)
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
-            return False
-        fired = nemeses.kill_active_worker(chaos.settings)
-        if fired is not None:
-            extra: dict = {"identity": fired[2]}
-            if (started := self._landing.get("started_at")) is not None:
-                extra["into_s"] = round(fired[1] - started, 3)
-            chaos._record(ev, run_id, fired[0], fired[1], extra)
-        else:  # between a death and its replacement: said, not dropped
-            chaos._missed(ev, "no live worker at that moment")
-        return True
+            return Handled.NOT_MINE
+        hit = nemeses.kill_active_worker(chaos.settings)
+        if hit is None:  # between a death and its replacement: said, not dropped
+            return Miss("no live worker at that moment")
+        if (started := self._landing.get("started_at")) is not None:
+            return replace(hit, detail={"into_s": round(hit.at - started, 3)})
+        return hit
 
     def probe(self, chaos: Chaos) -> list | None:
-        return read_probe_records(probe_log_path(chaos.settings))
+        return read_probe_records(chaos.settings.probe_log)
 
     def coverage_aims(self, chaos: Chaos) -> Aims:
         """The windows the seeded run showed and timing can reach (proof/chaos/coverage_activities.py)."""
@@ -205,19 +199,16 @@ class ActivityTarget(ChaosTarget):
 
     def round_target(self) -> ActivityTarget:
         """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
-        return ActivityTarget(self.workload, "any", None, self.strict_models, placed=False)
+        return ActivityTarget(self.workload, self.framework, self.strict_models, "any", None, placed=False)
+
+    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
+        """The workload's audit; the run's progress is read once more first: what the run made after the
+        last event (a reset's new execution, the last activities) is where stalls and resets look."""
+        await self.runs[run_id].refresh()
+        return await super().audit(chaos, run_id, status)
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1
-
-    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> ActivityAudit:
-        progress = self.runs[run_id]
-        await progress.refresh()
-        probes = probe_counts(probe_log_path(chaos.settings))
-        audit = audit_activities(connect(chaos.settings.ledger), run_id, self.workload.workflow, status,
-                                 progress.acts, probes, self.strict_models)  # fmt: skip
-        self._audit = self._audit if progress is not self.progress else audit
-        return audit
 
     async def _reset(self, ev: ChaosEvent, run_id: str) -> dict | None:
         """Back to the workflow task that scheduled the aimed activity `back_steps - 1` before the one the
@@ -243,33 +234,35 @@ class ActivityTarget(ChaosTarget):
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
         acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
         for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
-            act = acts.get(fired.get("step")) if fired["kind"] == "worker-in-activity" else None
+            act = acts.get(fired.step or 0) if fired.kind == "worker-in-activity" else None
             if act is not None:
-                fired["landed"] = _landed(act, fired)
-        for f in [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]:  # the closing attempt, from history
-            same = [a for a in acts.values() if a.activity_id == f["activity_id"]]
-            act = next((a for a in same if a.execution == f["execution"]), same[-1] if same else None)
+                fired.landed = _landed(act, fired)
+        for f in [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]:  # the closing attempt, from history
+            same = [a for a in acts.values() if a.activity_id == f.detail["activity_id"]]
+            act = next((a for a in same if a.execution == f.detail["execution"]), same[-1] if same else None)
             activity_nemeses.settle(f, act.attempt if act is not None else None)
         for fired in [*chaos.kills, *chaos.pauses]:
-            nxt = first_event_after(chain, nemeses.ended_at(fired), fired.get("identity"))
-            fired["stalled_s"] = fired["restart_s"] = None if nxt is None else nxt - fired["at"]
+            nxt = first_event_after(chain, nemeses.ended_at(fired.at, fired.detail), fired.identity)
+            fired.stalled_s = fired.restart_s = None if nxt is None else nxt - fired.at
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
         claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
         for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
-            r.update(resets.activities_reran(self.progress.chain, claims, r, self.workload.framework))
-            r["at_risk"] = sum(e["verdict"] == "at risk" for e in r["re_ran"])
+            r.detail.update(resets.activities_reran(self.progress.chain, claims, {"at": r.at, **r.detail},
+                                                    self.framework))  # fmt: skip
+            r.detail["at_risk"] = sum(e["verdict"] == "at risk" for e in r.detail["re_ran"])
         self.resets = chaos.resets
-        acted = [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]
+        acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
         self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
-                                                                       f["activity_id"]])] if acted else []  # fmt: skip
-        return {"workflow": self.workload.workflow, "aim": self.aim, "framework": self._audit.framework
-                if self._audit is not None else None}  # fmt: skip
+                                                                       f.detail["activity_id"]])] if acted else []
+        lead = self.lead_audit
+        return {"workflow": getattr(lead, "workflow_type", None), "aim": self.aim,
+                "framework": getattr(lead, "framework", None)}  # fmt: skip
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
         lead = self.progress is not None and audit.run_id == self.progress.run_id
-        more = ([reset_check(self.resets, self.strict_models)] if self.resets else []) + self.more
-        return activity_checks(audit) + (more if lead else [])
+        more = ([reset_check([r.to_json() for r in self.resets], self.strict_models)] if self.resets else [])
+        return activity_checks(audit) + ((more + self.more) if lead else [])
 
     def reset_summary(self, r: dict) -> str:
         n = Counter(e["verdict"] for e in r.get("re_ran", []))
@@ -281,22 +274,12 @@ class ActivityTarget(ChaosTarget):
         found = [f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
                  f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
                  for r in report.get("resets", []) for e in r.get("re_ran", [])]  # fmt: skip
-        lines = found + (audit_lines(self._audit) if self._audit is not None else [])
+        lines = found + (self.lead_audit.lines() if self.lead_audit is not None else [])
         if report.get("resets"):  # the audit above counts attempts; what a reset re-ran is a new execution's
             n = Counter(e["verdict"] for r in report["resets"] for e in r.get("re_ran", []))
             lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
                          f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
         return lines
-
-
-async def _first_worker_polling(client: Client, settings, timeout: float = 30.0) -> None:
-    """The supervisor process's first worker, polling (it may be between a death and a respawn)."""
-    deadline = time.monotonic() + timeout
-    while (worker := worker_proc.load(settings, "active")) is None:
-        if time.monotonic() > deadline:
-            raise Unavailable(f"the worker command did not stay up; see {settings.run_dir / 'worker.log'}")
-        await asyncio.sleep(POLL_S)
-    await wait_polling(client, settings, worker, timeout)
 
 
 def reset_check(fired: list[dict], strict_models: bool) -> Check:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
 import signal
 import statistics
 import sys
@@ -24,8 +23,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from checkpoint_tui.app.workload import AgentLoopWorkload
-from checkpoint_tui.errors import Failed, UsageError
+from temporalio.client import Client
+
+from checkpoint_tui.app.windows import counts
+from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
@@ -35,60 +36,44 @@ from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.chaos import coverage, windows
 from checkpoint_tui.proof.chaos.run_totals import totals
-from checkpoint_tui.proof.chaos.schedule import (  # noqa: F401 - REQUIRED and WORKER_MOMENTS are re-exported
-    FORGE,
-    PARTITION,
-    PAUSES,
-    REQUIRED,
-    WORKER_MOMENTS,
-    ChaosEvent,
-    execute,
-    load_schedule,
-    make_schedule,
-)
-from checkpoint_tui.proof.chaos.targets import ChaosTarget, until
-from checkpoint_tui.proof.junit import write_junit
+from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
+from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
+from checkpoint_tui.proof.chaos.windows import Placement
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
-PACE = 0.3
-PROGRESS_TIMEOUT_S = 120.0
+NO_WORKER = "no live worker at that moment"  # between a death and its replacement
+FIRST_WORKER_S = 30.0
 SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
            **dict.fromkeys(ACTIVITY_NEMESES)}  # else SIGKILL
 
 
 class Chaos:
     def __init__(
-        self, settings: Settings, seed: int | None, steps: int, kills: int = 0, pauses: int = 0,
-        schedule: list[ChaosEvent] | None = None, partitions: int = 0, target: ChaosTarget | None = None,
-        resets: int = 0, runs: int = 1,
+        self, settings: Settings, seed: int | None, steps: int, schedule: list[ChaosEvent], target: ChaosTarget,
+        runs: int = 1,
     ) -> None:  # fmt: skip
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.settings = settings
-        self.seed, self.steps = seed, steps
-        if schedule is None:
-            schedule = make_schedule(seed or 0, steps, kills, pauses, partitions, resets)
+        self.seed, self.steps = seed, steps  # steps: the units the schedule is placed over
         self.schedule = schedule
-        if target is None:
-            from checkpoint_tui.proof.chaos.steps import StepTarget
-
-            target = StepTarget(AgentLoopWorkload(steps, PACE))
         self.target = target
         self.supervisor: asyncio.subprocess.Process | None = None
-        self.kills: list[dict] = []  # SIGKILLs
-        self.pauses: list[dict] = []  # pauses, hangs, partitions and forged writes
-        self.resets: list[dict] = []  # workflow resets (proof/nemeses/resets.py)
+        self.kills: list[Fired] = []  # SIGKILLs
+        self.pauses: list[Fired] = []  # pauses, hangs, partitions, forged writes, activity pauses and resets
+        self.resets: list[Fired] = []  # workflow resets (proof/nemeses/resets.py)
         self.client = None  # the Temporal client of the run (a reset is a request to it)
         self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
         self.run_ids: list[str] = []
-        self.not_fired: list[dict] = []  # events the run did not live to see (their moment or time never came)
-        self.kill_windows: list[dict] = []  # each worker death of every run with its window (proof/chaos/windows.py)
+        self.not_fired: list[NotFired] = []  # events the run did not live to see, or that found nothing to hit
+        self.kill_windows: list[Placement] = []  # each worker death of every run with its window (windows.py)
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
@@ -114,17 +99,16 @@ class Chaos:
             raise Failed(f"the supervisor did not start; see {self.settings.run_dir / 'chaos-supervisor.log'}")
 
     def supervise_flags(self) -> list[str]:
-        """Global flags for the supervisor process beyond --home (the rest travels in its environment)."""
-        if not self.settings.user_worker:
-            return []
-        return ["--worker-cmd", shlex.join(self.settings.worker_cmd), "--task-queue", self.settings.task_queue]
+        """Global flags for the supervisor process beyond --home (the rest travels in its environment):
+        the workload's workers and the task queue they poll."""
+        return [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
 
-    async def start_lab(self, header: str, unit: str = "step") -> str:
+    async def start_lab(self, header: str) -> str:
         """Print the schedule, put the network proxy between workers and Temporal if a partition is
         planned, start the supervisor; returns the dev server's address."""
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule:
-            print(f"  {ev.describe().replace('step', unit, 1)}", flush=True)
+            print(f"  {ev.describe(self.target.workload.unit)}", flush=True)
         address = devserver.recorded(self.settings)[1]["address"]
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
@@ -134,11 +118,12 @@ class Chaos:
 
     async def run(self) -> dict:
         started = time.monotonic()
-        target, unit = self.target, self.target.workload.unit
+        target = self.target
         try:  # from the first process it starts on, whatever ends the run stops what chaos started
-            address = await self.start_lab(target.header(self), unit=unit)
+            address = await self.start_lab(target.header(self))
             settings = self.settings
             client = self.client = await connect_client(settings, address)
+            await self._worker_ready(client)  # a worker that cannot start: one line, exit 3
             for _ in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
                 self.run_ids.append(await target.start(self, client))
             run_id = self.run_ids[0]
@@ -152,7 +137,7 @@ class Chaos:
             settings = self.settings
             await self._stop_supervisor()
             nemeses.reap_hung(self._hung)
-            if self.proxy is not None or settings.user_worker:  # bound to the proxy; or the user's command
+            if self.proxy is not None or not target.workload.keeps_workers:  # bound to the proxy; or a user's
                 for worker in worker_proc.load_all(settings):
                     worker_proc.stop(settings, worker)
                     worker_proc.forget(settings, worker.role, worker.slot)
@@ -165,83 +150,93 @@ class Chaos:
             self.kill_windows += await windows.kill_windows(client, conn, r, named, deaths, probe)
         return self._report(run_id, audits, time.monotonic() - started)
 
+    async def _worker_ready(self, client: Client, timeout: float = FIRST_WORKER_S) -> None:
+        """The supervisor process's first worker can take a run (it may be between a death and a respawn)."""
+        deadline = time.monotonic() + timeout
+        while (worker := worker_proc.load(self.settings, "active")) is None:
+            if time.monotonic() > deadline:
+                log = self.settings.run_dir / "worker.log"
+                raise Unavailable(f"the supervisor's worker did not stay up for {timeout:g} s; see {log}")
+            await asyncio.sleep(0.1)
+        await self.target.workload.ready(self.settings, client, worker)
+
     async def _execute(self, run_id: str) -> None:
         """Every event of the schedule, each at its moment or its time (schedule.execute)."""
-        arrive, strike = (lambda ev: self.target.arrive(self, ev, run_id)), (lambda ev: self._strike(ev, run_id))
+        async def arrive(ev: ChaosEvent) -> bool:
+            if (why := await self.target.arrive(self, ev, run_id)) is not None:
+                self.not_fired.append(NotFired(ev.to_json(), why))
+                return False
+            return True
+
         closed = lambda: self.target.closed(self, run_id)  # noqa: E731
-        left = await execute(self.schedule, arrive, strike, self.run_started_at, closed)
-        self.not_fired += [{**ev.to_json(), "why": "the run completed first"} for ev in left]
+        left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at, closed)
+        self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left]
 
-    async def _strike(self, ev: ChaosEvent, run_id: str) -> None:
-        """Fire the event now (what only the workload has, e.g. a planned fault, is its target's)."""
-        if await self.target.strike(self, ev, run_id):
-            return
+    async def fire(self, ev: ChaosEvent, run_id: str) -> None:
+        """Fire the event now: what only the workload has is its target's, the rest the engine's. One that
+        finds nothing to hit (between a death and its replacement, say) is listed as not fired, with why."""
+        done = await self.target.strike(self, ev, run_id)
+        if done is Handled.NOT_MINE:
+            done = await self._strike(ev, run_id)
+        if isinstance(done, Miss):
+            self.not_fired.append(NotFired(ev.to_json(), done.why))
+        elif isinstance(done, Hit):
+            self._record(ev, run_id, done)
+
+    async def _strike(self, ev: ChaosEvent, run_id: str) -> Hit | Miss | None:
+        """Fire what every workload has: a kill or a pause of its worker, of the supervisor or of the dev
+        server, a partition. None: recorded already."""
         if ev.kind == "supervisor":
-            await self._kill_supervisor(ev, run_id)
-        elif ev.kind == PARTITION and self.proxy is not None:
-            await self._partition(ev, run_id)
-        elif ev.kind in PAUSES:
-            await self._stop_worker(ev, run_id)
-        elif ev.kind == "temporal-server":
-            if (fired := nemeses.kill_devserver(self.settings)) is not None:
-                self._record(ev, run_id, *fired)
-            else:
-                self._missed(ev, "no dev server of this home was running")
-        elif (worker := nemeses.kill_active_worker(self.settings)) is not None:
-            self._record(ev, run_id, worker[0], worker[1], {"identity": worker[2], **(worker[3] or {})})
-        else:  # between a death and its replacement: said, not dropped
-            self._missed(ev, "no live worker at that moment")
+            return await self._kill_supervisor(ev, run_id)
+        if ev.kind == PARTITION and self.proxy is not None:
+            return await self._partition(ev)
+        if ev.kind in PAUSES:
+            return await self._stop_worker(ev)
+        if ev.kind == "temporal-server":
+            return nemeses.kill_devserver(self.settings) or Miss("no dev server of this home was running")
+        return nemeses.kill_active_worker(self.settings) or Miss(NO_WORKER)
 
-    def _missed(self, ev: ChaosEvent, why: str) -> None:
-        self.not_fired.append({**ev.to_json(), "why": why})
-
-    async def _partition(self, ev: ChaosEvent, run_id: str) -> None:
+    async def _partition(self, ev: ChaosEvent) -> Hit:
         assert self.proxy is not None
         at, seconds = time.time(), ev.duration_s or 1.0
         await self.proxy.partition(seconds)
-        self._record(ev, run_id, None, at, {"healed_at": time.time(), "duration_s": seconds})
+        return Hit(at, detail={"healed_at": time.time(), "duration_s": seconds})
 
-    async def _stop_worker(self, ev: ChaosEvent, run_id: str) -> None:
-        """A pause (SIGSTOP, SIGCONT after its duration), a hang (SIGSTOP; the watchdog kills) or a forge."""
-        conn = connect(self.settings.ledger)
+    async def _stop_worker(self, ev: ChaosEvent) -> Hit | Miss:
+        """A pause (SIGSTOP, SIGCONT after its duration) or a hang (SIGSTOP; the watchdog kills)."""
         if ev.kind == "pause":
-            paused = await nemeses.pause_worker(self.settings, ev.duration_s or 1.0)
-            if paused is None:
-                return self._missed(ev, "no live worker at that moment")
-            self._record(ev, run_id, paused.pop("pid"), paused.pop("at"), paused)
-        elif (hung := nemeses.hang_worker(self.settings)) is None:
-            self._missed(ev, "no live worker at that moment")
-        else:
-            ident, at = hung
-            self._hung.append(ident)
-            # the run cannot go on before the watchdog acts: wait for its kill (the next event may need it)
-            await until(lambda: nemeses.hang_kill_at(conn, ident.pid, at)[0] is not None, 30.0)
-            killed_at, reason = nemeses.hang_kill_at(conn, ident.pid, at)
-            self._record(ev, run_id, ident.pid, at, {"killed_at": killed_at, "watchdog": reason})
+            return await nemeses.pause_worker(self.settings, ev.duration_s or 1.0) or Miss(NO_WORKER)
+        if (hung := nemeses.hang_worker(self.settings)) is None:
+            return Miss(NO_WORKER)
+        ident, at = hung
+        self._hung.append(ident)
+        # the run cannot go on before the watchdog acts: wait for its kill (the next event may need it)
+        conn = connect(self.settings.ledger)
+        await until(lambda: nemeses.hang_kill_at(conn, ident.pid, at)[0] is not None, 30.0)
+        killed_at, reason = nemeses.hang_kill_at(conn, ident.pid, at)
+        return Hit(at, ident.pid, detail={"killed_at": killed_at, "watchdog": reason})
 
     async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> None:
         assert self.supervisor is not None
         pid, at = self.supervisor.pid, time.time()
         self.supervisor.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
         await self.supervisor.wait()
-        self._record(ev, run_id, pid, at)
+        self._record(ev, run_id, Hit(at, pid))  # before its successor's own events
         await self.spawn_supervisor()  # a fresh supervisor adopts the worker
 
-    def _record(self, ev: ChaosEvent, run_id: str, pid: int | None, at: float, extra: dict | None = None) -> None:
+    def _record(self, ev: ChaosEvent, run_id: str, hit: Hit) -> None:
+        """The event as fired: in the ledger's worker events (the app's markers read them) and the report."""
         sig = SIGNALS.get(ev.kind, "SIGKILL")
-        if ev.at_s is not None:  # placed by time: say when it fired, and at which step the run was
-            extra = {"at_s": ev.at_s, "fired_s": round(at - self.run_started_at, 3), **(extra or {})}
-        extra = {**self.target.landing(ev), **(extra or {})}  # where it landed, as the target saw it
-        step = extra.pop("step", None) or (ev.step if ev.step is not None else self.step_in_flight(run_id))
-        detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **(extra or {})}
-        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", pid, None, run_id, step,
-                            json.dumps(detail), at)  # fmt: skip
-        fired = {"kind": ev.kind, "step": step, "pid": pid, "at": at, **(extra or {})}
+        extra = {"identity": hit.identity} if hit.identity is not None else {}
+        if ev.at_s is not None:  # placed by time: say when it fired, and at which unit the run was
+            extra.update(at_s=ev.at_s, fired_s=round(hit.at - self.run_started_at, 3))
+        extra = {**self.target.landing(ev), **extra, **hit.detail}  # where it landed, as the target saw it
+        step = extra.pop("step", None) or (ev.step if ev.step is not None else self.target.in_flight(self, run_id))
+        detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **extra}
+        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", hit.pid, None, run_id, step,
+                            json.dumps(detail), hit.at)  # fmt: skip
+        fired = Fired(ev.kind, step, hit.pid, hit.at, extra)
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
-
-    def step_in_flight(self, run_id: str) -> int:
-        """The unit a time-placed event landed in (the target knows its workload's units)."""
-        return self.target.in_flight(self, run_id)
 
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None and self.supervisor.returncode is None:
@@ -259,16 +254,19 @@ class Chaos:
         checks are every run's (named by run)."""
         target, audit = self.target, audits[0]
         target.stalls(self, run_id)
-        restarts = [k["restart_s"] for k in self.kills if k.get("restart_s") is not None]
+        figures = target.figures(self, run_id)  # before the records are written out: it completes them
+        restarts = [k.restart_s for k in self.kills if k.restart_s is not None]
         report = {
             "seed": self.seed, "workload": target.workload.kind, "unit": target.workload.unit,
             "steps": self.steps, "run_id": run_id, "schedule": [e.to_json() for e in self.schedule],
-            "run_started_at": self.run_started_at, "audit": audit.to_dict(), "kills": self.kills,
-            "pauses": self.pauses, "resets": self.resets, "not_fired": self.not_fired,
+            "run_started_at": self.run_started_at, "audit": audit.to_dict(),
+            "kills": [k.to_json() for k in self.kills], "pauses": [p.to_json() for p in self.pauses],
+            "resets": [r.to_json() for r in self.resets], "not_fired": [n.to_json() for n in self.not_fired],
             "median_restart_s": statistics.median(restarts) if restarts else None, "wall_s": wall,
-            "windows": windows.window_counts(self.kill_windows), "kill_windows": self.kill_windows,
+            "windows": windows.window_counts(self.kill_windows),
+            "kill_windows": [w.to_json() for w in self.kill_windows],
         }  # fmt: skip
-        report.update(target.figures(self, run_id))
+        report.update(figures)
         if len(audits) == 1:
             report["checks"] = [asdict(c) for c in target.checks(audit)]
             return report
@@ -309,7 +307,7 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
         print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
         for run in report.get("runs", []) if placed else []:  # each run's own history says where
-            mine = windows.window_counts([k for k in report["kill_windows"] if k["run_id"] == run["run_id"]])
+            mine = counts([k["window"] for k in report["kill_windows"] if k["run_id"] == run["run_id"]])
             print(f"    {run['run_id']}: {' · '.join(f'{w} {n}' for w, n in mine.items()) or 'none'}")
     for line in target.lines(report):
         print(line)
@@ -352,27 +350,26 @@ async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:
 
 
 async def run_schedule(
-    settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget | None = None
+    settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget
 ) -> dict:
     """One chaos run of exactly these events, with its checks (what --schedule and --shrink run)."""
-    return await Chaos(settings, seed, steps, schedule=events, target=target).run()
+    return await Chaos(settings, seed, steps, events, target).run()
 
 
 async def chaos_command(
-    settings: Settings, seed: int, steps: int, events: list[ChaosEvent], command: str, json_path: Path | None,
-    outputs: ProofOutputs | None = None, junit_path: Path | None = None, target: ChaosTarget | None = None,
-    runs: int = 1, max_kills: int | None = None,
+    settings: Settings, seed: int, steps: int, events: list[ChaosEvent], target: ChaosTarget, command: str,
+    json_path: Path | None, outputs: ProofOutputs | None = None, runs: int = 1, max_kills: int | None = None,
 ) -> int:  # fmt: skip
-    """Run `events` against the target's workload; print, write the report (and JUnit, a bundle).
+    """Run `events` against the target's workload; print, write the report (and the JUnit, a bundle).
     With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
-    chaos = Chaos(settings, seed, steps, schedule=events, target=target, runs=runs)
+    chaos = Chaos(settings, seed, steps, events, target, runs)
     report = await _until_sigterm(chaos.run())
     print_report(report, chaos.target)
     if max_kills is not None:
         def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
-            return Chaos(settings, seed, steps, schedule=aimed, target=chaos.target.round_target()).run()
+            return Chaos(settings, seed, steps, aimed, chaos.target.round_target()).run()
 
         aims = chaos.target.coverage_aims(chaos)
         report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round, aims))
@@ -381,9 +378,6 @@ async def chaos_command(
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")
-    if junit_path is not None:
-        write_junit(junit_path, f"checkpoint-tui chaos ({chaos.target.workload.kind})", checks, time_s=report["wall_s"])
-        print(f"wrote {junit_path}")
     if outputs is not None and outputs.wanted:
         figures = {"kills_fired": len(report["kills"]), "pauses_fired": len(report["pauses"]),
                    "median_restart_s": report["median_restart_s"]}  # fmt: skip

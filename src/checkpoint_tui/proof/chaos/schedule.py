@@ -28,6 +28,7 @@ from pathlib import Path
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
+from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
@@ -39,9 +40,6 @@ PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP 
 FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
-# Temporal's own activity pause (for duration_s, then unpause) and activity reset of the activity in
-# flight at the event's moment (proof/nemeses/activities.py).
-ACTIVITY_PAUSE, ACTIVITY_RESET = "activity-pause", "activity-reset"
 TIMED = ("pause", PARTITION, ACTIVITY_PAUSE)  # nemeses that last duration_s
 # Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
 # exact moment no timing can promise): the seeded generator draws only the claim window; the others
@@ -98,11 +96,12 @@ class ChaosEvent:
         """An at_s event fires this long after the run started (its delay_ms included)."""
         return (self.at_s or 0.0) + self.delay_ms / 1000
 
-    def describe(self) -> str:
+    def describe(self, unit: str = "step") -> str:
+        """One line of the printed schedule; `unit`: what its place counts (the workload's unit)."""
         extra = f" ({self.effect_kind})" if self.effect_kind else ""
         extra += f" for {self.duration_s:.2f} s" if self.duration_s is not None else ""
-        extra += f" {self.back_steps} steps back" if self.back_steps is not None else ""
-        where = f"step {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
+        extra += f" {self.back_steps} {unit}s back" if self.back_steps is not None else ""
+        where = f"{unit} {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
         return f"{where}: {self.kind}{extra} +{self.delay_ms} ms"
 
     def to_json(self) -> dict:

@@ -19,6 +19,7 @@ from checkpoint_tui.files import check_output_path
 from checkpoint_tui.ops import devserver
 from checkpoint_tui.proof.chaos.engine import run_schedule
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule, save_schedule
+from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.settings import Settings
 
 T = TypeVar("T")
@@ -63,8 +64,11 @@ def shrunk_path(schedule_file: Path) -> Path:
     return schedule_file.with_name(schedule_file.name.removesuffix(".json") + ".min.json")
 
 
-async def shrink_command(settings: Settings, schedule_file: Path, steps: int | None = None) -> int:
-    """Exit 0 with `<FILE>.min.json` written if the schedule fails; 1 if it passes (nothing to shrink)."""
+async def shrink_command(
+    settings: Settings, schedule_file: Path, make_target: Callable[[], ChaosTarget], steps: int | None = None
+) -> int:
+    """Exit 0 with `<FILE>.min.json` written if the schedule fails; 1 if it passes (nothing to shrink).
+    Each rerun runs against a fresh target of the workload (`make_target`)."""
     events, total, seed = load_schedule(schedule_file, steps)
     out = check_output_path(shrunk_path(schedule_file), "the shrunk schedule")  # before any run, not after them
     settings.ensure_dirs()
@@ -75,7 +79,7 @@ async def shrink_command(settings: Settings, schedule_file: Path, steps: int | N
         nonlocal runs
         runs += 1
         try:
-            ok = (await run_schedule(settings, seed, total, candidate))["audit"]["ok"]
+            ok = (await run_schedule(settings, seed, total, candidate, make_target()))["audit"]["ok"]
         except Failed as err:  # the run stopped making progress: that is a failure too
             print(f"  ({err})", flush=True)
             ok = False

@@ -1,7 +1,7 @@
 """Chaos against checkpoint-tui's own AgentLoop (a `ChaosTarget`, proof/chaos/targets.py): an event's moment
 is read from the ledger's step and activity rows, a claim-window crash is the worker's own planned
 fault, a forged email is written into the outbox, and the run is audited from the ledger, the
-artifact files and Temporal's status (proof/chaos/audit.py)."""
+artifact files and Temporal's status (app/step_audit.py, the workload's audit)."""
 
 from __future__ import annotations
 
@@ -10,32 +10,33 @@ from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.runs import TERMINAL, start_run
-from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.app.workload import AgentLoopWorkload
+from checkpoint_tui.app.runs import TERMINAL
+from checkpoint_tui.app.step_audit import StepAudit
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.engine.shared import timer_ms
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.proof.chaos.audit import Audit, audit_run
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
-from checkpoint_tui.proof.chaos.targets import ChaosTarget, until
+from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
 if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos import Chaos
+    from checkpoint_tui.proof.chaos.engine import Chaos
 
 
 class StepTarget(ChaosTarget):
-    def __init__(self, workload: AgentLoopWorkload) -> None:
-        self.workload = workload
-        self.resets: list[dict] = []  # the run's resets, once figures() has read what they re-ran
+    def __init__(self, workload: Workload, pace: float) -> None:
+        """`workload`: our loop, shaped for each run chaos starts; `pace`: the pace of those runs."""
+        self.workload, self.pace = workload, pace
+        self.resets: list[Fired] = []  # the run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the checks of its activity pauses and resets
 
     def header(self, chaos: Chaos) -> str:
@@ -45,7 +46,10 @@ class StepTarget(ChaosTarget):
         lead = not chaos.run_ids  # the schedule's own faults are the lead run's (it places the events)
         plan = [FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind) for e in chaos.schedule
                 if lead and e.kind in HOOK_CRASHES]  # fmt: skip
-        return await start_run(chaos.settings, client, chaos.steps, self.workload.pace, plan)
+        return await self.workload.shaped(chaos.steps, self.pace, plan).start(chaos.settings, client)
+
+    def round_target(self) -> StepTarget:
+        return StepTarget(self.workload, self.pace)
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
         try:
@@ -54,12 +58,12 @@ class StepTarget(ChaosTarget):
             return False
         return row is None or row.status in TERMINAL
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
         conn = connect(chaos.settings.ledger)
         step = ev.step or 0
         if ev.kind in HOOK_CRASHES:
             await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
-            return True
+            return None
         if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES, *ACTIVITY_NEMESES):
             await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
@@ -67,70 +71,65 @@ class StepTarget(ChaosTarget):
         else:  # in the timer after the step; a forged email: once the step's email is stamped
             await until(lambda: queries.count_completed(conn, run_id) >= step)
             if ev.kind == "worker-in-timer":
-                await asyncio.sleep(timer_ms(step, self.workload.pace) / 1000 * ev.delay_ms / 120)
+                await asyncio.sleep(timer_ms(step, self.pace) / 1000 * ev.delay_ms / 120)
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
-        return True
+        return None
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
-        if ev.kind in HOOK_CRASHES:  # fires itself: the worker's fault plan
-            return True
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
+        if ev.kind in HOOK_CRASHES:  # the worker's fault plan
+            return Handled.BY_THE_WORKER
         if ev.kind == FORGE:
-            at = nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
-            chaos._record(ev, run_id, None, at)
-            return True
+            return nemeses.forge_duplicate_email(chaos.settings, connect(chaos.settings.ledger), run_id, ev.step or 0)
         if ev.kind in ACTIVITY_NEMESES:  # whatever activity of the step is in flight (its model call, mostly)
-            await activity_nemeses.fire(chaos, ev, run_id)
-            return True
+            return await activity_nemeses.fire(chaos.client, ev.kind, ev.duration_s, run_id)
         if ev.kind == resets.RESET:
             done = await resets.reset_workflow(chaos.client, run_id, ev.step or 1, ev.back_steps or 2)
-            if done is not None:
-                chaos._record(ev, run_id, None, done.pop("at"), {**done, "step": ev.step})
-            else:
-                chaos._missed(ev, "the execution had no step to go back to")
-            return True
-        return False
+            if done is None:
+                return Miss("the execution had no step to go back to")
+            return Hit(done.pop("at"), detail={**done, "step": ev.step})
+        return Handled.NOT_MINE
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         """The step a time-placed event landed in: the first one not completed yet."""
         return min(queries.count_completed(connect(chaos.settings.ledger), run_id) + 1, chaos.steps)
 
-    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
-        conn = connect(chaos.settings.ledger)
-        return audit_run(conn, chaos.settings, build_snapshot(conn, chaos.settings, run_id, status))
-
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         conn = connect(chaos.settings.ledger)
         for k in chaos.kills:
-            if k["kind"].startswith("worker"):
-                k["restart_s"] = measure(conn, run_id, k["at"], k["pid"], None).restart_s
+            if k.kind.startswith("worker"):
+                k.restart_s = measure(conn, run_id, k.at, k.pid, None).restart_s
             else:  # the run's next activity after the supervisor / dev server came back
-                first = queries.first_activity_after(conn, run_id, k["at"])
-                k["restart_s"] = None if first is None else first - k["at"]
-            k["stalled_s"] = k["recovery_s"] = k["restart_s"]  # a kill ends when it lands
+                first = queries.first_activity_after(conn, run_id, k.at)
+                k.restart_s = None if first is None else first - k.at
+            k.stalled_s = k.recovery_s = k.restart_s  # a kill ends when it lands
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
         conn = connect(chaos.settings.ledger)
         for r in chaos.resets:  # what each reset ran again, and what the ledger answered
-            r.update(resets.what_it_reran(conn, run_id, r))
+            r.detail.update(resets.what_it_reran(conn, run_id, {"at": r.at, "step": r.step, **r.detail}))
         self.resets = chaos.resets
-        acted = [p for p in chaos.pauses if p["kind"] in ACTIVITY_NEMESES]
+        acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
         for f in acted:  # the attempts of the activity started after it (activity_log)
-            again = queries.activities_since(conn, run_id, f["at"], f["step"], f["step"])
-            activity_nemeses.settle(f, f["attempt_before"] + sum(a["count"] for a in again
-                                                                 if a["activity"] == f["activity_type"]))  # fmt: skip
+            again = queries.activities_since(conn, run_id, f.at, f.step, f.step)
+            activity_nemeses.settle(f, f.detail["attempt_before"] + sum(a["count"] for a in again
+                                                                        if a["activity"] == f.detail["activity_type"]))
         claims = queries.claim_attempts(conn, run_id) if acted else []
-        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if c.step == f["step"]])
+        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if c.step == f.step])
                      ] if acted else []  # fmt: skip
+        for f in [*chaos.kills, *chaos.pauses]:  # how long each held the run (a kill's: its restart)
+            if f.stalled_s is None:
+                f.stalled_s, f.recovery_s = nemeses.stall_times(conn, run_id, f.at, f.detail)
+        fired = [(f.kind, f.stalled_s, f.recovery_s) for f in [*chaos.kills, *chaos.pauses]]
         return {
-            "nemeses": nemeses.nemesis_figures(conn, run_id, [*chaos.kills, *chaos.pauses]),
+            "nemeses": nemeses.nemesis_figures(fired),
             "worker_deaths_seen_by_supervisor": len(queries.death_events(conn, run_id, kinds=("died",))),
         }
 
-    def checks(self, audit: Audit) -> list[Check]:
+    def checks(self, audit: StepAudit) -> list[Check]:
         found = audit_checks(audit.to_dict())
         if self.resets:  # what figures() found for them
-            again = sum(r["claims_after_reset"].get("applied", 0) for r in self.resets)
-            idle = [r["step"] for r in self.resets if not r["re_ran"]]
+            again = sum(r.detail["claims_after_reset"].get("applied", 0) for r in self.resets)
+            idle = [r.step for r in self.resets if not r.detail["re_ran"]]
             found.append(Check(
                 "chaos: a reset applies no effect again", again == 0 and not idle,
                 f"{len(self.resets)} reset(s) · effects applied again {again} · resets that re-ran nothing {idle}",
@@ -138,14 +137,7 @@ class StepTarget(ChaosTarget):
         return found + self.more
 
     def lines(self, report: dict) -> list[str]:
-        a = report["audit"]
-        lines = [
-            f"workflow {a['workflow_status']} · steps {a['total_steps'] - len(a['step_gaps'])}/{a['total_steps']}",
-            f"claims attempted {a['claims_attempted']} · applied {a['applied']} · skipped {a['skipped']} · "
-            f"recovered {a['recovered']} · interrupted {a['interrupted']}",
-            f"LOST {a['lost']} · DUPLICATED {a['duplicated']} · step gaps {a['step_gaps']}",
-        ]
-        lines += [f"  {detail}" for detail in (a["lost_detail"] + a["duplicated_detail"])[:10]]
+        lines = self.lead_audit.lines() if self.lead_audit is not None else []
         for kind, f in report["nemeses"].items():
             med, top, back = (("—" if v is None else f"{v:.2f} s")
                               for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"]))  # fmt: skip

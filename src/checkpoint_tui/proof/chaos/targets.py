@@ -1,15 +1,17 @@
-"""What chaos asks of a workload (proof/chaos/engine.py runs the schedule; a target answers for one kind of
-workload): when an event's moment has come, what only this workload can fire, how the run is
-audited, and how the audit reads as checks and lines. Ours is proof/chaos/steps.py; a user's
-workflow (agent frameworks included) is proof/chaos/activities.py."""
+"""What chaos asks of a workload (proof/chaos/engine.py runs the schedule; the workload's adapter,
+workloads/, gives its target): when an event's moment has come, what only this workload can fire, how
+the run is audited, and how the audit reads as checks and lines. Ours is proof/chaos/steps.py; a
+user's workflow (agent frameworks included) is proof/chaos/activities.py."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
+from checkpoint_tui.app.audit import Audit
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import inspect_queries
@@ -17,17 +19,26 @@ from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.proof.chaos.coverage import Aims, ours
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.nemeses.records import Hit, Miss
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.waiting import wait_until
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
 
-PROGRESS_TIMEOUT_S = 120.0
+PROGRESS_TIMEOUT_S = 120.0  # the run's next event must come within this
+
+
+class Handled(enum.Enum):
+    """A target's answer to an event that is not a Hit or a Miss of its own."""
+
+    NOT_MINE = "what every workload has: the engine fires it"
+    BY_THE_WORKER = "a hook crash of the worker's fault plan: it fires itself, nothing to record here"
 
 
 class ChaosTarget:
     workload: Workload
+    lead_audit: Audit | None = None  # the lead run's (it places the events), once audited
 
     def header(self, chaos: Chaos) -> str:
         raise NotImplementedError
@@ -39,13 +50,13 @@ class ChaosTarget:
     async def start(self, chaos: Chaos, client: Client) -> str:
         raise NotImplementedError
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
-        """Wait for the event's moment (its delay included); True: fire it, False: the run ended first."""
+    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+        """Wait for the event's moment (its delay included); None: fire it; else why it cannot fire."""
         raise NotImplementedError
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> bool:
-        """Fire what only this workload has; True if it handled the event."""
-        return False
+    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
+        """Fire what only this workload has (or how it fires what every workload has)."""
+        return Handled.NOT_MINE
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
         raise NotImplementedError
@@ -68,9 +79,9 @@ class ChaosTarget:
         """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
         return ours()
 
-    def round_target(self) -> ChaosTarget | None:
-        """A fresh target for one aimed round of --until-covered (None: our loop's)."""
-        return None
+    def round_target(self) -> ChaosTarget:
+        """A fresh target for one aimed round of --until-covered."""
+        raise NotImplementedError
 
     def probe(self, chaos: Chaos) -> list | None:
         """A user's workload: the effects library's probe log records (where a death inside a user's
@@ -85,25 +96,29 @@ class ChaosTarget:
         its arrival saw it; {} when its place is the schedule's."""
         return {}
 
-    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Any:
-        """The audit of the run (an object with `ok` and `to_dict()`)."""
-        raise NotImplementedError
+    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
+        """The audit of the run, its workload's (the one verdict `status` and the app show too); the lead
+        run's is kept for the printed report."""
+        audit = await self.workload.audit(chaos.settings, chaos.client, run_id, status)
+        if run_id == chaos.run_ids[0]:
+            self.lead_audit = audit
+        return audit
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
-        """Fill each fired event's restart_s / stalled_s from durable data."""
+        """Fill in each fired event's restart_s / stalled_s / recovery_s from durable data."""
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
         """Report keys of this workload's own."""
         return {}
 
-    def checks(self, audit: Any) -> list[Check]:
+    def checks(self, audit: Audit) -> list[Check]:
         raise NotImplementedError
 
     def lines(self, report: dict) -> list[str]:
         raise NotImplementedError
 
     def reset_summary(self, r: dict) -> str:
-        """What a fired reset ran again and what the ledger answered, on one line."""
+        """What a fired reset (as the report has it) ran again and what the ledger answered, on one line."""
         after = r.get("claims_after_reset", {})
         reran = sum(a.get("count", 1) for a in r.get("re_ran", []))
         skipped, applied = after.get("skipped", 0), after.get("applied", 0)

@@ -4,6 +4,8 @@ counts them; `chaos --until-covered` aims at the ones not hit yet."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 from temporalio.client import Client
 
 from checkpoint_tui.app.activity_history import read_chain, timeline
@@ -22,10 +24,25 @@ async def history_events(client: Client, conn: Ledger, run_id: str) -> list[Hist
     return [to_history_event(ev, segment) for segment, (_, events) in enumerate(timeline(chain)) for ev in events]
 
 
+@dataclass(frozen=True)
+class Placement:
+    """A worker death placed against one run's history: the window it landed in."""
+
+    run_id: str
+    event: str  # the worker event: kill | died
+    pid: int | None
+    at: float
+    step: int | None  # the unit it landed in
+    window: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 async def kill_windows(
     client: Client, conn: Ledger, run_id: str, named: dict[str, str] | None = None, deaths: list | None = None,
     probe: list | None = None,
-) -> list[dict]:  # fmt: skip
+) -> list[Placement]:  # fmt: skip
     """Each worker death of the run (kill and died events, the ones the kill markers show; or `deaths`,
     the KillEvents to place) with the window it landed in, oldest first. `named`: {activity type:
     window} from the workload's own classification (a framework's model and tool activities), over
@@ -36,15 +53,19 @@ async def kill_windows(
     events = await history_events(client, conn, run_id)
     attempts = queries.claim_attempts(conn, run_id)
     return [
-        {"run_id": run_id, "event": k.event, "pid": k.pid, "at": k.at, "step": k.activity_step or k.step,
-         "window": (named or {}).get(window.removeprefix("activity "), window) if window.startswith("activity ")
-         else window}
+        Placement(run_id, k.event, k.pid, k.at, k.activity_step or k.step, _named(window, named or {}))
         for k, window in windows_of(kills, events, attempts, probe)
-    ]  # fmt: skip
+    ]
 
 
-def window_counts(kills: list[dict]) -> dict[str, int]:
-    return counts([k["window"] for k in kills])
+def _named(window: str, named: dict[str, str]) -> str:
+    """`activity <type>` as the workload's classification names the type (a model call, a tool call)."""
+    return named.get(window.removeprefix("activity "), window) if window.startswith("activity ") else window
+
+
+def window_counts(placed: list[Placement]) -> dict[str, int]:
+    """How many placements landed in each window."""
+    return counts([p.window for p in placed])
 
 
 def window_cases(report: dict) -> list[Check]:

@@ -13,38 +13,39 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflowservice.v1 import PauseActivityRequest, ResetActivityRequest, UnpauseActivityRequest
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.app.activity_history import plain
 from checkpoint_tui.ledger.rows import ClaimAttempt
-from checkpoint_tui.proof.chaos.schedule import ACTIVITY_PAUSE, ACTIVITY_RESET, ChaosEvent
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
-
+# Temporal's own activity pause (for duration_s, then unpause) and activity reset of the activity in
+# flight at the event's moment.
+ACTIVITY_PAUSE, ACTIVITY_RESET = "activity-pause", "activity-reset"
 ACTIVITY_NEMESES = (ACTIVITY_PAUSE, ACTIVITY_RESET)
 IDENTITY = "checkpoint-tui chaos"
 SERVER_BACK_S = 60.0  # an unpause waits this long for a dev server that a nemesis just restarted
 
 
-async def fire(chaos: Chaos, ev: ChaosEvent, run_id: str, prefer: str | None = None) -> None:
+async def fire(
+    client: Client, kind: str, duration_s: float | None, run_id: str, prefer: str | None = None
+) -> Hit | Miss:
     """Pause (then unpause) or reset the workflow's pending activity `prefer` (an activity id), else its
-    first running one, else its first pending one; record it, or list it as not fired."""
-    client = chaos.client
+    first running one, else its first pending one."""
     desc = await client.get_workflow_handle(run_id).describe()
     pending = list(desc.raw_description.pending_activities)
     running = [p for p in pending if p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED]
     pick = next((p for p in pending if _id(p) == prefer), None) or (running or pending or [None])[0]
     if pick is None:
-        chaos.not_fired.append({**ev.to_json(), "why": "no activity was pending"})
-        return
+        return Miss("no activity was pending")
     execution = WorkflowExecution(workflow_id=run_id, run_id=desc.run_id)
     # a user's workflow names its activities: shown and matched as history reads them (bounded, no
     # control characters), sent to Temporal as they are
@@ -53,17 +54,16 @@ async def fire(chaos: Chaos, ev: ChaosEvent, run_id: str, prefer: str | None = N
               "was": "running" if pick in running else "scheduled"}  # fmt: skip
     at = time.time()
     try:
-        if ev.kind == ACTIVITY_PAUSE:
-            detail.update(await _pause(client, execution, pick.activity_id, ev.duration_s or 1.0))
+        if kind == ACTIVITY_PAUSE:
+            detail.update(await _pause(client, execution, pick.activity_id, duration_s or 1.0))
         else:
             await client.workflow_service.reset_activity(ResetActivityRequest(
                 namespace=client.namespace, execution=execution, identity=IDENTITY, id=pick.activity_id))  # fmt: skip
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
-        chaos.not_fired.append({**ev.to_json(), "why": f"activity {detail['activity_id']} closed first"})
-        return
-    chaos._record(ev, run_id, None, at, detail)
+        return Miss(f"activity {detail['activity_id']} closed first")
+    return Hit(at, detail=detail)
 
 
 def _id(pending) -> str:
@@ -100,32 +100,34 @@ async def _until_served(call: Callable[[], Awaitable[object]]) -> None:
         await asyncio.sleep(0.2)
 
 
-def describe(f: dict) -> str:
-    """`#6 (llm) attempt 1 -> 2 (interrupted)`: what an activity nemesis did to its activity."""
-    cut = "interrupted" if f.get("interrupted") else "its attempt ran to the end"
-    what = f"#{f['activity_id']} ({f['activity_type']})"
-    return f"{what} attempt {f['attempt_before']} -> {f.get('attempt_after')} ({cut})"
+def describe(d: Mapping[str, Any]) -> str:
+    """`#6 (llm) attempt 1 -> 2 (interrupted)`: what an activity nemesis did to its activity (from its
+    fired record's detail, or the report's entry)."""
+    cut = "interrupted" if d.get("interrupted") else "its attempt ran to the end"
+    what = f"#{d['activity_id']} ({d['activity_type']})"
+    return f"{what} attempt {d['attempt_before']} -> {d.get('attempt_after')} ({cut})"
 
 
-def settle(fired: dict, attempt_after: int | None) -> None:
+def settle(fired: Fired, attempt_after: int | None) -> None:
     """After the run: the attempt that closed the activity, whether the nemesis cut an attempt short
     (a later attempt closed it), and until when it held the run (an activity pause that interrupted an
     attempt, or kept a scheduled one from starting, held it until the unpause)."""
-    fired["attempt_after"] = attempt_after
-    fired["interrupted"] = attempt_after is not None and attempt_after > fired["attempt_before"]
-    if fired.get("unpaused_at") and (fired["interrupted"] or fired["was"] == "scheduled"):
-        fired["held_until"] = fired["unpaused_at"]
+    d = fired.detail
+    d["attempt_after"] = attempt_after
+    d["interrupted"] = attempt_after is not None and attempt_after > d["attempt_before"]
+    if d.get("unpaused_at") and (d["interrupted"] or d["was"] == "scheduled"):
+        d["held_until"] = d["unpaused_at"]
 
 
-def activity_check(fired: list[dict], claims_of: Callable[[dict], list[ClaimAttempt]]) -> Check:
+def activity_check(fired: list[Fired], claims_of: Callable[[Fired], list[ClaimAttempt]]) -> Check:
     """What ran again after an activity pause or reset applied no effect a second time: every claim of
     the activity after it is `skipped` or `recovered` (or interrupted) for an effect claimed before it."""
     again = []
     for f in fired:
         claims = claims_of(f)
-        before = {c.effect_id for c in claims if c.started_at < f["at"]}
-        again += [f"{f['kind']} #{f['activity_id']}: {c.effect_id} applied again" for c in claims
-                  if c.started_at >= f["at"] and c.outcome == "applied" and c.effect_id in before]  # fmt: skip
-    seen = ", ".join(f"{f['kind']} {describe(f)}" for f in fired)
+        before = {c.effect_id for c in claims if c.started_at < f.at}
+        again += [f"{f.kind} #{f.detail['activity_id']}: {c.effect_id} applied again" for c in claims
+                  if c.started_at >= f.at and c.outcome == "applied" and c.effect_id in before]  # fmt: skip
+    seen = ", ".join(f"{f.kind} {describe(f.detail)}" for f in fired)
     return Check("chaos: an activity pause or reset applied no effect again", not again,
                  f"{len(fired)} fired: {seen}" + "".join(f"; {a}" for a in again[:10]))  # fmt: skip

@@ -29,6 +29,7 @@ from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import effect_id
 from checkpoint_tui.ops import devserver, watchdog, worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours
+from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
 
 HOLD_MARGIN_S = 5.0  # the hold outlives the pause by this much, in case SIGCONT is late
@@ -44,25 +45,25 @@ def signal_worker(settings: Settings, sig: signal.Signals) -> tuple[ProcIdentity
     return None
 
 
-def kill_active_worker(settings: Settings) -> tuple[int, float, str, dict | None] | None:
-    """SIGKILL the active worker (identity-checked; a user's worker command with its process group):
-    (pid, when, its Temporal identity, None)."""
+def kill_active_worker(settings: Settings) -> Hit | None:
+    """SIGKILL the active worker (identity-checked; a user's worker command with its process group), or
+    None between a death and its replacement."""
     worker = worker_proc.load(settings, "active")
     at = time.time()
     if worker is not None and worker.send(signal.SIGKILL):
-        return worker.pid, at, worker.name, None
+        return Hit(at, worker.pid, worker.name)
     return None
 
 
-def kill_devserver(settings: Settings) -> tuple[int, float] | None:
+def kill_devserver(settings: Settings) -> Hit | None:
     ident, _ = devserver.recorded(settings)
     at = time.time()
     if ident is not None and send_signal_if_ours(ident, signal.SIGKILL):
-        return ident.pid, at
+        return Hit(at, ident.pid)
     return None
 
 
-async def pause_worker(settings: Settings, seconds: float) -> dict | None:
+async def pause_worker(settings: Settings, seconds: float) -> Hit | None:
     """SIGSTOP the active worker for `seconds` (the watchdog held off for it), then SIGCONT."""
     worker = worker_proc.load(settings, "active")
     if worker is None:
@@ -78,7 +79,7 @@ async def pause_worker(settings: Settings, seconds: float) -> dict | None:
         send_signal_if_ours(worker.ident, signal.SIGCONT)
         cont_at = time.time()
         watchdog.release(settings, worker.ident)
-    return {"pid": worker.pid, "at": at, "cont_at": cont_at, "duration_s": seconds}
+    return Hit(at, worker.pid, detail={"cont_at": cont_at, "duration_s": seconds})
 
 
 def hang_worker(settings: Settings) -> tuple[ProcIdentity, float] | None:
@@ -91,40 +92,44 @@ def reap_hung(idents: list[ProcIdentity]) -> list[int]:
     return [i.pid for i in idents if i.exists() and send_signal_if_ours(i, signal.SIGKILL)]
 
 
-def forge_duplicate_email(settings: Settings, conn: Ledger, run_id: str, step: int) -> float:
+def forge_duplicate_email(settings: Settings, conn: Ledger, run_id: str, step: int) -> Hit:
     """Append a second outbox line for the step's (stamped) email: what a broken ledger would do."""
     eid = effect_id(run_id, step, "email")
     row = queries.effects_by_id(conn, run_id).get(eid)
     with open(outbox_path(settings.artifacts_dir, run_id), "a", encoding="utf-8") as fh:
         fh.write(outbox_line(eid, row.payload if row is not None else ""))
-    return time.time()
+    return Hit(time.time())
 
 
-def ended_at(fired: dict) -> float:
+def ended_at(at: float, detail: dict) -> float:
     """When a fired nemesis ended: the SIGCONT of a pause, the watchdog's kill of a hang, the heal of a
-    partition, the unpause of an activity pause that held the run (activity_nemeses.settle); a kill, a
-    forged write or an activity reset ends as it lands."""
+    partition, the unpause of an activity pause that held the run (activities.settle); a kill, a forged
+    write or an activity reset ends as it lands (`at`)."""
     ends = ("cont_at", "killed_at", "healed_at", "held_until")
-    return next((fired[k] for k in ends if fired.get(k)), fired["at"])
+    return next((detail[k] for k in ends if detail.get(k)), at)
 
 
-def nemesis_figures(conn: Ledger, run_id: str, fired: list[dict]) -> dict:
-    """Per nemesis: how many fired and how long each stalled the run, from durable timestamps: its start
-    -> the run's next activity (activity_log) after it ended (`stalled_s`), and the part of that after
-    it ended (`recovery_s`: SIGCONT, the watchdog's kill or the heal -> the next activity)."""
+def stall_times(conn: Ledger, run_id: str, at: float, detail: dict) -> tuple[float | None, float | None]:
+    """How long a nemesis that fired at `at` stalled the run, from durable timestamps: its start -> the
+    run's next activity (activity_log) after it ended, and the part of that after it ended (SIGCONT, the
+    watchdog's kill or the heal -> the next activity). (None, None): no activity came after it."""
+    end = ended_at(at, detail)
+    first = queries.first_activity_after(conn, run_id, end)
+    return (None, None) if first is None else (first - at, first - end)
+
+
+def nemesis_figures(fired: list[tuple[str, float | None, float | None]]) -> dict:
+    """Per nemesis kind, from (kind, stalled_s, recovery_s) of each fired one: how many fired, the
+    median and the longest stall and recovery."""
     stalls: dict[str, list[float]] = defaultdict(list)
     recoveries: dict[str, list[float]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
-    for f in fired:
-        counts[f["kind"]] += 1
-        if f.get("stalled_s") is None:
-            first = queries.first_activity_after(conn, run_id, ended_at(f))
-            f["stalled_s"] = None if first is None else first - f["at"]
-            f["recovery_s"] = None if first is None else first - ended_at(f)
-        if f["stalled_s"] is not None:
-            stalls[f["kind"]].append(f["stalled_s"])
-        if f.get("recovery_s") is not None:
-            recoveries[f["kind"]].append(f["recovery_s"])
+    for kind, stalled_s, recovery_s in fired:
+        counts[kind] += 1
+        if stalled_s is not None:
+            stalls[kind].append(stalled_s)
+        if recovery_s is not None:
+            recoveries[kind].append(recovery_s)
     return {kind: {"count": n, **_spread("stall", stalls[kind]), **_spread("recovery", recoveries[kind])}
             for kind, n in sorted(counts.items())}  # fmt: skip
 

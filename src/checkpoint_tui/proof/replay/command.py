@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.workflow_runs import workflow_type_of
+from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.engine.workflow import AgentLoop
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.junit import write_junit
@@ -135,9 +137,11 @@ async def replay_command(
     junit_path: Path | None = None,
     workflow: type = AgentLoop,
     deadline_s: float = REPLAY_DEADLINE_S,
+    of_run: Callable[[RunRow], Workload] | None = None,
 ) -> int:
     """Prints PASS/FAIL per history; exit 1 if any failed (or could not be read, or hung past
-    `deadline_s`), else 0."""
+    `deadline_s`), else 0. `of_run`: the workload a recorded run is (runs of another workflow than ours
+    are skipped, or refused when named)."""
     selection.check()
     started = time.monotonic()
     report = Report()
@@ -146,7 +150,7 @@ async def replay_command(
             if not await asyncio.to_thread(replaying.files, selection.from_path):
                 raise UsageError(f"--from {selection.from_path}: no history files (JSON with an 'events' list)")
         else:
-            await _from_temporal(settings, selection, report, replaying)
+            await _from_temporal(settings, selection, report, replaying, of_run)
     if export_dir is not None:
         print(f"exported {replaying.exported} histories to {export_dir}")
     total, failed = len(report.checks), len(report.failures)
@@ -178,12 +182,16 @@ def _only_ours(recorded: list[Recorded], workflow: type) -> list[Recorded]:
     return kept
 
 
-async def _from_temporal(settings: Settings, selection: Selection, report: Report, replaying: Replaying) -> None:
+async def _from_temporal(
+    settings: Settings, selection: Selection, report: Report, replaying: Replaying,
+    of_run: Callable[[RunRow], Workload] | None,
+) -> None:  # fmt: skip
     conn = connect(settings.ledger) if settings.ledger_exists else None
     if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
         raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")
     run_ids = list(selection.run_ids) or (queries.run_ids(conn) if conn is not None else [])
-    run_ids = ours(conn, run_ids, named=bool(selection.run_ids)) if conn is not None else run_ids
+    if conn is not None and of_run is not None:
+        run_ids = ours(conn, run_ids, bool(selection.run_ids), of_run)
     if not run_ids:
         return
     address, _ = resolve_address(settings)
@@ -193,20 +201,20 @@ async def _from_temporal(settings: Settings, selection: Selection, report: Repor
             await asyncio.to_thread(replaying.one, rec)
 
 
-def ours(conn, run_ids: list[str], named: bool) -> list[str]:
+def ours(conn, run_ids: list[str], named: bool, of_run: Callable[[RunRow], Workload]) -> list[str]:
     """The runs of checkpoint-tui's own workflow. A run of a user's workflow (`--worker-cmd ... start
-    --workflow`, its row's provider `foreign:TYPE`) would only fail against AgentLoop: with --all it is
-    skipped with a note; named, it is a usage error (exit 2) before anything starts."""
+    --workflow`) would only fail against AgentLoop: with --all it is skipped with a note; named, it is
+    a usage error (exit 2) before anything starts."""
     kept = []
     for run_id in run_ids:
         row = queries.run(conn, run_id)
-        workflow = workflow_type_of(row.provider) if row is not None else None
-        if workflow is None:
+        note = of_run(row).replay_note() if row is not None else None
+        if note is None:
             kept.append(run_id)
         elif named:
-            raise UsageError(f"{run_id} is {user_workflow_note(workflow)}")
+            raise UsageError(f"{run_id} is {note}")
         else:
-            print(f"skip  {run_id}: {user_workflow_note(workflow)}")
+            print(f"skip  {run_id}: {note}")
     return kept
 
 

@@ -1,18 +1,13 @@
-"""The --verify scenarios. Each starts a fresh run, lets it end, then reads the evidence back from
-SQLite / files / Temporal and reports one check per claim with the values it looked at."""
+"""The --verify scenarios of our own loop. Each starts a fresh run, lets it end, then reads the evidence
+back from SQLite / files / Temporal and reports one check per claim with the values it looked at."""
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import statistics
-import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 import psutil
-from temporalio.client import Client
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.engine.shared import timer_ms
@@ -21,12 +16,10 @@ from checkpoint_tui.ledger.artifacts import step_file
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.ops.logcap import open_log
-from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.proof.measure.task_cost import task_times
 from checkpoint_tui.proof.report import Report
+from checkpoint_tui.proof.verify import plan
+from checkpoint_tui.proof.verify.plan import Scenario, VerifyContext
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
@@ -36,59 +29,18 @@ RESTART_TARGET_S = 0.2  # kill -> killed step restarts, with the warm spare
 RESTART_TARGET_NO_SPARE_S = 0.6
 NEXT_STEP_SLACK_S = 0.6  # kill -> next step, beyond the step's own work + timer + the replay
 UNASSISTED_RESTART_TARGET_S = 2.5
-READY_TIMEOUT_S = 20.0
+VERIFY_WALL_S = 90.0  # --verify of our loop, every scenario, on a quiet machine
 
 
-class Context:
-    def __init__(self, settings: Settings, address: str, client: Client, report: Report) -> None:
-        self.settings = settings
-        self.address = address
-        self.client = client
-        self.report = report
-        self.sup: Supervisor | None = None
-        self.completions: list[tuple[str, int, int]] = []
+async def _run(
+    ctx: VerifyContext, steps: int, faults: Sequence[FaultSpec] = (), pace: float = PACE
+) -> tuple[str, str | None]:
+    run_id = await ctx.start(ctx.workload.shaped(steps, pace, faults))
+    return run_id, await ctx.finish(run_id, RUN_TIMEOUT_S)
 
-    async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
-        await self.unsupervise(stop_workers=False)
-        sup = Supervisor(self.settings, self.address, assist=assist, spare=spare)
-        if not sup.acquire():
-            raise RuntimeError("another supervisor owns the verify home")
-        self.sup = sup
-        try:
-            await asyncio.to_thread(sup.ensure_worker)
-            await wait_until(
-                lambda: all(w.ready(self.settings) for w in (sup.primary, sup.spare) if w is not None),
-                READY_TIMEOUT_S, what="the worker (and spare) connected; see run/worker.log",
-            )  # fmt: skip  # scenarios measure failover: start them with the worker (and spare) connected
-        except BaseException:  # a start-up that failed half-way: stop what it started, release the home
-            await self.unsupervise(stop_workers=True)
-            for w in worker_proc.load_all(self.settings):  # one recorded before it reached the pool
-                await asyncio.to_thread(worker_proc.stop, self.settings, w)
-                worker_proc.forget(self.settings, w.role, w.slot)
-            raise
-        sup.start()  # unsupervise() stops it
-        return sup
 
-    async def unsupervise(self, stop_workers: bool) -> None:
-        if self.sup is not None:
-            await self.sup.stop(stop_workers=stop_workers)
-        self.sup = None
-
-    async def run(self, steps: int, faults: Sequence[FaultSpec] = (), pace: float = PACE) -> tuple[str, str | None]:
-        run_id = await start_run(self.settings, self.client, steps, pace, faults)
-        if self.sup is not None:
-            self.sup.poke()  # its kill_at faults are armed from now
-        status = await wait_for_run(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
-        return run_id, status
-
-    def snapshot(self, run_id: str, status: str | None) -> Snapshot:
-        return build_snapshot(connect(self.settings.ledger), self.settings, run_id, status)
-
-    def completed(self, scenario: str, snap: Snapshot) -> None:
-        self.completions.append((scenario, snap.completed_steps, snap.total_steps))
-
-    async def close(self) -> None:
-        await self.unsupervise(stop_workers=True)
+def _snapshot(ctx: VerifyContext, run_id: str, status: str | None) -> Snapshot:
+    return build_snapshot(connect(ctx.settings.ledger), ctx.settings, run_id, status)
 
 
 def _kill_events(settings: Settings, run_id: str) -> list[dict]:
@@ -107,7 +59,7 @@ def _normal_work_s(snap: Snapshot, disturbed: set[int]) -> float:
     return statistics.median(durations) if durations else 0.0
 
 
-def _check_run_integrity(ctx: Context, tag: str, snap: Snapshot) -> None:
+def _check_run_integrity(ctx: VerifyContext, tag: str, snap: Snapshot) -> None:
     r = ctx.report
     n = snap.total_steps
     r.check(
@@ -128,16 +80,16 @@ def _check_run_integrity(ctx: Context, tag: str, snap: Snapshot) -> None:
         f"outbox={snap.outbox_lines} repeated={snap.outbox_duplicates} notes={snap.notes_rows} "
         f"files={snap.artifact_files}",
     )
-    ctx.completed(tag, snap)
+    ctx.completions.append((tag, snap.completed_steps, snap.total_steps))
 
 
-async def kill_mid_run(ctx: Context) -> None:
+async def kill_mid_run(ctx: VerifyContext) -> None:
     # four steps between kills (~2 s): the spare spawned after a kill is ready (~1.2-1.4 s here) before
     # the next one, so each kill measures the warm-spare failover that 1e's 0.2 s target is about
     steps, kill_steps = 12, (3, 7, 11)
     sup = await ctx.supervise()
-    run_id, status = await ctx.run(steps, [FaultSpec("kill_at", s) for s in kill_steps])
-    snap = ctx.snapshot(run_id, status)
+    run_id, status = await _run(ctx, steps, [FaultSpec("kill_at", s) for s in kill_steps])
+    snap = _snapshot(ctx, run_id, status)
     kills = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "kill"]
     r = ctx.report
     r.check(
@@ -192,10 +144,10 @@ async def kill_mid_run(ctx: Context) -> None:
         )
 
 
-async def transient_retry(ctx: Context) -> None:
+async def transient_retry(ctx: VerifyContext) -> None:
     await ctx.supervise()
-    run_id, status = await ctx.run(4, [FaultSpec("transient", 2, count=2)])
-    snap = ctx.snapshot(run_id, status)
+    run_id, status = await _run(ctx, 4, [FaultSpec("transient", 2, count=2)])
+    snap = _snapshot(ctx, run_id, status)
     step2 = next((s for s in snap.steps if s.step == 2), None)
     effects2 = [e for e in snap.effects if e.step == 2]
     ctx.report.check(
@@ -207,14 +159,14 @@ async def transient_retry(ctx: Context) -> None:
     _check_run_integrity(ctx, "2b.", snap)
 
 
-async def crash_in_claim_window(ctx: Context) -> None:
+async def crash_in_claim_window(ctx: VerifyContext) -> None:
     await ctx.supervise()
     faults = [
         FaultSpec("crash_after_claim", 2, effect_kind="email"),
         FaultSpec("crash_after_claim", 3, effect_kind="file"),
     ]
-    run_id, status = await ctx.run(4, faults)
-    snap = ctx.snapshot(run_id, status)
+    run_id, status = await _run(ctx, 4, faults)
+    snap = _snapshot(ctx, run_id, status)
     recovered = [e.id for e in snap.effects if "recovered" in e.outcomes.split(",")]
     conn = connect(ctx.settings.ledger)
     mismatched = []
@@ -238,10 +190,10 @@ async def crash_in_claim_window(ctx: Context) -> None:
     _check_run_integrity(ctx, "3c.", snap)
 
 
-async def garble(ctx: Context) -> None:
+async def garble(ctx: VerifyContext) -> None:
     await ctx.supervise()
-    run_id, status = await ctx.run(5, [FaultSpec("garble", 3)])
-    snap = ctx.snapshot(run_id, status)
+    run_id, status = await _run(ctx, 5, [FaultSpec("garble", 3)])
+    snap = _snapshot(ctx, run_id, status)
     bad = snap.guardrail_step
     conn = connect(ctx.settings.ledger)
     run = queries.run(conn, run_id)
@@ -272,72 +224,25 @@ async def garble(ctx: Context) -> None:
     )
 
 
-async def supervisor_killed(ctx: Context) -> None:
+async def supervisor_killed(ctx: VerifyContext) -> None:
     """A separate supervisor process spawns the worker; SIGKILL the supervisor; the worker survives and
     a fresh supervisor adopts the same pid; the run completes."""
-    await ctx.unsupervise(stop_workers=True)
-    steps = 8
-    log = open_log(ctx.settings.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "checkpoint_tui",
-            "--home",
-            str(ctx.settings.home),
-            "--temporal-address",
-            ctx.address,
-            "--namespace",
-            ctx.settings.namespace,
-            "--task-queue",
-            ctx.settings.task_queue,
-            "start",
-            "--steps",
-            str(steps),
-            "--pace",
-            str(PACE),
-            "--wait",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log.fd,
-            stdin=asyncio.subprocess.DEVNULL,
-            env=ctx.settings.child_env(),
-        )
-    finally:
-        log.close()  # the child holds its own copy
-    try:
-        assert proc.stdout is not None
-        run_id = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
-        conn = connect(ctx.settings.ledger)
+    conn = connect(ctx.settings.ledger)
+
+    async def progressed(run_id: str) -> None:
         await wait_until(lambda: queries.count_completed(conn, run_id) >= 2, 30.0, what="two steps completed")
-        worker = worker_proc.load(ctx.settings, "active")
-        proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse is possible before we reap it
-        await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    survived = worker is not None and ProcIdentity.exists(worker.ident)
-    ctx.report.check(
-        "5. supervisor process SIGKILLed, its worker survived",
-        proc.returncode == -signal.SIGKILL and survived,
-        f"supervisor pid {proc.pid} rc={proc.returncode}; worker pid {worker.pid if worker else None} alive={survived}",
-    )
-    sup = await ctx.supervise()
-    adopted = sup.primary.pid if sup.primary else None
-    ctx.report.check(
-        "5b. a new supervisor adopted the same worker",
-        worker is not None and adopted == worker.pid,
-        f"new supervisor adopted worker {adopted} (was {worker.pid if worker else None})",
-    )
-    status = await wait_for_run(ctx.settings, ctx.client, run_id, timeout=RUN_TIMEOUT_S)
-    _check_run_integrity(ctx, "5c.", ctx.snapshot(run_id, status))
+
+    async def judge(run_id: str, status: str | None) -> None:
+        _check_run_integrity(ctx, "5c.", _snapshot(ctx, run_id, status))
+
+    await plan.supervisor_killed(ctx, 5, ctx.workload.shaped(8, PACE), progressed, judge, RUN_TIMEOUT_S)
 
 
-async def unassisted(ctx: Context) -> None:
+async def unassisted(ctx: VerifyContext) -> None:
     """Timeouts only (no failing of the dead worker's activities, no sticky reset): still bounded."""
     await ctx.supervise(assist=False)
-    run_id, status = await ctx.run(6, [FaultSpec("kill_at", 3)])
-    snap = ctx.snapshot(run_id, status)
+    run_id, status = await _run(ctx, 6, [FaultSpec("kill_at", 3)])
+    snap = _snapshot(ctx, run_id, status)
     conn = connect(ctx.settings.ledger)
     kills = [k for k in _kill_events(ctx.settings, run_id) if k["event"] == "kill"]
     lat = measure(conn, run_id, kills[0]["at"], kills[0]["pid"], kills[0]["step"]) if kills else None
@@ -351,7 +256,7 @@ async def unassisted(ctx: Context) -> None:
     _check_run_integrity(ctx, "6b.", snap)
 
 
-async def completions(ctx: Context) -> None:
+async def completions(ctx: VerifyContext) -> None:
     ok = bool(ctx.completions) and all(done == total for _, done, total in ctx.completions)
     ctx.report.check(
         "7. completed step count equals the target in every scenario",
@@ -364,7 +269,7 @@ def _s(value: float | None) -> str:
     return "none" if value is None else f"{value:.3f}s"
 
 
-SCENARIOS: list[Callable[[Context], Awaitable[None]]] = [
+SCENARIOS: list[Scenario] = [
     kill_mid_run,
     transient_retry,
     crash_in_claim_window,
@@ -373,3 +278,18 @@ SCENARIOS: list[Callable[[Context], Awaitable[None]]] = [
     unassisted,
     completions,
 ]
+
+
+def summarise(report: Report, wall_s: float) -> None:
+    """Our loop's latency figures (medians over the kills that measured them) and its wall-time target."""
+
+    def median(key: str) -> float | None:
+        values = [c.numbers[key] for c in report.checks if isinstance(c.numbers.get(key), float | int)]
+        return round(statistics.median(values), 3) if values else None
+
+    report.figures["restart_latency_s"] = median("restart_s")
+    report.figures["next_step_latency_s"] = median("next_step_s")
+    report.figures["next_step_excess_s"] = median("next_step_excess_s")
+    report.figures["unassisted_restart_latency_s"] = median("unassisted_restart_s")
+    report.check(f"verify wall time within {VERIFY_WALL_S:.0f} s", wall_s <= VERIFY_WALL_S, f"wall={wall_s:.1f}s",
+                 verify_wall_s=wall_s)  # fmt: skip

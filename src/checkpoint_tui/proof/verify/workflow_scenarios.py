@@ -1,5 +1,5 @@
-"""`checkpoint-tui --worker-cmd CMD --verify --workflow TYPE --input JSON`: the --verify scenarios that
-apply to any workflow, run on a user's own worker in a home of their own (run/verify):
+"""The --verify scenarios of a user's workflow (`checkpoint-tui --worker-cmd CMD --verify --workflow TYPE
+--input JSON`), run on their own worker in a home of its own (run/verify):
 
 1. kill mid-run: three SIGKILLs of the worker while one of the workflow's activities is in flight
    on it (a cold spawn replaces it; assisted failover fails the dead worker's attempts by identity);
@@ -18,33 +18,12 @@ from Temporal and the ledger.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import signal
-import sys
 from dataclasses import asdict
 
-from temporalio.client import Client
-
-from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
-from checkpoint_tui.app.activity_history import (
-    Chain,
-    activities,
-    first_event_after,
-    label,
-    read_chain,
-    workflow_task_failures,
-)  # fmt: skip
-from checkpoint_tui.app.workflow_runs import NO_INPUT, wait_workflow_run
-from checkpoint_tui.app.workload import UserWorkflow
-from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.ops.logcap import open_log
-from checkpoint_tui.ops.supervisor import Supervisor
-from checkpoint_tui.ops.user_worker import probe_log_path, wait_polling
+from checkpoint_tui.app.activity_history import Chain, first_event_after, read_chain, workflow_task_failures
 from checkpoint_tui.proof.nemeses.aim import Progress, until_activity
-from checkpoint_tui.proof.report import Report
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.proof.verify import plan
+from checkpoint_tui.proof.verify.plan import Scenario, VerifyContext
 
 RUN_TIMEOUT_S = 120.0
 # kill -> the next worker at work, assisted: a cold spawn of the user's command (measured: how long
@@ -55,75 +34,36 @@ UNASSISTED_SLACK_S = 5.0  # beyond the activity's own heartbeat timeout: retry i
 KILL_AT = (2, 3, 4)  # the activities (in scheduling order) a kill lands in
 
 
-class WorkflowContext:
-    def __init__(self, settings: Settings, address: str, client: Client, report: Report, workload: UserWorkflow):
-        self.settings, self.address, self.client, self.report = settings, address, client, report
-        self.workload, self.workflow, self.arg = workload, workload.workflow, workload.arg
-        self.sup: Supervisor | None = None
-        self.runs: list[str] = []
-        self.spawn_s: float | None = None  # the slowest start-to-polling of the user's command seen
+async def _finish(ctx: VerifyContext, run_id: str) -> tuple[str | None, Chain]:
+    status = await ctx.finish(run_id, RUN_TIMEOUT_S)
+    return status, await read_chain(ctx.client, run_id)
 
-    async def supervise(self, assist: bool = True) -> Supervisor:
-        await self.unsupervise(stop_workers=False)
-        sup = Supervisor(self.settings, self.address, assist=assist, spare=False)
-        if not sup.acquire():
-            raise RuntimeError("another supervisor owns the verify home")
-        self.sup = sup  # from here on close() stops its workers, even if the start-up below fails
-        await asyncio.to_thread(sup.ensure_worker)
-        assert sup.primary is not None
-        spawn_s = await wait_polling(self.client, self.settings, sup.primary)
-        self.spawn_s = max(self.spawn_s or 0.0, spawn_s)
-        sup.start()
-        return sup
 
-    async def unsupervise(self, stop_workers: bool) -> None:
-        if self.sup is not None:
-            await self.sup.stop(stop_workers=stop_workers)
-        self.sup = None
+async def _audit(ctx: VerifyContext, tag: str, run_id: str, status: str | None) -> None:
+    a = await ctx.workload.audit(ctx.settings, ctx.client, run_id, status)
+    ctx.report.check(f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
+                     f"status={status} {a.summary()}" + "".join(f"; {d}" for d in (a.lost_detail +
+                                                                                     a.duplicated_detail)[:5]))
 
-    async def start(self) -> str:
-        run_id = await self.workload.start(self.settings, self.client)
-        self.runs.append(run_id)
-        return run_id
 
-    async def finish(self, run_id: str) -> tuple[str | None, Chain]:
-        status = await wait_workflow_run(self.settings, self.client, run_id, timeout=RUN_TIMEOUT_S)
-        return status, await read_chain(self.client, run_id)
-
-    def audit(self, tag: str, run_id: str, status: str | None, chain: Chain) -> None:
-        acts = activities(chain)
-        label(acts, self.workload.framework)
-        probes = probe_counts(probe_log_path(self.settings))
-        a = audit_activities(connect(self.settings.ledger), run_id, self.workflow, status, acts, probes)
-        self.report.check(
-            f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
-            f"status={status} activities={a.completed}/{a.activities} re-executed={len(a.re_executed)} "
-            f"guarded={len(a.guarded_re_executed)} at_risk={len(a.at_risk)} model_reruns={len(a.model_reruns)} "
-            f"never_ran={len(a.never_ran)} lost={a.lost} duplicated={a.duplicated}"
-            + "".join(f"; {d}" for d in (a.lost_detail + a.duplicated_detail)[:5]),
-        )  # fmt: skip
-
-    async def kill_in_activity(self, run_id: str, k: int, reason: str) -> dict | None:
-        """SIGKILL the live worker while the k-th activity is in flight on it; None if the run ended first."""
-        sup = self.sup
-        assert sup is not None
-        live = lambda: sup.primary.name if sup.primary is not None else None  # noqa: E731
-        progress = Progress(self.client, run_id, self.workload.framework)
-        act = await until_activity(progress, lambda: progress.activity(k), live, RUN_TIMEOUT_S)
-        if act is None:
-            return None
-        worker = sup.primary
-        if worker is None:
-            return None
-        report = await sup.kill(reason, worker)
-        bound = act.unassisted_bound_s
-        name = act.info.name if act.info is not None and act.cls in ("tool", "mcp") and act.info.name else None
-        return {**asdict(report), "identity": worker.name, "activity": k, "label": act.label, "bound_s": bound,
-                "kind": f"the {name} tool's activity" if name else act.activity_type,
-                "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout"}
-
-    async def close(self) -> None:
-        await self.unsupervise(stop_workers=True)
+async def _kill_in_activity(ctx: VerifyContext, run_id: str, k: int, reason: str) -> dict | None:
+    """SIGKILL the live worker while the k-th activity is in flight on it; None if the run ended first."""
+    sup = ctx.sup
+    assert sup is not None
+    live = lambda: sup.primary.name if sup.primary is not None else None  # noqa: E731
+    progress = Progress(ctx.client, run_id, ctx.framework)
+    act = await until_activity(progress, lambda: progress.activity(k), live, RUN_TIMEOUT_S)
+    if act is None:
+        return None
+    worker = sup.primary
+    if worker is None:
+        return None
+    report = await sup.kill(reason, worker)
+    bound = act.unassisted_bound_s
+    name = act.info.name if act.info is not None and act.cls in ("tool", "mcp") and act.info.name else None
+    return {**asdict(report), "identity": worker.name, "activity": k, "label": act.label, "bound_s": bound,
+            "kind": f"the {name} tool's activity" if name else act.activity_type,
+            "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout"}
 
 
 def _resume_s(chain: Chain, kill: dict) -> float | None:
@@ -131,11 +71,11 @@ def _resume_s(chain: Chain, kill: dict) -> float | None:
     return None if nxt is None else nxt - kill["at"]
 
 
-async def kill_mid_run(ctx: WorkflowContext) -> None:
+async def kill_mid_run(ctx: VerifyContext) -> None:
     await ctx.supervise()
     run_id = await ctx.start()
-    kills = [k for k in [await ctx.kill_in_activity(run_id, k, "verify: kill mid-run") for k in KILL_AT] if k]
-    status, chain = await ctx.finish(run_id)
+    kills = [k for k in [await _kill_in_activity(ctx, run_id, k, "verify: kill mid-run") for k in KILL_AT] if k]
+    status, chain = await _finish(ctx, run_id)
     r = ctx.report
     r.check(
         "1. worker really dies: SIGKILL, no exit code, confirmed",
@@ -149,7 +89,7 @@ async def kill_mid_run(ctx: WorkflowContext) -> None:
     last = acts[-1].activity_task_started_event_attributes.identity if acts else None
     r.check("1b. another worker finished the run", last is not None and last not in names,
             f"last activity by {last}; killed {', '.join(sorted(names)) or 'none'}")  # fmt: skip
-    spawn = ctx.spawn_s or 0.0
+    spawn = ctx.ready_s or 0.0
     target = spawn + FIRST_RETRY_S + RESUME_SLACK_S
     for i, k in enumerate(kills, 1):
         resumed = _resume_s(chain, k)
@@ -158,57 +98,25 @@ async def kill_mid_run(ctx: WorkflowContext) -> None:
                 f"resumed after {_s(resumed)} (≤{target:.1f}s: a cold spawn of the worker command {spawn:.2f} s, "
                 f"the first retry {FIRST_RETRY_S:g} s, {RESUME_SLACK_S:g} s slack)",
                 resume_s=resumed)  # fmt: skip
-    ctx.audit("1d.", run_id, status, chain)
+    await _audit(ctx, "1d.", run_id, status)
 
 
-async def supervisor_killed(ctx: WorkflowContext) -> None:
-    await ctx.unsupervise(stop_workers=True)
-    s = ctx.settings
-    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(s.home), "--temporal-address", ctx.address,
-            "--namespace", s.namespace, "--task-queue", s.task_queue, *s.connection.worker_args(),
-            "--worker-cmd", _cmd_text(s), "start", "--workflow", ctx.workflow, "--wait"]  # fmt: skip
-    if ctx.workload.framework:
-        argv[argv.index("--worker-cmd"):argv.index("--worker-cmd")] = ["--framework", ctx.workload.framework]
-    if ctx.arg is not NO_INPUT:
-        argv += ["--input", json.dumps(ctx.arg)]
-    log = open_log(s.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
-                                                    stdin=asyncio.subprocess.DEVNULL, env=s.child_env(),
-                                                    cwd=s.worker_cwd)  # fmt: skip
-    finally:
-        log.close()  # the child holds its own copy
-    try:
-        assert proc.stdout is not None
-        run_id = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode().strip()
-        ctx.runs.append(run_id)
-        progress = Progress(ctx.client, run_id, ctx.workload.framework)
+async def supervisor_killed(ctx: VerifyContext) -> None:
+    async def progressed(run_id: str) -> None:
+        progress = Progress(ctx.client, run_id, ctx.framework)
         await until_activity(progress, lambda: progress.activity(2), None, RUN_TIMEOUT_S)
-        worker = worker_proc.load(s, "active")
-        proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
-        await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    alive = worker is not None and worker.ident.exists()
-    killed = proc.returncode == -signal.SIGKILL
-    ctx.report.check("2. supervisor process SIGKILLed, its worker survived", killed and alive,
-                     f"supervisor pid {proc.pid} rc={proc.returncode}; worker {worker.pid if worker else None} "
-                     f"alive={alive}")  # fmt: skip
-    sup = await ctx.supervise()
-    adopted = sup.primary.pid if sup.primary else None
-    ctx.report.check("2b. a new supervisor adopted the same worker", worker is not None and adopted == worker.pid,
-                     f"adopted {adopted} (was {worker.pid if worker else None})")  # fmt: skip
-    status, chain = await ctx.finish(run_id)
-    ctx.audit("2c.", run_id, status, chain)
+
+    async def judge(run_id: str, status: str | None) -> None:
+        await _audit(ctx, "2c.", run_id, status)
+
+    await plan.supervisor_killed(ctx, 2, ctx.workload, progressed, judge, RUN_TIMEOUT_S)
 
 
-async def unassisted(ctx: WorkflowContext) -> None:
+async def unassisted(ctx: VerifyContext) -> None:
     await ctx.supervise(assist=False)
     run_id = await ctx.start()
-    kill = await ctx.kill_in_activity(run_id, KILL_AT[0], "verify: unassisted kill")
-    status, chain = await ctx.finish(run_id)
+    kill = await _kill_in_activity(ctx, run_id, KILL_AT[0], "verify: unassisted kill")
+    status, chain = await _finish(ctx, run_id)
     resumed = _resume_s(chain, kill) if kill else None
     own = (kill or {}).get("bound_s") or 0.0
     budget = own + UNASSISTED_SLACK_S
@@ -219,10 +127,10 @@ async def unassisted(ctx: WorkflowContext) -> None:
                      kill is not None and resumed is not None and resumed <= budget,
                      f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
                      f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}", unassisted_resume_s=resumed)  # fmt: skip
-    ctx.audit("3b.", run_id, status, chain)
+    await _audit(ctx, "3b.", run_id, status)
 
 
-async def replay(ctx: WorkflowContext) -> None:
+async def replay(ctx: VerifyContext) -> None:
     """A fresh worker replays every recorded execution (a query on a closed workflow replays it whole)."""
     await ctx.unsupervise(stop_workers=True)
     await ctx.supervise()
@@ -242,14 +150,8 @@ async def replay(ctx: WorkflowContext) -> None:
                      "; ".join(task_failures[:5]) or "none")  # fmt: skip
 
 
-def _cmd_text(settings: Settings) -> str:
-    import shlex
-
-    return shlex.join(settings.worker_cmd)
-
-
 def _s(value: float | None) -> str:
     return "none" if value is None else f"{value:.2f}s"
 
 
-SCENARIOS = [kill_mid_run, supervisor_killed, unassisted, replay]
+SCENARIOS: list[Scenario] = [kill_mid_run, supervisor_killed, unassisted, replay]

@@ -47,7 +47,7 @@ def info_text(snap: Snapshot) -> Text:
     bad = snap.duplicates != 0 or snap.outbox_duplicates != 0
     t = Text(f"{snap.ledger_rows} rows · ")
     t.append(f"duplicates {snap.duplicates}", style="bold red" if bad else "bold green")
-    if snap.unit == "step":  # our loop's outbox file; a user's workflow has its own outputs
+    if snap.outbox:  # our loop's outbox file; a user's workflow has its own outputs
         t.append(f" · outbox {snap.outbox_lines} (repeated {snap.outbox_duplicates})\n")
     else:
         t.append(" · through the effects library\n")

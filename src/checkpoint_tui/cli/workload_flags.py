@@ -1,29 +1,34 @@
-"""A user's workflow: `--worker-cmd "CMD"` (with `--task-queue Q`) and the commands that run one
-(`start|chaos --workflow TYPE --input JSON`, `--verify --workflow ...`, `status RUN`), agent frameworks
-on Temporal included (`--framework` forces an adapter; by default the activity types name it). Every
-flag is checked here before anything starts (exit 2, one line)."""
+"""The workload an invocation runs, from its flags: our own agent loop (`--steps`, `--pace`, `--fault`),
+or with `--worker-cmd "CMD"` (and `--task-queue Q`) a user's workflow (`start|chaos|doctor --workflow
+TYPE --input JSON`, `--verify --workflow ...`, the app's `--workflow`), agent frameworks on Temporal
+included (`--framework` forces an adapter; by default the activity types name it). `build_workload`
+is the one place the kind is chosen; every flag is checked here before anything starts (exit 2)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import re
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_tui.app.frameworks import FRAMEWORKS
-from checkpoint_tui.errors import Exit, UsageError
+from checkpoint_tui.errors import UsageError
 from checkpoint_tui.settings import Settings
+
+if TYPE_CHECKING:
+    from checkpoint_tui.workloads import Adapter
 
 MAX_CMD_CHARS = 4096
 MAX_CMD_ARGS = 256
 TASK_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 # Commands that make no sense on a user's worker: they run our own workflow or loop.
 NOT_FOR_USER_WORKFLOWS = ("compare", "replay", "model-server")
+RUN_COMMANDS = ("start", "chaos", "doctor")  # they take --workflow/--input after the command
+LOOP_STEPS = {"doctor": 3}  # doctor: every activity type runs in one step; three show their medians
+LOOP_PACE = {"chaos": 0.3, "doctor": 0.0}  # chaos: short timers between kills; doctor: no think time
 
 
 def worker_cmd(text: str) -> tuple[str, ...]:
@@ -134,94 +139,33 @@ def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:
     return check_workflow_type(workflow), NO_INPUT if text is None else parse_input(text)
 
 
-def start(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.cli.commands import start_workload
+def build_workload(args: argparse.Namespace) -> Adapter:
+    """The one workload of this invocation: a user's workflow with --worker-cmd, else our loop shaped by
+    the command's flags (chaos runs it at its own pace; doctor a short one)."""
+    from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 
-    if args.fault:
+    command = args.command
+    if not args.worker_cmd:
+        steps = getattr(args, "steps", None) or LOOP_STEPS.get(command, AgentLoopWorkload.steps)
+        pace = getattr(args, "pace", None)
+        pace = LOOP_PACE.get(command, AgentLoopWorkload.pace) if pace is None else pace
+        return AgentLoopWorkload(steps, pace, tuple(getattr(args, "fault", ())))
+    _check_user_flags(args)
+    after = command in RUN_COMMANDS  # --workflow/--input after the command (start, chaos, doctor)
+    workflow = args.workflow if after else args.verify_workflow
+    text = args.input_json if after else args.verify_input
+    if workflow is None:  # the app, status, doctor RUN: runs of whatever workflow the ledger names
+        return UserWorkflow(None, framework=args.framework)
+    workflow, arg = workflow_and_input(workflow, text)
+    return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False))
+
+
+def _check_user_flags(args: argparse.Namespace) -> None:
+    """Our loop's flags given beside --worker-cmd: refused, not ignored."""
+    if getattr(args, "fault", None):
         raise UsageError("--fault plans faults in our own workflow; a user's workflow has no fault hooks")
-    workflow, arg = workflow_and_input(args.workflow, args.input_json)
-    return asyncio.run(start_workload(settings, UserWorkflow(workflow, arg, args.framework), args.wait, args.runs))
-
-
-def chaos(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.cli.commands import until_covered_bound
-    from checkpoint_tui.proof.chaos.activities import ActivityTarget, map_event, workload_schedule
-    from checkpoint_tui.proof.chaos.engine import chaos_command
-    from checkpoint_tui.proof.chaos.schedule import load_schedule, save_schedule
-
-    if args.chaos_shrink is not None or args.chaos_proof is not None:
-        raise UsageError("--shrink and --proof are for checkpoint-tui's own workflow, not --workflow")
-    if args.chaos_schedule is not None and args.chaos_save is not None:
-        raise UsageError("--schedule and --save-schedule go one at a time")
-    max_kills = until_covered_bound(args)
-    if max_kills is not None and args.runs > 1:
-        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --runs)")
-    if args.steps is not None:
+    if getattr(args, "steps", None) is not None and args.command == "chaos":
         raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip
-    workflow, arg = workflow_and_input(args.workflow, args.input_json)
-    seed = args.seed
-    if args.chaos_schedule is not None:  # a file that cannot be read or run is a usage error
-        events, span, file_seed = load_schedule(args.chaos_schedule, None)
-        events, seed = [map_event(e, args.chaos_schedule) for e in events], file_seed if file_seed is not None else seed
-    else:
-        events, span = workload_schedule(args.seed, args.kills, args.pauses, args.partitions, args.resets,
-                                         args.activity_pauses, args.activity_resets)  # cannot work: exit 2
-        if args.chaos_save is not None:
-            save_schedule(args.chaos_save, events, span, args.seed)
-            print(f"wrote {args.chaos_save} ({len(events)} events over {span} aimed activity starts)")
-            return Exit.OK
-    if not settings.embedded:
-        raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
-    json_out = Path(args.chaos_json) if args.chaos_json else None
-    target = ActivityTarget(UserWorkflow(workflow, arg, args.framework), args.aim, seed, args.strict_models,
-                            placed=args.chaos_schedule is None)
-    command = f"checkpoint-tui --worker-cmd ... chaos --workflow {workflow} --aim {args.aim} --seed {seed}"
-    command += f" --runs {args.runs}" if args.runs > 1 else ""
-    command += " --until-covered" if max_kills is not None else ""
-    return asyncio.run(chaos_command(settings, seed, span, events, command, json_out, junit_path=args.chaos_junit,
-                                     target=target, runs=args.runs, max_kills=max_kills))  # fmt: skip
-
-
-def verify(args: argparse.Namespace, settings: Settings) -> int:
-    from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.proof.bundle.writer import ProofOutputs
-    from checkpoint_tui.proof.verify.harness import run_verify
-
-    workflow, arg = workflow_and_input(args.verify_workflow, args.verify_input)
-    json_path = Path(args.json_path) if args.json_path else None
-    workload = UserWorkflow(workflow, arg, args.framework)
-    return asyncio.run(run_verify(settings, json_path, ProofOutputs(junit=args.verify_junit), workload))
-
-
-def tui(args: argparse.Namespace, settings: Settings) -> int:
-    """The app on a user's worker; `n` starts the --workflow / --input given before any command."""
-    from checkpoint_tui.app.session import LabSession
-    from checkpoint_tui.app.workflow_runs import NO_INPUT
-    from checkpoint_tui.app.workload import UserWorkflow
-    from checkpoint_tui.tui.app import CheckpointApp
-
-    workflow, arg = (None, NO_INPUT)
-    if args.verify_workflow:
-        workflow, arg = workflow_and_input(args.verify_workflow, args.verify_input)
-    workload = UserWorkflow(workflow, arg, args.framework) if workflow is not None else None
-    app = CheckpointApp(LabSession(settings, workload), poll_interval=args.refresh)
-    return int(app.run() or 0)
-
-
-def status(settings: Settings, run_id: str, as_json: bool, framework: str | None = None) -> int | None:
-    """`status RUN` of a run of a user's workflow (None: not one; the usual status applies)."""
-    from checkpoint_tui.app.workflow_runs import is_user_workflow
-    from checkpoint_tui.ledger import queries
-    from checkpoint_tui.ledger.store import connect
-
-    row = queries.run(connect(settings.ledger), run_id)
-    if row is None or not is_user_workflow(row.provider):
-        return None
-    from checkpoint_tui.cli.workflow_status import user_workflow_status
-
-    summary, text = asyncio.run(user_workflow_status(settings, row, framework))
-    print(json.dumps(summary, indent=2, sort_keys=True) if as_json else text)
-    return Exit.OK
+    if getattr(args, "steps", None) is not None and args.command == "doctor" and args.run is None:
+        raise UsageError("--steps is for checkpoint-tui's own loop, not --workflow")

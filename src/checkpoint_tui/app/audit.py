@@ -1,0 +1,38 @@
+"""What every audit of a run answers, whichever workload ran: our loop's (app/step_audit.py: every
+expected effect against the ledger, the files and the outbox) or a user's workflow's
+(app/activity_audit.py: its activities from history against the effects library's claims). Each gives
+the one verdict sentence the app, `status` and chaos show."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Audit(Protocol):
+    run_id: str
+    workflow_status: str | None
+    lost: int
+    duplicated: int
+    lost_detail: list[str]
+    duplicated_detail: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Completed, nothing lost, nothing duplicated (and, for a user's workflow, nothing at risk)."""
+        ...
+
+    def sentence(self) -> str | None:
+        """The verdict in one sentence; None while the workflow runs."""
+        ...
+
+    def summary(self) -> str:
+        """Its figures on one line (a check's observed values)."""
+        ...
+
+    def lines(self) -> list[str]:
+        """The report, plainly, one line a figure (what chaos prints under its events)."""
+        ...
+
+    def to_dict(self) -> dict:
+        """The JSON of the report's `audit` (with `ok`)."""
+        ...

@@ -1,0 +1,72 @@
+"""The one adapter every workload implements: the app's `Workload` (app/workload.py: start, wait, the
+timeline, the audit, status) plus what the proving tools ask of it, its chaos schedule and target and
+its --verify plan. A capability is built once, against this class; an optional one is a flag here
+(`shrinkable`), never a test of which workload it is."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from checkpoint_tui.app.runs import AGENT_LOOP, WORKFLOW
+from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.errors import Failed
+from checkpoint_tui.ledger.rows import RunRow
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.verify.plan import VerifyPlan
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many of each nemesis a seeded chaos schedule draws (chaos's flags)."""
+
+    kills: int = 8
+    pauses: int = 0
+    partitions: int = 0
+    resets: int = 0
+    activity_pauses: int = 0
+    activity_resets: int = 0
+
+    def more(self) -> tuple[int, ...]:
+        """The counts after the kills, in make_schedule's order."""
+        return self.pauses, self.partitions, self.resets, self.activity_pauses, self.activity_resets
+
+
+class Adapter(Workload):
+    shrinkable: ClassVar[bool] = False  # `chaos --shrink` can rerun subsets of a failing schedule of it
+
+    @abstractmethod
+    def flags(self) -> list[str]:
+        """The command-line words that name this workload (for a report's reproducing command)."""
+
+    @abstractmethod
+    def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
+        """The seeded schedule over its units: (events, how many units the events are placed over)."""
+
+    @abstractmethod
+    def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
+        """A schedule file's events as they apply to it: (events, units, the file's seed)."""
+
+    @abstractmethod
+    def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
+        """What chaos asks of a run of it (proof/chaos/targets.py). `aim`: which units the events land on
+        (a user's workflow); `placed`: in-activity kills at a seeded fraction of the unit's usual
+        duration (False: at the event's delay, as a schedule file says)."""
+
+    @abstractmethod
+    def verify_plan(self) -> VerifyPlan:
+        """Its --verify scenarios and how their figures are summed up (proof/verify/)."""
+
+    def of_run(self, row: RunRow) -> Workload:
+        """The workload a recorded run of another kind is (each adapter reads its own kind's runs)."""
+        from checkpoint_tui.workloads.agent_loop import AgentLoopWorkload  # the adapters import this module
+        from checkpoint_tui.workloads.user_workflow import UserWorkflow
+
+        if row.kind == WORKFLOW:
+            return UserWorkflow(row.workflow_type)
+        if row.kind == AGENT_LOOP:
+            return AgentLoopWorkload(row.total_steps, row.pace)
+        raise Failed(f"{row.run_id} is a run of {row.kind!r}, which this checkpoint-tui does not know")

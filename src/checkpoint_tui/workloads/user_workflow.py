@@ -1,0 +1,127 @@
+"""A user's own workflow as a workload: any Temporal workflow on their worker command (`--worker-cmd`),
+agent frameworks on Temporal included (pydantic-ai's durability, the OpenAI Agents SDK's plugin: an
+adapter in app/frameworks/ classifies their activities, recognised from the activity types or forced
+with `framework`). Its units are its activities, read from Temporal history; its effects are the ones
+made through the effects library, read from the ledger."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, probe_counts
+from checkpoint_tui.app.activity_history import read_activities
+from checkpoint_tui.app.activity_timeline import ActivityTimeline
+from checkpoint_tui.app.runs import WORKFLOW, LedgerCall
+from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.status_text import activity_status
+from checkpoint_tui.app.timeline import Timeline
+from checkpoint_tui.app.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
+from checkpoint_tui.app.workload import StatusReport, Workload
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger.rows import RunRow
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.user_worker import wait_polling
+from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.proof.chaos.activities import ActivityTarget, map_event, workload_schedule
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
+from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.replay.command import user_workflow_note
+from checkpoint_tui.proof.verify import workflow_scenarios
+from checkpoint_tui.proof.verify.plan import VerifyPlan
+from checkpoint_tui.settings import Settings
+from checkpoint_tui.workloads.base import Adapter, Counts
+
+POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
+
+
+@dataclass(frozen=True)
+class UserWorkflow(Adapter):
+    workflow: str | None  # its type; None: the app opened on a user's worker without --workflow
+    arg: Any = NO_INPUT
+    framework: str | None = None  # forced (--framework); None: recognised from the activity types
+    strict_models: bool = False  # a re-executed model request fails the verdict too (--strict-models)
+    kind: ClassVar[str] = WORKFLOW
+    unit: ClassVar[str] = "activity"
+    units: ClassVar[str] = "activities"
+
+    def title(self) -> str:
+        return f"{self.workflow}" + (f" ({self.framework})" if self.framework else "")
+
+    def flags(self) -> list[str]:
+        return ["--workflow", str(self.workflow)] + (["--framework", self.framework] if self.framework else [])
+
+    def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:
+        framework = ["--framework", self.framework] if self.framework else []
+        arg = [] if self.arg is NO_INPUT else ["--input", json.dumps(self.arg)]
+        return [*framework, "--worker-cmd", shlex.join(settings.worker_cmd)], ["--workflow", str(self.workflow), *arg]
+
+    async def start(self, settings: Settings, client: Client, ledger_call: LedgerCall | None = None) -> str:
+        if self.workflow is None:
+            raise UsageError("which workflow of your worker? open the app with --workflow TYPE (and --input JSON)")
+        return await start_workflow_run(settings, client, self.workflow, self.arg)
+
+    async def wait(
+        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+    ) -> str | None:
+        return await wait_workflow_run(settings, client, run_id, progress=progress, timeout=timeout)
+
+    async def ready(
+        self, settings: Settings, client: Client, worker: WorkerProc | None, connected: bool = False
+    ) -> float | None:
+        """Until Temporal lists the worker as a poller (connected or not: a user's command that cannot
+        start, or polls elsewhere, is one line, exit 3, now, not a run that never moves)."""
+        if worker is None:
+            return None
+        return await wait_polling(client, settings, worker, timeout=POLLING_WAIT_S)
+
+    def of_run(self, row: RunRow) -> Workload:
+        """A run of a workflow is read with this one's framework and verdict rules (its input is its own)."""
+        if row.kind != self.kind:
+            return super().of_run(row)
+        return self if row.workflow_type == self.workflow else replace(self, workflow=row.workflow_type, arg=NO_INPUT)
+
+    def timeline(self) -> Timeline:
+        return ActivityTimeline(self.workflow, self.framework, self.strict_models)
+
+    async def audit(self, settings: Settings, client: Client | None, run_id: str, status: str | None) -> ActivityAudit:
+        acts = await read_activities(client, run_id, framework=self.framework) if client is not None else []
+        probes = probe_counts(settings.probe_log)
+        return audit_activities(connect(settings.ledger), run_id, self.workflow, status, acts, probes,
+                                self.strict_models)  # fmt: skip
+
+    async def status(self, settings: Settings, client: Client | None, row: RunRow, status: str | None) -> StatusReport:
+        acts = None
+        if client is not None:
+            try:
+                acts = await read_activities(client, row.run_id, framework=self.framework)
+            except RPCError:  # gone since status was asked: as unreachable
+                acts = None
+        conn = connect(settings.ledger)
+        snap = build_snapshot(conn, settings, row.run_id, status)
+        probes = probe_counts(settings.probe_log)
+        audit = audit_activities(conn, row.run_id, row.workflow_type, status, acts or [], probes, self.strict_models)
+        doc, text = activity_status(row, snap, status, acts, audit)
+        return StatusReport(doc, text)
+
+    def replay_note(self) -> str | None:
+        return user_workflow_note(self.workflow or "?")
+
+    def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
+        return workload_schedule(seed, counts.kills, *counts.more())
+
+    def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
+        events, span, seed = load_schedule(path, None)
+        return [map_event(e, path) for e in events], span, seed
+
+    def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
+        return ActivityTarget(self, self.framework, self.strict_models, aim, seed, placed=placed)
+
+    def verify_plan(self) -> VerifyPlan:
+        return VerifyPlan(workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", framework=self.framework)
