@@ -96,6 +96,14 @@ def ledger_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[st
     close_all()
 
 
+@pytest.fixture(params=["agent-loop", "workflow"])
+def lab(request: pytest.FixtureRequest):
+    """The same test for both workloads: our loop and a user's workflow (tests/labs.py)."""
+    from labs import LABS
+
+    return LABS[request.param]
+
+
 _counter = iter(range(10_000))
 
 

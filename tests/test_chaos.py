@@ -1,4 +1,5 @@
-"""Chaos across every process, and the naive loop beside the durable one."""
+"""Chaos across every process, on both workloads (our loop and a user's workflow: the `lab` fixture), and
+the naive loop beside the durable one."""
 
 from __future__ import annotations
 
@@ -24,30 +25,45 @@ def test_schedule_is_reproducible_and_covers_every_process():
     assert all(2 <= e.step < 30 for e in a) and len({e.step for e in a}) == 10
 
 
-def test_short_chaos_schedule_loses_and_duplicates_nothing(session_root):
-    home = Settings(home=session_root / "chaos-home")  # its own dev server: chaos kills it
+def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, session_root):
+    """A seeded schedule of six SIGKILLs (inside units of work, between them, the supervisor, the dev
+    server), on each workload and each ledger: the run completes with nothing lost or duplicated, the
+    JUnit file counts what the report counts, and `status` reads the same run back."""
+    home = lab.home(session_root, "chaos")  # its own dev server: chaos kills it
+    pg = ledger_target if ledger_target.startswith("postgres") else None
+    junit, bundle, path = home / "chaos.xml", home / "proof", home / "chaos.json"
+    proof = ["--proof", str(bundle)] if lab.bundles else []
     try:
-        junit, bundle = home.home / "chaos.xml", home.home / "proof"
-        out = run_cli("chaos", "--seed", "3", "--steps", "12", "--kills", "6", "--junit", str(junit),
-                      "--proof", str(bundle), home=home, timeout=240)  # fmt: skip
-        report = json.loads((home.run_dir / "chaos-seed3.json").read_text())
+        out = run_cli(*lab.flags(home, pg), "chaos", *lab.run_flags(12), "--seed", "3", "--kills", "6", "--junit",
+                      str(junit), "--json", str(path), *proof, timeout=240)  # fmt: skip
+        report = json.loads(path.read_text())
+        status = run_cli(*lab.flags(home, pg), "status", report["run_id"], "--json")
+        text = run_cli(*lab.flags(home, pg), "status", report["run_id"])
     finally:
-        run_cli("stop", home=home)
-    # the JUnit file and the bundle count what the JSON report counts; its histories (SIGKILLs inside
-    # activities, in the claim window, of the dev server) replay with no server running
-    assert [c["ok"] for c in report["checks"]] == [True] * 4
-    cases = report["checks"] + [asdict(c) for c in window_cases(report)]  # and one case per kill window
+        lab.stop(home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert (report["workload"], report["unit"]) == (lab.kind, lab.unit)
+    audit, checks = report["audit"], report["checks"]
+    assert audit["ok"] and audit["workflow_status"] == "COMPLETED" and (audit["lost"], audit["duplicated"]) == (0, 0)
+    assert checks and all(c["ok"] for c in checks), [c for c in checks if not c["ok"]]
+    kinds = {k["kind"] for k in report["kills"]}
+    assert {"supervisor", "temporal-server"} <= kinds and len(report["kills"]) + len(report["not_fired"]) >= 5
+    # one JUnit case per check and one per kill window, each window counted from the run's history
+    cases = checks + [asdict(c) for c in window_cases(report)]
     assert report["windows"] and sum(report["windows"].values()) == len(report["kill_windows"]) >= 1
     assert_junit_matches(junit, cases)
-    assert assert_bundle(bundle, report["checks"], cases) == [report["audit"]["run_id"]]
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    audit = report["audit"]
-    assert audit["workflow_status"] == "COMPLETED"
-    assert (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (0, 0, [])
-    kinds = {k["kind"] for k in report["kills"]}
-    assert {"supervisor", "temporal-server"} <= kinds and len(report["kills"]) >= 5
-    assert audit["interrupted"] >= 1 and audit["recovered"] >= 1  # the claim-window crash was finished
-    assert "seed=3" in out.stdout and "LOST 0 · DUPLICATED 0" in out.stdout
+    assert "seed=3" in out.stdout and "LOST 0 · DUPLICATED 0" in out.stdout and "verdict: PASS" in out.stdout
+    lab.each_effect_once(home, report["run_id"], 12)
+    # status reads the run back as its own workload, from the ledger and Temporal
+    assert status.returncode == text.returncode == 0, status.stderr + text.stderr
+    doc = json.loads(status.stdout)
+    assert (doc["run_id"], doc["workflow_status"], doc["duplicates"]) == (report["run_id"], "COMPLETED", 0)
+    assert doc["ledger_rows"] >= 12 and "COMPLETED" in text.stdout and "run completed" in text.stdout
+    if lab.bundles:  # its histories (SIGKILLs inside activities, in the claim window, of the dev server) replay
+        assert assert_bundle(bundle, checks, cases) == [report["run_id"]]
+        assert audit["interrupted"] >= 1 and audit["recovered"] >= 1  # the claim-window crash was finished
+    if pg:  # the workers wrote to PostgreSQL, not to a SQLite file
+        assert not (home / "run" / "checkpoint.db").exists()
 
 
 async def test_naive_sends_twice_durable_once(home):
@@ -60,33 +76,32 @@ async def test_naive_sends_twice_durable_once(home):
     run_cli("stop", home=home)
 
 
-def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(session_root):
-    """#29's line: `chaos --seed 9 --steps 12 --kills 5 --runs 4`. Four runs on the same workers under one
-    schedule (the first places the events, so each kill interrupts whatever of the four the worker
-    held); every run COMPLETED, nothing lost or duplicated in any, no effect id twice in the ledger."""
-    home = Settings(home=session_root / "chaos-runs")  # its own dev server: chaos kills it
-    report_path = home.home / "r.json"
+def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(lab, session_root):
+    """#29's line, `chaos --seed 9 --steps 12 --kills 5 --runs 4`, on each workload. Four runs on the same
+    workers under one schedule (the first places the events, so each kill interrupts whatever of the four
+    the worker held); every run COMPLETED, nothing lost or duplicated in any, no effect id twice."""
+    home = lab.home(session_root, "chaos-runs")  # its own dev server: chaos kills it
+    report_path = home / "r.json"
     try:
-        out = run_cli("chaos", "--seed", "9", "--steps", "12", "--kills", "5", "--runs", "4",
-                      "--json", str(report_path), home=home, timeout=300)  # fmt: skip
+        out = run_cli(*lab.flags(home), "chaos", *lab.run_flags(12), "--seed", "9", "--kills", "5", "--runs", "4",
+                      "--json", str(report_path), timeout=300)  # fmt: skip
         report = json.loads(report_path.read_text())
-        conn = connect(home.ledger)
+        conn = connect(Settings(home=home).ledger)
         dup = conn.execute("SELECT COUNT(*) - COUNT(DISTINCT id) FROM effects").fetchone()[0]
-        per_run = dict(conn.execute("SELECT run_id, COUNT(*) FROM effects GROUP BY run_id").fetchall())
     finally:
-        run_cli("stop", home=home)
+        lab.stop(home)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     runs = report["runs"]
     assert len(runs) == 4 and runs[0]["run_id"] == report["run_id"] and len({r["run_id"] for r in runs}) == 4
     for r in runs:
         a = r["audit"]
-        assert a["workflow_status"] == "COMPLETED" and (a["lost"], a["duplicated"], a["step_gaps"]) == (0, 0, [])
-        assert per_run[r["run_id"]] == 36  # 12 steps x 3 effects, each id once
+        assert a["ok"] and a["workflow_status"] == "COMPLETED" and (a["lost"], a["duplicated"]) == (0, 0)
+        lab.each_effect_once(home, r["run_id"], 12)
     assert dup == 0
     t = report["totals"]
     assert (t["runs"], t["runs_completed"], t["lost"], t["duplicated"]) == (4, 4, 0, 0)
-    assert len(report["checks"]) == 16 and all(c["ok"] for c in report["checks"])
-    assert len(report["kills"]) >= 4 and "4/4 runs COMPLETED" in out.stdout and "verdict: PASS" in out.stdout
+    assert len(report["checks"]) == 4 * len(runs[0]["checks"]) and all(c["ok"] for c in report["checks"])
+    assert len(report["kills"]) >= 3 and "4/4 runs COMPLETED" in out.stdout and "verdict: PASS" in out.stdout
     # a window classification per run: each worker death placed in each run, from that run's history
     deaths = {(k["pid"], k["at"]) for k in report["kill_windows"]}
     assert deaths and len(report["kill_windows"]) == 4 * len(deaths)
@@ -96,17 +111,16 @@ def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(session_root):
     assert "worker deaths, each placed in 4 runs)" in out.stdout
 
 
-async def test_an_event_with_nothing_to_hit_is_reported_not_fired(tmp_path):
+async def test_an_event_with_nothing_to_hit_is_reported_not_fired(lab, tmp_path):
     """Between a worker's death and its replacement there may be no worker to kill, pause or hang (a
-    fresh-clone run on a loaded machine fired 5 of 6 kills and reported 5 + 0): the event is listed in
-    `not_fired` with why, never dropped."""
+    fresh-clone run on a loaded machine fired 5 of 6 kills and reported 5 + 0): on either workload the
+    event is listed in `not_fired` with why, never dropped."""
     from checkpoint_tui.proof.chaos.engine import Chaos
     from checkpoint_tui.proof.chaos.schedule import ChaosEvent
-    from checkpoint_tui.settings import Settings
-    from checkpoint_tui.workloads import AgentLoopWorkload
+    from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 
-    target = AgentLoopWorkload(6, 0.3).chaos_target(1)
-    chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, [], target)  # nothing of this home runs
+    workload = AgentLoopWorkload(6, 0.3) if lab.kind == "agent-loop" else UserWorkflow("SendLines")
+    chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, [], workload.chaos_target(1))  # nothing of this home runs
     events = [ChaosEvent(2, "worker-in-activity", 0), ChaosEvent(3, "pause", 0, duration_s=0.5),
               ChaosEvent(4, "hang", 0), ChaosEvent(5, "temporal-server", 0)]  # fmt: skip
     for ev in events:

@@ -124,29 +124,6 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow
     assert "tool · send_email" in out.stdout and "call " in out.stdout
 
 
-def test_runs_of_a_user_workflow_under_one_schedule(session_root):
-    """#29 for a user's workflow: three runs on the same worker; each death of it is placed in each run."""
-    home = session_root / f"uw-runs-{next(_homes)}"
-    out, report = chaos(lab_flags(home), home, "--workflow", "SendLines", "--input", '{"count": 10, "pace": 0.2}',
-                        "--seed", "9", "--kills", "5", "--runs", "3")  # fmt: skip
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    runs = report["runs"]
-    assert len(runs) == 3 and runs[0]["run_id"] == report["run_id"] and len({r["run_id"] for r in runs}) == 3
-    for r in runs:
-        a = r["audit"]
-        assert (a["workflow_status"], a["completed"], a["lost"], a["duplicated"], a["at_risk"]) == (
-            "COMPLETED", 10, 0, 0, [])  # fmt: skip
-        assert Counter(output_lines(home, r["run_id"])) == Counter(f"{r['run_id']} line {i}" for i in range(1, 11))
-    t = report["totals"]
-    assert (t["runs"], t["runs_completed"], t["lost"], t["duplicated"], t["at_risk"]) == (3, 3, 0, 0, 0)
-    deaths: dict[tuple, set] = {}
-    for k in report["kill_windows"]:
-        deaths.setdefault((k["pid"], k["at"]), set()).add(k["run_id"])
-    assert all(placed == {r["run_id"] for r in runs} for placed in deaths.values()), deaths
-    assert len(report["checks"]) == 3 * 6 and all(c["ok"] for c in report["checks"])
-    assert "3/3 runs COMPLETED" in out.stdout and "AT RISK 0" in out.stdout
-
-
 AGENT = json.dumps({"turns": 6, "pace": 0.3, "think": 0.2})
 
 

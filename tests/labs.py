@@ -1,0 +1,74 @@
+"""The two workloads as the tests drive them from the command line: our own loop, and a user's workflow
+(the example project's worker, examples/user_worker). Tests of chaos, --verify, status and the app
+take the `lab` fixture (conftest.py) and run each case for both, the way the ledger fixture runs a case
+on both backends: a capability missing for one workload fails a test."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+
+from conftest import run_cli
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
+WORKER_CMD = f"{shlex.quote(sys.executable)} {shlex.quote(str(EXAMPLE))}"
+_homes = count()
+
+
+@dataclass(frozen=True)
+class Lab:
+    kind: str  # runs.kind of its runs
+    unit: str  # the word the reports use for its units
+
+    def home(self, root: Path, name: str) -> Path:
+        return root / f"{name}-{self.kind}-{next(_homes)}"
+
+    def flags(self, home: Path, ledger: str | None = None, address: str | None = None) -> list[str]:
+        """Global flags: the home, the workers, the ledger, Temporal (None: the home's own dev server)."""
+        worker = ["--worker-cmd", WORKER_CMD, "--task-queue", f"uw-{home.name}"] if self.kind == "workflow" else []
+        where = ["--temporal-address", address] if address else []
+        return ["--home", str(home), *where, *worker, *(["--ledger", ledger] if ledger else [])]
+
+    def run_flags(self, units: int, pace: float = 0.2) -> list[str]:
+        """After `start` or `chaos`: a run of `units` units."""
+        if self.kind == "workflow":
+            return ["--workflow", "SendLines", "--input", json.dumps({"count": units, "pace": pace})]
+        return ["--steps", str(units)]
+
+    def verify_flags(self, units: int = 8, pace: float = 0.2) -> list[str]:
+        """Before --verify: which workflow (ours needs none)."""
+        if self.kind == "workflow":
+            return ["--workflow", "SendLines", "--input", json.dumps({"count": units, "pace": pace})]
+        return []
+
+    @property
+    def bundles(self) -> bool:
+        """Proof bundles replay their histories on checkpoint-tui's own workflow code: ours only."""
+        return self.kind == "agent-loop"
+
+    def stop(self, home: Path) -> None:
+        """`stop` the home; a user's worker command is also proven gone (started_for: its environment)."""
+        from test_user_workflow_lab import stop_lab
+
+        if self.kind == "workflow":
+            stop_lab(home)
+        else:
+            run_cli("--home", str(home), "stop")
+
+    def each_effect_once(self, home: Path, run_id: str, units: int) -> None:
+        """What the run did to the world, read from its own outputs: our loop's outbox (one email a
+        step); the example's output file (one line per activity)."""
+        if self.kind == "workflow":
+            lines = (home / "example-out" / f"{run_id}.txt").read_text().splitlines()
+            assert Counter(lines) == Counter(f"{run_id} line {i}" for i in range(1, units + 1))
+        else:
+            outbox = (home / "artifacts" / run_id / "outbox.log").read_text().splitlines()
+            assert len(outbox) == units and len(set(outbox)) == units
+
+
+LABS = {"agent-loop": Lab("agent-loop", "step"), "workflow": Lab("workflow", "activity")}
