@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from junitparser import Failure, JUnitXml
 
-from checkpoint_tui.proof.chaos.steps import audit_checks
+from checkpoint_tui.proof.chaos.loop_target import audit_checks
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.report import Check
 

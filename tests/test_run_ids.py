@@ -12,8 +12,12 @@ from itertools import count
 import pytest
 
 from checkpoint_tui.app import runs
+from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ledger.rows import WORKFLOW
+from checkpoint_tui.ledger.schema import ensure_schema
+from checkpoint_tui.ledger.store import connect, create_run
+from checkpoint_tui.settings import Settings
 from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 from conftest import run_cli
 from test_user_workflow_lab import lab_flags, stop_lab
@@ -39,11 +43,30 @@ async def test_runs_started_together_draw_again_where_an_id_is_taken(kind, home,
             await client.get_workflow_handle(run_id).terminate("test over")
 
 
-def test_a_taken_id_is_drawn_again_and_a_full_second_is_an_error(home, monkeypatch):
+def test_a_taken_id_is_drawn_again_and_a_full_second_is_an_error(ledger_target, tmp_path, monkeypatch):
+    """On both ledgers the insert (ON CONFLICT DO NOTHING) tells a taken id: sixteen draws, then one line."""
+    home = Settings(home=tmp_path, ledger_url=ledger_target if ledger_target.startswith("postgres") else None)
+    home.ensure_dirs()
     monkeypatch.setattr(runs, "new_run_id", lambda: "run-20261203-120000-abcd")
     assert runs.record_run(home, 1, 0.0) == "run-20261203-120000-abcd"
-    with pytest.raises(Exception, match="no free run id after 16 draws"):
-        runs.record_run(home, 1, 0.0, kind=runs.WORKFLOW, workflow_type="SendLines")
+    with pytest.raises(Failed, match="no free run id after 16 draws"):
+        runs.record_run(home, 1, 0.0, kind=WORKFLOW, workflow_type="SendLines")
+
+
+def test_runs_of_an_older_ledger_are_read_as_their_workload(ledger_target):
+    """A ledger written before runs named their kind marked a user's workflow only in `provider`
+    (`workflow:TYPE`, or `foreign:TYPE` before that): schema version 5 moves it to `kind` and
+    `workflow_type`, on SQLite and PostgreSQL alike; our loop's runs stay ours."""
+    conn = connect(ledger_target)
+    for run_id, provider in (("run-a", "workflow:SendLines"), ("run-b", "foreign:Old.Type"), ("run-c", "offline")):
+        create_run(conn, run_id, 0, 0.0, provider, "q")  # as an older host wrote them: kind left to its default
+    conn.execute("DELETE FROM schema_migrations WHERE version = 5")
+    assert ensure_schema(conn) == 5
+    rows = {r: queries.run(conn, r) for r in ("run-a", "run-b", "run-c")}
+    assert [(rows[r].kind, rows[r].workflow_type, rows[r].provider) for r in ("run-a", "run-b", "run-c")] == [
+        (WORKFLOW, "SendLines", None), (WORKFLOW, "Old.Type", None), ("agent-loop", None, "offline")]  # fmt: skip
+    assert isinstance(UserWorkflow(None).of_run(rows["run-a"]), UserWorkflow)
+    assert isinstance(UserWorkflow(None).of_run(rows["run-c"]), AgentLoopWorkload)
 
 
 def test_start_runs_8_of_a_user_workflow_starts_eight_runs(session_root):

@@ -165,6 +165,14 @@ class Settings:
     def run_dir(self) -> Path:
         return self.home / "run"
 
+    def verify_home(self, address: str) -> Settings:
+        """run/verify: its own ledger (or the shared one), artifacts and task queue, so --verify never disturbs
+        this home's runs; a user's worker command keeps the queue it was given (it may poll no other)."""
+        queue = self.task_queue_name if self.user_worker else None
+        return Settings(home=self.run_dir / "verify", temporal_address=address, namespace=self.namespace,
+                        connection=self.connection, ledger_url=self.ledger_url, temporal_bin=self.temporal_bin,
+                        task_queue_name=queue, worker_cmd=self.worker_cmd, worker_cwd=self.worker_cwd)  # fmt: skip
+
     @property
     def probe_log(self) -> Path:
         """The effects library's probe log of this home's workers: one JSON line per physical write,

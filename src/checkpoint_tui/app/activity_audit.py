@@ -38,6 +38,8 @@ from checkpoint_tui.effects import read_probe_log
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import EffectRow
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.settings import Settings
 
 DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays readable)
 
@@ -196,6 +198,16 @@ def _probe_checks(a: ActivityAudit, effects: list[EffectRow]) -> None:
             a.re_entered.append(f"{e.id}: write entered {n} times ({e.outcomes}): a redone write must be idempotent")
         if n == 0 and e.applied_at is not None:
             a.lost_detail.append(f"{e.id}: stamped, but no physical write in the probe log")
+
+
+def audit_of(
+    settings: Settings, run_id: str, workflow_type: str | None, status: str | None, acts: list[ActivityExec],
+    strict_models: bool = False,
+) -> ActivityAudit:  # fmt: skip
+    """The audit of a run of a user's workflow against this home's ledger and probe log (the one place
+    `status`, the app and chaos get it from)."""
+    probes = probe_counts(settings.probe_log)
+    return audit_activities(connect(settings.ledger), run_id, workflow_type, status, acts, probes, strict_models)
 
 
 def probe_counts(path: Path) -> dict[str, int] | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_audit import audit_activities, probe_counts
+from checkpoint_tui.app.activity_audit import audit_of
 from checkpoint_tui.app.activity_history import ActivityExec, read_activities
 from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.timeline import Timeline
@@ -22,7 +22,6 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, StepDetail
 from checkpoint_tui.ledger.rows import StepRow
-from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import Settings
 
 ACTIVITIES_EVERY_S = 0.5  # history is re-read at most this often (a user's run is short; docs/agents.md)
@@ -66,16 +65,14 @@ class ActivityTimeline(Timeline):
         snap.total_steps, snap.completed_steps = len(acts), sum(a.status == "completed" for a in acts)
         snap.resumed_steps, snap.missing_steps = [a.seq for a in acts if a.resumed], []
         snap.partial = not view.run_changed
-        snap.unit, snap.outbox = "activity", False
+        snap.unit, snap.units, snap.outbox = "activity", "activities", False
 
     async def completion(self, settings: Settings, client: Client, snap: Snapshot, db: LedgerCall) -> str | None:
         """The audit's sentence (the one verdict); the run row's end is written then (nothing in a
         user's worker writes it)."""
         run_id = snap.run_id or ""
         acts = await self.activities(client, run_id, True)
-        probes = probe_counts(settings.probe_log)
-        audit = await db(lambda: audit_activities(connect(settings.ledger), run_id, self.workflow_type,
-                                                  snap.workflow_status, acts, probes, self.strict_models))  # fmt: skip
+        audit = await db(audit_of, settings, run_id, self.workflow_type, snap.workflow_status, acts, self.strict_models)
         if snap.workflow_status:
             await db(record_end, settings, run_id, snap.workflow_status)
         return audit.sentence()

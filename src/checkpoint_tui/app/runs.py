@@ -21,13 +21,13 @@ from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, WORKFLOW_NAME, Age
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
+from checkpoint_tui.ledger.rows import AGENT_LOOP
 from checkpoint_tui.ledger.store import connect, create_run, finish_run, set_first_execution, transaction
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.settings import Settings, check_model_url
 
 TERMINAL = {"completed", "failed", "cancelled"}
 WAIT_EVERY_S = 0.2
-AGENT_LOOP, WORKFLOW = "agent-loop", "workflow"  # runs.kind: which workload a run is (workloads/)
 ID_DRAWS = 16
 
 
@@ -84,7 +84,7 @@ async def start_run(
     ledger does not know. `ledger_call` runs the ledger writes elsewhere (the app's ledger thread)."""
     model = model or ModelRef(settings.models.url, settings.models.model)
     check_run_shape(steps, pace, fault_plan, model)
-    call = ledger_call or _here
+    call = ledger_call or on_this_thread
     run_id = await call(record_run, settings, steps, pace, fault_plan, model_label(model))
     inp = agent_input(run_id, steps, pace, model, heartbeat_timeout_s, retry_initial_s)
     await launch(settings, client, run_id, WORKFLOW_NAME, [inp], task_timeout, call)
@@ -97,7 +97,7 @@ async def launch(
 ) -> WorkflowHandle:  # fmt: skip
     """Start the recorded run's workflow (its id is the run id) on the home's task queue; the run row
     says it never started if Temporal refused, else which execution is the chain's first."""
-    call = ledger_call or _here
+    call = ledger_call or on_this_thread
     try:
         handle = await client.start_workflow(
             workflow, args=list(args), id=run_id, task_queue=settings.task_queue,
@@ -114,7 +114,8 @@ async def launch(
 LedgerCall = Callable[..., Awaitable[Any]]
 
 
-async def _here(fn: Callable[..., Any], *args: Any) -> Any:
+async def on_this_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """A LedgerCall that runs the ledger write where the caller is (no app, no ledger thread)."""
     return fn(*args)
 
 

@@ -159,11 +159,9 @@ class LabSession:
         (a finished run's never changes)."""
         if snap.final_state is None or self.client is None:
             return None
-        if run_id not in self._completion:
-            sentence = await timeline.completion(self.settings, self.client, snap, self._db)
-            if sentence is not None:
-                self._completion[run_id] = sentence
-        return self._completion.get(run_id)
+        if run_id not in self._completion:  # "" once asked with nothing to say: not asked again
+            self._completion[run_id] = await timeline.completion(self.settings, self.client, snap, self._db) or ""
+        return self._completion[run_id] or None
 
     async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
         """One step (or a user's activity) in full (the inspector), read on the ledger thread."""
@@ -253,13 +251,17 @@ class LabSession:
         """`n`: the workload the app was opened with, shaped by the dialog (our loop: steps, pace and the
         faults planned for the next run)."""
         assert self.client is not None
-        planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN]))
+        hooks = self.workload.fault_hooks  # else no fault is planned (plan_fault refuses)
+        planned = await self._db(lambda: faults.pending(connect(self.settings.ledger), [NEXT_RUN])) if hooks else []
         workload = self.workload.shaped(steps, pace, planned)
         self.run_id = await workload.start(self.settings, self.client, ledger_call=self._db)
-        await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
+        if hooks:
+            await self._db(lambda: faults.delete_for_run(connect(self.settings.ledger), NEXT_RUN))
         return self.run_id
 
     async def plan_fault(self, fault: FaultSpec, for_current_run: bool) -> str:
+        if not self.workload.fault_hooks:
+            raise Failed(f"{self.workload.title()} has no fault hooks: faults are planned in checkpoint-tui's own loop")
         target = self.run_id if for_current_run and self.run_id else NEXT_RUN
         await self._db(lambda: faults.add_fault(connect(self.settings.ledger), target, fault))
         return target

@@ -37,6 +37,7 @@ def build_snapshot(
     snap = Snapshot(
         run_id=run_id, total_steps=run.total_steps, run_status=run.status, provider=run.provider, pace=run.pace,
         run_error=run.error, workflow_status=workflow_status, partial=since is not None,
+        workflow_type=run.workflow_type,
     )  # fmt: skip
     snap.steps, snap.truncated_steps = inspect_queries.steps_with_notes(conn, run_id, since)
     exact = since is None

@@ -61,13 +61,12 @@ class Snapshot:
     guardrail_step: StepRow | None = None
     partial: bool = False  # steps/effects hold only rows changed since the previous build
     truncated_steps: list[int] = field(default_factory=list)  # of `steps`: the model's answer was cut
-    unit: str = "step"  # what a row of `steps` is: our loop's step, or a user workflow's activity (app/workload.py)
-    outbox: bool = True  # the run's emails go to our outbox file (a user's workflow writes its own outputs)
-
-    @property
-    def units(self) -> str:
-        """The plural of `unit`, for a pane's count."""
-        return "activities" if self.unit == "activity" else f"{self.unit}s"
+    # What a row of `steps` is (its timeline says: our loop's step, or a user workflow's activity), and
+    # whether the run's emails go to our outbox file (a user's workflow writes its own outputs).
+    unit: str = "step"
+    units: str = "steps"
+    outbox: bool = True
+    workflow_type: str | None = None  # a user's workflow: its type (its row's; our loop's is None)
 
     @property
     def final_state(self) -> str | None:

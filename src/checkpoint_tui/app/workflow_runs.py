@@ -17,11 +17,12 @@ from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.history import workflow_status
-from checkpoint_tui.app.runs import WORKFLOW, launch, record_run
+from checkpoint_tui.app.runs import LedgerCall, launch, on_this_thread, record_run
 from checkpoint_tui.app.view import FINAL_STATES
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import check_json_value
 from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.rows import WORKFLOW
 from checkpoint_tui.ledger.store import connect, finish_run
 from checkpoint_tui.settings import Settings
 
@@ -60,11 +61,15 @@ def parse_input(text: str) -> Any:
     return value
 
 
-async def start_workflow_run(settings: Settings, client: Client, workflow: str, arg: Any) -> str:
-    """Write the run row, then start the workflow on the lab's task queue; returns the workflow id."""
+async def start_workflow_run(
+    settings: Settings, client: Client, workflow: str, arg: Any, ledger_call: LedgerCall | None = None
+) -> str:
+    """Write the run row, then start the workflow on the lab's task queue; returns the workflow id.
+    `ledger_call` runs the ledger writes elsewhere (the app's ledger thread)."""
     check_workflow_type(workflow)
-    run_id = record_run(settings, 0, 0.0, kind=WORKFLOW, workflow_type=workflow)
-    await launch(settings, client, run_id, workflow, [] if arg is NO_INPUT else [arg])
+    call = ledger_call or on_this_thread
+    run_id = await call(lambda: record_run(settings, 0, 0.0, kind=WORKFLOW, workflow_type=workflow))
+    await launch(settings, client, run_id, workflow, [] if arg is NO_INPUT else [arg], ledger_call=call)
     return run_id
 
 

@@ -46,6 +46,7 @@ class Workload(ABC):
     unit: ClassVar[str]  # the word for one unit of work, on screen and in reports: "step" | "activity"
     units: ClassVar[str]  # its plural
     asks_shape: ClassVar[bool] = False  # the app's `n` asks steps and pace before it starts a run
+    fault_hooks: ClassVar[bool] = False  # its worker deals the faults planned for a run (`--fault`, the app's `f`)
     # Its workers outlive a chaos run (the next round's supervisor adopts them; `stop` ends them). A
     # user's worker command is stopped with the chaos that started it: nothing of theirs is left behind.
     keeps_workers: ClassVar[bool] = False

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
+BUNDLES_OURS = "--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit"
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -61,9 +62,11 @@ def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
 def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.verify.harness import run_verify
 
+    if args.verify_proof is not None and not workload.bundles:
+        raise UsageError(BUNDLES_OURS)
     outputs = proof_outputs(args.verify_junit, args.verify_proof)
     json_path = Path(args.json_path) if args.json_path else None
-    return asyncio.run(run_verify(settings, workload, workload.verify_plan(), json_path, outputs))
+    return asyncio.run(run_verify(settings, workload, workload.verify_plan(settings), json_path, outputs))
 
 
 def proof_outputs(junit: Path | None, bundle: Path | None):
@@ -80,9 +83,6 @@ def proof_outputs(junit: Path | None, bundle: Path | None):
 
 
 def start(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
-    from checkpoint_tui.app.runs import check_run_shape
-
-    check_run_shape(args.steps, args.pace, args.fault)  # before the dev server or a worker starts
     return asyncio.run(start_workload(settings, workload, args.wait, args.runs))
 
 
@@ -271,7 +271,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
         events, steps, file_seed = workload.chaos_file(args.chaos_schedule)
         seed = file_seed if file_seed is not None else seed
     elif args.chaos_shrink is not None:
-        events, steps, _ = workload.chaos_file(args.chaos_shrink)
+        events, steps, _ = workload.chaos_file(args.chaos_shrink)  # checked now; shrink reads it again
     else:
         counts = Counts(args.kills, args.pauses, args.partitions, args.resets, args.activity_pauses,
                         args.activity_resets)  # fmt: skip
@@ -286,11 +286,11 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 
-        return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), args.steps))
+        return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
-    return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed),
+    return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
                                      json_out, outputs, runs=args.runs, max_kills=max_kills))  # fmt: skip
 
 
@@ -299,18 +299,18 @@ def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
         raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
     if not workload.shrinkable and args.chaos_shrink is not None:
         raise UsageError(f"--shrink reruns schedules of checkpoint-tui's own loop, not of {workload.title()}")
-    if args.chaos_proof is not None and workload.replay_note() is not None:
-        raise UsageError("--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit")
+    if args.chaos_proof is not None and not workload.bundles:
+        raise UsageError(BUNDLES_OURS)
     if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
         raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
     if until_covered_bound(args) is not None and (args.chaos_shrink is not None or args.runs > 1):
         raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
 
 
-def chaos_line(args: argparse.Namespace, workload: Adapter, seed: int) -> str:
+def chaos_line(args: argparse.Namespace, workload: Adapter, seed: int, steps: int) -> str:
     """The command that runs this chaos again (a report's and a bundle's first line)."""
-    user = "--worker-cmd ... " if args.worker_cmd else ""
-    line = f"checkpoint-tui {user}chaos {' '.join(workload.flags())}"
+    before, after = workload.flags(steps)  # `steps`: the units the events were placed over (a file's own)
+    line = " ".join(["checkpoint-tui", *before, "chaos", *after])
     if args.chaos_schedule is not None:
         line += f" --schedule {args.chaos_schedule}"
     else:

@@ -122,9 +122,10 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
 def _run_commands(sub) -> None:
     start = sub.add_parser("start", help="start a run (headless); prints its run id")
     start.set_defaults(func=commands.start)
-    start.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=30, help=f"1..{MAX_STEPS}")
+    start.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None, help=f"1..{MAX_STEPS} (default 30)")
     start.add_argument(
-        "--pace", type=_float_in(0, MAX_PACE), default=1.0, help="timer/think-time scale (0 = none; at most 100)"
+        "--pace", type=_float_in(0, MAX_PACE), default=None,
+        help="timer/think-time scale (0 = none; at most 100; default 1)",
     )
     start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
     start.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,

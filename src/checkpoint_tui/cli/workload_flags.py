@@ -118,8 +118,6 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
         raise UsageError(f"{command} runs checkpoint-tui's own workflow; it does not take --worker-cmd")
     if user and args.verify and not args.verify_workflow:
         raise UsageError("--verify with --worker-cmd needs --workflow TYPE (and --input JSON)")
-    if user and args.verify and args.verify_proof:  # refused rather than silently ignored
-        raise UsageError("--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit")
     if command in ("start", "chaos", "doctor"):
         if getattr(args, "input_json", None) is not None and not args.workflow:
             raise UsageError("--input goes with --workflow")
@@ -146,10 +144,14 @@ def build_workload(args: argparse.Namespace) -> Adapter:
 
     command = args.command
     if not args.worker_cmd:
+        from checkpoint_tui.app.runs import check_run_shape
+
         steps = getattr(args, "steps", None) or LOOP_STEPS.get(command, AgentLoopWorkload.steps)
         pace = getattr(args, "pace", None)
         pace = LOOP_PACE.get(command, AgentLoopWorkload.pace) if pace is None else pace
-        return AgentLoopWorkload(steps, pace, tuple(getattr(args, "fault", ())))
+        faults = tuple(getattr(args, "fault", ()))
+        check_run_shape(steps, pace, faults)  # a fault outside the run's steps, before anything starts
+        return AgentLoopWorkload(steps, pace, faults)
     _check_user_flags(args)
     after = command in RUN_COMMANDS  # --workflow/--input after the command (start, chaos, doctor)
     workflow = args.workflow if after else args.verify_workflow
@@ -169,3 +171,5 @@ def _check_user_flags(args: argparse.Namespace) -> None:
                          "starts as the run makes them (pick which with --aim)")  # fmt: skip
     if getattr(args, "steps", None) is not None and args.command == "doctor" and args.run is None:
         raise UsageError("--steps is for checkpoint-tui's own loop, not --workflow")
+    if args.command == "start" and (args.steps is not None or args.pace is not None):
+        raise UsageError("--steps and --pace shape checkpoint-tui's own loop; your workflow takes --input JSON")

@@ -15,6 +15,9 @@ def worker_label(pid: int | None, host: str | None) -> str:
     return str(pid) if host in (None, HOST) else f"{host}/{pid}"
 
 
+AGENT_LOOP, WORKFLOW = "agent-loop", "workflow"  # runs.kind: which workload a run is (workloads/)
+
+
 @dataclass(frozen=True)
 class RunRow:
     run_id: str
@@ -27,7 +30,7 @@ class RunRow:
     created_at: float
     ended_at: float | None
     first_execution: str | None
-    kind: str = "agent-loop"  # which workload the run is (workloads/): "agent-loop" | "workflow"
+    kind: str = AGENT_LOOP  # which workload the run is: AGENT_LOOP | WORKFLOW
     workflow_type: str | None = None  # a user's workflow: its type
 
     @classmethod

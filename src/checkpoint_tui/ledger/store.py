@@ -13,6 +13,7 @@ from typing import Any
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import plans, queries
 from checkpoint_tui.ledger.backend import Ledger, open_ledger
+from checkpoint_tui.ledger.rows import AGENT_LOOP
 from checkpoint_tui.ledger.schema import ensure_schema
 from checkpoint_tui.settings import HOST, Settings, is_postgres_url, postgres_label
 
@@ -158,7 +159,7 @@ def touch_step(
 
 def create_run(
     conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str | None, task_queue: str,
-    kind: str = "agent-loop", workflow_type: str | None = None,
+    kind: str = AGENT_LOOP, workflow_type: str | None = None,
 ) -> bool:  # fmt: skip
     """Insert the run's row; False if the id is taken (the insert is the lock: a host that drew the same
     id a moment earlier keeps it, and this caller draws another)."""

@@ -116,7 +116,12 @@ async def pollers(client: Client, settings: Settings) -> set[str]:
     return found
 
 
-async def wait_polling(client: Client, settings: Settings, worker: WorkerProc, timeout: float = 30.0) -> float:
+POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
+
+
+async def wait_polling(
+    client: Client, settings: Settings, worker: WorkerProc, timeout: float = POLLING_WAIT_S
+) -> float:
     """Wait until Temporal lists the worker's identity as a poller; returns the seconds it took."""
     started = time.monotonic()
     log = settings.run_dir / "worker.log"

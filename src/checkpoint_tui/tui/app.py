@@ -23,7 +23,7 @@ from textual.widgets import Footer, Static
 
 from checkpoint_tui.app.view import View
 from checkpoint_tui.app.workload import Workload
-from checkpoint_tui.errors import CheckpointError
+from checkpoint_tui.errors import CheckpointError, Failed
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
@@ -264,8 +264,7 @@ class CheckpointApp(App[int]):
         except Exception as err:
             status.say(f"could not start a run: {err}")
             return
-        shape = f", pace {pace}" if self.session.workload.asks_shape else ""
-        status.say(f"started {run_id} ({self.session.workload.shaped(steps, pace).title()}{shape})")
+        status.say(f"started {run_id} ({self.session.workload.shaped(steps, pace).title()})")
         self._poll_now.set()
 
     @work(group="actions", exit_on_error=False)
@@ -298,6 +297,11 @@ class CheckpointApp(App[int]):
             self.query_one(StatusBar).say(f"cancel failed: {err}")
 
     def action_faults(self) -> None:
+        if not self.session.workload.fault_hooks:  # a user's workflow: no worker of ours deals them
+            title = self.session.workload.title()
+            self.query_one(StatusBar).say(f"{title} has no fault hooks: `chaos --workflow` kills its worker")
+            return
+
         def planned(result: tuple[FaultSpec, bool] | None) -> None:
             if result is not None:
                 self._plan_fault(*result)
@@ -306,7 +310,11 @@ class CheckpointApp(App[int]):
 
     @work(group="actions", exit_on_error=False)
     async def _plan_fault(self, fault: FaultSpec, current: bool) -> None:
-        target = await self.session.plan_fault(fault, current)
+        try:
+            target = await self.session.plan_fault(fault, current)
+        except Failed as err:
+            self.query_one(StatusBar).say(str(err))
+            return
         self._poll_now.set()
         self.query_one(StatusBar).say(f"planned {fault.describe()} for {target}")
 

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.runs import AGENT_LOOP, LedgerCall, start_run, wait_for_run
+from checkpoint_tui.app.runs import LedgerCall, start_run, wait_for_run
 from checkpoint_tui.app.snapshot import UnknownRun, build_snapshot
 from checkpoint_tui.app.status_text import format_status
 from checkpoint_tui.app.step_audit import StepAudit, audit_run
@@ -19,12 +19,12 @@ from checkpoint_tui.app.timeline import StepTimeline, Timeline
 from checkpoint_tui.app.workload import StatusReport, Workload
 from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ledger.faults import FaultSpec
-from checkpoint_tui.ledger.rows import RunRow
+from checkpoint_tui.ledger.rows import AGENT_LOOP, RunRow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.exit_reason import startup_death
 from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.proof.chaos.loop_target import StepTarget
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule, make_schedule
-from checkpoint_tui.proof.chaos.steps import StepTarget
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.verify import loop_scenarios
 from checkpoint_tui.proof.verify.plan import VerifyPlan
@@ -45,14 +45,16 @@ class AgentLoopWorkload(Adapter):
     unit: ClassVar[str] = "step"
     units: ClassVar[str] = "steps"
     asks_shape: ClassVar[bool] = True
+    fault_hooks: ClassVar[bool] = True
     keeps_workers: ClassVar[bool] = True
     shrinkable: ClassVar[bool] = True
+    bundles: ClassVar[bool] = True
 
     def title(self) -> str:
-        return f"AgentLoop · {self.steps} steps"
+        return f"AgentLoop · {self.steps} steps · pace {self.pace:g}"
 
-    def flags(self) -> list[str]:
-        return ["--steps", str(self.steps)]
+    def flags(self, units: int) -> tuple[list[str], list[str]]:
+        return [], ["--steps", str(units)]
 
     def shaped(self, steps: int, pace: float, faults: Sequence[FaultSpec] = ()) -> AgentLoopWorkload:
         return replace(self, steps=steps, pace=pace, faults=tuple(faults))
@@ -115,7 +117,7 @@ class AgentLoopWorkload(Adapter):
         return StatusReport(snap.status_json(), format_status(snap))
 
     def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
-        return make_schedule(seed, self.steps, counts.kills, *counts.more()), self.steps
+        return make_schedule(seed, self.steps, **counts.as_kwargs()), self.steps
 
     def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
         return load_schedule(path, self.steps)
@@ -123,5 +125,6 @@ class AgentLoopWorkload(Adapter):
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
         return StepTarget(self, self.pace)
 
-    def verify_plan(self) -> VerifyPlan:
-        return VerifyPlan(loop_scenarios.SCENARIOS, "checkpoint-tui --verify", summarise=loop_scenarios.summarise)
+    def verify_plan(self, settings: Settings) -> VerifyPlan:
+        return VerifyPlan(loop_scenarios.SCENARIOS, "checkpoint-tui --verify", "checkpoint-tui's agent loop",
+                          summarise=loop_scenarios.summarise)  # fmt: skip

@@ -6,17 +6,17 @@ its --verify plan. A capability is built once, against this class; an optional o
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from checkpoint_tui.app.runs import AGENT_LOOP, WORKFLOW
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
-from checkpoint_tui.ledger.rows import RunRow
+from checkpoint_tui.ledger.rows import AGENT_LOOP, WORKFLOW, RunRow
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.verify.plan import VerifyPlan
+from checkpoint_tui.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -30,17 +30,20 @@ class Counts:
     activity_pauses: int = 0
     activity_resets: int = 0
 
-    def more(self) -> tuple[int, ...]:
-        """The counts after the kills, in make_schedule's order."""
-        return self.pauses, self.partitions, self.resets, self.activity_pauses, self.activity_resets
+    def as_kwargs(self) -> dict[str, int]:
+        """As the schedule generators take them (make_schedule, workload_schedule)."""
+        return asdict(self)
 
 
 class Adapter(Workload):
     shrinkable: ClassVar[bool] = False  # `chaos --shrink` can rerun subsets of a failing schedule of it
 
+    bundles: ClassVar[bool] = False  # --proof bundles: their histories replay on checkpoint-tui's own code
+
     @abstractmethod
-    def flags(self) -> list[str]:
-        """The command-line words that name this workload (for a report's reproducing command)."""
+    def flags(self, units: int) -> tuple[list[str], list[str]]:
+        """The words that name this workload in a report's reproducing command: (before the command,
+        after it); `units`: how many units its schedule was placed over."""
 
     @abstractmethod
     def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
@@ -57,7 +60,7 @@ class Adapter(Workload):
         duration (False: at the event's delay, as a schedule file says)."""
 
     @abstractmethod
-    def verify_plan(self) -> VerifyPlan:
+    def verify_plan(self, settings: Settings) -> VerifyPlan:
         """Its --verify scenarios and how their figures are summed up (proof/verify/)."""
 
     def of_run(self, row: RunRow) -> Workload:

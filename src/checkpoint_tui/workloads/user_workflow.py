@@ -15,30 +15,28 @@ from typing import Any, ClassVar
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from checkpoint_tui.app.activity_audit import ActivityAudit, audit_activities, probe_counts
+from checkpoint_tui.app.activity_audit import ActivityAudit, audit_of
 from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.activity_timeline import ActivityTimeline
-from checkpoint_tui.app.runs import WORKFLOW, LedgerCall
+from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.status_text import activity_status
 from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
 from checkpoint_tui.app.workload import StatusReport, Workload
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.ledger.rows import RunRow
+from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.user_worker import wait_polling
 from checkpoint_tui.ops.worker_proc import WorkerProc
-from checkpoint_tui.proof.chaos.activities import ActivityTarget, map_event, workload_schedule
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.chaos.workflow_target import ActivityTarget, map_event, workload_schedule
 from checkpoint_tui.proof.replay.command import user_workflow_note
 from checkpoint_tui.proof.verify import workflow_scenarios
 from checkpoint_tui.proof.verify.plan import VerifyPlan
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.workloads.base import Adapter, Counts
-
-POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
 
 
 @dataclass(frozen=True)
@@ -54,8 +52,9 @@ class UserWorkflow(Adapter):
     def title(self) -> str:
         return f"{self.workflow}" + (f" ({self.framework})" if self.framework else "")
 
-    def flags(self) -> list[str]:
-        return ["--workflow", str(self.workflow)] + (["--framework", self.framework] if self.framework else [])
+    def flags(self, units: int) -> tuple[list[str], list[str]]:
+        framework = ["--framework", self.framework] if self.framework else []
+        return ["--worker-cmd", "...", *framework], ["--workflow", str(self.workflow)]
 
     def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:
         framework = ["--framework", self.framework] if self.framework else []
@@ -65,7 +64,7 @@ class UserWorkflow(Adapter):
     async def start(self, settings: Settings, client: Client, ledger_call: LedgerCall | None = None) -> str:
         if self.workflow is None:
             raise UsageError("which workflow of your worker? open the app with --workflow TYPE (and --input JSON)")
-        return await start_workflow_run(settings, client, self.workflow, self.arg)
+        return await start_workflow_run(settings, client, self.workflow, self.arg, ledger_call)
 
     async def wait(
         self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
@@ -79,7 +78,7 @@ class UserWorkflow(Adapter):
         start, or polls elsewhere, is one line, exit 3, now, not a run that never moves)."""
         if worker is None:
             return None
-        return await wait_polling(client, settings, worker, timeout=POLLING_WAIT_S)
+        return await wait_polling(client, settings, worker)
 
     def of_run(self, row: RunRow) -> Workload:
         """A run of a workflow is read with this one's framework and verdict rules (its input is its own)."""
@@ -92,9 +91,7 @@ class UserWorkflow(Adapter):
 
     async def audit(self, settings: Settings, client: Client | None, run_id: str, status: str | None) -> ActivityAudit:
         acts = await read_activities(client, run_id, framework=self.framework) if client is not None else []
-        probes = probe_counts(settings.probe_log)
-        return audit_activities(connect(settings.ledger), run_id, self.workflow, status, acts, probes,
-                                self.strict_models)  # fmt: skip
+        return audit_of(settings, run_id, self.workflow, status, acts, self.strict_models)
 
     async def status(self, settings: Settings, client: Client | None, row: RunRow, status: str | None) -> StatusReport:
         acts = None
@@ -103,10 +100,8 @@ class UserWorkflow(Adapter):
                 acts = await read_activities(client, row.run_id, framework=self.framework)
             except RPCError:  # gone since status was asked: as unreachable
                 acts = None
-        conn = connect(settings.ledger)
-        snap = build_snapshot(conn, settings, row.run_id, status)
-        probes = probe_counts(settings.probe_log)
-        audit = audit_activities(conn, row.run_id, row.workflow_type, status, acts or [], probes, self.strict_models)
+        snap = build_snapshot(connect(settings.ledger), settings, row.run_id, status)
+        audit = audit_of(settings, row.run_id, row.workflow_type, status, acts or [], self.strict_models)
         doc, text = activity_status(row, snap, status, acts, audit)
         return StatusReport(doc, text)
 
@@ -114,14 +109,16 @@ class UserWorkflow(Adapter):
         return user_workflow_note(self.workflow or "?")
 
     def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
-        return workload_schedule(seed, counts.kills, *counts.more())
+        return workload_schedule(seed, **counts.as_kwargs())
 
     def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
         events, span, seed = load_schedule(path, None)
         return [map_event(e, path) for e in events], span, seed
 
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
-        return ActivityTarget(self, self.framework, self.strict_models, aim, seed, placed=placed)
+        return ActivityTarget(self, self.workflow, self.framework, self.strict_models, aim, seed, placed=placed)
 
-    def verify_plan(self) -> VerifyPlan:
-        return VerifyPlan(workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", framework=self.framework)
+    def verify_plan(self, settings: Settings) -> VerifyPlan:
+        on = f"{self.title()} on {Path(settings.worker_cmd[0]).name}" if settings.worker_cmd else self.title()
+        return VerifyPlan(workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", on,
+                          framework=self.framework)  # fmt: skip

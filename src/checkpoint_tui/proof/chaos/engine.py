@@ -6,7 +6,7 @@ schedule can also come from a file (`--schedule`, proof/chaos/schedule.py; event
 and a failing one be shrunk (`--shrink`, proof/chaos/shrink.py).
 
 One engine for every workload (app/workload.py): what differs between our AgentLoop and a user's
-workflow is a *target* (proof/chaos/steps.py, proof/chaos/activities.py) that says when an event's
+workflow is a *target* (proof/chaos/loop_target.py, proof/chaos/workflow_target.py) that says when an event's
 moment has come, fires what only that workload has, audits the run and turns the audit into checks."""
 
 from __future__ import annotations
@@ -43,12 +43,11 @@ from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
-from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss, NotFired
+from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
-NO_WORKER = "no live worker at that moment"  # between a death and its replacement
 FIRST_WORKER_S = 30.0
 SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
            **dict.fromkeys(ACTIVITY_NEMESES)}  # else SIGKILL
@@ -108,7 +107,7 @@ class Chaos:
         planned, start the supervisor; returns the dev server's address."""
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule:
-            print(f"  {ev.describe(self.target.workload.unit)}", flush=True)
+            print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
         address = devserver.recorded(self.settings)[1]["address"]
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)

@@ -96,11 +96,11 @@ class ChaosEvent:
         """An at_s event fires this long after the run started (its delay_ms included)."""
         return (self.at_s or 0.0) + self.delay_ms / 1000
 
-    def describe(self, unit: str = "step") -> str:
-        """One line of the printed schedule; `unit`: what its place counts (the workload's unit)."""
+    def describe(self, unit: str = "step", units: str = "steps") -> str:
+        """One line of the printed schedule; `unit`, `units`: what its place counts (the workload's word)."""
         extra = f" ({self.effect_kind})" if self.effect_kind else ""
         extra += f" for {self.duration_s:.2f} s" if self.duration_s is not None else ""
-        extra += f" {self.back_steps} {unit}s back" if self.back_steps is not None else ""
+        extra += f" {self.back_steps} {units} back" if self.back_steps is not None else ""
         where = f"{unit} {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
         return f"{where}: {self.kind}{extra} +{self.delay_ms} ms"
 

@@ -1,7 +1,7 @@
 """What chaos asks of a workload (proof/chaos/engine.py runs the schedule; the workload's adapter,
 workloads/, gives its target): when an event's moment has come, what only this workload can fire, how
-the run is audited, and how the audit reads as checks and lines. Ours is proof/chaos/steps.py; a
-user's workflow (agent frameworks included) is proof/chaos/activities.py."""
+the run is audited, and how the audit reads as checks and lines. Ours is proof/chaos/loop_target.py; a
+user's workflow (agent frameworks included) is proof/chaos/workflow_target.py."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
-from checkpoint_tui.proof.chaos.coverage import Aims, ours
+from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
 from checkpoint_tui.proof.nemeses.records import Hit, Miss
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.waiting import wait_until
@@ -26,7 +27,6 @@ from checkpoint_tui.waiting import wait_until
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
 
-PROGRESS_TIMEOUT_S = 120.0  # the run's next event must come within this
 
 
 class Handled(enum.Enum):
@@ -45,7 +45,7 @@ class ChaosTarget:
 
     def span(self, chaos: Chaos) -> int:
         """How many units the run is expected to have (bounds the wait for its end)."""
-        return chaos.steps
+        raise NotImplementedError
 
     async def start(self, chaos: Chaos, client: Client) -> str:
         raise NotImplementedError
@@ -77,7 +77,7 @@ class ChaosTarget:
 
     def coverage_aims(self, chaos: Chaos) -> Aims:
         """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
-        return ours()
+        raise NotImplementedError
 
     def round_target(self) -> ChaosTarget:
         """A fresh target for one aimed round of --until-covered."""
@@ -119,10 +119,7 @@ class ChaosTarget:
 
     def reset_summary(self, r: dict) -> str:
         """What a fired reset (as the report has it) ran again and what the ledger answered, on one line."""
-        after = r.get("claims_after_reset", {})
-        reran = sum(a.get("count", 1) for a in r.get("re_ran", []))
-        skipped, applied = after.get("skipped", 0), after.get("applied", 0)
-        return f"re-ran {reran} activities · claims skipped {skipped} · applied again {applied}"
+        raise NotImplementedError
 
 
 async def until(cond: Callable[[], bool], timeout: float = PROGRESS_TIMEOUT_S) -> None:

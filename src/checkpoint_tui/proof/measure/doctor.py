@@ -3,7 +3,7 @@ diagnosis, with no assistance (the supervisor neither fails the dead worker's at
 sticky queue: what a production worker dying would see), and how long until Temporal started that
 activity's next attempt (or closed it), read from history and the pending activity's state.
 
-The aiming is chaos's (proof/chaos/activities.py: `Progress`, `until_activity`): an activity of a type
+The aiming is chaos's (proof/chaos/workflow_target.py: `Progress`, `until_activity`): an activity of a type
 not yet measured, running on the live worker as Temporal says. The kill is the supervisor's
 (identity-checked SIGKILL, a replacement spawned). A kill waits at most `cap_s` (`--kill-cap`) for the
 next attempt; past it the figure is "≥ cap". Once a kill's figure is in (or its cap), what the dead

@@ -17,7 +17,7 @@ from checkpoint_tui.errors import Failed, UsageError
 
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
 POLL_S = 0.03  # how often history is read while an event waits for its activity start
-PROGRESS_TIMEOUT_S = 120.0
+PROGRESS_TIMEOUT_S = 120.0  # a run's next unit of work (or chaos's next event) must come within this
 
 
 def check_aim(text: str) -> str:

@@ -17,9 +17,12 @@ class Hit:
     detail: dict[str, Any] = field(default_factory=dict)  # its own figures, named as the chaos report names them
 
 
+NO_WORKER = "no live worker at that moment"  # a Miss between a worker's death and its replacement
+
+
 @dataclass(frozen=True)
 class Miss:
-    why: str  # e.g. "no live worker at that moment"
+    why: str  # e.g. NO_WORKER
 
 
 @dataclass

@@ -8,7 +8,7 @@ Where it goes back to, in the current execution (a reset does not cross a contin
   `at_step - back_steps + 1`;
 - a user's workflow: it fires once the aimed activity `at_step` has closed, and goes back to the
   workflow task that scheduled the aimed activity `back_steps - 1` before it (back 1: that activity
-  itself): that activity and every one after it run again (proof/chaos/activities.py)."""
+  itself): that activity and every one after it run again (proof/chaos/workflow_target.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from temporalio.client import Client
 
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.engine.workflow import AgentLoop
-from checkpoint_tui.errors import UsageError
+from checkpoint_tui.errors import Failed, UsageError
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.rows import RunRow
@@ -190,7 +190,8 @@ async def _from_temporal(
     if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
         raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")
     run_ids = list(selection.run_ids) or (queries.run_ids(conn) if conn is not None else [])
-    if conn is not None and of_run is not None:
+    if conn is not None:
+        assert of_run is not None, "replaying recorded runs needs to know each run's workload"
         run_ids = ours(conn, run_ids, bool(selection.run_ids), of_run)
     if not run_ids:
         return
@@ -208,7 +209,10 @@ def ours(conn, run_ids: list[str], named: bool, of_run: Callable[[RunRow], Workl
     kept = []
     for run_id in run_ids:
         row = queries.run(conn, run_id)
-        note = of_run(row).replay_note() if row is not None else None
+        try:
+            note = of_run(row).replay_note() if row is not None else None
+        except Failed as err:  # a run of a workload this version does not know (a newer host wrote it)
+            note = str(err)
         if note is None:
             kept.append(run_id)
         elif named:

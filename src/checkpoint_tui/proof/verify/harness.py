@@ -29,7 +29,7 @@ async def run_verify(
     """The plan's scenarios, each on fresh runs in run/verify, then the one summary and outputs."""
     started = time.monotonic()
     address, _ = resolve_address(settings)
-    vhome = verify_home(settings, address)
+    vhome = settings.verify_home(address)
     if vhome.home.exists():
         for w in worker_proc.load_all(vhome):
             worker_proc.stop(vhome, w)
@@ -40,7 +40,7 @@ async def run_verify(
         vhome = replace(vhome, task_queue_name=f"checkpoint-verify-{vhome.home_id}")
     client = await connect_client(vhome, address)
     report = Report()
-    print(f"verify: {workload.title()} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}",
+    print(f"verify: {plan.header} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}",
           flush=True)  # fmt: skip
     ctx = VerifyContext(vhome, address, client, report, workload, framework=plan.framework)
     try:
@@ -74,15 +74,3 @@ async def _finish(
         await emit(outputs, ProofRun(command, vhome, document, report.checks, wall, runs, report.figures))
     sys.stdout.flush()
     return 0 if not failed else 1
-
-
-def verify_home(settings: Settings, address: str) -> Settings:
-    """run/verify: its own ledger (or the shared one), artifacts and task queue, on the same Temporal,
-    so it never kills or disturbs the user's runs and workers; a worker command of the user's goes along
-    with the task queue it was given."""
-    return Settings(
-        home=settings.run_dir / "verify", temporal_address=address, namespace=settings.namespace,
-        connection=settings.connection, ledger_url=settings.ledger_url, temporal_bin=settings.temporal_bin,
-        task_queue_name=settings.task_queue_name if settings.worker_cmd else None,
-        worker_cmd=settings.worker_cmd, worker_cwd=settings.worker_cwd,
-    )  # fmt: skip

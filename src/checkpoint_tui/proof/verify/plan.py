@@ -86,6 +86,7 @@ Scenario = Callable[[VerifyContext], Awaitable[None]]
 class VerifyPlan:
     scenarios: Sequence[Scenario]
     command: str  # as a report and JUnit name it, e.g. "checkpoint-tui --verify"
+    header: str  # what the scenarios run, for the first printed line
     summarise: Callable[[Report, float], None] = lambda report, wall_s: None  # figures and targets of its own
     framework: str | None = None  # a user's workflow: the agent framework its activities are classified by
 

@@ -162,7 +162,9 @@ def _server_line(view: View) -> Text:
         t.append(f" · web ui {view.ui_url}", style="grey70")
     if view.ledger:
         t.append(f" · ledger {view.ledger}", style="grey70")
-    t.append(f" · provider {view.snapshot.provider or 'offline'}", style="grey70")
+    snap = view.snapshot
+    what = f"workflow {snap.workflow_type}" if snap.workflow_type else f"provider {snap.provider or 'offline'}"
+    t.append(f" · {what}", style="grey70")
     if view.planned_faults:
         t.append(f" · faults: {', '.join(view.planned_faults)}", style="yellow")
     return t

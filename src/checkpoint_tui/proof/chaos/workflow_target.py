@@ -30,6 +30,7 @@ from temporalio.client import Client
 from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.audit import Audit
+from checkpoint_tui.app.frameworks import detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
@@ -46,7 +47,7 @@ from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import Progress, aimed, until_activity
-from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
+from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
 if TYPE_CHECKING:
@@ -61,13 +62,15 @@ PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's 
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
 
 
-def workload_schedule(seed: int, kills: int, *more: int) -> tuple[list[ChaosEvent], int]:
+def workload_schedule(
+    seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0, activity_pauses: int = 0,
+    activity_resets: int = 0,
+) -> tuple[list[ChaosEvent], int]:  # fmt: skip
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
-    span to guess, since it counts the starts the aim picks as the run makes them. `more`: pauses,
-    partitions, resets, activity pauses, activity resets, as make_schedule takes them. (events, span)"""
-    with_resets = len(more) > 2 and more[2] > 0  # beside resets, kills may be fewer (as make_schedule's)
-    if kills < 3 and not with_resets:
+    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
+    if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)
         raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
+    more = (pauses, partitions, resets, activity_pauses, activity_resets)
     span = kills + sum(more) + 2
     return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
 
@@ -100,13 +103,13 @@ def _live_name(settings) -> str | None:
 
 
 class ActivityTarget(ChaosTarget):
-    def __init__(self, workload: Workload, framework: str | None, strict_models: bool, aim: str = "any",
-                 seed: int | None = None, placed: bool = True) -> None:  # fmt: skip
-        """`workload`: a user's workflow (`framework`: the agent framework that classifies its activities,
-        None: recognised; `strict_models`: a model request re-run fails the verdict). `placed`: in-activity
-        kills at a seeded fraction of the type's duration (a seeded schedule); False: at exactly the
-        event's delay after Temporal's start of the attempt (a schedule file)."""
-        self.workload, self.framework, self.strict_models = workload, framework, strict_models
+    def __init__(self, workload: Workload, workflow: str | None, framework: str | None, strict_models: bool,
+                 aim: str = "any", seed: int | None = None, placed: bool = True) -> None:  # fmt: skip
+        """`workload`: a user's workflow, of type `workflow` (`framework`: the agent framework that
+        classifies its activities, None: recognised; `strict_models`: a model request re-run fails the
+        verdict). `placed`: in-activity kills at a seeded fraction of the type's duration (a seeded
+        schedule); False: at exactly the event's delay after Temporal's start of the attempt (a file)."""
+        self.workload, self.workflow, self.framework, self.strict_models = workload, workflow, framework, strict_models
         self.aim, self.placed = aim, placed
         self.phases = random.Random(f"phase-{seed}")  # a stream of its own: the schedule stays put
         self.progress: Progress | None = None  # the lead run's (it places the events)
@@ -182,7 +185,7 @@ class ActivityTarget(ChaosTarget):
             return Handled.NOT_MINE
         hit = nemeses.kill_active_worker(chaos.settings)
         if hit is None:  # between a death and its replacement: said, not dropped
-            return Miss("no live worker at that moment")
+            return Miss(NO_WORKER)
         if (started := self._landing.get("started_at")) is not None:
             return replace(hit, detail={"into_s": round(hit.at - started, 3)})
         return hit
@@ -199,7 +202,8 @@ class ActivityTarget(ChaosTarget):
 
     def round_target(self) -> ActivityTarget:
         """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
-        return ActivityTarget(self.workload, self.framework, self.strict_models, "any", None, placed=False)
+        again = ActivityTarget(self.workload, self.workflow, self.framework, self.strict_models, "any", placed=False)
+        return again
 
     async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
         """The workload's audit; the run's progress is read once more first: what the run made after the
@@ -255,9 +259,8 @@ class ActivityTarget(ChaosTarget):
         acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
         self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
                                                                        f.detail["activity_id"]])] if acted else []
-        lead = self.lead_audit
-        return {"workflow": getattr(lead, "workflow_type", None), "aim": self.aim,
-                "framework": getattr(lead, "framework", None)}  # fmt: skip
+        acts = self.progress.acts if self.progress is not None else []
+        return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.activity_type for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
         lead = self.progress is not None and audit.run_id == self.progress.run_id

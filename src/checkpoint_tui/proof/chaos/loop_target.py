@@ -19,6 +19,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.proof.chaos.coverage import Aims, ours
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
@@ -50,6 +51,20 @@ class StepTarget(ChaosTarget):
 
     def round_target(self) -> StepTarget:
         return StepTarget(self.workload, self.pace)
+
+    def span(self, chaos: Chaos) -> int:
+        return chaos.steps
+
+    def coverage_aims(self, chaos: Chaos) -> Aims:
+        """Every window of app/windows.py, the claim-window hooks included (the worker's own fault plan)."""
+        return ours()
+
+    def reset_summary(self, r: dict) -> str:
+        """What a fired reset (as the report has it) ran again and what the ledger answered, on one line."""
+        after = r.get("claims_after_reset", {})
+        reran = sum(a.get("count", 1) for a in r.get("re_ran", []))
+        skipped, applied = after.get("skipped", 0), after.get("applied", 0)
+        return f"re-ran {reran} activities · claims skipped {skipped} · applied again {applied}"
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
         try:
