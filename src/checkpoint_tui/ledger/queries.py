@@ -59,7 +59,7 @@ def running_runs(conn: Ledger, task_queue: str) -> list[str]:
 
 def recent_runs(conn: Ledger, limit: int = 200) -> list[RunSummary]:
     rows = conn.execute(
-        "SELECT r.run_id, r.status, r.total_steps, r.created_at, "
+        "SELECT r.run_id, r.status, r.total_steps, r.created_at, r.workflow_type, "
         "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id AND s.status = 'completed') AS done, "
         "(SELECT COUNT(*) FROM effects e WHERE e.run_id = r.run_id) AS effect_rows, "
         "(SELECT COUNT(*) - COUNT(DISTINCT e.id) FROM effects e WHERE e.run_id = r.run_id) AS duplicates "
@@ -67,7 +67,7 @@ def recent_runs(conn: Ledger, limit: int = 200) -> list[RunSummary]:
         (limit,),
     )
     return [RunSummary(r["run_id"], r["status"], r["total_steps"], r["created_at"], r["done"], r["effect_rows"],
-                       r["duplicates"]) for r in rows]  # fmt: skip
+                       r["duplicates"], r["workflow_type"]) for r in rows]  # fmt: skip
 
 
 # --- steps ---------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class RunSummary:
     done: int
     rows: int = 0  # its ledger rows (effects)
     duplicates: int = 0  # COUNT(*) - COUNT(DISTINCT id) over them
+    workflow_type: str | None = None  # a run of a user's workflow: its type (its activities are in history)
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ class RunsScreen(ModalScreen[str | None]):
                 *[
                     Option(
                         Text(  # run ids come from the ledger: shown as plain text, never markup
-                            f"{r.run_id}  {r.status:<9} {r.done}/{r.total_steps}  "
+                            f"{r.run_id}  {r.status:<9} {r.workflow_type or f'{r.done}/{r.total_steps}'}  "
                             f"{r.rows} rows · duplicates {r.duplicates}  "
                             f"{time.strftime('%H:%M:%S', time.localtime(r.created_at))}"
                         ),
