@@ -111,7 +111,10 @@ class LabSession:
         """The run's timeline, made once per run by the workload its row names."""
         if run_id not in self._timelines:
             row = await self._db(lambda: queries.run(connect(self.settings.ledger), run_id))
-            workload = self.workload.of_run(row) if row is not None else self.workload
+            try:
+                workload = self.workload.of_run(row) if row is not None else self.workload
+            except Failed:  # a kind this version does not know (a newer host's): its ledger rows as they are
+                workload = self.workload
             self._timelines[run_id] = workload.timeline()
         return self._timelines[run_id]
 

@@ -72,4 +72,4 @@ class Adapter(Workload):
             return UserWorkflow(row.workflow_type)
         if row.kind == AGENT_LOOP:
             return AgentLoopWorkload(row.total_steps, row.pace)
-        raise Failed(f"{row.run_id} is a run of {row.kind!r}, which this checkpoint-tui does not know")
+        raise Failed(f"{row.run_id[:80]} is a run of {row.kind[:40]!r}, which this checkpoint-tui does not know")
