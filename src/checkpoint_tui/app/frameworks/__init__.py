@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import islice
 
-from checkpoint_tui.app.frameworks import openai_agents, pydantic_ai
+from checkpoint_tui.app.frameworks import langgraph, openai_agents, pydantic_ai, strands
 from checkpoint_tui.app.frameworks.units import ActivitySeen, UnitInfo, other
 
-FRAMEWORKS: tuple[str, ...] = (pydantic_ai.NAME, openai_agents.NAME)
+ADAPTERS = (pydantic_ai, openai_agents, langgraph, strands)  # each: NAME, owns(activity type), classify(seen)
+FRAMEWORKS: tuple[str, ...] = tuple(a.NAME for a in ADAPTERS)
 DETECT_LIMIT = 10_000  # activity types looked at: a framework shows itself in its first model request
 
 __all__ = ["FRAMEWORKS", "ActivitySeen", "UnitInfo", "classify", "detect"]
@@ -22,10 +23,9 @@ def detect(activity_types: Iterable[str]) -> str | None:
     for kind in islice(activity_types, DETECT_LIMIT):
         if not isinstance(kind, str) or len(kind) > 1000:
             continue
-        if pydantic_ai.owns(kind):
-            return pydantic_ai.NAME
-        if openai_agents.owns(kind):
-            return openai_agents.NAME
+        for adapter in ADAPTERS:
+            if adapter.owns(kind):
+                return adapter.NAME
     return None
 
 
@@ -33,8 +33,7 @@ def classify(framework: str | None, seen: list[ActivitySeen]) -> list[UnitInfo]:
     """One unit per activity, in order. An unknown or None framework classifies generically: every
     activity "other", labelled by its type."""
     seen = list(seen)
-    if framework == pydantic_ai.NAME:
-        return pydantic_ai.classify(seen)
-    if framework == openai_agents.NAME:
-        return openai_agents.classify(seen)
+    for adapter in ADAPTERS:
+        if framework == adapter.NAME:
+            return adapter.classify(seen)
     return [other(s) for s in seen]

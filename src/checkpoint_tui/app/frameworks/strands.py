@@ -1,0 +1,15 @@
+"""strands's activities on Temporal, as history shows them (to be filled in: see the module's tests)."""
+
+from __future__ import annotations
+
+from checkpoint_tui.app.frameworks.units import ActivitySeen, UnitInfo, other
+
+NAME = "strands"
+
+
+def owns(activity_type: str) -> bool:
+    return False
+
+
+def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
+    return [other(s) for s in seen]
