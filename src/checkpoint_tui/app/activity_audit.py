@@ -13,7 +13,11 @@ What it can see, and from where:
   again for each extra attempt, as far as history tells): a model request has no side effect of its
   own, so it fails the verdict only under `--strict-models`.
 - **never ran**: an activity whose arguments the worker could not decode (its failures say so) ran
-  no body, however many attempts it had: it is not at risk, it is broken.
+  no body, however many attempts it had; and one that has not completed, failed every attempt and
+  claimed nothing through the library (an exception raised before its effects, e.g. a framework's
+  node that finds no message to act on): it is not at risk, it is broken, and its work is lost. (What
+  it did outside the library before it failed, the lab cannot see.)
+- **a workflow task that keeps failing** (app/stuck.py): the run cannot make progress.
 - **with the library** (the ledger): effects claimed but never stamped (lost, once the workflow is
   over), duplicate effect ids, and the claim outcomes (applied / skipped / recovered / interrupted).
 - **the probe log** (independent of the ledger's rows): physical `write` calls per effect key. A key
@@ -34,6 +38,7 @@ from pathlib import Path
 
 from checkpoint_tui.app.activity_history import ActivityExec
 from checkpoint_tui.app.frameworks import detect
+from checkpoint_tui.app.stuck import STUCK
 from checkpoint_tui.effects import read_probe_log
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
@@ -42,6 +47,8 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import Settings
 
 DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays readable)
+# How a dead worker's attempt fails: Temporal's timeouts, and ops/failover.py's assisted failure.
+WORKER_DEATHS = ("timeout", "died (seen by the supervisor)")
 
 
 @dataclass
@@ -82,15 +89,15 @@ class ActivityAudit:
 
     def sentence(self) -> str | None:
         """The completion sentence of the run, from this audit (the one verdict the app, `status`
-        and chaos show); None while the workflow runs."""
+        and chaos show); None while the workflow runs (and can go on)."""
         if self.workflow_status in (None, "RUNNING"):
             return None
-        state = {"COMPLETED": "completed", "CANCELED": "cancelled"}.get(self.workflow_status, "failed")
+        state = {"COMPLETED": "completed", "CANCELED": "cancelled", STUCK: "stuck"}.get(self.workflow_status, "failed")
         verdict = "nothing at risk, lost or duplicated" if self.ok else "NOT exactly once"
         if self.at_risk:
             verdict += f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)})"
         elif self.never_ran:
-            verdict += f" ({len(self.never_ran)} never ran: decode error)"
+            verdict += f" ({len(self.never_ran)} never ran: {_names(self.never_ran)} · {self.never_ran[0]['why']})"
         elif self.lost or self.duplicated:
             verdict += f" (lost {self.lost}, duplicated {self.duplicated})"
         elif not self.ok and self.model_reruns:
@@ -146,8 +153,8 @@ def audit_activities(
         guarded = by_step.get(int(act.activity_id)) if act.activity_id.isdigit() else None
         entry = {**act.to_dict(), "guarded": bool(guarded), "effects": [_effect_line(e, a) for e in guarded or []]}
         a.re_executed.append(entry)
-        if act.decode_error and not guarded:
-            a.never_ran.append(entry)
+        if not guarded and (act.decode_error or _failing(act)):
+            a.never_ran.append({**entry, "why": "decode error" if act.decode_error else "fails before any claim"})
         elif act.cls == "model":
             a.model_reruns.append(entry)
             a.tokens_paid_again += (act.info.tokens or 0) * (act.attempt - 1) if act.info is not None else 0
@@ -160,6 +167,13 @@ def audit_activities(
                  "model_reruns", "never_ran"):
         setattr(a, name, getattr(a, name)[:DETAIL_LIMIT])
     return a
+
+
+def _failing(act: ActivityExec) -> bool:
+    """Not completed, and its last attempt raised (history keeps that failure's message): not a worker
+    that died under it (a timeout, or the supervisor's assisted failure), which its next attempt mends."""
+    failure = (act.last_failure or "").lower()
+    return act.status != "completed" and bool(failure) and not any(d in failure for d in WORKER_DEATHS)
 
 
 def _effect_line(e: EffectRow, a: ActivityAudit) -> str:
@@ -237,7 +251,7 @@ def audit_lines(a: ActivityAudit) -> list[str]:
         lines.append(f"  model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}{strict}")
         lines += [f"    {_act(r)}" for r in a.model_reruns[:10]]
     for r in a.never_ran:
-        lines.append(f"  never ran (decode error): {_act(r)} · {r['attempt']} attempts, no body ran")
+        lines.append(f"  never ran ({r['why']}): {_act(r)} · {r['attempt']} attempts, no effect claimed")
     o = a.outcomes
     lines.append(
         f"library effects {a.effects} · applied {o.get('applied', 0)} · skipped {o.get('skipped', 0)} · "

@@ -39,18 +39,19 @@ class PendingActivity:
         return self.state == "STARTED" and self.age_s is not None and self.age_s >= self.silent_after_s
 
 
-async def describe_run(client: Client, run_id: str) -> tuple[str | None, PendingActivity | None]:
-    """Temporal's status of the run (None if it does not know it) and its pending activity (the
-    started one, else the newest), from one DescribeWorkflowExecution. An unreachable server raises
-    RPCError, as app.history.workflow_status does."""
+async def describe_run(client: Client, run_id: str) -> tuple[str | None, PendingActivity | None, int]:
+    """Temporal's status of the run (None if it does not know it), its pending activity (the started
+    one, else the newest) and its pending workflow task's attempt (0: none), from one
+    DescribeWorkflowExecution. An unreachable server raises RPCError, as app.history.workflow_status does."""
     try:
         desc = await client.get_workflow_handle(run_id).describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            return None, None
+            return None, None, 0
         raise
     status = desc.status.name if isinstance(desc.status, WorkflowExecutionStatus) else None
-    return status, pending_of(desc.raw_description.pending_activities, time.time())
+    task_attempt = desc.raw_description.pending_workflow_task.attempt
+    return status, pending_of(desc.raw_description.pending_activities, time.time()), task_attempt
 
 
 def pending_of(infos, now: float) -> PendingActivity | None:

@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from checkpoint_tui.app.history import workflow_status
+from checkpoint_tui.app.stuck import StuckWatch
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, WORKFLOW_NAME, AgentInput, ModelRef
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger import queries
@@ -163,6 +164,7 @@ async def wait_for_run(
     shown = -1
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
+    watch = StuckWatch(client, run_id)
     while deadline is None or loop.time() < deadline:
         try:
             row = queries.run(conn, run_id)
@@ -180,6 +182,8 @@ async def wait_for_run(
                 status = await workflow_status(client, run_id)
                 if status not in (None, "RUNNING"):
                     return status
+        elif (stuck := await watch.check()) is not None:  # it cannot go on: said, not waited out
+            return stuck
         await asyncio.sleep(WAIT_EVERY_S)
     try:
         return await workflow_status(client, run_id)

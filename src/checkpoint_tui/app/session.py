@@ -24,6 +24,7 @@ from checkpoint_tui.app.history import HistoryFollower
 from checkpoint_tui.app.lesson import Lesson
 from checkpoint_tui.app.runs import cancel_run
 from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.app.stuck import STUCK_ATTEMPT, stuck_task
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
 from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
@@ -55,6 +56,7 @@ class LabSession:
         self.settings = settings
         self.workload = workload  # what `n` starts; a recorded run is read as the workload its row names
         self._timelines: dict[str, Timeline] = {}  # each viewed run's, as its own workload reads it
+        self._stuck: dict[str, str] = {}  # runs whose workflow task keeps failing: what it says
         self.address = ""
         self.server: DevServer | None = None
         self.client: Client | None = None
@@ -155,6 +157,7 @@ class LabSession:
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
             kills=kills, pending=pending, quiet=not (changed or history or kills or reset),
+            stuck=self._stuck.get(run_id or ""),
         )  # fmt: skip
 
     async def _completion_of(self, run_id: str, snap: Snapshot, timeline: Timeline) -> str | None:
@@ -244,8 +247,12 @@ class LabSession:
             return asked[1], asked[2] if live else None
         assert self.client is not None
         stats.temporal += 1
-        status, pending = await describe_run(self.client, run_id)
+        status, pending, task_attempt = await describe_run(self.client, run_id)
         self._status_asked = (now, status, pending)
+        if task_attempt >= STUCK_ATTEMPT and run_id not in self._stuck:  # read once: the run cannot go on
+            found = await stuck_task(self.client, run_id)
+            if found is not None:
+                self._stuck[run_id] = found.line()
         if status not in (None, "RUNNING"):
             self._final_status[run_id] = status
         return status, pending if live else None

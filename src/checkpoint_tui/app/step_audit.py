@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from checkpoint_tui.app.stuck import STUCK
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_ids, outbox_path, step_file
@@ -37,7 +38,7 @@ class StepAudit:
     def sentence(self) -> str | None:
         if self.workflow_status in (None, "RUNNING"):
             return None
-        state = {"COMPLETED": "completed", "CANCELED": "cancelled"}.get(self.workflow_status, "failed")
+        state = {"COMPLETED": "completed", "CANCELED": "cancelled", STUCK: "stuck"}.get(self.workflow_status, "failed")
         done = self.total_steps - len(self.step_gaps)
         verdict = "nothing lost or duplicated" if self.ok else "NOT exactly once"
         if self.lost or self.duplicated:

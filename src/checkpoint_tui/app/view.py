@@ -148,3 +148,4 @@ class View:
     completion: str | None = None  # the completion sentence, once the run is over (computed once)
     kills: list[KillEvent] = field(default_factory=list)  # the run's kills not delivered before
     pending: PendingActivity | None = None  # the in-flight activity as Temporal last described it (<= 1/s)
+    stuck: str | None = None  # the run's workflow task keeps failing: what it says (app/stuck.py)

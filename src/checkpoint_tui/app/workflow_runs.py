@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.history import workflow_status
 from checkpoint_tui.app.runs import LedgerCall, launch, on_this_thread, record_run
+from checkpoint_tui.app.stuck import StuckWatch
 from checkpoint_tui.app.view import FINAL_STATES
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import check_json_value
@@ -80,6 +81,7 @@ async def wait_workflow_run(
     With `progress`, the completed activities on stderr. Returns Temporal's status."""
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, last_progress = -1, 0.0
+    watch = StuckWatch(client, run_id)
     while deadline is None or time.monotonic() < deadline:
         try:
             status = await workflow_status(client, run_id)
@@ -88,6 +90,8 @@ async def wait_workflow_run(
         if status not in (None, "RUNNING"):
             record_end(settings, run_id, status)
             return status
+        if (stuck := await watch.check()) is not None:  # it cannot go on: said, not waited out
+            return stuck
         if progress and time.monotonic() - last_progress >= PROGRESS_EVERY_S:
             last_progress = time.monotonic()
             shown = await _show_progress(client, run_id, shown)

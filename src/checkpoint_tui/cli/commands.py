@@ -9,6 +9,7 @@ import asyncio
 import json
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,15 +158,19 @@ def status(args: argparse.Namespace, settings: Settings, workload: Adapter) -> i
 
 async def _status(settings: Settings, workload, row):
     from checkpoint_tui.app.history import workflow_status
+    from checkpoint_tui.app.stuck import stuck_task
 
     client = await peek_client(settings)
-    wf_status = None
+    wf_status, stuck = None, None
     if client is not None:
         try:
             wf_status = await workflow_status(client, row.run_id)
+            stuck = await stuck_task(client, row.run_id) if wf_status == "RUNNING" else None
         except RPCError:  # gone since: as unreachable
             client = None
-    return await workload.status(settings, client, row, wf_status)
+    report = await workload.status(settings, client, row, wf_status)
+    report.doc["stuck_task"] = stuck.to_dict() if stuck is not None else None
+    return replace(report, text=report.text + f"\nno progress    {stuck.line()}") if stuck is not None else report
 
 
 async def peek_client(settings: Settings) -> Client | None:

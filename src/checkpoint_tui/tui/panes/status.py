@@ -27,6 +27,7 @@ PILLS = (
     "failed",
     "cancelled",
     "temporal-down",
+    "stuck",
 )
 # supervisor states a pill shows as they are (the others show the run's state)
 SUPERVISOR_PILLS = (SupervisorState.WORKER_DEAD, SupervisorState.RESPAWNING, SupervisorState.TEMPORAL_DOWN)
@@ -34,6 +35,7 @@ PILL_STYLE = {
     "running": "black on green", "completed": "black on bright_green", "worker-dead": "white on red",
     "respawning": "black on yellow", "failed": "white on dark_red", "idle": "black on grey70",
     "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
+    "stuck": "white on dark_red",
 }  # fmt: skip
 BAR_WIDTH = 20
 NARROW_BAR_WIDTH = 0  # below WIDE_COLUMNS `12/30` alone: the worker pid keeps its place
@@ -51,6 +53,8 @@ def pill_for(view: View) -> str:
         return "cancelled"
     if status in ("FAILED", "TERMINATED", "TIMED_OUT"):
         return "failed"
+    if view.stuck:
+        return "stuck"
     if view.supervisor_state in SUPERVISOR_PILLS:
         return SupervisorState(view.supervisor_state).value
     if view.snapshot.run_id is None:
@@ -68,12 +72,17 @@ class StatusBar(TextLines):
         self._shown_text: Text | None = None
         self._shown_at = 0.0
         self.completion: str | None = None  # the viewed run's completion sentence, once it ended
+        self.stuck: str | None = None  # the viewed run's workflow task keeps failing: what it says
 
     def show(self, view: View) -> None:
         self._view = view
         pill = pill_for(view)
         news = pill != self.pill or view.run_changed
         self.pill = pill
+        if view.stuck != self.stuck:  # the run cannot go on: said once, as a completion is
+            self.stuck, news = view.stuck, True
+            if view.stuck:
+                self.message = f"no progress: {view.stuck}"
         if view.completion != self.completion:  # said once when the run ends (or a finished run is opened)
             self.completion = view.completion
             news = True

@@ -1,0 +1,84 @@
+"""A run that cannot make progress is said out loud (#38): a workflow whose every workflow task fails
+ends `start --wait` with exit 1 within 30 s naming the failure, and `status` shows it; an activity that
+raises before it claims anything is reported "never ran", not at risk. A real dev server and a real
+worker command (tests/stuck_worker.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from conftest import run_cli
+from test_user_workflow_lab import stop_lab
+
+WORKER = Path(__file__).resolve().parent / "stuck_worker.py"
+
+
+def flags(home: Path, address: str) -> list[str]:
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
+    return ["--home", str(home), "--temporal-address", address, "--worker-cmd", cmd, "--task-queue", f"q-{home.name}"]
+
+
+def test_a_workflow_task_that_keeps_failing_ends_start_wait_and_shows_in_status(session_root, temporal_address):
+    home = session_root / "stuck"
+    try:
+        started = time.monotonic()
+        out = run_cli(*flags(home, temporal_address), "start", "--workflow", "Stuck", "--wait", timeout=60)
+        took = time.monotonic() - started
+        run_id = out.stdout.split()[0]
+        status = run_cli(*flags(home, temporal_address), "status", run_id, "--json")
+        text = run_cli(*flags(home, temporal_address), "status", run_id)
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1 and took < 30, (took, out.stdout, out.stderr[-2000:])
+    assert "its workflow task keeps failing" in out.stderr and "a sync call in the workflow sandbox" in out.stderr
+    doc = json.loads(status.stdout)
+    assert doc["workflow_status"] == "RUNNING" and doc["stuck_task"]["attempt"] >= 3, doc["stuck_task"]
+    assert "a sync call in the workflow sandbox" in doc["stuck_task"]["message"]
+    assert "no progress" in text.stdout and "UNHANDLED_FAILURE" in text.stdout
+
+
+def test_an_activity_that_fails_before_its_body_never_ran_and_is_not_at_risk(session_root, temporal_address):
+    home = session_root / "never-runs"
+    try:
+        out = run_cli(*flags(home, temporal_address), "start", "--workflow", "NeverRuns", "--wait", timeout=60)
+        run_id = out.stdout.split()[0]
+        status = run_cli(*flags(home, temporal_address), "status", run_id, "--json")
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1, out.stderr[-2000:]  # the workflow failed
+    audit = json.loads(status.stdout)["audit"]
+    assert audit["at_risk"] == [] and len(audit["never_ran"]) == 1, audit
+    (never,) = audit["never_ran"]
+    assert never["why"] == "fails before any claim" and never["attempt"] == 3
+    assert "never ran" in json.loads(status.stdout)["completion"]
+
+
+async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_address):
+    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.tui.app import CheckpointApp
+    from checkpoint_tui.tui.panes.status import StatusBar
+    from checkpoint_tui.workloads import UserWorkflow
+    from test_tui_live import SIZE, wait_for
+
+    home = session_root / "stuck-app"
+    settings = Settings(home=home, temporal_address=temporal_address, task_queue_name=f"q-{home.name}",
+                        worker_cmd=(sys.executable, str(WORKER)), worker_cwd=WORKER.parent)  # fmt: skip
+    settings.ensure_dirs()
+    session = LabSession(settings, UserWorkflow("Stuck"))
+    app = CheckpointApp(session, poll_interval=0.1)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: session.supervisor is not None, what="boot")
+            await pilot.press("n")
+            status = app.query_one(StatusBar)
+            await wait_for(pilot, lambda: status.pill == "stuck", timeout=30, what="the stuck pill")
+            assert "no progress: its workflow task keeps failing" in status.message
+            assert "a sync call in the workflow sandbox" in status.message
+    finally:
+        await session.shutdown(stop_everything=True)
+        stop_lab(home)
