@@ -246,6 +246,10 @@ def audit_lines(a: ActivityAudit) -> list[str]:
             f"  AT RISK: {_act(r)} ran {r['attempt']} times with no effect through the library: "
             "what it did outside may have happened more than once"
         )
+    if any(r["class"] == "other" for r in a.at_risk):  # unclassified: it may be a model request after all
+        lines.append("  (an activity the lab cannot classify: if it is an agent's model request or tool call, "
+                     "declare it with --model-activities GLOB / --tool-activities GLOB, or in "
+                     "[tool.checkpoint-tui] of pyproject.toml)")
     if a.model_reruns:
         strict = " (fails the verdict: --strict-models)" if a.strict_models else " (not a side effect: reported apart)"
         lines.append(f"  model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}{strict}")

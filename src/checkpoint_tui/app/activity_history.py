@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 # The chain reader lives in app/chain.py; callers of this module import it from here too.
 from checkpoint_tui.app.chain import Chain, read_chain, reset_run  # noqa: F401
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+from checkpoint_tui.app.frameworks import ActivitySeen, Framework, UnitInfo, classify, detect
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -182,7 +182,7 @@ def activities(chain: Chain) -> list[ActivityExec]:
     return found
 
 
-def label(acts: list[ActivityExec], framework: str | None = None) -> str | None:
+def label(acts: list[ActivityExec], framework: Framework = None) -> Framework:
     """Classify every activity by its framework's adapter (`framework`, else the one the activity
     types name); returns the framework used (None: a plain workflow)."""
     framework = framework or detect(a.activity_type for a in acts)
@@ -241,7 +241,7 @@ async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -
 
 
 async def read_activities(
-    client: Client, workflow_id: str, first_execution: str | None = None, framework: str | None = None
+    client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
 ) -> list[ActivityExec]:
     chain = await read_chain(client, workflow_id, first_execution)
     acts = await with_pending(client, chain, activities(chain))

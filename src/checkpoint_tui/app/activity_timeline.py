@@ -14,6 +14,7 @@ from temporalio.client import Client
 
 from checkpoint_tui.app.activity_audit import audit_of
 from checkpoint_tui.app.activity_history import ActivityExec, read_activities
+from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.view import Snapshot, View
@@ -46,7 +47,7 @@ def step_row(a: ActivityExec) -> StepRow:
 @dataclass
 class ActivityTimeline(Timeline):
     workflow_type: str | None = None
-    framework: str | None = None  # forced (--framework); None: recognised from the activity types
+    framework: Framework = None  # forced (--framework) or declared; None: recognised from the activity types
     strict_models: bool = False  # a model request re-run fails the verdict too
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
     _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run

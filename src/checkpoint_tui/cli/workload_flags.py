@@ -19,6 +19,7 @@ from checkpoint_tui.errors import UsageError
 from checkpoint_tui.settings import Settings
 
 if TYPE_CHECKING:
+    from checkpoint_tui.app.frameworks.declared import Declared
     from checkpoint_tui.workloads import Adapter
 
 MAX_CMD_CHARS = 4096
@@ -27,6 +28,7 @@ TASK_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 # Commands that make no sense on a user's worker: they run our own workflow or loop.
 NOT_FOR_USER_WORKFLOWS = ("compare", "replay", "model-server")
 RUN_COMMANDS = ("start", "chaos", "doctor")  # they take --workflow/--input after the command
+PYPROJECT_LIMIT = 1024 * 1024  # a project's pyproject.toml, read for its [tool.checkpoint-tui] table
 LOOP_STEPS = {"doctor": 3}  # doctor: every activity type runs in one step; three show their medians
 LOOP_PACE = {"chaos": 0.3, "doctor": 0.0}  # chaos: short timers between kills; doctor: no think time
 
@@ -71,6 +73,11 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--framework", choices=FRAMEWORKS,
                    help="classify the workflow's activities with this agent framework's adapter (default: "
                    "recognised from the activity types)")  # fmt: skip
+    for kind in ("model", "tool"):
+        p.add_argument(f"--{kind}-activities", action="append", default=None, metavar="GLOB", type=_glob,
+                       help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
+                       f"{'requests' if kind == 'model' else 'calls'} (repeatable; also `{kind}-activities` "
+                       "in [tool.checkpoint-tui] of ./pyproject.toml)")  # fmt: skip
 
 
 def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
@@ -82,6 +89,15 @@ def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
                        "glob over activity types and tool names (default any)")  # fmt: skip
         p.add_argument("--strict-models", action="store_true",
                        help="with --workflow: a re-executed model request fails the verdict too")
+
+
+def _glob(text: str) -> str:
+    from checkpoint_tui.app.frameworks.declared import check_glob
+
+    try:
+        return check_glob(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _aim(text: str) -> str:
@@ -125,8 +141,8 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
             raise UsageError("--workflow runs a workflow of your own worker: give --worker-cmd too")
         if user and not args.workflow and not (command == "doctor" and args.run):
             raise UsageError(f"with --worker-cmd, {command} takes --workflow TYPE --input JSON")
-    if args.framework and not user:
-        raise UsageError("--framework classifies a user's workflow: give --worker-cmd and --workflow too")
+    if (args.framework or args.model_activities or args.tool_activities) and not user:
+        raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
     if command == "chaos" and not user and (args.aim != "any" or args.strict_models):
         raise UsageError("--aim and --strict-models are for a user's workflow (--worker-cmd ... --workflow TYPE)")
 
@@ -156,10 +172,47 @@ def build_workload(args: argparse.Namespace) -> Adapter:
     after = command in RUN_COMMANDS  # --workflow/--input after the command (start, chaos, doctor)
     workflow = args.workflow if after else args.verify_workflow
     text = args.input_json if after else args.verify_input
+    declared = declaration(args)
     if workflow is None:  # the app, status, doctor RUN: runs of whatever workflow the ledger names
-        return UserWorkflow(None, framework=args.framework)
+        return UserWorkflow(None, framework=args.framework, declared=declared)
     workflow, arg = workflow_and_input(workflow, text)
-    return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False))
+    return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False), declared)
+
+
+def declaration(args: argparse.Namespace) -> Declared | None:
+    """What the user declared the activities to be: the flags, else [tool.checkpoint-tui] of the
+    pyproject.toml where the worker command runs (the current directory), else nothing."""
+    from checkpoint_tui.app.frameworks.declared import MAX_GLOBS, Declared, check_glob
+
+    model, tool = args.model_activities or [], args.tool_activities or []
+    if not model and not tool:
+        model, tool = _pyproject_declaration(Path.cwd() / "pyproject.toml")
+    if len(model) > MAX_GLOBS or len(tool) > MAX_GLOBS:
+        raise UsageError(f"at most {MAX_GLOBS} globs each of --model-activities and --tool-activities")
+    try:
+        found = Declared(tuple(check_glob(g) for g in model), tuple(check_glob(g) for g in tool))
+    except ValueError as err:
+        raise UsageError(f"pyproject.toml [tool.checkpoint-tui]: {err}") from None
+    return found or None
+
+
+def _pyproject_declaration(path: Path) -> tuple[list, list]:
+    import tomllib
+
+    from checkpoint_tui.files import read_input
+
+    if not path.is_file():
+        return [], []
+    try:
+        table = tomllib.loads(read_input(path, "pyproject.toml", PYPROJECT_LIMIT).decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: not TOML ({str(err)[:120]})") from None
+    ours = table.get("tool", {}).get("checkpoint-tui", {})
+    model, tool = ours.get("model-activities", []), ours.get("tool-activities", [])
+    model, tool = ([x] if isinstance(x, str) else x for x in (model, tool))
+    if not isinstance(model, list) or not isinstance(tool, list):
+        raise UsageError(f"{path}: [tool.checkpoint-tui] model-activities and tool-activities are lists of globs")
+    return model, tool
 
 
 def _check_user_flags(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 from checkpoint_tui.app.activity_audit import ActivityAudit, audit_of
 from checkpoint_tui.app.activity_history import read_activities
 from checkpoint_tui.app.activity_timeline import ActivityTimeline
+from checkpoint_tui.app.frameworks import Declared, Framework
 from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.status_text import activity_status
@@ -45,9 +46,15 @@ class UserWorkflow(Adapter):
     arg: Any = NO_INPUT
     framework: str | None = None  # forced (--framework); None: recognised from the activity types
     strict_models: bool = False  # a re-executed model request fails the verdict too (--strict-models)
+    declared: Declared | None = None  # --model-activities / --tool-activities, or [tool.checkpoint-tui]
     kind: ClassVar[str] = WORKFLOW
     unit: ClassVar[str] = "activity"
     units: ClassVar[str] = "activities"
+
+    @property
+    def classifier(self) -> Framework:
+        """What classifies its activities: a declaration, the forced framework, or None (recognised)."""
+        return self.declared or self.framework
 
     def title(self) -> str:
         return f"{self.workflow}" + (f" ({self.framework})" if self.framework else "")
@@ -87,17 +94,17 @@ class UserWorkflow(Adapter):
         return self if row.workflow_type == self.workflow else replace(self, workflow=row.workflow_type, arg=NO_INPUT)
 
     def timeline(self) -> Timeline:
-        return ActivityTimeline(self.workflow, self.framework, self.strict_models)
+        return ActivityTimeline(self.workflow, self.classifier, self.strict_models)
 
     async def audit(self, settings: Settings, client: Client | None, run_id: str, status: str | None) -> ActivityAudit:
-        acts = await read_activities(client, run_id, framework=self.framework) if client is not None else []
+        acts = await read_activities(client, run_id, framework=self.classifier) if client is not None else []
         return audit_of(settings, run_id, self.workflow, status, acts, self.strict_models)
 
     async def status(self, settings: Settings, client: Client | None, row: RunRow, status: str | None) -> StatusReport:
         acts = None
         if client is not None:
             try:
-                acts = await read_activities(client, row.run_id, framework=self.framework)
+                acts = await read_activities(client, row.run_id, framework=self.classifier)
             except RPCError:  # gone since status was asked: as unreachable
                 acts = None
         snap = build_snapshot(connect(settings.ledger), settings, row.run_id, status)
@@ -116,9 +123,9 @@ class UserWorkflow(Adapter):
         return [map_event(e, path) for e in events], span, seed
 
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
-        return ActivityTarget(self, self.workflow, self.framework, self.strict_models, aim, seed, placed=placed)
+        return ActivityTarget(self, self.workflow, self.classifier, self.strict_models, aim, seed, placed=placed)
 
     def verify_plan(self, settings: Settings) -> VerifyPlan:
         on = f"{self.title()} on {Path(settings.worker_cmd[0]).name}" if settings.worker_cmd else self.title()
         return VerifyPlan(workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", on,
-                          framework=self.framework)  # fmt: skip
+                          framework=self.classifier)  # fmt: skip

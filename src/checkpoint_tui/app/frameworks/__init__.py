@@ -9,13 +9,17 @@ from collections.abc import Iterable
 from itertools import islice
 
 from checkpoint_tui.app.frameworks import langgraph, openai_agents, pydantic_ai, strands
+from checkpoint_tui.app.frameworks.declared import Declared
 from checkpoint_tui.app.frameworks.units import ActivitySeen, UnitInfo, other
 
 ADAPTERS = (pydantic_ai, openai_agents, langgraph, strands)  # each: NAME, owns(activity type), classify(seen)
 FRAMEWORKS: tuple[str, ...] = tuple(a.NAME for a in ADAPTERS)
 DETECT_LIMIT = 10_000  # activity types looked at: a framework shows itself in its first model request
 
-__all__ = ["FRAMEWORKS", "ActivitySeen", "UnitInfo", "classify", "detect"]
+# What classifies a workflow's activities: a framework's name (forced, or detected), or a declaration.
+Framework = str | Declared | None
+
+__all__ = ["FRAMEWORKS", "ActivitySeen", "Declared", "Framework", "UnitInfo", "classify", "detect"]
 
 
 def detect(activity_types: Iterable[str]) -> str | None:
@@ -29,10 +33,12 @@ def detect(activity_types: Iterable[str]) -> str | None:
     return None
 
 
-def classify(framework: str | None, seen: list[ActivitySeen]) -> list[UnitInfo]:
-    """One unit per activity, in order. An unknown or None framework classifies generically: every
-    activity "other", labelled by its type."""
+def classify(framework: Framework, seen: list[ActivitySeen]) -> list[UnitInfo]:
+    """One unit per activity, in order. A declaration classifies by its globs; an unknown or None
+    framework generically: every activity "other", labelled by its type."""
     seen = list(seen)
+    if isinstance(framework, Declared):
+        return framework.classify(seen)
     for adapter in ADAPTERS:
         if framework == adapter.NAME:
             return adapter.classify(seen)

@@ -30,7 +30,7 @@ from temporalio.client import Client
 from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.audit import Audit
-from checkpoint_tui.app.frameworks import detect
+from checkpoint_tui.app.frameworks import Framework, detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
@@ -103,7 +103,7 @@ def _live_name(settings) -> str | None:
 
 
 class ActivityTarget(ChaosTarget):
-    def __init__(self, workload: Workload, workflow: str | None, framework: str | None, strict_models: bool,
+    def __init__(self, workload: Workload, workflow: str | None, framework: Framework, strict_models: bool,
                  aim: str = "any", seed: int | None = None, placed: bool = True) -> None:  # fmt: skip
         """`workload`: a user's workflow, of type `workflow` (`framework`: the agent framework that
         classifies its activities, None: recognised; `strict_models`: a model request re-run fails the

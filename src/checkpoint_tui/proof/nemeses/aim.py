@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, label, read_chain, with_pending
+from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.errors import Failed, UsageError
 
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
@@ -41,7 +42,7 @@ class Progress:
     """The run as Temporal has it: activities in scheduling order (open ones with their pending
     state), classified."""
 
-    def __init__(self, client: Client, run_id: str, framework: str | None = None) -> None:
+    def __init__(self, client: Client, run_id: str, framework: Framework = None) -> None:
         self.client, self.run_id, self.framework = client, run_id, framework
         self.chain = Chain(run_id)
         self.acts: list[ActivityExec] = []

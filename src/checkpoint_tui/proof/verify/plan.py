@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
+from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.logcap import open_log
@@ -34,7 +35,7 @@ class VerifyContext:
     runs: list[str] = field(default_factory=list)  # every run this invocation started, in order
     completions: list[tuple[str, int, int]] = field(default_factory=list)  # (scenario, units done, of units)
     ready_s: float | None = None  # the slowest start of a worker until it could take a run
-    framework: str | None = None  # the agent framework that classifies its activities (VerifyPlan's)
+    framework: Framework = None  # what classifies its activities (VerifyPlan's)
 
     async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
         """A fresh supervisor of the verify home, its workers started (or adopted) and ready: scenarios
@@ -88,7 +89,7 @@ class VerifyPlan:
     command: str  # as a report and JUnit name it, e.g. "checkpoint-tui --verify"
     header: str  # what the scenarios run, for the first printed line
     summarise: Callable[[Report, float], None] = lambda report, wall_s: None  # figures and targets of its own
-    framework: str | None = None  # a user's workflow: the agent framework its activities are classified by
+    framework: Framework = None  # a user's workflow: what classifies its activities (a framework, a declaration)
 
 
 async def supervisor_killed(
