@@ -298,3 +298,16 @@ def test_a_measurement_confirms_or_questions_the_finding():
     line = next(x for x in missed.lines() if x.startswith("  send_note") and "predicted" in x)
     assert line.endswith("predicted   3.0 s  not measured (each of its 2 run(s) closed first)"), line
     assert missed.to_dict()["activity_types"][0]["measured"]["measured_s"] is None
+
+
+def test_doctor_leaves_nothing_it_started_running(session_root):
+    """`doctor` on a fresh home starts a dev server and a worker to run the workload once: it stops both
+    before it exits and says so, so `stop` afterwards finds nothing of the home running (#38)."""
+    home = session_root / "doctor-leaves-nothing"
+    try:
+        out = run_cli("--home", str(home), "doctor", "--steps", "1", timeout=180)
+    finally:
+        after = run_cli("--home", str(home), "stop")
+    assert out.returncode in (0, 1), out.stdout[-2000:] + out.stderr[-2000:]  # 1: findings, which is fine here
+    assert "doctor: stopped what it started (worker" in out.stdout and "dev server" in out.stdout
+    assert "nothing of this home was running" in after.stdout, after.stdout

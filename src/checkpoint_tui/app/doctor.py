@@ -327,6 +327,15 @@ def _heartbeat_fix(t: ActivityType, framework: str | None) -> str:
                     "fail a dead worker's attempt early")  # fmt: skip
         return ("heartbeat from the tool's activity (activity.heartbeat() about every second) and pass "
                 "heartbeat_timeout=timedelta(seconds=5) to activity_as_tool(...)")  # fmt: skip
+    if framework == "strands":
+        if t.cls == "model":
+            return ("TemporalAgent(..., heartbeat_timeout=timedelta(seconds=5)): its model activity already "
+                    "heartbeats, only the timeout is missing")  # fmt: skip
+        return ("heartbeat from the tool's activity (activity.heartbeat() about every second) and pass "
+                "heartbeat_timeout=timedelta(seconds=5) to activity_as_tool(...)")  # fmt: skip
+    if framework == "langgraph":
+        return ("heartbeat from the node (activity.heartbeat() about every second) and put "
+                "heartbeat_timeout=timedelta(seconds=5) in the node's metadata, beside execute_in='activity'")
     return ("heartbeat from the activity (activity.heartbeat() about every second) "
             "and schedule it with heartbeat_timeout=timedelta(seconds=2..10)")
 

@@ -74,13 +74,45 @@ async def doctor(settings: Settings, workload: Workload, run: str | None, json_o
                  framework: str | None = None, cap_s: float | None = None) -> int:  # fmt: skip
     """Diagnose `run` (or a run of `workload` started now); with `cap_s`, measure one kill per type too."""
     from checkpoint_tui.files import write_output
-    from checkpoint_tui.ops.supervisor import Supervisor
-    from checkpoint_tui.ops.temporal import connect_client, resolve_address
+    from checkpoint_tui.ops import worker_proc
+    from checkpoint_tui.ops.temporal import resolve_address
     from checkpoint_tui.proof.measure.doctor import Budget
 
     budget = Budget(time.monotonic() + deadline_s, deadline_s)
     settings.ensure_dirs()
-    address, _ = resolve_address(settings)
+    before = {w.pid for w in worker_proc.load_all(settings)}  # workers doctor finds are not its to stop
+    address, server = resolve_address(settings)
+    try:
+        diagnosis = await _diagnosed(settings, workload, run, address, deadline_s, framework, cap_s, budget)
+    finally:  # nothing doctor started is left running
+        _stop_what_it_started(settings, before, server)
+    print("\n".join(diagnosis.lines()))
+    if json_out is not None:
+        write_output(json_out, json.dumps(diagnosis.to_dict(), indent=2, sort_keys=True) + "\n")
+    return Exit.FAILED if diagnosis.findings else Exit.OK
+
+
+def _stop_what_it_started(settings: Settings, before: set[int], server) -> None:
+    from checkpoint_tui.ops import worker_proc
+    from checkpoint_tui.ops.devserver import stop_devserver
+
+    stopped = []
+    for w in worker_proc.load_all(settings):
+        if w.pid not in before:
+            worker_proc.stop(settings, w)
+            worker_proc.forget(settings, w.role, w.slot)
+            stopped.append(f"worker {w.pid}")
+    if server is not None and not server.adopted and stop_devserver(settings) is not None:
+        stopped.append(f"dev server {server.pid}")
+    if stopped:
+        print(f"doctor: stopped what it started ({', '.join(stopped)})", flush=True)
+
+
+async def _diagnosed(settings: Settings, workload: Workload, run: str | None, address: str, deadline_s: float,
+                     framework: str | None, cap_s: float | None, budget):  # fmt: skip
+    from checkpoint_tui.ops.supervisor import Supervisor
+    from checkpoint_tui.ops.temporal import connect_client
+
     client = await connect_client(settings, address)
     if run is None:
         # Never assisted: doctor measures what a worker dying in production costs, with no one failing
@@ -96,12 +128,8 @@ async def doctor(settings: Settings, workload: Workload, run: str | None, json_o
             diagnosis = await _diagnose(settings, client, address, run, framework)
             if cap_s is not None:
                 await _measure(settings, client, sup, workload, diagnosis, cap_s, budget, framework)
-    else:
-        diagnosis = await _diagnose(settings, client, address, run, framework)
-    print("\n".join(diagnosis.lines()))
-    if json_out is not None:
-        write_output(json_out, json.dumps(diagnosis.to_dict(), indent=2, sort_keys=True) + "\n")
-    return Exit.FAILED if diagnosis.findings else Exit.OK
+        return diagnosis
+    return await _diagnose(settings, client, address, run, framework)
 
 
 async def _run_once(settings: Settings, client, workload, budget) -> str:
