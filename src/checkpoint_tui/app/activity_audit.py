@@ -133,7 +133,7 @@ def audit_activities(
     writes per key, or None when there is no probe log (a worker that does not use the library)."""
     a = ActivityAudit(run_id, workflow_type, workflow_status, len(acts), sum(x.status == "completed" for x in acts))
     a.strict_models = strict_models
-    a.framework = detect(x.activity_type for x in acts)
+    a.framework = detect(x.seen() for x in acts)
     a.tool_calls = sum(x.cls in ("tool", "mcp") for x in acts)
     a.model_requests = sum(x.cls == "model" for x in acts)
     effects = queries.effects(conn, run_id)

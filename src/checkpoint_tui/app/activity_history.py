@@ -56,6 +56,10 @@ class ActivityExec:
     summary: str | None = None  # the user-metadata summary the workflow gave it
     info: UnitInfo | None = None  # what it is (model request, tool call, ...): app/frameworks/
 
+    def seen(self) -> ActivitySeen:
+        """As the framework adapters take it."""
+        return ActivitySeen(self.activity_type, self.args, self.result, self.summary)
+
     @property
     def re_executed(self) -> bool:
         return self.attempt > 1
@@ -185,8 +189,8 @@ def activities(chain: Chain) -> list[ActivityExec]:
 def label(acts: list[ActivityExec], framework: Framework = None) -> Framework:
     """Classify every activity by its framework's adapter (`framework`, else the one the activity
     types name); returns the framework used (None: a plain workflow)."""
-    framework = framework or detect(a.activity_type for a in acts)
-    seen = [ActivitySeen(a.activity_type, a.args, a.result, a.summary) for a in acts]
+    seen = [a.seen() for a in acts]
+    framework = framework or detect(seen)
     for act, info in zip(acts, classify(framework, seen), strict=False):
         act.info = info
     return framework

@@ -225,7 +225,7 @@ def _secs(duration) -> float | None:
 
 def diagnose(chain: Chain, framework: str | None = None) -> Diagnosis:
     acts = activities(chain)
-    framework = framework or detect(a.activity_type for a in acts)
+    framework = framework or detect(a.seen() for a in acts)
     types: dict[str, ActivityType] = {}
     by_event: dict[tuple[str, str], ActivityType] = {}
     locals_: dict[str, int] = {}

@@ -22,13 +22,17 @@ Framework = str | Declared | None
 __all__ = ["FRAMEWORKS", "ActivitySeen", "Declared", "Framework", "UnitInfo", "classify", "detect"]
 
 
-def detect(activity_types: Iterable[str]) -> str | None:
-    """The framework whose activity types appear first, or None (a plain workflow)."""
-    for kind in islice(activity_types, DETECT_LIMIT):
-        if not isinstance(kind, str) or len(kind) > 1000:
+def detect(activities: Iterable[ActivitySeen | str]) -> str | None:
+    """The framework whose activities appear first, or None (a plain workflow). Each adapter recognises
+    its own from the type and, where one cannot tell by the type alone (LangGraph's `<graph>.<node>`),
+    the payloads; a bare type is an activity whose payloads did not decode."""
+    for item in islice(activities, DETECT_LIMIT):
+        seen = ActivitySeen(item, [], None, None) if isinstance(item, str) else item
+        kind = getattr(seen, "activity_type", None)
+        if not isinstance(seen, ActivitySeen) or not isinstance(kind, str) or len(kind) > 1000:
             continue
         for adapter in ADAPTERS:
-            if adapter.owns(kind):
+            if adapter.recognises(seen):
                 return adapter.NAME
     return None
 

@@ -40,6 +40,11 @@ def owns(activity_type: str) -> bool:
     return bool(_MODEL.fullmatch(activity_type) or _CALL.fullmatch(activity_type))
 
 
+def recognises(seen: ActivitySeen) -> bool:
+    """Its activity type is enough (the payloads add nothing a type does not say)."""
+    return owns(type_of(seen))
+
+
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
     return [_unit(s) for s in seen]
 

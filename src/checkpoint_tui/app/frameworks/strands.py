@@ -59,6 +59,11 @@ def owns(activity_type: str) -> bool:
     return activity_type in MODEL_TYPES or activity_type.startswith(SANDBOX_PREFIX)
 
 
+def recognises(seen: ActivitySeen) -> bool:
+    """Its activity type is enough (the payloads add nothing a type does not say)."""
+    return owns(type_of(seen))
+
+
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
     units: list[UnitInfo | None] = [None] * len(seen)
     models = [i for i, s in enumerate(seen) if type_of(s) in MODEL_TYPES]

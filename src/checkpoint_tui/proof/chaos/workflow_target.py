@@ -260,7 +260,7 @@ class ActivityTarget(ChaosTarget):
         self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
                                                                        f.detail["activity_id"]])] if acted else []
         acts = self.progress.acts if self.progress is not None else []
-        return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.activity_type for a in acts)}
+        return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
         lead = self.progress is not None and audit.run_id == self.progress.run_id
