@@ -27,6 +27,10 @@ ROWS = [
     ("pydantic-ai", f"pydantic-ai-slim {version('pydantic-ai-slim')}", "pydantic_ai_mailer", "PydanticMailer"),
     ("openai-agents", f"openai-agents {version('openai-agents')} + temporalio-openai-agents "
      f"{version('temporalio-openai-agents')}", "openai_agents_mailer", "OpenAIMailer"),
+    ("langgraph", f"langgraph {version('langgraph')} + temporalio-langgraph {version('temporalio-langgraph')}",
+     "langgraph_mailer", "LangGraphMailer"),
+    ("strands", f"strands-agents {version('strands-agents')} + temporalio-strands-agents "
+     f"{version('temporalio-strands-agents')}", "strands_mailer", "StrandsMailer"),
 ]  # fmt: skip
 
 

@@ -192,3 +192,40 @@ async def test_the_app_names_the_agents_tool_and_marks_where_a_kill_resumed(sess
             assert detail is not None and "send_email" in (detail.answer_note or "") and detail.claims
     finally:
         await session.shutdown(stop_everything=True)
+
+
+ALL_WORKERS = {**WORKERS, "langgraph": EXAMPLES / "langgraph_mailer" / "worker.py",
+               "strands": EXAMPLES / "strands_mailer" / "worker.py"}  # fmt: skip
+GUARDED = {"pydantic-ai": "PydanticMailerGuarded", "openai-agents": "OpenAIMailerGuarded",
+           "langgraph": "LangGraphMailerGuarded", "strands": "StrandsMailerGuarded"}  # fmt: skip
+
+
+@pytest.mark.parametrize("framework", sorted(ALL_WORKERS))
+async def test_the_app_at_200x50_names_the_tool_for_every_framework(framework, session_root, temporal_address):
+    """#38's line: the timeline names the tool call (and the model request) for each framework the lab
+    knows, recognised from history with no --framework given."""
+    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.tui.app import CheckpointApp
+    from checkpoint_tui.workloads import UserWorkflow
+    from test_tui_live import cell_text, wait_for
+
+    worker = ALL_WORKERS[framework]
+    home = Settings(home=session_root / f"agents-tui-{framework}", temporal_address=temporal_address,
+                    task_queue_name=f"agents-tui-{framework}", worker_cmd=(sys.executable, str(worker)),
+                    worker_cwd=worker.parent)  # fmt: skip
+    home.ensure_dirs()
+    session = LabSession(home, UserWorkflow(GUARDED[framework], {"turns": 2, "pace": 0}))
+    app = CheckpointApp(session, poll_interval=0.1)
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            await wait_for(pilot, lambda: session.supervisor is not None and session.client is not None, what="boot")
+            await pilot.press("n")
+            timeline = app.query_one("#timeline")
+            done = lambda: timeline.row_count == 5 and cell_text(timeline, "5", "status") == "completed"  # noqa: E731
+            await wait_for(pilot, done, what="2 turns: 3 model requests, 2 tool calls", timeout=60)
+            assert cell_text(timeline, "1", "provider").startswith("model")
+            assert cell_text(timeline, "2", "provider").startswith("tool · send_email")
+            assert cell_text(timeline, "4", "provider").startswith("tool · send_email")
+    finally:
+        await session.shutdown(stop_everything=True)
