@@ -135,7 +135,8 @@ def test_only_the_adapters_ask_which_workload_runs():
 FRAMEWORK_MODULES = ("pydantic_ai", "agents", "openai", "temporalio.contrib.openai_agents",
                      "temporalio.openai_agents", "temporalio.contrib.pydantic", "langgraph", "langchain_core",
                      "temporalio.langgraph", "temporalio.contrib.langgraph", "strands", "temporalio.strands_agents",
-                     "temporalio.contrib.strands")  # fmt: skip
+                     "temporalio.contrib.strands", "google.adk", "google.genai", "temporalio.google_adk",
+                     "deepagents", "temporalio.deepagents")  # fmt: skip
 
 
 def imported_names(tree: ast.AST) -> list[str]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import islice
 
-from checkpoint_tui.app.frameworks import langgraph, openai_agents, pydantic_ai, strands
+from checkpoint_tui.app.frameworks import deepagents, google_adk, langgraph, openai_agents, pydantic_ai, strands
 from checkpoint_tui.app.frameworks.declared import Declared
 from checkpoint_tui.app.frameworks.units import ActivitySeen, UnitInfo, other
 
-ADAPTERS = (pydantic_ai, openai_agents, langgraph, strands)  # each: NAME, owns(activity type), classify(seen)
+# Each: NAME, owns(activity type), recognises(seen), classify(seen). Deep Agents before LangGraph: a
+# Deep Agents graph runs on LangGraph's plugin, and its own adapter knows it better.
+ADAPTERS = (pydantic_ai, openai_agents, deepagents, langgraph, strands, google_adk)
 FRAMEWORKS: tuple[str, ...] = tuple(a.NAME for a in ADAPTERS)
 DETECT_LIMIT = 10_000  # activity types looked at: a framework shows itself in its first model request
 
