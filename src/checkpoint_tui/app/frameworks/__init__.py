@@ -12,9 +12,10 @@ from checkpoint_tui.app.frameworks import deepagents, google_adk, langgraph, ope
 from checkpoint_tui.app.frameworks.declared import Declared
 from checkpoint_tui.app.frameworks.units import ActivitySeen, UnitInfo, other
 
-# Each: NAME, owns(activity type), recognises(seen), classify(seen). Deep Agents before LangGraph: a
-# Deep Agents graph runs on LangGraph's plugin, and its own adapter knows it better.
-ADAPTERS = (pydantic_ai, openai_agents, deepagents, langgraph, strands, google_adk)
+# Each: NAME, owns(activity type), recognises(seen), classify(seen). Google ADK before Strands: both
+# name their model activity invoke_model, and ADK's adapter tells its own by the payloads (Strands'
+# takes the type alone).
+ADAPTERS = (pydantic_ai, openai_agents, deepagents, langgraph, google_adk, strands)
 FRAMEWORKS: tuple[str, ...] = tuple(a.NAME for a in ADAPTERS)
 DETECT_LIMIT = 10_000  # activity types looked at: a framework shows itself in its first model request
 
