@@ -31,6 +31,10 @@ ROWS = [
      "langgraph_mailer", "LangGraphMailer"),
     ("strands", f"strands-agents {version('strands-agents')} + temporalio-strands-agents "
      f"{version('temporalio-strands-agents')}", "strands_mailer", "StrandsMailer"),
+    ("google-adk", f"google-adk {version('google-adk')} + temporalio-google-adk {version('temporalio-google-adk')}",
+     "google_adk_mailer", "GoogleAdkMailer"),
+    ("deepagents", f"deepagents {version('deepagents')} + temporalio-deepagents {version('temporalio-deepagents')}",
+     "deepagents_mailer", "DeepAgentsMailer"),
 ]  # fmt: skip
 
 
