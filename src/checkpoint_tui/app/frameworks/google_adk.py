@@ -27,10 +27,12 @@ from checkpoint_tui.app.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
+    by_turn,
     call_id_of,
     clean,
     digest,
     field,
+    mcp_unit,
     other,
     short_id,
     summary_of,
@@ -71,18 +73,11 @@ def recognises(seen: ActivitySeen) -> bool:
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
-    units: list[UnitInfo | None] = [None] * len(seen)
-    models = [i for i, s in enumerate(seen) if type_of(s) in MODEL_TYPES]
-    for i in models:
-        units[i] = _model(seen[i])
-    # The tools between one model request and the next are the calls the first one made.
-    bounds = [*models, len(seen)]
-    for k, start in enumerate([-1, *models]):
-        rest = [i for i in range(start + 1, bounds[k]) if not _is_framework(type_of(seen[i]))]
-        made = _calls_made(seen, start, bounds[k]) if rest and start >= 0 else []
-        for i, unit in zip(rest, _tools([seen[i] for i in rest], made), strict=True):
-            units[i] = unit
-    return [u if u is not None else _framework_other(seen[i]) for i, u in enumerate(units)]
+    def turn(start: int, end: int, rest: list[int]) -> list[UnitInfo]:
+        made = _calls_made(seen, start, end) if rest and start >= 0 else []
+        return _tools([seen[i] for i in rest], made)
+
+    return by_turn(seen, MODEL_TYPES, _model, turn, _is_framework, _framework_other)
 
 
 def _request(seen: object) -> object:
@@ -145,10 +140,7 @@ def _framework_other(seen: object) -> UnitInfo:
     server = clean(kind[: -len(MCP_CALL)], 24) or "server"
     first = (args_of(seen) or [None])[0]
     tool, call_id = clean(field(first, "name")), call_id_of(field(first, "tool_context", "function_call_id"))
-    arguments = field(first, "arguments")
-    parts = ["mcp", server, tool or "?"] + ([f"call {short_id(call_id)}"] if call_id else [])
-    return UnitInfo("mcp", tool, call_id, digest(arguments) if arguments is not None else None, summary_of(seen),
-                    None, " · ".join(parts))  # fmt: skip
+    return mcp_unit(seen, server, tool, call_id, field(first, "arguments"))
 
 
 def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[_Call] | None:

@@ -22,6 +22,7 @@ from checkpoint_tui.app.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
+    by_turn,
     call_id_of,
     clean,
     digest,
@@ -57,19 +58,12 @@ def recognises(seen: ActivitySeen) -> bool:
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
-    units: list[UnitInfo | None] = [None] * len(seen)
-    models = [i for i, s in enumerate(seen) if type_of(s) in MODEL_TYPES]
-    for i in models:
-        units[i] = _model(seen[i])
-    # The tools between one model request and the next are the calls the first one made.
-    bounds = [*models, len(seen)]
-    for k, start in enumerate([-1, *models]):
-        end = bounds[k]
-        tools = [i for i in range(start + 1, end) if not _is_mcp(type_of(seen[i]))]
+    def turn(start: int, end: int, tools: list[int]) -> list[UnitInfo]:
         made = _calls_made(seen, start, end) if tools and start >= 0 else []
-        for i, call in zip(tools, _match([type_of(seen[i]) for i in tools], made), strict=True):
-            units[i] = _tool(seen[i], call)
-    return [u if u is not None else _mcp_or_other(seen[i]) for i, u in enumerate(units)]
+        return [_tool(seen[i], call) for i, call in zip(tools, _match([type_of(seen[i]) for i in tools], made),
+                                                          strict=True)]  # fmt: skip
+
+    return by_turn(seen, MODEL_TYPES, _model, turn, _is_mcp, _mcp_or_other)
 
 
 def _model(seen: object) -> UnitInfo:

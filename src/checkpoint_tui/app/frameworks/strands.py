@@ -27,10 +27,12 @@ from checkpoint_tui.app.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
+    by_turn,
     call_id_of,
     clean,
     digest,
     field,
+    mcp_unit,
     other,
     short_id,
     summary_of,
@@ -41,7 +43,6 @@ NAME = "strands"
 MODEL_TYPES = frozenset({"invoke_model", "invoke_model_streaming"})
 SANDBOX_PREFIX = "strands-sandbox-"
 MCP_CALL, MCP_LIST = "-call-tool", "-list-tools"
-ID_PREFIX = "tooluse_"  # Bedrock's (Strands' default provider) ids: dropped from a label as units' prefixes
 EVENT_LIMIT = 20_000  # stream events, messages, or content blocks looked at per model request
 ARGUMENTS_LIMIT = 256 * 1024  # characters of a call's input (its JSON pieces together) decoded for the digest
 
@@ -65,18 +66,11 @@ def recognises(seen: ActivitySeen) -> bool:
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
-    units: list[UnitInfo | None] = [None] * len(seen)
-    models = [i for i, s in enumerate(seen) if type_of(s) in MODEL_TYPES]
-    for i in models:
-        units[i] = _model(seen[i])
-    # The tools between one model request and the next are the calls the first one made.
-    bounds = [*models, len(seen)]
-    for k, start in enumerate([-1, *models]):
-        rest = [i for i in range(start + 1, bounds[k]) if not _is_framework(type_of(seen[i]))]
-        made = _calls_made(seen, start, bounds[k]) if rest and start >= 0 else []
-        for i, unit in zip(rest, _tools([seen[i] for i in rest], made), strict=True):
-            units[i] = unit
-    return [u if u is not None else _framework_other(seen[i]) for i, u in enumerate(units)]
+    def turn(start: int, end: int, rest: list[int]) -> list[UnitInfo]:
+        made = _calls_made(seen, start, end) if rest and start >= 0 else []
+        return _tools([seen[i] for i in rest], made)
+
+    return by_turn(seen, MODEL_TYPES, _model, turn, _is_framework, _framework_other)
 
 
 def _model(seen: object) -> UnitInfo:
@@ -108,7 +102,7 @@ def _tools(seen: list[ActivitySeen], made: list[_Call] | None) -> list[UnitInfo]
 
 def _tool(seen: object, call: _Call | None, made: _Call | None, handed: bool) -> UnitInfo:
     name = clean(type_of(seen))
-    parts = ["tool", name or "?"] + ([f"call {_short(call.call_id)}"] if call else [])
+    parts = ["tool", name or "?"] + ([f"call {short_id(call.call_id)}"] if call else [])
     args = args_of(seen)  # the model's arguments as the activity got them, after a handed call
     args_digest = (_arguments_digest(made.arguments) if made else None) or digest(args[1:] if handed else args)
     return UnitInfo("tool", name, call.call_id if call else None, args_digest, summary_of(seen), None,
@@ -131,10 +125,7 @@ def _framework_other(seen: object) -> UnitInfo:
         return UnitInfo("other", None, None, None, summary_of(seen), None, f"mcp · {server} · list-tools")
     first = (args_of(seen) or [None])[0]
     tool, call_id = clean(field(first, "tool_name")), call_id_of(field(first, "tool_use_id"))
-    arguments = field(first, "arguments")
-    parts = ["mcp", server, tool or "?"] + ([f"call {_short(call_id)}"] if call_id else [])
-    return UnitInfo("mcp", tool, call_id, digest(arguments) if arguments is not None else None, summary_of(seen),
-                    None, " · ".join(parts))  # fmt: skip
+    return mcp_unit(seen, server, tool, call_id, field(first, "arguments"))
 
 
 def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[_Call] | None:
@@ -241,10 +232,3 @@ def _tokens(events: object) -> int | None:
                 return counts[0] + counts[1]  # type: ignore[operator]
             return None
     return None
-
-
-def _short(call_id: str) -> str:
-    """A call id for a label: Bedrock's `tooluse_` dropped, then as units' `short_id`."""
-    if call_id.startswith(ID_PREFIX) and len(call_id) > len(ID_PREFIX):
-        call_id = call_id[len(ID_PREFIX) :]
-    return short_id(call_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 TEXT_LIMIT = 48  # characters of a name, id or type in a label (a terminal column, not a document)
@@ -14,7 +15,7 @@ DIGEST_NODES = 10_000  # values, containers and keys the canonical-JSON walk loo
 DIGEST_DEPTH = 64
 DIGEST_CHARS = 2 * 1024 * 1024  # characters of strings in it: Temporal's payload limit is 2 MB
 INT_BITS = 1024  # a longer integer is not an argument anyone meant (and json.dumps refuses > 4300 digits)
-ID_PREFIXES = ("pyd_ai_", "call_", "fc_", "toolu_")  # shared by every id of a framework or provider
+ID_PREFIXES = ("pyd_ai_", "call_", "fc_", "tooluse_", "toolu_")  # shared by every id of a framework or provider
 _CONTROL = {c: " " for c in (*range(0x20), *range(0x7F, 0xA0))}
 
 
@@ -149,3 +150,33 @@ def other(seen: object, name: str | None = None) -> UnitInfo:
     """An activity that is no model request or tool call: labelled by its (shortened) type."""
     kind = type_of(seen)
     return UnitInfo("other", name, None, None, summary_of(seen), None, clean(kind) or "activity")
+
+
+Turn = Callable[[int, int, list[int]], list["UnitInfo"]]
+
+
+def by_turn(
+    seen: list[ActivitySeen], model_types: Collection[str], model: Callable[[ActivitySeen], UnitInfo], turn: Turn,
+    own: Callable[[str], bool], own_unit: Callable[[ActivitySeen], UnitInfo],
+) -> list[UnitInfo]:  # fmt: skip
+    """The shape the frameworks whose agent loop runs in the workflow share: each model request is a
+    unit of its own (`model`); the activities after one request, up to the next, are the calls it made:
+    `turn(request index (-1: none yet), next request's index, their indices)` gives their units. The
+    framework's own other activities (`own` by type: MCP listings, sandbox operations) are `own_unit`'s."""
+    units: list[UnitInfo | None] = [None] * len(seen)
+    models = [i for i, s in enumerate(seen) if type_of(s) in model_types]
+    for i in models:
+        units[i] = model(seen[i])
+    bounds = [*models, len(seen)]
+    for k, start in enumerate([-1, *models]):
+        rest = [i for i in range(start + 1, bounds[k]) if not own(type_of(seen[i]))]
+        for i, unit in zip(rest, turn(start, bounds[k], rest), strict=True):
+            units[i] = unit
+    return [u if u is not None else own_unit(seen[i]) for i, u in enumerate(units)]
+
+
+def mcp_unit(seen: object, server: str, tool: str | None, call_id: str | None, arguments: object) -> UnitInfo:
+    """An MCP tool call a framework routed through its integration: `mcp · <server> · <tool> · call …`."""
+    parts = ["mcp", server, tool or "?"] + ([f"call {short_id(call_id)}"] if call_id else [])
+    return UnitInfo("mcp", tool, call_id, digest(arguments) if arguments is not None else None, summary_of(seen),
+                    None, " · ".join(parts))  # fmt: skip
