@@ -7,35 +7,32 @@ to the key."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import os
-import subprocess
-import sys
-import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowHandle
-from temporalio.testing import ActivityEnvironment
 
-from agent_examples import EXAMPLES, Workers, activities_seen, first_model_done_task
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+from agent_examples import (
+    EXAMPLES,
+    HUGE,
+    ExampleWorker,
+    activity_env,
+    assert_bounded,
+    classify_in_time,
+    example_worker,
+    expected_lines,
+    finished,
+    frameworks_imported,
+    nested,
+    seen,
+)
+from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
 from checkpoint_tui.app.frameworks.deepagents import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.deepagents import tool_call_key
-from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import close_all, connect
-from checkpoint_tui.settings import Settings
-from checkpoint_tui.waiting import wait_until_sync
 
 WORKER = EXAMPLES / "deepagents_mailer" / "worker.py"
-RUN_TIMEOUT_S = 30
 PLAN = '{"turns": 1, "to": "ops@example.com", "pace": 0.1, "think": 0.1}'
 
 # --- payloads as history holds them (a 1-turn run of the example, trimmed) -----------------------------
@@ -57,10 +54,6 @@ TOOL_IN = {"tool_name": "send_email", "tool_call_id": "a491eb62d41d4270",
            "args": {**ARGS, "tool_call_id": "call_e41d7f4f"}, "config": {}}  # fmt: skip
 SENT = lc("ToolMessage", content="sent to ops@example.com (applied)", type="tool", name="send_email",
           tool_call_id="a491eb62d41d4270", status="success")  # fmt: skip
-
-
-def seen(kind: object, args: object = None, result: object = None, summary: object = None) -> ActivitySeen:
-    return ActivitySeen(kind, args if args is not None else [], result, summary)  # type: ignore[arg-type]
 
 
 def test_a_turn_is_a_model_request_and_a_tool_call_named_with_the_plugins_call_id() -> None:
@@ -102,14 +95,8 @@ def test_langgraph_node_types_and_plain_activities_are_not_deep_agents() -> None
     assert classify("deepagents", [seen("payments.charge", [{}])])[0].cls == "other"
 
 
-HUGE = "x" * 20_000_000
-
-
 def deep(levels: int) -> object:
-    value: object = "bottom"
-    for _ in range(levels):
-        value = {"kwargs": value, "args": [value]}
-    return value
+    return nested(levels, lambda v: {"kwargs": v, "args": [v]})
 
 
 BAD: list[object] = [
@@ -136,16 +123,8 @@ def hostile() -> list[ActivitySeen]:
 
 def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
     batch = hostile()
-    started = time.monotonic()
-    units = classify("deepagents", batch)
-    assert time.monotonic() - started < 10
-    assert len(units) == len(batch)
-    for u in units:
-        assert isinstance(u, UnitInfo) and u.cls in ("model", "tool", "other")
-        assert 0 < len(u.label) <= 200 and u.label.isprintable()
-        assert u.name is None or (len(u.name) <= 64 and u.name.isprintable())
-        assert u.call_id is None or (len(u.call_id) <= 256 and u.call_id.isprintable())
-        assert u.tokens is None or 0 <= u.tokens < 2**54
+    units = classify_in_time("deepagents", batch)  # every list sliced, every walk budgeted
+    assert_bounded(units, name_max=64)
     assert not any(owns(k) for k in (None, 7, b"deepagents.invoke_tool"))  # type: ignore[arg-type]
 
 
@@ -153,8 +132,7 @@ def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
 
 
 def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework() -> None:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id="wf-1")
+    env = activity_env("wf-1")
     assert env.run(tool_call_key, "a491eb62") == "deepagents:wf-1:a491eb62"
     assert env.run(tool_call_key, "c" * 600).startswith("deepagents#sha256:")
     for bad in (None, "", 12, {"id": "a491eb62"}):
@@ -163,59 +141,19 @@ def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework(
     with pytest.raises(EffectRefused):  # outside an activity there is no workflow to name
         tool_call_key("a491eb62")
     frameworks = ("deepagents", "langgraph", "langchain_core", "temporalio.deepagents")
-    probe = f"import sys, checkpoint_tui.integrations.deepagents; print([m for m in {frameworks} if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]"
+    assert frameworks_imported("checkpoint_tui.integrations.deepagents", frameworks) == "[]"
 
 
 # --- the example, for real ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Lab:
-    home: Path
-    queue: str
-    address: str
-
-    def lines(self, workflow_id: str) -> Counter:
-        return Counter((self.home / "example-out" / f"{workflow_id}.txt").read_text().splitlines())
-
-    async def start(self, workflow_type: str, inp: object) -> WorkflowHandle:
-        client = await Client.connect(self.address)
-        return await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                           task_queue=self.queue)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def lab(session_root: Path, temporal_address: str) -> Iterator[Lab]:
+def lab(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker]:
     """The example's worker on the session's dev server, for the module; stopped even on failure."""
-    home = session_root / "deepagents-home"
-    Settings(home=home).ensure_dirs()
-    (home / "logs").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(home))
-    workers = Workers(env, home / "logs")
-    queue = f"deepagents-{uuid.uuid4().hex[:6]}"
-    try:
-        workers.start(WORKER, queue)
-        assert wait_until_sync(workers.polling, 60, every=0.1), workers.output()
-        yield Lab(home, queue, temporal_address)
-    finally:
-        workers.stop_all()
-        close_all()
-    assert all(p.poll() is not None for p in workers.procs)
+    yield from example_worker(session_root, temporal_address, WORKER, "deepagents")
 
 
-async def finished(handle: WorkflowHandle) -> tuple[str, list[ActivitySeen]]:
-    result = await asyncio.wait_for(handle.result(), RUN_TIMEOUT_S)
-    return result, activities_seen(await handle.fetch_history())
-
-
-def expected(workflow_id: str, turns: int) -> Counter:
-    return Counter(f"{workflow_id} ops@example.com hello, this is turn {i}" for i in range(1, turns + 1))
-
-
-async def test_ten_turns_are_21_activities_with_the_tool_named(lab: Lab) -> None:
+async def test_ten_turns_are_21_activities_with_the_tool_named(lab: ExampleWorker) -> None:
     handle = await lab.start("DeepAgentsMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
     result, activities = await finished(handle)
     assert result == "sent 10 emails to ops@example.com"
@@ -229,10 +167,10 @@ async def test_ten_turns_are_21_activities_with_the_tool_named(lab: Lab) -> None
         u.label.startswith("tool · send_email · call ") for u in tools
     )
     assert len({u.call_id for u in tools}) == 10 and len({u.args_digest for u in tools} - {None}) == 10
-    assert lab.lines(handle.id) == expected(handle.id, 10)
+    assert Counter(lab.lines(handle.id)) == expected_lines(handle.id, 10)
 
 
-async def test_a_reset_between_the_model_and_the_tool_call(lab: Lab) -> None:
+async def test_a_reset_between_the_model_and_the_tool_call(lab: ExampleWorker) -> None:
     """Measured for integrations/deepagents.py: a guarded run keys each call `deepagents:<workflow>:<the
     plugin's call id>`; a reset to the workflow task after the first model request (the task that
     scheduled the tool call and drew its id from `workflow.uuid4()`) runs on a new random seed: every
@@ -241,18 +179,12 @@ async def test_a_reset_between_the_model_and_the_tool_call(lab: Lab) -> None:
     handle = await lab.start("DeepAgentsMailerGuarded", {"turns": 2, "pace": 0.02, "think": 0.01})
     _, activities = await finished(handle)
     old = [u.call_id for u in classify("deepagents", activities) if u.cls == "tool"]
-    db = connect(Settings(home=lab.home).db_path)
     key = f"key:deepagents:{handle.id}:"
-    assert {k: r.outcomes for k, r in queries.effects_by_id(db, handle.id).items()} == {key + c: "applied" for c in old}
-    before = await handle.fetch_history()
-    client = await Client.connect(lab.address)
-    reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-        namespace="default", workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        workflow_task_finish_event_id=first_model_done_task(before, "deepagents.invoke_model"),
-        request_id=str(uuid.uuid4()), reason="test: reset between a model request and its tool call",
-    ))  # fmt: skip
-    _, again = await finished(client.get_workflow_handle(handle.id, run_id=reset.run_id))
+    assert lab.effects(handle.id) == {key + c: "applied" for c in old}
+    reason = "test: reset between a model request and its tool call"
+    reset = await lab.reset_after_first_model(handle, "deepagents.invoke_model", reason)
+    _, again = await finished(reset)
     new = [u.call_id for u in classify("deepagents", again) if u.cls == "tool"]
-    outcomes = {k: r.outcomes for k, r in queries.effects_by_id(db, handle.id).items()}
+    outcomes = lab.effects(handle.id)
     assert not set(new) & set(old) and outcomes == {key + c: "applied" for c in old + new}
-    assert lab.lines(handle.id) == expected(handle.id, 2)
+    assert Counter(lab.lines(handle.id)) == expected_lines(handle.id, 2)

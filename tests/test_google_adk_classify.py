@@ -5,13 +5,10 @@ and on hostile ones. The example itself, run for real and under the lab: tests/t
 
 from __future__ import annotations
 
-import dataclasses
-import time
-
 import pytest
-from temporalio.testing import ActivityEnvironment
 
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+from agent_examples import HUGE, activity_env, classify_in_time, nested, seen
+from checkpoint_tui.app.frameworks import UnitInfo, classify, detect
 from checkpoint_tui.app.frameworks.google_adk import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.google_adk import tool_call_key
@@ -23,8 +20,7 @@ ARGS = {"to": "ops@example.com", "body": "hello, this is turn 1", "pace": 0.3}
 def test_the_key_names_the_workflow_and_the_function_call() -> None:
     from temporalio.google_adk.workflow import ToolContextSnapshot
 
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id="wf-1")
+    env = activity_env("wf-1")
     snapshot = ToolContextSnapshot(state={"a": 1}, function_call_id="call_abc")
     assert env.run(tool_call_key, snapshot) == env.run(tool_call_key, "call_abc") == "google-adk:wf-1:call_abc"
     for bad in (ToolContextSnapshot(), None, {"function_call_id": "x"}, ""):
@@ -32,10 +28,6 @@ def test_the_key_names_the_workflow_and_the_function_call() -> None:
             env.run(tool_call_key, bad)
     with pytest.raises(EffectRefused):  # outside an activity there is no workflow to name
         tool_call_key(snapshot)
-
-
-def seen(kind: object, args: object = None, result: object = None, summary: object = None) -> ActivitySeen:
-    return ActivitySeen(kind, args if args is not None else [], result, summary)  # type: ignore[arg-type]
 
 
 def call(call_id: str | None, name: str = "send_email", args: object = ARGS) -> dict:
@@ -156,28 +148,19 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
     assert tokens() is None
 
 
-HUGE = "x" * 20_000_000
-
-
-def deep(levels: int) -> object:
-    value: object = "bottom"
-    for _ in range(levels):
-        value = {"k": [value]}
-    return value
-
-
 HOSTILE_RESULTS: list[object] = [
-    None, 7, HUGE, {"usage_metadata": {}}, [None] * 100_000, [deep(100_000)],
-    [{"content": {"parts": [{"function_call": {"id": HUGE, "name": HUGE, "args": deep(100_000)}}]}}],
+    None, 7, HUGE, {"usage_metadata": {}}, [None] * 100_000, [nested(100_000)],
+    [{"content": {"parts": [{"function_call": {"id": HUGE, "name": HUGE, "args": nested(100_000)}}]}}],
     [{"content": {"parts": [{"function_call": {"id": "t\n1", "name": ["x"]}}] * 100_000}}] * 3,
     [{"content": {"parts": [{"function_call": {"id": str(i), "name": "send_email"}} for i in range(50_000)]}}],
     [{"content": {"parts": HUGE}, "usage_metadata": {"total_token_count": 10**5000}, "partial": "yes"}],
 ]  # fmt: skip
 HOSTILE_ARGS: list[object] = [
-    None, [], [None], "str", [deep(100_000)], [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
+    None, [], [None], "str", [nested(100_000)], [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
     [{"contents": [{"parts": [{"function_call": {"id": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
-    [{"llm_request": deep(1000)}], [{"state": HUGE, "function_call_id": HUGE}], [{"function_call_id": 5}, deep(100)],
-    [{"name": ["x"], "arguments": deep(1000), "tool_context": {"function_call_id": HUGE}}],
+    [{"llm_request": nested(1000)}], [{"state": HUGE, "function_call_id": HUGE}],
+    [{"function_call_id": 5}, nested(100)],
+    [{"name": ["x"], "arguments": nested(1000), "tool_context": {"function_call_id": HUGE}}],
 ]  # fmt: skip
 HOSTILE_TYPES: list[object] = ["invoke_model", "invoke_model_streaming", "send_email", "docs-call-tool", "-list-tools",
                                "-server-session", None, 7, "\x00\x1b[2J", "a" * 10**6 + "-call-tool"]  # fmt: skip
@@ -189,9 +172,7 @@ def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
                for summary in (None, HUGE)]  # fmt: skip
     history += [seen(kind, args, result) for kind in HOSTILE_TYPES[:4] for args in HOSTILE_ARGS
                 for result in HOSTILE_RESULTS]  # fmt: skip
-    started = time.monotonic()
-    units = classify("google-adk", history)
-    assert len(units) == len(history) and time.monotonic() - started < 20
+    units = classify_in_time("google-adk", history, seconds=20)
     for unit in units:
         for text in (unit.name, unit.call_id, unit.label, unit.summary):
             assert text is None or (len(text) <= 256 and text.isprintable())

@@ -8,73 +8,33 @@ with its call id; `--verify --workflow` passes on the guarded one. Every process
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import shlex
-import sys
-import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
 
-from agent_examples import Workers, activities_seen
+from agent_examples import (
+    EXAMPLES,
+    ExampleWorker,
+    UnderTheLab,
+    example_worker,
+    expected_lines,
+    sent,
+    turns_sent_twice,
+)
 from checkpoint_tui.app.frameworks import ActivitySeen, classify
-from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import close_all, connect
-from checkpoint_tui.settings import Settings
-from checkpoint_tui.waiting import wait_until_sync
-from conftest import run_cli
-from test_user_workflow_lab import stop_lab
 
-WORKER = Path(__file__).resolve().parents[1] / "examples" / "agents" / "google_adk_mailer" / "worker.py"
+WORKER = EXAMPLES / "google_adk_mailer" / "worker.py"
 TURNS = 5  # 11 activities: 6 model requests, 5 tool calls
-INPUT = json.dumps({"turns": TURNS, "pace": 0.3, "think": 0.2})
 _homes = count()
 
 
-@dataclass(frozen=True)
-class Example:
-    home: Path
-    queue: str
-    address: str
-
-    def lines(self, workflow_id: str) -> list[str]:
-        return (self.home / "example-out" / f"{workflow_id}.txt").read_text().splitlines()
-
-
 @pytest.fixture(scope="module")
-def example(session_root: Path, temporal_address: str) -> Iterator[Example]:
+def example(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker]:
     """The example's worker, started once for the module on its own task queue; stopped at the end."""
-    home = session_root / "google-adk-home"
-    Settings(home=home).ensure_dirs()
-    logs = home / "logs"
-    logs.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(home))
-    queue = f"google-adk-{uuid.uuid4().hex[:6]}"
-    workers = Workers(env, logs)
-    try:
-        workers.start(WORKER, queue)
-        assert wait_until_sync(workers.polling, 60, every=0.1), workers.output()
-        yield Example(home, queue, temporal_address)
-    finally:
-        workers.stop_all()
-        close_all()
-    assert all(p.poll() is not None for p in workers.procs)
-
-
-async def run(example: Example, workflow_type: str, inp: object) -> tuple[WorkflowHandle, str, list[ActivitySeen]]:
-    client = await Client.connect(example.address)
-    handle = await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                         task_queue=example.queue)  # fmt: skip
-    result = await asyncio.wait_for(handle.result(), 30)
-    return handle, result, activities_seen(await handle.fetch_history())
+    yield from example_worker(session_root, temporal_address, WORKER, "google-adk")
 
 
 def made_ids(seen: list[ActivitySeen]) -> list[str]:
@@ -83,12 +43,8 @@ def made_ids(seen: list[ActivitySeen]) -> list[str]:
             for p in r["content"]["parts"] if "function_call" in p]  # fmt: skip
 
 
-def expected_lines(workflow_id: str, turns: int) -> Counter:
-    return Counter(f"{workflow_id} ops@example.com hello, this is turn {i}" for i in range(1, turns + 1))
-
-
-async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(example: Example) -> None:
-    handle, result, seen = await run(example, "GoogleAdkMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
+async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(example: ExampleWorker) -> None:
+    handle, result, seen = await example.run("GoogleAdkMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
     assert result == "sent 10 emails to ops@example.com"
     units = classify("google-adk", seen)
     assert [u.cls for u in units] == ["model", "tool"] * 10 + ["model"]
@@ -100,40 +56,26 @@ async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(e
     assert Counter(example.lines(handle.id)) == expected_lines(handle.id, 10)
 
 
-async def test_guarded_run_keys_each_send_by_its_function_call_id(example: Example) -> None:
-    handle, _, seen = await run(example, "GoogleAdkMailerGuarded", {"turns": 3, "pace": 0.02, "think": 0.01})
+async def test_guarded_run_keys_each_send_by_its_function_call_id(example: ExampleWorker) -> None:
+    handle, _, seen = await example.run("GoogleAdkMailerGuarded", {"turns": 3, "pace": 0.02, "think": 0.01})
     tools = [u for u in classify("google-adk", seen) if u.cls == "tool"]
     call_ids = made_ids(seen)
     assert [u.call_id for u in tools] == call_ids and {u.name for u in tools} == {"send_email_guarded"}
     snapshots = [s.args[-1] for s in seen if s.activity_type == "send_email_guarded"]
     assert snapshots == [{"state": {}, "function_call_id": c} for c in call_ids]  # ADK's ToolContextSnapshot
-    rows = queries.effects_by_id(connect(Settings(home=example.home).db_path), handle.id)
-    assert {k: r.outcomes for k, r in rows.items()} == {f"key:google-adk:{handle.id}:{c}": "applied" for c in call_ids}
+    assert example.effects(handle.id) == {f"key:google-adk:{handle.id}:{c}": "applied" for c in call_ids}
     assert Counter(example.lines(handle.id)) == expected_lines(handle.id, 3)
 
 
 # --- under the lab -----------------------------------------------------------------------------------
 
 
-def lab(home: Path) -> list[str]:
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
-    return ["--home", str(home), "--worker-cmd", cmd, "--task-queue", f"adk-{home.name}"]
+LAB = UnderTheLab(WORKER, "adk")
 
 
 def chaos(home: Path, workflow: str, seed: int, aim: str) -> tuple:
-    report_path = home / "chaos.json"
-    try:
-        out = run_cli(*lab(home), "chaos", "--workflow", workflow, "--input", INPUT, "--aim", aim,
-                      "--seed", str(seed), "--kills", "4", "--json", str(report_path), timeout=240)  # fmt: skip
-        report = json.loads(report_path.read_text()) if report_path.exists() else None
-    finally:
-        stop_lab(home)
-    assert report is not None, out.stdout[-3000:] + out.stderr[-2000:]
-    return out, report
-
-
-def sent(home: Path, run_id: str) -> Counter:
-    return Counter((home / "example-out" / f"{run_id}.txt").read_text().splitlines())
+    inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed))
 
 
 def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(session_root):
@@ -161,19 +103,12 @@ def test_the_blind_agents_tool_is_named_at_risk_with_its_call(session_root):
     assert audit["at_risk"] and {r["tool"] for r in audit["at_risk"]} == {"send_email"}
     assert all(r["call_id"].startswith("call_") and r["attempt"] >= 2 for r in audit["at_risk"])
     assert "AT RISK" in out.stdout and "tool · send_email · call " in out.stdout and "verdict: FAIL" in out.stdout
-    twice = {line.rsplit(" ", 1)[1] for line, n in sent(home, report["run_id"]).items() if n > 1}
+    twice = turns_sent_twice(sent(home, report["run_id"]))
     assert twice <= {str(r["seq"] // 2) for r in audit["at_risk"]}  # model, tool, ...: tool k is activity 2k
 
 
 def test_verify_passes_on_the_guarded_agent(session_root):
     home = session_root / f"adk-verify-{next(_homes)}"
-    report_path = home / "verify.json"
-    try:
-        inp = json.dumps({"turns": 3, "pace": 0.2, "think": 0.2})
-        out = run_cli(*lab(home), "--verify", "--workflow", "GoogleAdkMailerGuarded", "--input", inp,
-                      "--json", str(report_path), timeout=180)  # fmt: skip
-    finally:
-        stop_lab(home)
+    out, report = LAB.verify(home, "GoogleAdkMailerGuarded", {"turns": 3, "pace": 0.2, "think": 0.2}, timeout=180)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    report = json.loads(report_path.read_text())
     assert report["passed"] == report["total"] and "ALL CHECKS PASS" in out.stdout

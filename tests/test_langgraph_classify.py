@@ -7,36 +7,34 @@ between the model node and the tools node that keeps the call's key."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import os
-import subprocess
-import sys
-import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
-from agent_examples import EXAMPLES, Workers, activities_seen, first_model_done_task
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+from agent_examples import (
+    EXAMPLES,
+    HUGE,
+    ExampleWorker,
+    activity_env,
+    assert_bounded,
+    classify_in_time,
+    example_worker,
+    expected_lines,
+    finished,
+    frameworks_imported,
+    nested,
+    seen,
+)
+from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
 from checkpoint_tui.app.frameworks.langgraph import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.langgraph import tool_call_key
-from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import close_all, connect
-from checkpoint_tui.settings import Settings
-from checkpoint_tui.waiting import wait_until_sync
 
 WORKER = EXAMPLES / "langgraph_mailer" / "worker.py"
-RUN_TIMEOUT_S = 30
 PLAN = '{"turns": 1, "to": "ops@example.com", "pace": 0.1, "think": 0.1}'
 
 # --- payloads as history holds them (a 1-turn run of the example, trimmed) -----------------------------
@@ -62,10 +60,6 @@ def node_in(messages: list, node: str = "agent") -> dict:
 
 def node_out(update: object) -> dict:
     return {"langgraph_command": None, "langgraph_interrupts": None, "result": update}
-
-
-def seen(kind: object, args: object = None, result: object = None, summary: object = None) -> ActivitySeen:
-    return ActivitySeen(kind, args if args is not None else [], result, summary)  # type: ignore[arg-type]
 
 
 ONE_TURN = [
@@ -134,13 +128,9 @@ def test_payloads_that_did_not_decode() -> None:
 
 
 def deep(levels: int) -> object:
-    value: object = "bottom"
-    for _ in range(levels):
-        value = {"messages": [value], "tool_calls": [value]}
-    return value
+    return nested(levels, lambda v: {"messages": [v], "tool_calls": [v]})
 
 
-HUGE = "x" * 20_000_000
 BAD: list[object] = [
     None, 12, 10**5000, float("nan"), True, HUGE, [], {}, deep(100_000), {1: "int key"}, object(),
     {"type": "ai", "tool_calls": HUGE}, {"type": "ai", "tool_calls": [{"name": HUGE, "id": HUGE, "args": deep(500)}]},
@@ -175,16 +165,8 @@ def hostile() -> list[ActivitySeen]:
 
 def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
     batch = hostile()
-    started = time.monotonic()
-    units = classify("langgraph", batch)
-    assert time.monotonic() - started < 10  # every list sliced, every walk budgeted
-    assert len(units) == len(batch)
-    for u in units:
-        assert isinstance(u, UnitInfo) and u.cls in ("model", "tool", "other")
-        assert 0 < len(u.label) <= 200 and u.label.isprintable()
-        assert u.name is None or (len(u.name) <= 48 and u.name.isprintable())
-        assert u.call_id is None or (len(u.call_id) <= 256 and u.call_id.isprintable())
-        assert u.tokens is None or 0 <= u.tokens < 2**54
+    units = classify_in_time("langgraph", batch)  # every list sliced, every walk budgeted
+    assert_bounded(units, name_max=48)
     assert not any(owns(k) for k in (None, 7, b"g.agent"))  # type: ignore[arg-type]
     assert [recognises(s) for s in batch[:3]] == [True, True, True]
 
@@ -193,8 +175,7 @@ def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
 
 
 def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework() -> None:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id="wf-1")
+    env = activity_env("wf-1")
     assert env.run(tool_call_key, "call_9") == "langgraph:wf-1:call_9"
     assert env.run(tool_call_key, "c" * 600).startswith("langgraph#sha256:")
     for bad in (None, "", 12, {"id": "call_9"}):
@@ -203,56 +184,16 @@ def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework(
     with pytest.raises(EffectRefused):  # outside an activity there is no workflow to name
         tool_call_key("call_9")
     frameworks = ("langgraph", "langchain_core", "temporalio.langgraph")
-    probe = f"import sys, checkpoint_tui.integrations.langgraph; print([m for m in {frameworks} if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]"
+    assert frameworks_imported("checkpoint_tui.integrations.langgraph", frameworks) == "[]"
 
 
 # --- the example, for real ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Lab:
-    home: Path
-    queue: str
-    address: str
-
-    def lines(self, workflow_id: str) -> Counter:
-        return Counter((self.home / "example-out" / f"{workflow_id}.txt").read_text().splitlines())
-
-    async def start(self, workflow_type: str, inp: object) -> WorkflowHandle:
-        client = await Client.connect(self.address)
-        return await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                           task_queue=self.queue)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def lab(session_root: Path, temporal_address: str) -> Iterator[Lab]:
+def lab(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker]:
     """The example's worker on the session's dev server, for the module; stopped even on failure."""
-    home = session_root / "langgraph-home"
-    Settings(home=home).ensure_dirs()
-    (home / "logs").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(home))
-    workers = Workers(env, home / "logs")
-    queue = f"langgraph-{uuid.uuid4().hex[:6]}"
-    try:
-        workers.start(WORKER, queue)
-        assert wait_until_sync(workers.polling, 60, every=0.1), workers.output()
-        yield Lab(home, queue, temporal_address)
-    finally:
-        workers.stop_all()
-        close_all()
-    assert all(p.poll() is not None for p in workers.procs)
-
-
-async def finished(handle: WorkflowHandle) -> tuple[str, list[ActivitySeen]]:
-    result = await asyncio.wait_for(handle.result(), RUN_TIMEOUT_S)
-    return result, activities_seen(await handle.fetch_history())
-
-
-def expected(workflow_id: str, turns: int) -> Counter:
-    return Counter(f"{workflow_id} ops@example.com hello, this is turn {i}" for i in range(1, turns + 1))
+    yield from example_worker(session_root, temporal_address, WORKER, "langgraph")
 
 
 def calls_made(seen_: list[ActivitySeen]) -> list[str]:
@@ -261,7 +202,7 @@ def calls_made(seen_: list[ActivitySeen]) -> list[str]:
             for m in s.result["result"]["messages"] for c in m["tool_calls"]]  # fmt: skip
 
 
-async def test_ten_turns_are_21_node_activities_with_the_tool_named(lab: Lab) -> None:
+async def test_ten_turns_are_21_node_activities_with_the_tool_named(lab: ExampleWorker) -> None:
     handle = await lab.start("LangGraphMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
     result, activities = await finished(handle)
     assert result == "sent 10 emails to ops@example.com"
@@ -275,10 +216,10 @@ async def test_ten_turns_are_21_node_activities_with_the_tool_named(lab: Lab) ->
     assert all(u.label.startswith("tool · send_email · call ") for u in tools)
     assert [u.call_id for u in tools] == calls_made(activities) and len({u.call_id for u in tools}) == 10
     assert len({u.args_digest for u in tools} - {None}) == 10
-    assert lab.lines(handle.id) == expected(handle.id, 10)
+    assert Counter(lab.lines(handle.id)) == expected_lines(handle.id, 10)
 
 
-async def test_a_reset_between_the_model_and_the_tools_keeps_the_call_and_its_key(lab: Lab) -> None:
+async def test_a_reset_between_the_model_and_the_tools_keeps_the_call_and_its_key(lab: ExampleWorker) -> None:
     """Measured for integrations/langgraph.py: a guarded run keys each call `langgraph:<workflow>:<call>`;
     a reset to the workflow task after the first model node keeps its call (the tools node re-runs
     `skipped`) and re-runs the second model node, which makes a new call id (a new key: `applied`;
@@ -286,26 +227,20 @@ async def test_a_reset_between_the_model_and_the_tools_keeps_the_call_and_its_ke
     handle = await lab.start("LangGraphMailerGuarded", {"turns": 2, "pace": 0.02, "think": 0.01})
     _, activities = await finished(handle)
     old = calls_made(activities)
-    db = connect(Settings(home=lab.home).db_path)
     key = f"key:langgraph:{handle.id}:"
-    assert {k: r.outcomes for k, r in queries.effects_by_id(db, handle.id).items()} == {key + c: "applied" for c in old}
-    before = await handle.fetch_history()
-    client = await Client.connect(lab.address)
-    reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-        namespace="default", workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        workflow_task_finish_event_id=first_model_done_task(before, "mailer_guarded.agent"),
-        request_id=str(uuid.uuid4()), reason="test: reset between a model node and its tools node",
-    ))  # fmt: skip
-    _, again = await finished(client.get_workflow_handle(handle.id, run_id=reset.run_id))
+    assert lab.effects(handle.id) == {key + c: "applied" for c in old}
+    reason = "test: reset between a model node and its tools node"
+    reset = await lab.reset_after_first_model(handle, "mailer_guarded.agent", reason)
+    _, again = await finished(reset)
     new = [u.call_id for u in classify("langgraph", again) if u.cls == "tool"]
     assert new[0] == old[0] and new[1] != old[1]
-    outcomes = {k: r.outcomes for k, r in queries.effects_by_id(db, handle.id).items()}
+    outcomes = lab.effects(handle.id)
     assert outcomes == {key + old[0]: "applied,skipped", key + old[1]: "applied", key + new[1]: "applied"}
-    assert lab.lines(handle.id) == expected(handle.id, 2)
+    assert Counter(lab.lines(handle.id)) == expected_lines(handle.id, 2)
 
 
 @pytest.mark.parametrize("inp", [{"turns": 0}, {"to": "two words"}, [1]])
-async def test_bad_input_fails_the_workflow_at_once(lab: Lab, inp: object) -> None:
+async def test_bad_input_fails_the_workflow_at_once(lab: ExampleWorker, inp: object) -> None:
     handle = await lab.start("LangGraphMailer", inp)
     with pytest.raises(WorkflowFailureError) as failure:
         await finished(handle)

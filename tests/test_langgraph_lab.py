@@ -5,44 +5,23 @@ passes on the guarded graph. Real dev servers, real worker processes, LangGraph 
 
 from __future__ import annotations
 
-import json
-import shlex
-import sys
 from collections import Counter
 from itertools import count
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
-from test_user_workflow_lab import stop_lab
+from agent_examples import EXAMPLES, UnderTheLab, sent, turns_sent_twice
 
-WORKER = Path(__file__).resolve().parents[1] / "examples" / "agents" / "langgraph_mailer" / "worker.py"
+LAB = UnderTheLab(EXAMPLES / "langgraph_mailer" / "worker.py", "lg")
 TURNS = 5  # 11 activities: 6 model nodes, 5 tools nodes; a seed's 4 events land on activity starts 2-5
 _homes = count()
 
 
-def lab(home: Path, *more: str) -> list[str]:
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
-    return ["--home", str(home), *more, "--worker-cmd", cmd, "--task-queue", f"lg-{home.name}"]
-
-
 def chaos(home: Path, workflow: str, aim: str, seed: int) -> tuple:
     """`chaos` on its own home (it kills the dev server too), stopped and proven gone even on failure."""
-    report_path = home / "chaos.json"
-    try:
-        out = run_cli(*lab(home), "chaos", "--workflow", workflow, "--input",
-                      json.dumps({"turns": TURNS, "pace": 0.3, "think": 0.2}), "--aim", aim, "--seed", str(seed),
-                      "--kills", "4", "--json", str(report_path), timeout=120)  # fmt: skip
-        report = json.loads(report_path.read_text()) if report_path.exists() else None
-    finally:
-        stop_lab(home)
-    assert report is not None, out.stdout[-3000:] + out.stderr[-2000:]
-    return out, report
-
-
-def sent(home: Path, run_id: str) -> Counter:
-    return Counter((home / "example-out" / f"{run_id}.txt").read_text().splitlines())
+    inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), timeout=120)
 
 
 @pytest.mark.parametrize("seed", [1, 3])  # 1: a kill inside a model node; 3: kills inside tools nodes
@@ -77,22 +56,15 @@ def test_chaos_on_the_blind_graph_names_the_tool_and_its_call_at_risk(session_ro
     # each email sent twice was named at risk (tool k is activity 2k: model, tool, model, tool, ...)
     lines = sent(home, run_id)
     assert len(lines) == TURNS
-    twice = {line.rsplit(" ", 1)[1] for line, n in lines.items() if n > 1}
+    twice = turns_sent_twice(lines)
     assert twice <= {str(r["seq"] // 2) for r in audit["at_risk"]}, (twice, audit["at_risk"])
 
 
 def test_verify_passes_on_the_guarded_graph(session_root, temporal_address):
     home = session_root / f"lg-verify-{next(_homes)}"
-    report_path = home / "verify.json"
-    try:
-        out = run_cli(*lab(home, "--temporal-address", temporal_address), "--verify", "--workflow",
-                      "LangGraphMailerGuarded", "--input", json.dumps({"turns": 2, "pace": 0.3, "think": 0.2}),
-                      "--json", str(report_path), timeout=120)  # fmt: skip
-    finally:
-        stop_lab(home / "run" / "verify")  # nothing of the verify home is left running
-        stop_lab(home)
+    inp = {"turns": 2, "pace": 0.3, "think": 0.2}
+    out, report = LAB.verify(home, "LangGraphMailerGuarded", inp, "--temporal-address", temporal_address, timeout=120)
     assert out.returncode == 0 and "ALL CHECKS PASS" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
-    report = json.loads(report_path.read_text())
     assert report["passed"] == report["total"] and report["total"] >= 12
     audits = [c for c in report["checks"] if "COMPLETED, nothing lost" in c["name"]]
     assert len(audits) == 3 and all("at_risk=0" in c["observed"] for c in audits)

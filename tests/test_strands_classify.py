@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 
 import pytest
 from temporalio import activity
-from temporalio.testing import ActivityEnvironment
 
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify, detect
+from agent_examples import HUGE, activity_env, assert_bounded, classify_in_time, nested, seen
+from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
 from checkpoint_tui.app.frameworks.strands import owns
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.strands import ToolCall, guarded_activity_as_tool, tool_call_key
@@ -23,8 +22,7 @@ from checkpoint_tui.integrations.strands import ToolCall, guarded_activity_as_to
 
 
 def test_the_key_names_the_workflow_and_the_tool_use() -> None:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id="wf-1")
+    env = activity_env("wf-1")
     call = ToolCall(tool_use_id="tooluse_abc", tool_name="send_email_guarded")
     assert env.run(tool_call_key, call) == "strands:wf-1:tooluse_abc"
     for bad in (ToolCall(tool_use_id="", tool_name="t"), None, {"tool_use_id": "x"}):
@@ -85,10 +83,6 @@ async def test_the_guarded_tool_hands_the_activity_its_call_first(monkeypatch: p
 
 PLAN = '{"turns": 2, "to": "ops@example.com", "pace": 0.3, "think": 0.2}'
 ARGS = '{"to": "ops@example.com", "body": "hello, this is turn 1", "pace": 0.3}'
-
-
-def seen(kind: object, args: object = None, result: object = None, summary: object = None) -> ActivitySeen:
-    return ActivitySeen(kind, args if args is not None else [], result, summary)  # type: ignore[arg-type]
 
 
 def request(*messages: dict, model: object = "scripted-mailer") -> list[object]:
@@ -229,16 +223,6 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
     assert tokens() is None and classify("strands", [seen("invoke_model", [], {"metadata": {}})])[0].tokens is None
 
 
-HUGE = "x" * 20_000_000
-
-
-def deep(levels: int) -> object:
-    value: object = "bottom"
-    for _ in range(levels):
-        value = {"k": [value]}
-    return value
-
-
 HOSTILE_RESULTS: list[object] = [
     None, 7, HUGE, {"metadata": {}}, [None] * 100_000,
     [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": HUGE, "name": HUGE}}}}, {"contentBlockStop": {}}],
@@ -248,14 +232,14 @@ HOSTILE_RESULTS: list[object] = [
     [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "b", "name": "send_email"}}}},
      {"contentBlockDelta": {"delta": {"toolUse": {"input": "9" * 5000}}}}, {"contentBlockStop": {}}],
     [{"contentBlockDelta": {"delta": {"toolUse": {"input": 5, "toolUseId": 3}}}}, {"contentBlockStop": {}}] * 20_000,
-    [{"metadata": {"usage": {"inputTokens": 10**5000, "outputTokens": True}}}, deep(100_000)],
+    [{"metadata": {"usage": {"inputTokens": 10**5000, "outputTokens": True}}}, nested(100_000)],
 ]  # fmt: skip
 HOSTILE_ARGS: list[object] = [
-    None, [], [None], "str", [deep(100_000)], [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
+    None, [], [None], "str", [nested(100_000)], [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
     [{"messages": [{"content": [{"toolUse": {"toolUseId": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
-    [{"messages": [{"content": [{"toolUse": {"toolUseId": "x", "input": deep(200)}}] * 100_000}]}],
-    [{"tool_use_id": HUGE, "tool_name": HUGE}, 1], [{"tool_use_id": "t", "tool_name": None}, deep(100)],
-    [{"tool_name": ["x"], "arguments": deep(1000), "tool_use_id": 5}],
+    [{"messages": [{"content": [{"toolUse": {"toolUseId": "x", "input": nested(200)}}] * 100_000}]}],
+    [{"tool_use_id": HUGE, "tool_name": HUGE}, 1], [{"tool_use_id": "t", "tool_name": None}, nested(100)],
+    [{"tool_name": ["x"], "arguments": nested(1000), "tool_use_id": 5}],
 ]  # fmt: skip
 HOSTILE_TYPES: list[object] = ["invoke_model", "send_email", "docs-call-tool", "-list-tools", "strands-sandbox-",
                                None, 7, "\x00\x1b[2J", "a" * 10**6 + "-call-tool"]  # fmt: skip
@@ -266,15 +250,7 @@ def test_hostile_payloads_never_raise_and_labels_stay_short() -> None:
     batch += [seen(t, a, r) for t in HOSTILE_TYPES for a in HOSTILE_ARGS for r in HOSTILE_RESULTS[1::4]]
     batch += [seen("invoke_model", a, None) for a in HOSTILE_ARGS] + [seen("send_email", a) for a in HOSTILE_ARGS]
     batch += [seen(t, HUGE, HUGE, HUGE) for t in HOSTILE_TYPES]  # args not even a list
-    started = time.monotonic()
-    units = classify("strands", batch)
-    assert time.monotonic() - started < 10  # bounded: each value is sliced or walked with a budget
-    assert len(units) == len(batch)
-    for u in units:
-        assert isinstance(u, UnitInfo) and u.cls in ("model", "tool", "mcp", "other")
-        assert 0 < len(u.label) <= 200 and u.label.isprintable()
-        assert u.summary is None or (len(u.summary) <= 200 and u.summary.isprintable())
-        assert u.call_id is None or (len(u.call_id) <= 256 and u.call_id.isprintable())
-        assert u.tokens is None or 0 <= u.tokens < 2**54
-        assert u.name is None or (len(u.name) <= 48 and u.name.isprintable())
+    units = classify_in_time("strands", batch)  # bounded: each value is sliced or walked with a budget
+    assert_bounded(units, ("model", "tool", "mcp", "other"), name_max=48)
+    assert all(u.summary is None or (len(u.summary) <= 200 and u.summary.isprintable()) for u in units)
     json.dumps([dataclasses.asdict(u) for u in units])  # plain data all the way

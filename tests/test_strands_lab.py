@@ -9,85 +9,38 @@ worker processes; every process is stopped, and proved gone, even on failure."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import json
-import os
-import shlex
-import sys
-import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
 import pytest
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from agent_examples import Workers, activities_seen, first_model_done_task
+from agent_examples import (
+    EXAMPLES,
+    ExampleWorker,
+    UnderTheLab,
+    example_worker,
+    expected_lines,
+    finished,
+    sent,
+    turns_sent_twice,
+)
 from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.ledger import queries
-from checkpoint_tui.ledger.store import close_all, connect
-from checkpoint_tui.settings import Settings
-from checkpoint_tui.waiting import wait_until_sync
-from conftest import run_cli
-from test_user_workflow_lab import stop_lab
 
-WORKER = Path(__file__).resolve().parents[1] / "examples" / "agents" / "strands_mailer" / "worker.py"
+WORKER = EXAMPLES / "strands_mailer" / "worker.py"
 TURNS = 5  # 11 activities: 6 model requests, 5 tool calls
-INPUT = json.dumps({"turns": TURNS, "pace": 0.3, "think": 0.2})
 _homes = count()
-RUN_TIMEOUT_S = 30
-
-
-@dataclass(frozen=True)
-class Example:
-    """The example's worker on the session's dev server: where it writes, its task queue."""
-
-    home: Path
-    queue: str
-    address: str
-
-    def lines(self, workflow_id: str) -> list[str]:
-        return (self.home / "example-out" / f"{workflow_id}.txt").read_text().splitlines()
 
 
 @pytest.fixture(scope="module")
-def example(session_root: Path, temporal_address: str) -> Iterator[Example]:
+def example(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker]:
     """The example's worker, started once for the module on its own task queue; stopped at the end,
     even on failure."""
-    home = session_root / "strands-home"
-    Settings(home=home).ensure_dirs()
-    logs = home / "logs"
-    logs.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(home))
-    queue = f"strands-{uuid.uuid4().hex[:6]}"
-    workers = Workers(env, logs)
-    try:
-        workers.start(WORKER, queue)
-        assert wait_until_sync(workers.polling, 60, every=0.1), workers.output()
-        yield Example(home, queue, temporal_address)
-    finally:
-        workers.stop_all()
-        close_all()
-    assert all(p.poll() is not None for p in workers.procs)
-
-
-async def finished(handle: WorkflowHandle) -> tuple[str, list[ActivitySeen]]:
-    """The run's result and its activities, with a deadline (a stuck run fails the test, not CI)."""
-    result = await asyncio.wait_for(handle.result(), RUN_TIMEOUT_S)
-    return result, activities_seen(await handle.fetch_history())
-
-
-async def start(example: Example, workflow_type: str, inp: object) -> WorkflowHandle:
-    client = await Client.connect(example.address)
-    return await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                       task_queue=example.queue)  # fmt: skip
+    yield from example_worker(session_root, temporal_address, WORKER, "strands")
 
 
 def streamed_ids(seen: list[ActivitySeen]) -> list[str]:
@@ -96,15 +49,11 @@ def streamed_ids(seen: list[ActivitySeen]) -> list[str]:
             for e in s.result if "toolUse" in e.get("contentBlockStart", {}).get("start", {})]  # fmt: skip
 
 
-def expected_lines(workflow_id: str, turns: int) -> Counter:
-    return Counter(f"{workflow_id} ops@example.com hello, this is turn {i}" for i in range(1, turns + 1))
-
-
 # --- the example, for real ---------------------------------------------------------------------------
 
 
-async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(example: Example) -> None:
-    handle = await start(example, "StrandsMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
+async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(example: ExampleWorker) -> None:
+    handle = await example.start("StrandsMailer", {"turns": 10, "pace": 0.02, "think": 0.01})
     result, seen = await finished(handle)
     assert result == "sent 10 emails to ops@example.com"
     assert detect(s.activity_type for s in seen) == "strands"
@@ -122,8 +71,8 @@ async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(e
     assert Counter(example.lines(handle.id)) == expected_lines(handle.id, 10)  # no faults: each line once
 
 
-async def test_guarded_run_hands_each_tool_its_call_and_writes_each_line_once(example: Example) -> None:
-    handle = await start(example, "StrandsMailerGuarded", {"turns": 3, "pace": 0.02, "think": 0.01})
+async def test_guarded_run_hands_each_tool_its_call_and_writes_each_line_once(example: ExampleWorker) -> None:
+    handle = await example.start("StrandsMailerGuarded", {"turns": 3, "pace": 0.02, "think": 0.01})
     _, seen = await finished(handle)
     units = classify("strands", seen)
     tools = [u for u in units if u.cls == "tool"]
@@ -139,31 +88,25 @@ async def test_guarded_run_hands_each_tool_its_call_and_writes_each_line_once(ex
     # the same arguments as the blind tool's: the model's input, not the call handed in front of it
     blind_like = classify("strands", [first_model, dataclasses.replace(seen[1], args=seen[1].args[1:])])
     assert blind_like[1].args_digest == tools[0].args_digest and blind_like[1].call_id == call_ids[0]
-    rows = queries.effects_by_id(connect(Settings(home=example.home).db_path), handle.id)
-    assert {k: r.outcomes for k, r in rows.items()} == {f"key:strands:{handle.id}:{c}": "applied" for c in call_ids}
+    assert example.effects(handle.id) == {f"key:strands:{handle.id}:{c}": "applied" for c in call_ids}
     assert Counter(example.lines(handle.id)) == expected_lines(handle.id, 3)
 
 
-async def test_a_reset_after_a_model_request_keeps_its_call_and_the_model_makes_new_ones(example: Example) -> None:
+async def test_a_reset_after_a_model_request_keeps_its_call_and_the_model_makes_new_ones(
+    example: ExampleWorker,
+) -> None:
     """Measured: a reset to the workflow task after the first model request keeps that request's
     result (its toolUseId: the tool re-runs `skipped`) and re-runs the second request, whose id is new
     (a new key: `applied`; the file still holds one copy, by the write's own check)."""
-    handle = await start(example, "StrandsMailerGuarded", {"turns": 2, "pace": 0.02, "think": 0.01})
-    await finished(handle)
-    before = await handle.fetch_history()
-    old = [u.call_id for u in classify("strands", activities_seen(before)) if u.cls == "tool"]
-    client = await Client.connect(example.address)
-    reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-        namespace="default", workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        workflow_task_finish_event_id=first_model_done_task(before, "invoke_model"),
-        request_id=str(uuid.uuid4()), reason="test: reset between a model request and its tool call",
-    ))  # fmt: skip
-    _, seen = await finished(client.get_workflow_handle(handle.id, run_id=reset.run_id))
+    handle = await example.start("StrandsMailerGuarded", {"turns": 2, "pace": 0.02, "think": 0.01})
+    _, before = await finished(handle)
+    old = [u.call_id for u in classify("strands", before) if u.cls == "tool"]
+    reason = "test: reset between a model request and its tool call"
+    _, seen = await finished(await example.reset_after_first_model(handle, "invoke_model", reason))
     new = [u.call_id for u in classify("strands", seen) if u.cls == "tool"]
     assert new[0] == old[0] and new[1] != old[1]
-    rows = queries.effects_by_id(connect(Settings(home=example.home).db_path), handle.id)
     key = f"key:strands:{handle.id}:"
-    assert {k: r.outcomes for k, r in rows.items()} == {
+    assert example.effects(handle.id) == {
         key + old[0]: "applied,skipped",
         key + old[1]: "applied",
         key + new[1]: "applied",
@@ -172,8 +115,8 @@ async def test_a_reset_after_a_model_request_keeps_its_call_and_the_model_makes_
 
 
 @pytest.mark.parametrize("inp", [{"turns": 0}, {"think": 6}, {"extra": 1}, [1]])
-async def test_bad_input_fails_the_workflow_at_once(example: Example, inp: object) -> None:
-    handle = await start(example, "StrandsMailerGuarded", inp)
+async def test_bad_input_fails_the_workflow_at_once(example: ExampleWorker, inp: object) -> None:
+    handle = await example.start("StrandsMailerGuarded", inp)
     with pytest.raises(WorkflowFailureError) as failure:
         await finished(handle)
     cause = failure.value.cause
@@ -183,26 +126,12 @@ async def test_bad_input_fails_the_workflow_at_once(example: Example, inp: objec
 # --- under the lab -----------------------------------------------------------------------------------
 
 
-def lab(home: Path, ledger: str | None = None) -> list[str]:
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
-    flags = ["--home", str(home), "--worker-cmd", cmd, "--task-queue", f"strands-{home.name}"]
-    return flags + (["--ledger", ledger] if ledger else [])
+LAB = UnderTheLab(WORKER, "strands")
 
 
 def chaos(home: Path, workflow: str, seed: int, aim: str, ledger: str | None = None) -> tuple:
-    report_path = home / "chaos.json"
-    try:
-        out = run_cli(*lab(home, ledger), "chaos", "--workflow", workflow, "--input", INPUT, "--aim", aim,
-                      "--seed", str(seed), "--kills", "4", "--json", str(report_path), timeout=240)  # fmt: skip
-        report = json.loads(report_path.read_text()) if report_path.exists() else None
-    finally:
-        stop_lab(home)
-    assert report is not None, out.stdout[-3000:] + out.stderr[-2000:]
-    return out, report
-
-
-def sent(home: Path, run_id: str) -> Counter:
-    return Counter((home / "example-out" / f"{run_id}.txt").read_text().splitlines())
+    inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), ledger=ledger)
 
 
 # Seed 1 aims its two worker kills at model requests (activities 3 and 5), seed 3 at tool calls (2 and
@@ -243,7 +172,7 @@ def test_the_blind_agents_tool_is_named_at_risk_with_its_call_and_its_duplicates
     # the mail file: each email sent twice was predicted at risk (a kill before the send re-runs it too)
     lines = sent(home, run_id)
     assert len(lines) == TURNS
-    twice = {line.rsplit(" ", 1)[1] for line, n in lines.items() if n > 1}
+    twice = turns_sent_twice(lines)
     at_risk_turns = {str(r["seq"] // 2) for r in audit["at_risk"]}  # model, tool, model, ...: tool k is activity 2k
     assert twice <= at_risk_turns, (twice, at_risk_turns)
 
@@ -252,14 +181,7 @@ def test_verify_passes_on_the_guarded_agent(session_root):
     """--verify's worker kills land on activities 2-4, a model request among them: re-run, reported
     apart, and the verdict still passes."""
     home = session_root / f"strands-verify-{next(_homes)}"
-    report_path = home / "verify.json"
-    try:
-        inp = json.dumps({"turns": 3, "pace": 0.2, "think": 0.2})
-        out = run_cli(*lab(home), "--verify", "--workflow", "StrandsMailerGuarded", "--input", inp,
-                      "--json", str(report_path), timeout=180)  # fmt: skip
-    finally:
-        stop_lab(home)
+    out, report = LAB.verify(home, "StrandsMailerGuarded", {"turns": 3, "pace": 0.2, "think": 0.2}, timeout=180)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    report = json.loads(report_path.read_text())
     assert report["passed"] == report["total"] and all(c["ok"] for c in report["checks"])
     assert "ALL CHECKS PASS" in out.stdout
