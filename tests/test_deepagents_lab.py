@@ -1,7 +1,8 @@
 """The Deep Agents mailer (examples/agents/deepagents_mailer), unmodified, under the lab through the CLI:
 chaos on the guarded agent, kills in model requests included, sends each email once and passes; on the
-blind agent it names the `send_email` tool and its call id at risk and fails; `--verify --workflow`
-passes on the guarded agent. Real dev servers, real worker processes, Deep Agents with its offline model."""
+blind agent it names the `send_email` tool and its call id at risk and fails (`--verify --workflow` on
+the guarded agent, 13/13 by hand, is left to LangGraph's and Strands' tests: it costs about a minute
+beside other labs). Real dev servers, real worker processes, Deep Agents with its offline model."""
 
 from __future__ import annotations
 
@@ -52,13 +53,3 @@ def test_chaos_on_the_blind_agent_names_the_tool_and_its_call_at_risk(session_ro
     assert len(lines) == TURNS
     twice = turns_sent_twice(lines)
     assert twice <= {str(r["seq"] // 2) for r in audit["at_risk"]}, (twice, audit["at_risk"])
-
-
-def test_verify_passes_on_the_guarded_agent(session_root, temporal_address):
-    home = session_root / f"da-verify-{next(_homes)}"
-    inp = {"turns": 2, "pace": 0.3, "think": 0.2}
-    out, report = LAB.verify(home, "DeepAgentsMailerGuarded", inp, "--temporal-address", temporal_address, timeout=120)
-    assert out.returncode == 0 and "ALL CHECKS PASS" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
-    assert report["passed"] == report["total"] and report["total"] >= 12
-    audits = [c for c in report["checks"] if "COMPLETED, nothing lost" in c["name"]]
-    assert len(audits) == 3 and all("at_risk=0" in c["observed"] for c in audits)

@@ -4,7 +4,8 @@ calls with their function call ids, tokens), the guarded workflow keyed by workf
 id; then under the lab as a user's worker command (recognised from its payloads: Strands names its
 model activity `invoke_model` too): chaos kills it on any activity start, model
 requests included, and the guarded agent sends each email once; the blind one's tool is named at risk
-with its call id; `--verify --workflow` passes on the guarded one. Every process is stopped."""
+with its call id (`--verify --workflow` on the guarded one, which passes by hand, is left to LangGraph's
+and Strands' tests: it costs about a minute beside other labs). Every process is stopped."""
 
 from __future__ import annotations
 
@@ -105,10 +106,3 @@ def test_the_blind_agents_tool_is_named_at_risk_with_its_call(session_root):
     assert "AT RISK" in out.stdout and "tool · send_email · call " in out.stdout and "verdict: FAIL" in out.stdout
     twice = turns_sent_twice(sent(home, report["run_id"]))
     assert twice <= {str(r["seq"] // 2) for r in audit["at_risk"]}  # model, tool, ...: tool k is activity 2k
-
-
-def test_verify_passes_on_the_guarded_agent(session_root):
-    home = session_root / f"adk-verify-{next(_homes)}"
-    out, report = LAB.verify(home, "GoogleAdkMailerGuarded", {"turns": 3, "pace": 0.2, "think": 0.2}, timeout=180)
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    assert report["passed"] == report["total"] and "ALL CHECKS PASS" in out.stdout
