@@ -1,10 +1,11 @@
-"""What both mailer examples share: the workflow input and its bounds, the scripted model's plan, and
+"""What every mailer example shares: the workflow input and its bounds, the scripted model's plan, and
 the mail file each `send_email` appends to. Each example's worker puts this folder on sys.path."""
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -207,3 +208,41 @@ def main(name: str, plugin: Callable[[], object], workflows: list[type], activit
         asyncio.run(serve(name, plugin(), workflows, activities))
     except effects.EffectsConfigError as err:
         sys.exit(f"{name}: {err}")
+
+
+@functools.cache
+def _activity_out_dir() -> Path:
+    """Where the tools write: read once, by the worker process, when its first tool call runs (not at
+    import: workflow code imports this module too)."""
+    return out_dir(dict(os.environ))
+
+
+async def send_email(to: object, body: object, pace: object, key: str | None = None) -> str:
+    """Every example's `send_email` tool, in its activity: the line from the model's arguments (refused,
+    non-retryable, if it cannot be one), then a plain append (`key` None: the blind tool) or, once per
+    tool call, the append inside `exactly_once` keyed by the framework's call id (the guarded tool; its
+    write appends only a line not already in the file: a `recovered` call redoes a write that may have
+    been done)."""
+    # Imported here, not at the top: workflow code imports this module, and the ledger's imports have
+    # no place in the workflow sandbox.
+    from temporalio import activity
+    from temporalio.exceptions import ApplicationError
+
+    from checkpoint_tui.effects import exactly_once
+
+    workflow_id = activity.info().workflow_id or ""
+    try:
+        line = email_line(workflow_id, *check_email(workflow_id, to, body))
+    except ValueError as err:
+        raise ApplicationError(str(err), type="BadToolArgs", non_retryable=True) from None
+    if not isinstance(pace, int | float) or isinstance(pace, bool) or not 0 <= pace <= MAX_PACE_S:
+        raise ApplicationError(f"pace must be 0..{MAX_PACE_S:g} s", type="BadToolArgs", non_retryable=True)
+    path = output_path(_activity_out_dir(), workflow_id)
+    if key is None:
+        await send_paced(path, line, float(pace), only_if_absent=False)
+        return f"sent to {to}"
+
+    async def write(payload: str) -> None:
+        await send_paced(path, payload, float(pace), only_if_absent=True)
+
+    return f"sent to {to} ({await exactly_once(kind='email', payload=line, write=write, key=key)})"
