@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import psutil
 
+from checkpoint_tui.cli.parser import build_parser, has_default
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.procs import free_port, read_json
@@ -37,6 +39,51 @@ def test_bad_flag_is_one_line_exit_2():
     out = run_cli("--bogus")
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and "--bogus" in out.stderr
+
+
+def test_a_mistyped_command_gets_the_nearest_one(tmp_path):
+    """`chaso` is one line on stderr naming `chaos`, exit 2; with global flags before it, too."""
+    for argv in (["chaso"], ["--home", str(tmp_path), "stauts", "--json"]):
+        out = run_cli(*argv)
+        assert out.returncode == 2, out
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "did you mean 'chaos'?" in run_cli("chaso").stderr
+    assert "did you mean 'status'?" in out.stderr
+    far = run_cli("xyzzy")  # nothing near: the commands there are, still one line
+    assert far.returncode == 2 and "did you mean" not in far.stderr and "chaos" in far.stderr
+    assert len(far.stderr.strip().splitlines()) == 1
+
+
+def _every_parser() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": parser, **subs.choices}
+
+
+def test_every_flag_has_help_and_shows_its_default():
+    """Every option of every command says what it is, and `--help` shows its default where it has one
+    (in the parser's "(default: ...)" or in the help's own words, e.g. "default: cwd")."""
+    for name, parser in _every_parser().items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+                continue
+            where = f"checkpoint-tui {name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help and action.help.strip(), f"{where}: no help"
+            text = formatter._expand_help(action)
+            if has_default(action) and action.option_strings:
+                value = action.default
+                said = {str(value), f"{value:g}"} if isinstance(value, float) else {str(value)}
+                assert "default" in text and any(s in text for s in said), f"{where}: {text!r} hides {value!r}"
+
+
+def test_chaos_help_explains_seed_and_kills():
+    out = run_cli("chaos", "--help")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "--seed SEED seed of the schedule" in text and "(default: 1)" in text
+    assert "--kills KILLS SIGKILLs in the schedule" in text and "(default: 8)" in text
+    assert "--pauses PAUSES also SIGSTOP" in text and "(default: 0)" in text
 
 
 def test_bad_fault_spec_is_usage_error(tmp_path):

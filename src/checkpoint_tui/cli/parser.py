@@ -4,7 +4,9 @@ with one line). Each subcommand names its function in cli/commands.py."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 from pathlib import Path
 
 from checkpoint_tui.cli import commands, doctor, workload_flags
@@ -19,9 +21,40 @@ MAX_POOL = 32  # workers per supervisor: each is a process with its own Temporal
 REFRESH_RANGE = (0.1, 60.0)
 
 
+def has_default(action: argparse.Action) -> bool:
+    """A default worth showing: not "unset", not a switch's off, not an empty list (0 is one)."""
+    if action.nargs == 0 or action.default is None or action.default is False:
+        return False
+    return action.default != [] and action.default is not argparse.SUPPRESS
+
+
+class _Help(argparse.HelpFormatter):
+    """`--help` shows each flag's default, unless its help already says it (e.g. "default: cwd",
+    where the value comes from the environment or from another flag at run time)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:  # the hook ArgumentDefaultsHelpFormatter uses
+        text = action.help or ""
+        if has_default(action) and action.option_strings and not re.search(r"\bdefault\b", text):
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, not a usage dump
         self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        """A mistyped command gets the nearest one (`chaso`: did you mean 'chaos'?). argparse asks this
+        method about every value with choices; only the subcommand's answer changes."""
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            near = difflib.get_close_matches(value, list(action.choices), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f" (one of: {', '.join(action.choices)})"
+            self.error(f"unknown command {value!r}{hint}")
+        super()._check_value(action, value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +89,8 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--temporal-address",
         metavar="HOST:PORT",
-        help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS)",
+        help="use this Temporal server and start none (env CHECKPOINT_TEMPORAL_ADDRESS; default: a dev server "
+        "this home starts)",
     )
     p.add_argument("--namespace", help="Temporal namespace (env CHECKPOINT_NAMESPACE; default: default)")
     p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mTLS to a Temporal cluster")
@@ -82,7 +116,7 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
         "--task-queue",
         metavar="NAME",
         type=workload_flags.task_queue,
-        help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home, or one per shared ledger)",
+        help="Temporal task queue (env CHECKPOINT_TASK_QUEUE; default: one per home or per shared ledger)",
     )
     workload_flags.add_global_flags(p)  # --worker-cmd, and --workflow/--input for --verify and the app
 
@@ -99,7 +133,10 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080 (env CHECKPOINT_MODEL_URL; "
         "key from CHECKPOINT_API_KEY or OPENAI_API_KEY); default: the offline provider",
     )
-    p.add_argument("--model", help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL)")
+    p.add_argument(
+        "--model",
+        help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL; default: the first one listed)",
+    )
     p.add_argument(
         "--refresh", type=_float_in(*REFRESH_RANGE), default=0.5, metavar="S",
         help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
@@ -167,11 +204,13 @@ def _run_commands(sub) -> None:
 def _proof_commands(sub) -> None:
     chaos = sub.add_parser("chaos", help="a seeded schedule of SIGKILLs of every process, then Jepsen-style counts")
     chaos.set_defaults(func=commands.chaos)
-    chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1)
+    chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1,
+                       help="seed of the schedule: the same seed places the same events at the same steps")
     chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None,
                        help="steps of the run (default 30); not with --workflow (see --aim)")
     workload_flags.add_run_flags(chaos, chaos=True)
-    chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8)
+    chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8,
+                       help="SIGKILLs in the schedule: of the worker, the supervisor or the dev server")
     chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")
     chaos.add_argument("--partitions", type=_bounded_int(0, MAX_STEPS), default=0,
@@ -206,7 +245,7 @@ def _proof_commands(sub) -> None:
     )  # fmt: skip
     compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
     compare.set_defaults(func=commands.compare)
-    compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6)
+    compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6, help="steps of each loop's run (2..1000)")
     compare.add_argument(
         "--kill-at", type=_bounded_int(1, 999), default=3, help="kill right after this step's email (< --steps)"
     )
