@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 from typing import Any
 
 PAGE = "reference.md"
@@ -29,7 +30,32 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# "default: cwd", "default 30": the value runs to the next ; , or ) (a help text says it so).
+_PROSE_DEFAULT = re.compile(r"\bdefault:? (?P<value>[^;,()]+)")
+
+
+def split_default(help_text: str) -> tuple[str, str | None]:
+    """A help text's own "default ..." phrase, taken out of it for the default column: many flags
+    default to something only known at run time (an environment variable, the home), so the parser's
+    default is None and the help says what happens. Returns (help without it, the value or None)."""
+    found = _PROSE_DEFAULT.search(help_text)
+    if not found:
+        return help_text, None
+    before, after = help_text[: found.start()], help_text[found.end() :]
+    if before.endswith("(") and after.startswith(")"):  # "... (default 30)"
+        before, after = before[:-1].rstrip(), after[1:]
+    elif before.endswith("(") and after[:2] in ("; ", ", "):  # "(default 0.5; 1.0 costs less CPU)"
+        after = after[2:]
+    elif before.endswith(("; ", ", ")):  # "(env X; default: cwd)", "...); default: the offline provider"
+        before = before[:-2]
+    else:  # "default" inside a sentence: leave the text alone
+        return help_text, None
+    return (before + after).strip(), found["value"].strip()
+
+
 def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
+    from checkpoint_tui.cli.parser import has_default
+
     rows = []
     formatter = _formatter(parser)
     for action in parser._actions:  # argparse keeps no public list of a parser's arguments
@@ -42,11 +68,10 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
                 name += f" {metavar}"
         else:
             name = action.metavar or action.dest
-        help_text = formatter._expand_help(action) if action.help else ""
+        help_text, said = split_default(formatter._expand_help(action) if action.help else "")
         if action.choices and not isinstance(action.choices, dict):
             help_text += f" (one of: {', '.join(map(str, action.choices))})"
-        default = action.default
-        shown = "" if default in (None, False, [], argparse.SUPPRESS) or action.nargs == 0 else f"`{default}`"
+        shown = f"`{action.default}`" if has_default(action) else _cell(said or "")
         rows.append(f"| `{_cell(name)}` | {shown} | {_cell(help_text)} |")
     return rows
 
@@ -76,7 +101,8 @@ def render_reference(parser: argparse.ArgumentParser | None = None) -> str:
         "Generated from `checkpoint_tui.cli.parser.build_parser()` when this site is built: these are",
         "the flags the installed `checkpoint-tui` accepts. What the commands do, with examples, is in",
         "[Commands](commands.md). Every flag is checked before anything starts; a bad one is one line",
-        "on stderr and exit 2.",
+        "on stderr and exit 2. In the default column, `1` in code is the parser's own default; words",
+        "(cwd) say what happens when neither the flag nor its environment variable is given.",
         "",
     ]
     out += _section("checkpoint-tui", parser, "the app by default; the global flags go before the command")

@@ -1,7 +1,8 @@
 """Docs that cannot drift: every `checkpoint-tui ...` command line shown in README.md and docs/ parses
 with the real parser; the README stays a front door (under 15 KB, the two commands, a picture the app
 rendered); that picture is the after-kill snapshot test's own SVG; the generated command reference
-names every subcommand and flag; no history wording ("this session") in the docs. Links and anchors
+names every subcommand and flag and shows every default; no history wording ("this session") in the
+docs. Links and anchors
 are checked by `mkdocs build --strict` in `make test`."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checkpoint_tui.cli.parser import build_parser
+from checkpoint_tui.cli.parser import build_parser, has_default
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -265,12 +266,17 @@ def test_the_picture_is_the_after_kill_snapshot():
     assert PICTURE.read_bytes() == SNAPSHOT.read_bytes(), "run with CHECKPOINT_UPDATE_DOCS=1 to refresh it"
 
 
-def test_the_command_reference_names_every_subcommand_and_flag():
+def _reference_hook():
     sys.path.insert(0, str(ROOT / "docs_hooks"))
     try:
-        from cli_reference import render_reference
+        import cli_reference
     finally:
         sys.path.remove(str(ROOT / "docs_hooks"))
+    return cli_reference
+
+
+def test_the_command_reference_names_every_subcommand_and_flag():
+    render_reference = _reference_hook().render_reference
     parser = build_parser()
     page = render_reference(parser)
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -280,6 +286,67 @@ def test_the_command_reference_names_every_subcommand_and_flag():
             if action.help != argparse.SUPPRESS:
                 assert all(f"`{opt}" in page or f", {opt}" in page for opt in action.option_strings), action
     assert "## Exit codes" in page and "| 2 (`USAGE`)" in page
+
+
+def _reference_rows(page: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """{section: {argument: (default cell, what cell)}} of the generated reference."""
+    rows: dict[str, dict[str, tuple[str, str]]] = {}
+    section = ""
+    for line in page.splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+            rows[section] = {}
+        elif line.startswith("| `"):
+            name, default, what = (c.strip() for c in re.split(r"(?<!\\)\|", line)[1:4])
+            rows[section][name.strip("`")] = (default, what)
+    return rows
+
+
+def test_the_reference_shows_every_default_including_the_global_flags():
+    """The default column is filled wherever a flag has one: the parser's own (`1`) or the one its help
+    says happens at run time (--home: cwd, from env CHECKPOINT_HOME or the working directory); that
+    phrase moves out of the "what" column, and where both are given they agree."""
+    hook = _reference_hook()
+    parser = build_parser()
+    rows = _reference_rows(hook.render_reference(parser))
+    top = rows["checkpoint-tui"]
+    assert top["--home HOME"] == ("cwd", "directory holding run/ and artifacts/ (env CHECKPOINT_HOME)")
+    assert top["--namespace NAMESPACE"][0] == "default"
+    assert top["--ledger URL"][0] == "SQLite in run/"
+    assert top["--temporal-address HOST:PORT"][0] == "a dev server this home starts"
+    assert top["--workers N"][0] == "`1`" and top["--refresh S"][0] == "`0.5`"
+    assert rows["checkpoint-tui chaos"]["--pauses PAUSES"][0] == "`0`"  # 0 is a default, not "none"
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    filled = 0
+    for name, sub in {"": parser, **subs.choices}.items():
+        section = rows[f"checkpoint-tui {name}".rstrip()]
+        for action in sub._actions:
+            if action.help in (None, argparse.SUPPRESS) or isinstance(action, argparse._SubParsersAction):
+                continue
+            _, said = hook.split_default(action.help % {"default": action.default})
+            shown = ", ".join(action.option_strings) or action.metavar or action.dest
+            cell = next(c for n, c in section.items() if n == shown or n.startswith(shown + " "))
+            if said is not None or has_default(action):
+                assert cell[0], f"checkpoint-tui {name} {action.option_strings}: empty default"
+                assert not re.search(r"\bdefault\b", cell[1]), cell
+                filled += 1
+            if said is not None and action.default is not None:
+                value = action.default
+                assert said in ({str(value), f"{value:g}"} if isinstance(value, float) else {str(value)}), (
+                    f"{action.option_strings}: the help says default {said}, the parser {value!r}"
+                )
+    assert filled >= 25, filled
+
+
+def test_the_reference_takes_a_default_out_of_the_help_as_written():
+    split = _reference_hook().split_default
+    assert split("steps (default 30)") == ("steps", "30")
+    assert split("the seconds (default 0.5; 1.0 costs less CPU)") == ("the seconds (1.0 costs less CPU)", "0.5")
+    assert split("a queue (env Q; default: one per home)") == ("a queue (env Q)", "one per home")
+    assert split("wait (default 15, 1-600)") == ("wait (1-600)", "15")
+    assert split("a server (env U; key from K); default: the offline one") == ("a server (env U; key from K)",
+                                                                               "the offline one")  # fmt: skip
+    assert split("the default route is kept") == ("the default route is kept", None)
 
 
 def test_no_history_wording_in_the_docs():
