@@ -23,6 +23,7 @@ from checkpoint_tui.cli.parser import build_parser, has_default
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+MKDOCS = ROOT / "mkdocs.yml"
 README = ROOT / "README.md"
 PICTURE = DOCS / "img" / "after-kill.svg"
 SNAPSHOT = ROOT / "tests" / "__snapshots__" / "test_tui_sizes" / "test_after_kill_at_size[120x36].svg"
@@ -47,9 +48,12 @@ def _fenced_blocks(text: str) -> tuple[list[tuple[int, str, list[str]]], str]:
     """The fenced code blocks (first line number, info string, lines) and the prose with them blanked."""
     blocks, prose, inside, info, start, body = [], [], False, "", 0, []
     for number, line in enumerate(text.splitlines(), 1):
-        fence = re.match(r"\s*(```+|~~~+)\s*(\S*)", line)
+        fence = re.match(r"\s*(```+|~~~+)\s*(\{[^}]*\}|\S*)", line)
         if fence and not inside:
-            inside, info, start, body = True, fence.group(2), number + 1, []
+            info = fence.group(2)
+            if info.startswith("{"):  # ```{.text .screen}: the language is the first class
+                info = next(iter(re.findall(r"\.([\w-]+)", info)), "")
+            inside, start, body = True, number + 1, []
             prose.append("")
         elif fence and inside:
             inside = False
@@ -255,6 +259,47 @@ def test_the_readme_is_a_front_door():
     assert "checkpoint-tui --verify" in text and "pipx install" in text
     for link in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / link).exists(), link
+
+
+def _css_rules(css: str) -> dict[str, str]:
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    return {" ".join(sel.split()): " ".join(body.split()) for sel, body in re.findall(r"([^{}]+)\{([^}]*)\}", css)}
+
+
+def test_code_blocks_wrap_on_the_site_and_screens_keep_their_columns():
+    """A long command line wraps at the column's edge instead of hiding behind a scrollbar; a screen
+    capture or a diagram (fenced ```{.text .screen}) keeps its columns and scrolls. The rules are in
+    the site's extra CSS, and the Markdown the site is built with puts `screen` where the CSS looks."""
+    import markdown
+
+    config = yaml.safe_load(MKDOCS.read_text())
+    sheets = config.get("extra_css", [])
+    assert sheets, "mkdocs.yml names no extra_css"
+    rules = _css_rules("".join((DOCS / sheet).read_text() for sheet in sheets))
+    assert "white-space: pre-wrap;" in rules.get(".md-typeset pre > code", ""), rules
+    assert "white-space: pre;" in rules.get(".md-typeset .screen pre > code", ""), rules
+
+    names, configs = [], {}
+    for ext in config["markdown_extensions"]:
+        name = ext if isinstance(ext, str) else next(iter(ext))
+        names.append(name)
+        if isinstance(ext, dict) and ext[name]:
+            configs[name] = ext[name]
+    html = markdown.markdown("```sh\nmake run\n```\n\n```{.text .screen}\n| a |\n```\n", extensions=names,
+                             extension_configs=configs)  # fmt: skip
+    assert re.search(r'<div class="highlight"><pre><span></span><code>make', html), html
+    assert re.search(r'<div class="[^"]*\bscreen\b[^"]*"><pre>', html), html
+
+    screens = 0
+    for path in sorted(DOCS.glob("*.md")):
+        blocks, _ = _fenced_blocks(path.read_text())
+        for start, info, body in blocks:
+            first = next((line for line in body if line.strip()), "")
+            if ".screen" in path.read_text().splitlines()[start - 2]:
+                screens += 1
+                assert info == "text", f"{path.name}:{start}: a screen is text"
+                assert not first.lstrip().startswith(("$ ", PROGRAM)), f"{path.name}:{start}: commands wrap"
+    assert screens >= 1
 
 
 def test_the_picture_is_the_after_kill_snapshot():
