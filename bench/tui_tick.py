@@ -45,6 +45,7 @@ WITH_TRICKS, STOCK = "tricks", "stock"
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "checkpoint_tui"]
 SIZE = (180, 45)
+TICK_WAIT_S = 30.0  # the longest a phase waits for the app to refresh once
 SETTLE_STEPS = 10  # the early phase starts after the app has loaded and caught up
 
 
@@ -132,6 +133,11 @@ def phase(app: TmuxApp, stats: Path, conn, run_id: str, first: int, last: int) -
     wait_steps(conn, run_id, first)
     cpu0, t0 = app.cpu(), time.time()
     wait_steps(conn, run_id, last)
+    # A phase ends at its last step and at least one refresh of the app inside it: a short phase on a
+    # loaded machine can otherwise pass between two refreshes and measure nothing.
+    deadline = time.monotonic() + TICK_WAIT_S
+    while not read_ticks(stats, t0, time.time()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     cpu1, t1 = app.cpu(), time.time()
     ticks = read_ticks(stats, t0, t1)
 

@@ -5,7 +5,7 @@ id; then under the lab as a user's worker command (recognised from its payloads:
 model activity `invoke_model` too): chaos kills it on any activity start, model
 requests included, and the guarded agent sends each email once; the blind one's tool is named at risk
 with its call id (`--verify --workflow` on the guarded one, which passes by hand, is left to LangGraph's
-and Strands' tests: it costs about a minute beside other labs). Every process is stopped."""
+test: it costs about a minute beside other labs). Every process is stopped."""
 
 from __future__ import annotations
 
