@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files.home import check_private_dir, resolve_home
 
 DEFAULT_NAMESPACE = "default"
 LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
@@ -246,6 +247,8 @@ class Settings:
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         check_private_dir(self.run_dir)
         self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        if self.artifacts_root is None:  # ours under the home: a real folder (never a planted link)
+            check_private_dir(self.artifacts_dir, private=False)
 
     @property
     def home_id(self) -> str:
@@ -274,18 +277,6 @@ class Settings:
         if self.ledger_url:  # the label: the same database whatever user, password or default port spelling
             return f"checkpoint-pg-{hashlib.sha256(self.ledger_label.encode()).hexdigest()[:8]}"
         return f"checkpoint-{self.home_id}"
-
-
-def check_private_dir(path: Path) -> None:
-    """Refuse a folder owned by someone else, or one others could write to (they could plant records
-    that name their processes, or links where we write)."""
-    st = path.lstat()
-    if os.path.islink(path) or st.st_uid != os.geteuid():
-        raise UsageError(f"{path} is not a folder owned by this user; refusing to use it")
-    if st.st_mode & 0o022:
-        raise UsageError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o}); chmod 700 it")
-    if st.st_mode & 0o077:
-        os.chmod(path, 0o700)  # ours, only readable by others: tighten it
 
 
 def check_private_file(path: Path) -> None:
@@ -372,7 +363,8 @@ def load_settings(
     if model_url:
         check_model_url(model_url)
     artifacts = artifacts or _env("CHECKPOINT_ARTIFACTS")
-    home_path = Path(home or _env("CHECKPOINT_HOME") or Path.cwd()).expanduser().resolve()
+    source = "--home" if home else "CHECKPOINT_HOME" if _env("CHECKPOINT_HOME") else "the current directory (the home)"
+    home_path = resolve_home(home or _env("CHECKPOINT_HOME") or Path.cwd(), source)
     connection = connection or ConnectionOptions()
     if connection.api_key is None and _env(TEMPORAL_API_KEY_ENV):
         connection = ConnectionOptions(connection.tls_cert, connection.tls_key, connection.tls_ca,

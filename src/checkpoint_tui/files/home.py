@@ -1,0 +1,119 @@
+"""The home folder named by --home / CHECKPOINT_HOME (or the current directory), checked before any
+command starts anything: a folder of this user's that this user can write, whose run/ and artifacts/
+(when they exist) are real folders, not files or links. Each refusal is one line and exit 2.
+
+Why the owner matters: whoever owns a folder can rename what is in it, so in a home of another user
+(say, as root in a user's folder) they could plant `artifacts -> /elsewhere` and have our writes land
+outside the home."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from checkpoint_tui.errors import UsageError
+
+MAX_HOME_CHARS = 1024  # run/ paths nest a few levels below it; PATH_MAX is 4096
+SHOWN_CHARS = 80  # how much of a hostile path a one-line error repeats
+
+
+def shown(raw: object) -> str:
+    text = str(raw)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}…"
+
+
+def resolve_home(raw: str | Path, source: str = "--home") -> Path:
+    """The absolute home, every check passed; UsageError naming `source` otherwise."""
+    if len(str(raw)) > MAX_HOME_CHARS:
+        raise UsageError(f"{source} is {len(str(raw))} characters long; at most {MAX_HOME_CHARS}")
+    try:
+        path = Path(raw).expanduser().resolve()
+    except RuntimeError:  # pathlib's "Symlink loop from ..."
+        raise UsageError(f"{source} {shown(raw)}: a symlink loop") from None
+    except OSError as err:
+        raise UsageError(f"{source} {shown(raw)}: {err.strerror or err}") from None
+    if len(str(path)) > MAX_HOME_CHARS:
+        raise UsageError(f"{source} resolves to a path of {len(str(path))} characters; at most {MAX_HOME_CHARS}")
+    check_home(path, source)
+    return path
+
+
+def check_home(path: Path, source: str = "--home") -> None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        _check_creatable(path, source)
+        return
+    except OSError as err:
+        raise UsageError(f"{source} {shown(path)}: {_reason(err)}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{source} {shown(path)} is not a folder (a file or a device); name a folder")
+    if st.st_uid != os.geteuid():
+        raise UsageError(
+            f"{source} {shown(path)} belongs to uid {st.st_uid}, not to this user: its owner could plant "
+            "links where the lab writes; use a folder of your own"
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{source} {shown(path)} is not writable by this user; chmod u+rwx it or name another")
+    for name in ("run", "artifacts"):
+        _check_subfolder(path / name, source)
+
+
+def _check_subfolder(path: Path, source: str) -> None:
+    """run/ and the default artifacts/: absent, or a real folder of ours (never a link: we write there)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise UsageError(f"{source}: {shown(path)}: {_reason(err)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"{shown(path)} is a link; the lab writes there, so it must be a real folder")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{shown(path)} is not a folder (a file?); move it away or name another {source}")
+    if st.st_uid != os.geteuid():
+        raise UsageError(f"{shown(path)} belongs to uid {st.st_uid}, not to this user; refusing to write there")
+
+
+def _check_creatable(path: Path, source: str) -> None:
+    """A home that does not exist yet: its nearest existing ancestor must be a folder we can write."""
+    parent = path.parent
+    while True:
+        try:
+            st = parent.stat()
+            break
+        except FileNotFoundError:
+            if parent == parent.parent:
+                return
+            parent = parent.parent
+        except OSError as err:
+            raise UsageError(f"{source} {shown(path)}: {_reason(err)}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{source} {shown(path)}: {shown(parent)} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{source} {shown(path)} cannot be created: {shown(parent)} is not writable by this user")
+
+
+def check_private_dir(path: Path, private: bool = True) -> None:
+    """Refuse a folder owned by someone else, or one others could write to (they could plant records
+    that name their processes, or links where we write). Not `private` (artifacts/, for the user to
+    read and share): only a real folder of ours is asked for."""
+    st = path.lstat()
+    if os.path.islink(path) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise UsageError(f"{path} is not a folder owned by this user; refusing to use it")
+    if not private:
+        return
+    if st.st_mode & 0o022:
+        raise UsageError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o}); chmod 700 it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)  # ours, only readable by others: tighten it
+
+
+def _reason(err: OSError) -> str:
+    if err.errno == errno.ENAMETOOLONG:
+        return "a name in the path is too long"
+    if err.errno == errno.ELOOP:
+        return "a symlink loop"
+    return err.strerror or type(err).__name__
