@@ -5,10 +5,15 @@ on both backends: a capability missing for one workload fails a test."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
+import subprocess
 import sys
+import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -72,3 +77,31 @@ class Lab:
 
 
 LABS = {"agent-loop": Lab("agent-loop", "step"), "workflow": Lab("workflow", "activity")}
+
+
+def tmux(sock: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+    """tmux on a server of the test's own (-L): killing it at the end touches no one else's sessions."""
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, check=check)
+
+
+@contextlib.contextmanager
+def app_in_tmux(home, ready: str = "ready — n new run", size: tuple[int, int] = (160, 45)) -> Iterator[tuple[str, int]]:
+    """The real app in a real terminal (Textual's Linux driver, its input thread) on `home` (Settings):
+    its tmux server name (for `tmux(name, ...)`) and pid once the screen shows `ready`; the tmux
+    server is killed and the home's processes stopped afterwards, however the test ended."""
+    name = f"lab-{os.getpid()}-{next(_homes)}"
+    where = ["--temporal-address", home.temporal_address] if home.temporal_address else []
+    flags = ["--home", str(home.home), *where]
+    cmd = " ".join([sys.executable, "-m", "checkpoint_tui", *flags])
+    width, height = size
+    tmux(name, "new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), f"exec {cmd}", check=True)
+    try:
+        pane = tmux(name, "display", "-p", "-t", name, "#{pane_pid}")
+        deadline = time.monotonic() + 60
+        while ready not in (screen := tmux(name, "capture-pane", "-p", "-t", name).stdout):
+            assert time.monotonic() < deadline, f"the app never showed {ready!r}:\n{screen}"
+            time.sleep(0.05)
+        yield name, int(pane.stdout)
+    finally:
+        tmux(name, "kill-server")
+        subprocess.run([sys.executable, "-m", "checkpoint_tui", *flags, "stop"], capture_output=True, timeout=60)

@@ -64,7 +64,7 @@ class ActivityType:
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # kill-costs-timeout | single-attempt | local-activity
+    kind: str  # kill-costs-timeout | single-attempt | local-activity | run-not-completed
     subject: str  # the activity type (or "workflow")
     problem: str
     fix: str

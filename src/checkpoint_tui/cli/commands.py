@@ -57,7 +57,18 @@ def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     """The app; `n` starts the workload (a user's: the --workflow / --input given before any command)."""
     from checkpoint_tui.tui.app import run_app
 
-    return run_app(settings, workload, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
+    with lab(settings, "the app", exclusive=False):
+        return run_app(settings, workload, refresh=args.refresh, stats_path=Path(args.stats) if args.stats else None)
+
+
+def lab(settings: Settings, name: str, exclusive: bool):
+    """One lab per home (ops/lab_lock.py), taken once a command's flags are checked and before it
+    starts anything: the experiments (chaos, --verify, doctor) hold the home alone; the app, `start`
+    and `compare` (the app's lesson runs it on the app's home) share it. `status`, `replay`, `stop`
+    take nothing: they read, or end the lab; `supervise` runs under chaos, which holds it."""
+    from checkpoint_tui.ops import lab_lock
+
+    return lab_lock.hold(settings, name, exclusive)
 
 
 def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
@@ -67,7 +78,12 @@ def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> i
         raise UsageError(BUNDLES_OURS)
     outputs = proof_outputs(args.verify_junit, args.verify_proof)
     json_path = Path(args.json_path) if args.json_path else None
-    return asyncio.run(run_verify(settings, workload, workload.verify_plan(settings), json_path, outputs))
+    from checkpoint_tui.ops.sigterm import until_sigterm
+
+    stopped = "--verify: stopped by SIGTERM (`stop`, or a CI timeout); its workers stopped"
+    with lab(settings, "--verify", exclusive=True):
+        work = run_verify(settings, workload, workload.verify_plan(settings), json_path, outputs)
+        return asyncio.run(until_sigterm(work, stopped))
 
 
 def proof_outputs(junit: Path | None, bundle: Path | None):
@@ -84,7 +100,8 @@ def proof_outputs(junit: Path | None, bundle: Path | None):
 
 
 def start(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
-    return asyncio.run(start_workload(settings, workload, args.wait, args.runs))
+    with lab(settings, "start", exclusive=False):
+        return asyncio.run(start_workload(settings, workload, args.wait, args.runs))
 
 
 async def start_workload(settings: Settings, workload: Adapter, wait: bool, runs: int = 1) -> int:
@@ -193,10 +210,12 @@ async def peek_client(settings: Settings) -> Client | None:
 
 
 def stop(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
-    from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
+    from checkpoint_tui.ops import chaos_supervisor, devserver, lab_lock, worker_proc
     from checkpoint_tui.ops.modelserver import stop_model_server
 
-    stopped = []
+    # First the experiments holding the home (chaos, --verify, doctor): each ends as on a CI timeout
+    # (its cleanup runs, it says it was stopped); left alone it would go on against a stopped lab.
+    stopped = lab_lock.stop_experiments(settings)
     if (pid := chaos_supervisor.stop(settings)) is not None:  # first: it would respawn what follows
         stopped.append(f"chaos supervisor {pid}")
     recorded = worker_proc.load_all(settings)
@@ -291,12 +310,14 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 
-        return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), steps))
+        with lab(settings, "chaos --shrink", exclusive=True):
+            return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
-    return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
-                                     json_out, outputs, runs=args.runs, max_kills=max_kills))  # fmt: skip
+    with lab(settings, "chaos", exclusive=True):
+        return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
+                                         json_out, outputs, runs=args.runs, max_kills=max_kills))  # fmt: skip
 
 
 def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
@@ -351,7 +372,8 @@ def compare(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
 
     if not 1 <= args.kill_at < args.steps:
         raise UsageError(f"--kill-at must be between 1 and {args.steps - 1} (below --steps)")
-    return asyncio.run(compare_command(settings, args.steps, args.kill_at))
+    with lab(settings, "compare", exclusive=False):
+        return asyncio.run(compare_command(settings, args.steps, args.kill_at))
 
 
 def model_server(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:

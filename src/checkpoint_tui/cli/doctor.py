@@ -67,7 +67,16 @@ def command(args: argparse.Namespace, settings: Settings, workload: Workload) ->
             raise UsageError(f"no run {args.run!r}: {settings.home} has no ledger yet")
     json_out = Path(args.doctor_json) if args.doctor_json else None
     cap_s = (args.kill_cap or KILL_CAP_S) if args.measure else None
-    return asyncio.run(doctor(settings, workload, args.run, json_out, args.timeout, args.framework, cap_s))
+    from checkpoint_tui.ops.sigterm import until_sigterm
+
+    stopped = "doctor: stopped by SIGTERM (`stop`, or a CI timeout); what it started stopped"
+    from checkpoint_tui.ops import lab_lock
+
+    # One lab per home (cli/commands.lab): a run doctor starts, and kills under, is the home's alone;
+    # reading a finished RUN shares it.
+    with lab_lock.hold(settings, "doctor", exclusive=args.run is None):
+        work = doctor(settings, workload, args.run, json_out, args.timeout, args.framework, cap_s)
+        return asyncio.run(until_sigterm(work, stopped))
 
 
 async def doctor(settings: Settings, workload: Workload, run: str | None, json_out: Path | None, deadline_s: float,
@@ -124,15 +133,25 @@ async def _diagnosed(settings: Settings, workload: Workload, run: str | None, ad
         await asyncio.to_thread(sup.ensure_worker)
         await workload.ready(settings, client, sup.primary)
         async with sup.running():
-            run = await _run_once(settings, client, workload, budget)
+            run, status = await _run_once(settings, client, workload, budget)
             diagnosis = await _diagnose(settings, client, address, run, framework)
+            if status != "COMPLETED":  # a run that did not complete is the first thing to fix, not "no findings"
+                diagnosis.findings.insert(0, not_completed(run, status))
             if cap_s is not None:
                 await _measure(settings, client, sup, workload, diagnosis, cap_s, budget, framework)
         return diagnosis
     return await _diagnose(settings, client, address, run, framework)
 
 
-async def _run_once(settings: Settings, client, workload, budget) -> str:
+def not_completed(run: str, status: str | None):
+    from checkpoint_tui.app.doctor import Finding
+
+    return Finding("run-not-completed", "workflow", f"the run doctor started, {run}, ended {status}",
+                   f"make it complete first (its worker log, `checkpoint-tui status {run}`): a kill's cost "
+                   "is measured on a run that completes; one that fails loses its work however it retries")  # fmt: skip
+
+
+async def _run_once(settings: Settings, client, workload, budget) -> tuple[str, str | None]:
     """Start a run of the workload and wait for its end within what is left of --timeout."""
     run = await workload.start(settings, client)
     print(f"doctor: started {run} ({workload.title()}); waiting for it to end", flush=True)
@@ -142,7 +161,7 @@ async def _run_once(settings: Settings, client, workload, budget) -> str:
         raise Unavailable(f"{run} did not end within {budget.total_s:.0f} s (--timeout)") from None
     if status != "COMPLETED":
         print(f"doctor: {run} ended {status}; its history is read as it is", flush=True)
-    return run
+    return run, status
 
 
 async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: float, budget, framework) -> None:

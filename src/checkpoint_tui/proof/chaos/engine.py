@@ -32,6 +32,7 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
+from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.chaos import coverage, windows
@@ -336,16 +337,8 @@ def _landed(fired: dict) -> str:
 
 
 async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:
-    """Run chaos; a SIGTERM (what a CI timeout sends) cancels it, so its cleanup runs (the supervisor
-    stopped, the user's worker command stopped, the proxy closed) before it exits 1."""
-    loop, task = asyncio.get_running_loop(), asyncio.ensure_future(run)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        raise Failed("chaos: stopped by SIGTERM; its supervisor (and a worker command of yours) stopped") from None
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+    return await until_sigterm(run, "chaos: stopped by SIGTERM (`stop`, or a CI timeout); its supervisor "
+                                    "(and a worker command of yours) stopped")
 
 
 async def run_schedule(
