@@ -302,6 +302,37 @@ def test_code_blocks_wrap_on_the_site_and_screens_keep_their_columns():
     assert screens >= 1
 
 
+def test_the_readme_says_where_make_run_puts_the_command():
+    """`make run` installs into .venv without activating it: the README says where the command is and
+    how to put it on PATH, and the path it names is the one the Makefile runs."""
+    text = " ".join(README.read_text().split())
+    assert "`.venv/bin/checkpoint-tui --help`" in text
+    assert "source .venv/bin/activate" in text
+    assert "$(VENV)/bin/checkpoint-tui" in (ROOT / "Makefile").read_text()
+
+
+def _kill_line(observed: bool) -> str:
+    from checkpoint_tui.ledger.rows import WorkerEvent
+    from checkpoint_tui.tui.panes.worker_events import describe
+
+    detail = {"pid": 18582, "signal": "SIGKILL", "exit_code": None, "observed": observed}
+    return describe(WorkerEvent(1, 0.0, "kill", 18582, "run-x", 7, json.dumps(detail), None, None))
+
+
+@pytest.mark.parametrize("path", [README, DOCS / "tour.md"], ids=["README", "tour"])
+def test_the_kill_line_quoted_is_what_the_worker_events_pane_says(path):
+    """The pane says `observed signal SIGKILL` only for a worker the app spawned (a parent sees its
+    child's exit status); for one it adopted, `signal SIGKILL`. The docs quote both, each as shown."""
+    said = {_kill_line(observed=True), _kill_line(observed=False)}
+    _, prose = _fenced_blocks(path.read_text())
+    quoted = [" ".join(m.split()) for m in re.findall(r"(?<!`)`([^`]+)`(?!`)", prose) if "signal SIGKILL" in m]
+    assert quoted, f"{path.name} quotes no kill line"
+    for phrase in quoted:
+        parts = [p.strip() for p in phrase.split("…")]  # `worker … killed`: any pid
+        assert any(all(p in line for p in parts) for line in said), (phrase, said)
+    assert any("observed" not in q for q in quoted) and any("observed" in q for q in quoted), quoted
+
+
 def test_the_picture_is_the_after_kill_snapshot():
     """docs/img/after-kill.svg is the 120x36 after-kill snapshot the app renders in
     tests/test_tui_sizes.py; when that snapshot is updated, refresh the copy with
