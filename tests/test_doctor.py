@@ -33,6 +33,7 @@ def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(
         good = run_cli(*lab, "doctor", "--workflow", "Heartbeat2s", timeout=120)
         single = run_cli(*lab, "doctor", "--workflow", "SingleAttempt", timeout=120)
         local = run_cli(*lab, "doctor", "--workflow", "LocalOnly", timeout=120)
+        nope = run_cli(*lab, "doctor", "--workflow", "Nope", timeout=120)  # it said "no findings", exit 0 (#39)
         report = json.loads((home / "bad.json").read_text())
         again = run_cli(*lab, "doctor", report["workflow_id"], "--json", str(home / "again.json"), timeout=60)
     finally:
@@ -50,6 +51,8 @@ def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(
     assert "no findings" in good.stdout and "2 s" in good.stdout
     assert single.returncode == 1 and "maximum_attempts=1: one kill fails the activity" in single.stdout
     assert local.returncode == 1 and "a local activity (1 run)" in local.stdout, local.stdout + local.stderr
+    assert nope.returncode == 1 and "ended WORKFLOW_TASK_FAILING" in nope.stdout, nope.stdout + nope.stderr
+    assert "1 finding(s)" in nope.stdout and "no findings" not in nope.stdout
     # a finished run read again (nothing started): the same report
     assert again.returncode == 1 and "started" not in again.stdout
     assert json.loads((home / "again.json").read_text()) == report

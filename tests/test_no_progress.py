@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
+from labs import WORKER_CMD
 from test_user_workflow_lab import stop_lab
 
 WORKER = Path(__file__).resolve().parent / "stuck_worker.py"
@@ -39,6 +40,26 @@ def test_a_workflow_task_that_keeps_failing_ends_start_wait_and_shows_in_status(
     assert doc["workflow_status"] == "RUNNING" and doc["stuck_task"]["attempt"] >= 3, doc["stuck_task"]
     assert "a sync call in the workflow sandbox" in doc["stuck_task"]["message"]
     assert "no progress" in text.stdout and "UNHANDLED_FAILURE" in text.stdout
+
+
+def test_start_wait_on_an_unregistered_workflow_says_so_and_a_completed_run_ends_at_its_count(
+    session_root, temporal_address
+):
+    """#39: `start --wait` on a type the worker does not register ended nowhere (`0/0`, forever); a
+    completed run's last line said `0/1` (the last poll's count) where status showed 3/3."""
+    home = session_root / "unregistered"
+    flags = ["--home", str(home), "--temporal-address", temporal_address, "--worker-cmd", WORKER_CMD,
+             "--task-queue", f"q-{home.name}"]  # fmt: skip
+    try:
+        started = time.monotonic()
+        nope = run_cli(*flags, "start", "--workflow", "Nope", "--wait", timeout=60)
+        took = time.monotonic() - started
+        done = run_cli(*flags, "start", "--workflow", "SendLines", "--input", '{"count": 3, "pace": 0}', "--wait")
+    finally:
+        stop_lab(home)
+    assert nope.returncode == 1 and took < 30 and "Workflow class Nope is not registered" in nope.stderr, nope.stderr
+    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1].endswith("3/3 activities completed · "
+                                                                                  "re-executed 0"), done.stderr
 
 
 def test_an_activity_that_fails_before_its_body_never_ran_and_is_not_at_risk(session_root, temporal_address):

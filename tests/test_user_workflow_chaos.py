@@ -98,6 +98,18 @@ def test_seeded_resets_on_a_user_workflow(session_root):
     assert Counter(output_lines(home, report["run_id"])).most_common(1)[0][1] == 1
 
 
+def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is_said_once(session_root):
+    """#39: `--aim 'zz*'` (a typo) fired nothing and passed, listing each not-fired event twice."""
+    home = session_root / f"uw-aim-nothing-{next(_homes)}"
+    out, report = chaos(lab_flags(home), home, "--workflow", "SendLines", "--input", '{"count": 6, "pace": 0}',
+                        "--seed", "1", "--kills", "3", "--aim", "zz*")  # fmt: skip
+    assert out.returncode == 1 and "verdict: FAIL" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "FAIL  chaos: --aim picked an activity of the run: --aim 'zz*' matched none" in out.stdout, out.stdout
+    said = [line for line in out.stdout.splitlines() if "not fired:" in line]
+    assert len(said) == len(report["not_fired"]) == 3 and len(set(said)) == 3, said
+    assert report["kills"] == [] and report["audit"]["workflow_status"] == "COMPLETED"
+
+
 @pytest.mark.parametrize(("framework", "workflow", "backend"), [
     ("pydantic-ai", "PydanticMailerGuarded", "postgresql"), ("openai-agents", "OpenAIMailer", "sqlite")])  # fmt: skip
 def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow, backend, session_root, request):

@@ -89,6 +89,8 @@ async def wait_workflow_run(
             status = "RUNNING"
         if status not in (None, "RUNNING"):
             record_end(settings, run_id, status)
+            if progress:  # the last count is the closed run's, as `status` shows it (not the last poll's)
+                await _show_progress(client, run_id, shown)
             return status
         if (stuck := await watch.check()) is not None:  # it cannot go on: said, not waited out
             return stuck

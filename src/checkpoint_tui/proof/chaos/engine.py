@@ -162,15 +162,19 @@ class Chaos:
 
     async def _execute(self, run_id: str) -> None:
         """Every event of the schedule, each at its moment or its time (schedule.execute)."""
+        said: list[ChaosEvent] = []  # events whose arrival already said why they did not fire
+
         async def arrive(ev: ChaosEvent) -> bool:
             if (why := await self.target.arrive(self, ev, run_id)) is not None:
                 self.not_fired.append(NotFired(ev.to_json(), why))
+                said.append(ev)
                 return False
             return True
 
         closed = lambda: self.target.closed(self, run_id)  # noqa: E731
         left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at, closed)
-        self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left]
+        self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left
+                           if not any(ev is s for s in said)]  # fmt: skip
 
     async def fire(self, ev: ChaosEvent, run_id: str) -> None:
         """Fire the event now: what only the workload has is its target's, the rest the engine's. One that
@@ -316,8 +320,10 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         risk = f" · AT RISK {t['at_risk']}" if "at_risk" in t else ""
         print(f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
               f"DUPLICATED {t.get('duplicated', 0)}{risk}")  # fmt: skip
-    ok = all(c["ok"] for c in report["checks"])
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
+    failed = [c for c in report["checks"] if not c["ok"]]
+    for c in failed:  # the verdict's reasons, each the check that failed and what it saw
+        print(f"FAIL  {c['name']}: {c['observed'][:600]}")
+    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
 
 
 def _where(fired: dict, unit: str = "step") -> str:

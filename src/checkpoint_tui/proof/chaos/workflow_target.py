@@ -260,6 +260,8 @@ class ActivityTarget(ChaosTarget):
         self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
                                                                        f.detail["activity_id"]])] if acted else []
         acts = self.progress.acts if self.progress is not None else []
+        if acts and not any(aimed(self.aim, a) for a in acts):  # a mistyped --aim fired nothing: not a pass
+            self.more.append(aim_check(self.aim, acts))
         return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
@@ -283,6 +285,14 @@ class ActivityTarget(ChaosTarget):
             lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
                          f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
         return lines
+
+
+def aim_check(aim: str, acts: list) -> Check:
+    """The run's activities, none of which `aim` picks: chaos aimed at nothing proved nothing."""
+    seen = sorted({a.label for a in acts})
+    return Check("chaos: --aim picked an activity of the run", False,
+                 f"--aim {aim!r} matched none of the run's {len(acts)} activities: "
+                 f"{', '.join(seen[:12])[:400]}{' …' if len(seen) > 12 else ''}")  # fmt: skip
 
 
 def reset_check(fired: list[dict], strict_models: bool) -> Check:
