@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bundle_checks import assert_bundle, assert_junit_matches
+from checkpoint_tui.proof.report import Report
 from conftest import run_cli
 
 EXPECTED_LOOP = [
@@ -32,26 +35,18 @@ def failing_lines(stdout: str) -> str:
     return "".join(line + "\n" for line in stdout.splitlines() if line.lstrip().startswith("FAIL"))
 
 
-# The checks that judge a latency against --verify's targets (restart <= 0.2 s with the warm spare, next
-# step within work + timer + replay + 0.6 s, the heartbeat-only restart, the wall time). Those targets
-# are speed claims: bench/resume_latency.py measures them, median of several runs, on a quiet machine.
-# Here, beside another lab on two cores, they may be missed by milliseconds; the test holds them to
-# bounds that only say each kill was failed over well inside the 3 min start-to-close, and everything
-# else must pass.
-TIMED = ("1e. ", "6. ", "verify wall time")
-
-
 def assert_verified(out, report: dict) -> None:
+    """Every check passed its gate and --verify exited 0. A latency target missed beside other labs on
+    two cores is said (SLOW, `met` false) but does not gate without --strict-latency; the figures must
+    still show each kill was failed over well inside the 3 min start-to-close."""
     missed = [c for c in report["checks"] if not c["ok"]]
-    wrong = [c for c in missed if not c["name"].startswith(TIMED)]
-    assert not wrong and out.returncode == (1 if missed else 0), failing_lines(out.stdout) + out.stdout[-3000:] \
-        + out.stderr[-2000:]  # fmt: skip
+    assert not missed and out.returncode == 0, failing_lines(out.stdout) + out.stdout[-3000:] + out.stderr[-2000:]
+    slow = [c for c in report["checks"] if not c["met"]]
+    assert all(c["latency"] for c in slow) and report["slow"] == [c["name"] for c in slow], slow
+    assert all(("SLOW  " + c["name"]) in out.stdout for c in slow)
     for c in report["checks"]:  # every kill was failed over and its run went on: the figures exist
         if c["name"].startswith("1e. "):  # (3.6 s seen for a restart beside two other labs on two cores)
             assert c["numbers"]["restart_s"] < 10 and c["numbers"]["next_step_excess_s"] is not None, c
-    if missed:
-        print("timing targets missed on this machine (bench/resume_latency.py measures them):")
-        print(failing_lines(out.stdout))
 
 
 EXPECTED = {
@@ -90,7 +85,7 @@ def test_verify_passes_with_figures(lab, home):
     by_name = {c["name"]: c for c in report["checks"]}
     for name in EXPECTED[lab.kind]:
         assert name in by_name, f"missing check {name!r}"
-        assert by_name[name]["ok"] or name.startswith(TIMED), by_name[name]
+        assert by_name[name]["ok"], by_name[name]
     assert ("ALL CHECKS PASS" in out.stdout) == (report["passed"] == report["total"])
     assert report["runs"] and report["verify_wall_s"] > 0  # every run it started, in order
     junit_text = junit.read_text()
@@ -106,9 +101,30 @@ def test_verify_passes_with_figures(lab, home):
         assert report["passed"] == report["total"] == 13 and len(report["runs"]) == 3
 
 
+# Our loop's only: a user's workflow reaches the ledger through the same store (its chaos runs on
+# PostgreSQL in test_chaos.py), and each --verify costs a minute of the suite's twelve.
+@pytest.mark.parametrize("lab", ["agent-loop"], indirect=True)
 def test_verify_passes_on_a_postgresql_ledger(lab, home, pg_url):
     """The same proof with every table in PostgreSQL (the URL reaches the CLI through its env var)."""
     out, report = verify(lab, home, env={"CHECKPOINT_LEDGER_URL": pg_url})
     assert_verified(out, report)
     assert report["total"] >= len(EXPECTED[lab.kind])
     assert not (home.run_dir / "verify" / "run" / "checkpoint.db").exists()  # nothing went to SQLite
+
+
+def test_a_missed_latency_target_is_said_but_gates_only_when_strict(capsys):
+    """A loaded CI machine is slow, not wrong: a latency check over its target passes as SLOW (met
+    false, in the report's `slow`), and fails only under --strict-latency; a plain check always gates."""
+    lenient, strict = Report(), Report(strict_latency=True)
+    for report in (lenient, strict):
+        report.latency_check("1e. kill #1: restart in time", False, "restart=2.360s (≤0.2s)", restart_s=2.36)
+        report.latency_check("6. unassisted restart", True, "restart=1.1s")
+        report.check("1d. nothing lost", True, "ok")
+    said = capsys.readouterr().out
+    assert "SLOW  1e. kill #1" in said and "FAIL  1e. kill #1" in said and "reported, not gating" in said
+    assert not lenient.failures and [c.name for c in lenient.slow] == ["1e. kill #1: restart in time"]
+    assert [c.name for c in strict.failures] == ["1e. kill #1: restart in time"] and not strict.slow
+    assert lenient.checks[0].latency and not lenient.checks[0].met and lenient.checks[0].ok
+    gate = Report()
+    gate.check("1d. nothing lost", False, "1 duplicate")
+    assert [c.name for c in gate.failures] == ["1d. nothing lost"]

@@ -93,11 +93,12 @@ async def kill_mid_run(ctx: VerifyContext) -> None:
     target = spawn + FIRST_RETRY_S + RESUME_SLACK_S
     for i, k in enumerate(kills, 1):
         resumed = _resume_s(chain, k)
-        r.check(f"1c. kill #{i} (activity {k['activity']}): the run resumed in time",
-                resumed is not None and resumed <= target,
-                f"resumed after {_s(resumed)} (≤{target:.1f}s: a cold spawn of the worker command {spawn:.2f} s, "
-                f"the first retry {FIRST_RETRY_S:g} s, {RESUME_SLACK_S:g} s slack)",
-                resume_s=resumed)  # fmt: skip
+        judge = r.check if resumed is None else r.latency_check  # None: it never resumed, a failure
+        judge(f"1c. kill #{i} (activity {k['activity']}): the run resumed in time",
+              resumed is not None and resumed <= target,
+              f"resumed after {_s(resumed)} (≤{target:.1f}s: a cold spawn of the worker command {spawn:.2f} s, "
+              f"the first retry {FIRST_RETRY_S:g} s, {RESUME_SLACK_S:g} s slack)",
+              resume_s=resumed)  # fmt: skip
     await _audit(ctx, "1d.", run_id, status)
 
 
@@ -123,10 +124,11 @@ async def unassisted(ctx: VerifyContext) -> None:
     source = (kill or {}).get("bound_from", "timeout")
     slow = f"; a kill there costs a minute or more: give {(kill or {}).get('kind')} a heartbeat timeout" \
         if own >= 60 else ""
-    ctx.report.check(f"3. unassisted kill: the activity's own {source} brings it back",
-                     kill is not None and resumed is not None and resumed <= budget,
-                     f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
-                     f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}", unassisted_resume_s=resumed)  # fmt: skip
+    judge = ctx.report.check if kill is None or resumed is None else ctx.report.latency_check
+    judge(f"3. unassisted kill: the activity's own {source} brings it back",
+          kill is not None and resumed is not None and resumed <= budget,
+          f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
+          f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}", unassisted_resume_s=resumed)  # fmt: skip
     await _audit(ctx, "3b.", run_id, status)
 
 
