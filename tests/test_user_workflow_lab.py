@@ -196,3 +196,19 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     lines = Counter(output_lines(home.home, run_id))
     assert lines == Counter(f"{run_id} line {i}" for i in range(1, 13))
     assert not started_for(home.home)
+
+
+def test_stop_ends_what_a_worker_command_daemonized(session_root, temporal_address):
+    """#39: a worker command that forks a daemon into a session of its own: the process group `stop`
+    ends no longer holds it, and it kept running with this home's CHECKPOINT_HOME after `stop`."""
+    home = session_root / "daemonizing"
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'daemonizing_worker.py'))}"
+    flags = ["--home", str(home), "--temporal-address", temporal_address, "--worker-cmd", cmd,
+             "--task-queue", f"uw-{home.name}"]  # fmt: skip
+    try:
+        out = run_cli(*flags, "start", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}', "--wait")
+        assert out.returncode == 0, out.stderr[-2000:]
+        daemons = [p for p in started_for(home) if "daemonizing_worker.py" in " ".join(p.cmdline())]
+        assert daemons, [p.cmdline() for p in started_for(home)]  # the worker exec'd; its daemon did not
+    finally:
+        stop_lab(home)  # proves nothing started for the home is left, the daemon included

@@ -36,6 +36,9 @@ class Launch:
     # by the CHECKPOINT_HOME it was started with, not by its command line.
     user_cmd: bool = False
 
+# Set in a worker spawn's environment only (ours and a user's command), so `stop` finds whatever a
+# worker forked, even a daemon that left its process group (worker_proc.spawned_for_home).
+WORKER_OF_ENV = "CHECKPOINT_WORKER_OF"
 
 def new_name() -> str:
     return f"w-{secrets.token_hex(3)}@{HOST}"
@@ -67,4 +70,5 @@ def our_worker(settings: Settings, address: str, role: str = "active", extra_arg
         argv.append("--standby")
     env = settings.child_env()
     env["CHECKPOINT_HOME"] = str(settings.home)  # what unrecorded() matches, beside the command line
+    env[WORKER_OF_ENV] = str(settings.home)
     return Launch(tuple(argv), env, settings.home, lambda _pid: name, identity_after_exec, "the worker", role)

@@ -24,7 +24,7 @@ from temporalio.client import Client
 
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import startup_death
-from checkpoint_tui.ops.launch import Launch
+from checkpoint_tui.ops.launch import WORKER_OF_ENV, Launch
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, Settings
 from checkpoint_tui.waiting import wait_until_sync
@@ -69,6 +69,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
     if conn.api_key or conn.tls_cert or conn.tls_ca:
         env["TEMPORAL_TLS"] = "true"
     env["CHECKPOINT_HOME"] = str(settings.home)
+    env[WORKER_OF_ENV] = str(settings.home)  # what stop's sweep finds its forks by (worker_proc.spawned_for_home)
     env["CHECKPOINT_TASK_QUEUE"] = settings.task_queue
     env[PROBE_LOG_ENV] = str(settings.probe_log)  # where the audit reads it, whatever the shell said
     return env

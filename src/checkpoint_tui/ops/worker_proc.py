@@ -20,7 +20,7 @@ import psutil
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops import worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
-from checkpoint_tui.ops.launch import WORKER_MODULE, Launch, our_worker
+from checkpoint_tui.ops.launch import WORKER_MODULE, WORKER_OF_ENV, Launch, our_worker
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import (
     ExitFd,
@@ -241,9 +241,19 @@ def unrecorded(settings: Settings, known: set[int]) -> list[WorkerProc]:
         if proc.info["uids"].real != os.getuid():
             continue
         ident = ProcIdentity.of(proc.pid)
-        if ident is not None and is_home_worker(settings, ident) and started_for_home(settings, ident.pid):
+        if ident is None:
+            continue
+        ours = is_home_worker(settings, ident) and started_for_home(settings, ident.pid)
+        if ours or spawned_for_home(settings, ident.pid):
             found.append(WorkerProc(ident, f"unrecorded-{ident.pid}", LEFTOVER, ident.pid))
     return found
+
+
+def spawned_for_home(settings: Settings, pid: int) -> bool:
+    """A worker spawn of this home or a process it forked, however far it went (a daemon in a session
+    of its own, its parent gone): only a worker spawn's environment has WORKER_OF_ENV, and a fork
+    inherits it. CHECKPOINT_HOME alone is not enough: a user's shell may export it."""
+    return started_with(pid, WORKER_OF_ENV) == str(settings.home)
 
 
 def forget(settings: Settings, role: str, slot: int = 0) -> None:
