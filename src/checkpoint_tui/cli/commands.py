@@ -32,6 +32,8 @@ BUNDLES_OURS = "--proof bundles are for checkpoint-tui's own workflow; with --wo
 def dispatch(args: argparse.Namespace) -> int:
     if (args.verify_junit or args.verify_proof) and not args.verify:
         raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
+    if args.strict_latency and not args.verify:
+        raise UsageError("--strict-latency goes with --verify")
     workload_flags.check_pairing(args, bool(args.worker_cmd))
     workload = workload_flags.build_workload(args)
     settings = workload_flags.with_worker_cmd(args, settings_from(args))
@@ -82,7 +84,7 @@ def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> i
 
     stopped = "--verify: stopped by SIGTERM (`stop`, or a CI timeout); its workers stopped"
     with lab(settings, "--verify", exclusive=True):
-        work = run_verify(settings, workload, workload.verify_plan(settings), json_path, outputs)
+        work = run_verify(settings, workload, workload.verify_plan(settings), json_path, outputs, args.strict_latency)
         return asyncio.run(until_sigterm(work, stopped))
 
 

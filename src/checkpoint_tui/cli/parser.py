@@ -154,6 +154,9 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         "--proof", dest="verify_proof", metavar="DIR", type=_output_dir,
         help="with --verify: write a proof bundle here (report, JUnit, histories, ledger CSVs, worker events, SVG)",
     )  # fmt: skip
+    p.add_argument("--strict-latency", action="store_true",
+                   help="with --verify: a restart or resume slower than its target fails it too (without: said, "
+                        "SLOW, not gating; a loaded CI machine is slow, not wrong)")  # fmt: skip
 
 
 def _run_commands(sub) -> None:
