@@ -313,7 +313,12 @@ def test_output_flags_are_checked_before_anything_runs(tmp_path):
     schedule = tmp_path / "s.json"
     save_schedule(schedule, make_schedule(1, 12, 4), 12, 1)
     (tmp_path / "s.min.json").symlink_to(victim)
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "histories").symlink_to(tmp_path)  # inside --proof DIR: refused now, not after the run (#39)
     cases = [
+        ["--verify", "--proof", str(bundle)],
+        ["chaos", "--proof", str(bundle)],
         ["chaos", "--json", str(tmp_path)],  # a directory: the report would be lost after the run
         ["chaos", "--json", str(link)],
         ["--verify", "--json", str(link)],

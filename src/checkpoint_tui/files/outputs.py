@@ -61,9 +61,10 @@ def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
     return out
 
 
-def check_output_dir(path: str | os.PathLike[str], what: str) -> Path:
+def check_output_dir(path: str | os.PathLike[str], what: str, subdirs: tuple[str, ...] = ()) -> Path:
     """A directory the lab will write into: refused if it is a symbolic link, exists and is not a
-    directory, is not writable, or cannot be created."""
+    directory, is not writable, or cannot be created; so is any of `subdirs` it will write into that
+    exists as a link or a file."""
     out = Path(path)
     st = _lstat(out)
     if st is None:
@@ -74,6 +75,11 @@ def check_output_dir(path: str | os.PathLike[str], what: str) -> Path:
         raise UsageError(f"{what} {out} exists and is not a directory")
     elif not os.access(out, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {out}: not writable")
+    for name in subdirs:  # what the writer will make inside: a link or a file planted there is refused now,
+        sub = _lstat(out / name)  # not after the whole run
+        if sub is not None and (stat.S_ISLNK(sub.st_mode) or not stat.S_ISDIR(sub.st_mode)):
+            kind = "a symbolic link" if stat.S_ISLNK(sub.st_mode) else "not a directory"
+            raise UsageError(f"{what} {out / name} is {kind}; refusing to write there (remove it or name another)")
     return out
 
 

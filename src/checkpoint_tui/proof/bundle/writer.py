@@ -20,6 +20,7 @@ from checkpoint_tui.app.kill_marker import marker_lines
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.view import Snapshot, View
 from checkpoint_tui.files import OutputDir
+from checkpoint_tui.files.outputs import check_output_dir
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEvent
@@ -34,6 +35,8 @@ from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
 HISTORY_KEEP = 2000  # what the history pane keeps on screen
+HISTORIES, LEDGER = "histories", "ledger"  # the bundle's subfolders
+SUBDIRS = (HISTORIES, LEDGER)
 
 
 class Screenshot(Protocol):
@@ -49,6 +52,10 @@ class ProofOutputs:
     junit: Path | None = None
     bundle: Path | None = None
     screenshot: Screenshot | None = None
+
+    def __post_init__(self) -> None:
+        if self.bundle is not None:  # its subfolders too, before the run (they were refused after it)
+            check_output_dir(self.bundle, "--proof", SUBDIRS)
 
     @property
     def wanted(self) -> bool:
@@ -97,7 +104,7 @@ async def _fill(out: OutputDir, run: ProofRun, screenshot: Screenshot | None) ->
     address, _ = resolve_address(run.settings)
     client = await connect_client(run.settings, address)
     recorded = await chains(client, run_ids, conn, None, strict=False)
-    files += export(recorded, out.subdir("histories"))
+    files += export(recorded, out.subdir(HISTORIES))
     files += _ledger_csvs(conn, run_ids, out)
     main = run_ids[0] if run_ids else None
     snap, markers = None, []
@@ -139,7 +146,7 @@ def _view(snap: Snapshot, recorded: list[Recorded], address: str, settings: Sett
 
 
 def _ledger_csvs(conn: Ledger, run_ids: list[str], out: OutputDir) -> list[Path]:
-    ledger = out.subdir("ledger")
+    ledger = out.subdir(LEDGER)
     runs = [r for r in (queries.run(conn, run_id) for run_id in run_ids) if r is not None]
     effects = [{"run_id": run_id, **asdict(e)} for run_id in run_ids for e in queries.effects(conn, run_id)]
     attempts = [{"run_id": run_id, **asdict(a)} for run_id in run_ids for a in queries.claim_attempts(conn, run_id)]
