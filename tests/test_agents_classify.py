@@ -28,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agent_examples import OPENAI_WORKER, PYDANTIC_WORKER, Workers, activities_seen, first_model_done_task
-from checkpoint_tui.app.frameworks import FRAMEWORKS, ActivitySeen, UnitInfo, classify, detect
+from checkpoint_tui.app.frameworks import FRAMEWORKS, ActivitySeen, UnitInfo, classify, detect, overridden
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations._keys import call_key
 from checkpoint_tui.integrations.openai_agents import ToolCall, guarded_activity_as_tool, tool_call_key
@@ -270,6 +270,17 @@ def test_detect_names_a_framework_by_its_activity_types_only() -> None:
     assert detect([ActivitySeen("payments.charge", [{"amount": 3}], {"ok": True}, None)]) is None
     assert detect([ActivitySeen("mailer.send", [{"args": [{"messages": []}], "kwargs": {}, "langgraph_config": {}}],
                                 None, None)]) == "langgraph"  # fmt: skip
+
+
+def test_a_forced_framework_that_names_none_of_the_activities_gives_way_to_the_one_that_does() -> None:
+    """#39: --framework openai-agents on a pydantic-ai agent judged its model requests as tools (AT
+    RISK, FAIL where the same seed passed unforced), without a word."""
+    pydantic = [seen("agent__a__model_request"), seen("agent__a__toolset__<a>__call_tool"), seen("send_line")]
+    assert overridden("openai-agents", pydantic) == "pydantic-ai"
+    assert overridden("pydantic-ai", pydantic) is None and overridden(None, pydantic) is None
+    mixed = [*pydantic, seen("invoke_model_activity")]  # the forced one names some: the user's word stands
+    assert overridden("openai-agents", mixed) is None
+    assert overridden("openai-agents", [seen("send_line")]) is None  # a plain workflow: nothing to prefer
 
 
 def test_pydantic_ai_mcp_and_other_activities() -> None:

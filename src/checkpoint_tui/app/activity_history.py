@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import PendingActivityState, WorkflowTaskFailedCause
@@ -21,7 +22,7 @@ from temporalio.service import RPCError
 
 # The chain reader lives in app/chain.py; callers of this module import it from here too.
 from checkpoint_tui.app.chain import Chain, read_chain, reset_run  # noqa: F401
-from checkpoint_tui.app.frameworks import ActivitySeen, Framework, UnitInfo, classify, detect
+from checkpoint_tui.app.frameworks import ActivitySeen, Framework, UnitInfo, classify, detect, overridden
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -186,10 +187,24 @@ def activities(chain: Chain) -> list[ActivityExec]:
     return found
 
 
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    """A warning about the run's classification, once per process (label runs on every refresh)."""
+    if line not in _said:
+        _said.add(line)
+        print(f"checkpoint-tui: {line}", file=sys.stderr, flush=True)
+
+
 def label(acts: list[ActivityExec], framework: Framework = None) -> Framework:
     """Classify every activity by its framework's adapter (`framework`, else the one the activity
     types name); returns the framework used (None: a plain workflow)."""
     seen = [a.seen() for a in acts]
+    if (found := overridden(framework, seen)) is not None:
+        _say_once(f"--framework {framework} recognises none of the run's activities; they are {found}'s: "
+                  f"classified as {found}'s")  # fmt: skip
+        framework = found
     framework = framework or detect(seen)
     for act, info in zip(acts, classify(framework, seen), strict=False):
         act.info = info

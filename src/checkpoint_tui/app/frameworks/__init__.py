@@ -22,7 +22,7 @@ DETECT_LIMIT = 10_000  # activity types looked at: a framework shows itself in i
 # What classifies a workflow's activities: a framework's name (forced, or detected), or a declaration.
 Framework = str | Declared | None
 
-__all__ = ["FRAMEWORKS", "ActivitySeen", "Declared", "Framework", "UnitInfo", "classify", "detect"]
+__all__ = ["FRAMEWORKS", "ActivitySeen", "Declared", "Framework", "UnitInfo", "classify", "detect", "overridden"]
 
 
 def detect(activities: Iterable[ActivitySeen | str]) -> str | None:
@@ -38,6 +38,21 @@ def detect(activities: Iterable[ActivitySeen | str]) -> str | None:
             if adapter.recognises(seen):
                 return adapter.NAME
     return None
+
+
+def overridden(framework: Framework, seen: list[ActivitySeen]) -> str | None:
+    """The framework to use instead of a forced one (--framework) that recognises none of the run's
+    activities while another framework recognises them (a pydantic-ai agent run with --framework
+    openai-agents: its model requests would be judged as tools, at risk); None to keep it."""
+    if not isinstance(framework, str):
+        return None
+    forced = next((a for a in ADAPTERS if framework == a.NAME), None)
+    found = detect(seen)
+    if forced is None or found is None or found == framework:
+        return None
+    if any(forced.recognises(s) for s in islice(seen, DETECT_LIMIT)):
+        return None  # it names some of them: a mixed workflow, the user's word stands
+    return found
 
 
 def classify(framework: Framework, seen: list[ActivitySeen]) -> list[UnitInfo]:
