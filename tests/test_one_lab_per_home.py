@@ -66,6 +66,8 @@ def test_a_second_chaos_is_refused_naming_the_first_and_stop_ends_the_first(tmp_
     `stop` missed it and it respawned the lab); `stop` then ends the first chaos itself, which says
     so and exits 1, and nothing of the home is left."""
     home = tmp_path / "h"
+    left = run_cli("--home", str(home), "start", "--steps", "1", "--pace", "0", timeout=90)  # a lab left running
+    assert left.returncode == 0, left.stderr
     argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "chaos", "--seed", "1", "--steps", "60",
             "--kills", "3"]  # fmt: skip
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -81,6 +83,7 @@ def test_a_second_chaos_is_refused_naming_the_first_and_stop_ends_the_first(tmp_
         assert f"chaos {first.pid}" in stopped.stdout, stopped.stdout + stopped.stderr
         out, err = first.communicate(timeout=30)
         assert first.returncode == 1 and "chaos: stopped by SIGTERM" in err, err[-2000:]
+        assert "chaos: this home's lab is running (dev server" in out, out[:2000]  # taken over, and said
         assert "Traceback" not in err
         until(lambda: not started_for(home), 15, "the home's processes to end")
     finally:
@@ -113,3 +116,25 @@ def test_the_app_and_start_are_refused_while_an_experiment_holds_the_home(tmp_pa
         out = run_cli("--home", str(home.home), "start", "--steps", "2", timeout=60)
     assert out.returncode == 2 and f"in use by --verify (pid {os.getpid()})" in out.stderr, out.stderr
     assert not worker_proc.load_all(home)  # refused before it started anything
+
+
+def test_stop_during_verify_ends_it_and_its_verify_home(home: Settings):
+    """#39: `stop` stopped the dev server under --verify but not the verify home's workers, and --verify
+    went on 150-190 s into a dozen RPCError FAIL lines without saying the home was stopped."""
+    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(home.home), "--temporal-address",
+            home.temporal_address, "--verify"]  # fmt: skip
+    verify = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    vhome = home.home / "run" / "verify"
+    try:
+        until(lambda: worker_proc.load_all(Settings(home=vhome)), 90, "--verify's first worker")
+        stopped = run_cli("--home", str(home.home), "stop", timeout=90)
+        assert f"--verify {verify.pid}" in stopped.stdout, stopped.stdout + stopped.stderr
+        _, err = verify.communicate(timeout=30)
+        assert verify.returncode == 1 and "--verify: stopped by SIGTERM" in err and "Traceback" not in err, err
+        until(lambda: not worker_proc.load_all(Settings(home=vhome)), 15, "the verify home's workers to end")
+    finally:
+        if verify.poll() is None:
+            verify.kill()
+            verify.wait()
+        stop_lab(vhome)
+        stop_lab(home.home)

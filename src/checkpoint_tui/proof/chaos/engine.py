@@ -347,6 +347,18 @@ async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:
                                     "(and a worker command of yours) stopped")
 
 
+def say_taken_over(settings: Settings) -> None:
+    """A lab left running in the home (the app's `q`, a `start`) is chaos's to kill now: said, not done
+    without a word."""
+    server, _ = devserver.recorded(settings)
+    workers = [f"{w.role} {w.pid}" for w in worker_proc.load_all(settings)]
+    if server is None and not workers:
+        return
+    what = ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
+    print(f"chaos: this home's lab is running ({what}): chaos takes it over and its kills land on it; "
+          "`stop` ends what is left afterwards", flush=True)
+
+
 async def run_schedule(
     settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget
 ) -> dict:
@@ -361,6 +373,7 @@ async def chaos_command(
     """Run `events` against the target's workload; print, write the report (and the JUnit, a bundle).
     With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
     settings.ensure_dirs()
+    say_taken_over(settings)
     devserver.ensure_devserver(settings)
     chaos = Chaos(settings, seed, steps, events, target, runs)
     report = await _until_sigterm(chaos.run())
