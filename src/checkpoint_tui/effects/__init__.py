@@ -21,15 +21,24 @@ Check-and-act under a lock, or give the key to your provider as its idempotency 
 (`default_key(kind)`). The claim dedupes attempts that come one after another, not live ones that
 overlap, with one guard: in one process, calls on the same key take turns (a caller waits until the
 call before it on that key has stamped or failed, then is `skipped` or `recovered`), so two
-activities of one worker using one business key at once write once (a call on the same key from
-inside its own write is refused: it would wait for itself). Calls in different processes (two
-workers) are not serialised: the second to claim while the first writes is `recovered` and writes
-too. If `write` raises, nothing is stamped and the exception propagates (Temporal retries the
+activities of one worker using one business key at once write once. A call on a key from inside the
+call that holds it would wait for itself, or write twice: it is refused with `EffectRefused` (from
+the write itself or what inherits its context, from a thread the write joins or whose pool job it
+waits for, and from any thread of a process forked inside the write). A process forked from another
+thread while a call writes waits for that call to end (or its process to die), then claims. A wait
+for a turn that lasts 10 minutes (`once.TURN_WAIT_S`) raises TimeoutError (retryable): the call
+ahead is hung, or waits for this one in a way the library cannot see. Calls in unrelated processes
+(two workers) are not serialised: the second to claim while the first writes is `recovered` and
+writes too. If `write` raises, nothing is stamped and the exception propagates (Temporal retries the
 activity; the retry is `recovered`). Every attempt is a row in `effect_outcomes` (no outcome:
 interrupted). Once `write` returned, the stamp is made even if the activity is cancelled meanwhile
 (the cancellation is raised after it). Refusals that can never succeed (a bad kind or key, a write
-that is not callable, a payload over 64 KiB or holding NUL) raise `EffectRefused`, a non-retryable
-ApplicationError, before anything is claimed.
+that is not callable, a payload over 64 KiB or holding NUL, an `async def` write given to
+`exactly_once_sync`, a generator function as write: its body would never run) raise
+`EffectRefused`, a non-retryable ApplicationError, before anything is claimed. A plain callable that
+returns a coroutine (to `exactly_once_sync`) or a generator is known only once called: what it
+returned is closed unrun and the call refused; its claim stays unstamped as after a write that
+raised (the next call is `recovered`, and the probe log counts both calls).
 
 Keys. Stored keys are namespaced by where they come from, so they never meet each other nor the
 lab's own effect ids (`<workflow id>:<step>:<kind>`) in one ledger. By default the key is the

@@ -3,26 +3,28 @@
 activities and `exactly_once_sync` for sync ones. Both check the whole call before claiming, take
 their turn on the key in this process (`gate`), heartbeat while they work, count every physical
 write in the probe log before calling it, run their SQL on the library's ledger thread and their
-sync writes on threads of their own."""
+sync writes on threads of their own. Every wait for a turn is bounded (`TURN_WAIT_S`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import logging
+import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from temporalio import activity
 
-from checkpoint_tui.effects.gate import GATE
+from checkpoint_tui.effects.gate import GATE, HELD, Hold
 from checkpoint_tui.effects.identity import (
     EffectRefused,
     Identity,
@@ -33,17 +35,14 @@ from checkpoint_tui.effects.identity import (
 )
 from checkpoint_tui.effects.location import LEDGER, checked_location
 from checkpoint_tui.effects.probe import ProbeRecord, append_probe, probe_line
+from checkpoint_tui.effects.writes import makes, refuse_unrunnable, unrun, unrun_refusal
 from checkpoint_tui.ledger import store
 from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
 from checkpoint_tui.waiting import to_the_end
 
 Outcome = Literal["applied", "skipped", "recovered"]
-# The (ledger, key) turns the current context holds: its write runs in it (awaited, or on a thread in
-# a copy of it), so a call from inside the write on the same key is refused instead of waiting for
-# itself forever.
-_HELD: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
-    "checkpoint_effects_held", default=frozenset()
-)
+TURN_WAIT_S = 600.0  # the longest wait for the call ahead on a key; then TimeoutError (retryable)
+POLL_S = 0.05  # how often a waiting caller looks whether it is waited for, or past its deadline
 Write = Callable[[str], Any]  # write(payload): returns None, or an awaitable (async def)
 T = TypeVar("T")
 log = logging.getLogger("checkpoint_tui.effects")
@@ -55,46 +54,54 @@ async def exactly_once(*, kind: str, payload: str, write: Write, key: str | None
     (claimed earlier by an attempt that never stamped: written again, then stamped). An async `write`
     is awaited, a sync one runs on a thread of the library's own; the activity heartbeats meanwhile.
     Calls on one key in this process take turns (see `gate`)."""
-    call = _Call.prepare(kind, payload, write, key)
+    call = _Call.prepare(kind, payload, write, key, sync=False)
     async with _beating():
-        held = _hold(call)
+        deadline = time.monotonic() + TURN_WAIT_S
+        beside = GATE.beside(call.gate)
+        if beside is not None:
+            await asyncio.wrap_future(_in_thread(_outwait, call, beside, deadline))
         turn = GATE.enter(call.gate)
         try:
-            await asyncio.wrap_future(turn)
-            claim = await asyncio.wrap_future(LEDGER.submit(_claim, call.target, call.spec))
-            if claim.must_write:
-                await asyncio.wrap_future(_in_thread(append_probe, call.probe, call.line))
-                await _write(write, payload)
-            await _unabandoned(LEDGER.submit(_stamp, call.target, call.spec, claim))
+            try:
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                    await asyncio.wrap_future(turn)  # (not wait_for: on 3.11 it may swallow a cancellation)
+            except TimeoutError:
+                raise TimeoutError(call.waited()) from None
+            with _holding(call) as hold:
+                claim = await asyncio.wrap_future(LEDGER.submit(_claim, call.target, call.spec))
+                if claim.must_write:
+                    await asyncio.wrap_future(_in_thread(append_probe, call.probe, call.line))
+                    await _write(call, hold, write, payload)
+                await _unabandoned(LEDGER.submit(_stamp, call.target, call.spec, claim))
         finally:
             GATE.exit(call.gate, turn)
-            _HELD.reset(held)
     return cast(Outcome, claim.outcome)
 
 
 def exactly_once_sync(*, kind: str, payload: str, write: Callable[[str], object], key: str | None = None) -> Outcome:
     """The twin for sync activities (and plain threads), same semantics: `write` runs in its own
     thread while this one heartbeats."""
-    if _is_async(write):
-        raise EffectRefused("exactly_once_sync takes a sync write; await exactly_once(...) for an async one")
-    call = _Call.prepare(kind, payload, write, key)
+    call = _Call.prepare(kind, payload, write, key, sync=True)
     beat = _Heartbeat.current()
-    held = _hold(call)
+    deadline = time.monotonic() + TURN_WAIT_S
+    beside = GATE.beside(call.gate)
+    if beside is not None:
+        beat.wait(_in_thread(_outwait, call, beside, deadline))
     turn = GATE.enter(call.gate)
     try:
-        beat.wait(turn)
-        claim = beat.wait(LEDGER.submit(_claim, call.target, call.spec))
-        if claim.must_write:
-            beat.wait(_in_thread(_probe_then_write, call.probe, call.line, write, payload))
-        stamp = LEDGER.submit(_stamp, call.target, call.spec, claim)
-        try:
-            beat.wait(stamp)
-        except BaseException:  # interrupted (a sync activity's cancellation): the stamp is made first
-            stamp.exception()
-            raise
+        beat.wait(turn, check=functools.partial(_still_waiting, call, deadline))
+        with _holding(call) as hold:
+            claim = beat.wait(LEDGER.submit(_claim, call.target, call.spec))
+            if claim.must_write:
+                beat.wait(_in_thread(_probe_then_write, call, hold, write, payload))
+            stamp = LEDGER.submit(_stamp, call.target, call.spec, claim)
+            try:
+                beat.wait(stamp)
+            except BaseException:  # interrupted (a sync activity's cancellation): the stamp is made first
+                stamp.exception()
+                raise
     finally:
         GATE.exit(call.gate, turn)
-        _HELD.reset(held)
     return cast(Outcome, claim.outcome)
 
 
@@ -124,8 +131,9 @@ class _Call:
     gate: tuple[str, str]  # (ledger, key): the turn this call waits for
 
     @classmethod
-    def prepare(cls, kind: object, payload: object, write: object, key: str | None) -> _Call:
+    def prepare(cls, kind: object, payload: object, write: object, key: str | None, sync: bool) -> _Call:
         check_write(write)
+        refuse_unrunnable(write, sync)
         ident = Identity.current()
         spec = effect_spec(kind, payload, key, ident)
         target, probe = checked_location()
@@ -133,15 +141,51 @@ class _Call:
             line = probe_line(_probe_record(spec, ident))
         except ValueError as err:  # bounded keys and cut fields: unreachable, but never after a claim
             raise EffectRefused(str(err)) from None
-        return cls(spec, target, probe, line, (str(target), spec.id))
+        call = cls(spec, target, probe, line, (str(target), spec.id))
+        hold = GATE.inside(call.gate)
+        if hold is not None:
+            forked = f"in a process forked inside its own write (pid {hold.pid}, still in it)"
+            raise EffectRefused(call.nested("inside its own write" if hold.pid == os.getpid() else forked))
+        return call
+
+    def nested(self, where: str) -> str:
+        return (f"exactly_once on {self.spec.id[:80]!r} called {where}: it would wait for itself or write twice; "
+                "use another kind or key for a nested effect")  # fmt: skip
+
+    def waited(self, pid: int | None = None) -> str:
+        whose = "ahead of it in this process" if pid is None else f"in process {pid}, which this one was forked from"
+        return (f"exactly_once on {self.spec.id[:80]!r}: waited {TURN_WAIT_S:g} s for the call on this key {whose}, "
+                "which still holds it (a slow write, or one that waits for this call); retry later, or use "
+                "another key for a nested effect")  # fmt: skip
 
 
-def _hold(call: _Call) -> contextvars.Token[frozenset[tuple[str, str]]]:
-    held = _HELD.get()
-    if call.gate in held:
-        raise EffectRefused(f"exactly_once on {call.spec.id[:80]!r} called from inside its own write: it would wait "
-                            "for itself; use another kind or key for a nested effect")  # fmt: skip
-    return _HELD.set(held | {call.gate})
+@contextmanager
+def _holding(call: _Call) -> Iterator[Hold]:
+    """This call's hold on its key, from its turn to its end: in its context (its write runs in it),
+    and marked where a process forked meanwhile sees it."""
+    hold = GATE.hold(call.gate)
+    token = HELD.set((*HELD.get(), hold))
+    try:
+        yield hold
+    finally:
+        HELD.reset(token)
+        GATE.release(hold)
+
+
+def _still_waiting(call: _Call, deadline: float) -> None:
+    """Looked at while a sync caller waits for its turn: the holder may be waiting for it."""
+    if GATE.holder_waits_for_me(call.gate):
+        raise EffectRefused(call.nested("from a thread its own write waits for"))
+    if time.monotonic() >= deadline:
+        raise TimeoutError(call.waited())
+
+
+def _outwait(call: _Call, hold: Hold, deadline: float) -> None:
+    """Wait for the call on this key that an ancestor was making (on another thread) when it forked."""
+    while hold.active():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(call.waited(hold.pid))
+        time.sleep(POLL_S)
 
 
 def _claim(target: str | Path, spec: EffectSpec) -> Claim:
@@ -165,15 +209,38 @@ def _probe_record(spec: EffectSpec, ident: Identity) -> ProbeRecord:
     )
 
 
-async def _write(write: Write, payload: str) -> None:
+# --- the write ------------------------------------------------------------------------------------
+
+
+async def _write(call: _Call, hold: Hold, write: Write, payload: str) -> None:
     """An async write awaited here; a sync one on a thread of its own (not the loop's default executor:
     a worker's few threads, which hung writes would use up)."""
-    if _is_async(write):
+    if makes(write) == "coroutine":
         await write(payload)
         return
-    result = await asyncio.wrap_future(_in_thread(write, payload))
+    result = await asyncio.wrap_future(_in_thread(_run_write, hold, write, payload))
+    what = unrun(result, sync=False)
+    if what is not None:
+        raise EffectRefused(unrun_refusal("exactly_once", call.spec.id, what))
     if inspect.isawaitable(result):  # a plain callable that returned a coroutine
         await result
+
+
+def _probe_then_write(call: _Call, hold: Hold, write: Callable[[str], object], payload: str) -> None:
+    append_probe(call.probe, call.line)
+    what = unrun(_run_write(hold, write, payload), sync=True)
+    if what is not None:
+        raise EffectRefused(unrun_refusal("exactly_once_sync", call.spec.id, what))
+
+
+def _run_write(hold: Hold, write: Callable[[str], object], payload: str) -> object:
+    """`write(payload)` on this thread, counted among the hold's while it runs (see `gate._waits_for`)."""
+    me = threading.get_ident()
+    hold.threads.add(me)
+    try:
+        return write(payload)
+    finally:
+        hold.threads.discard(me)
 
 
 async def _unabandoned(future: Future[T]) -> T:
@@ -182,21 +249,6 @@ async def _unabandoned(future: Future[T]) -> T:
     thread's queue, or the effect, done, stays unstamped and a retry sends it again. The cancellation
     is raised once the future is done."""
     return await to_the_end(asyncio.wrap_future(future))
-
-
-def _probe_then_write(probe: Path, line: bytes, write: Callable[[str], object], payload: str) -> None:
-    append_probe(probe, line)
-    result = write(payload)
-    if inspect.isawaitable(result):
-        if inspect.iscoroutine(result):
-            result.close()  # never awaited: say so once, not as a RuntimeWarning at exit
-        raise EffectRefused("exactly_once_sync's write returned an awaitable; await exactly_once(...) instead")
-
-
-def _is_async(fn: object) -> bool:
-    """An `async def` function, a partial of one, or an object whose `__call__` is one."""
-    call = type(fn).__call__ if not inspect.isroutine(fn) and callable(fn) else None
-    return inspect.iscoroutinefunction(fn) or (call is not None and inspect.iscoroutinefunction(call))
 
 
 def _in_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
@@ -270,12 +322,22 @@ class _Heartbeat:
     def current(cls) -> _Heartbeat:
         return cls(_beat_every())
 
-    def wait(self, future: Future[T]) -> T:
-        if self.every is None:
+    def wait(self, future: Future[T], check: Callable[[], None] | None = None) -> T:
+        """`future`'s result; `check()` is called every POLL_S meanwhile (it raises to stop waiting)."""
+        if self.every is None and check is None:
             return future.result()
-        _heartbeat()  # at once, as _beating says why
+        if self.every is not None:
+            _heartbeat()  # at once, as _beating says why
+        step = min(s for s in (self.every, POLL_S if check else None) if s is not None)
+        beat_at = time.monotonic() + (self.every or 0)
         while True:
             try:
-                return future.result(timeout=self.every)
+                return future.result(timeout=step)
             except TimeoutError:
+                if future.done():  # its own TimeoutError (a write that timed out), or done just now
+                    return future.result()
+            if check is not None:
+                check()
+            if self.every is not None and time.monotonic() >= beat_at:
                 _heartbeat()
+                beat_at = time.monotonic() + self.every
