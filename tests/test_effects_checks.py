@@ -86,3 +86,63 @@ async def test_a_probe_log_that_cannot_be_fsynced_is_refused_before_the_claim(
     await refused_then_applied(lab, api, f"k-probe-{api}", "probe log", lambda: monkeypatch.setenv(
         "CHECKPOINT_PROBE_LOG", str(good)))  # fmt: skip
     assert good.stat().st_size > 0
+
+
+def _home_loop(tmp_path: Path) -> str:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    return str(tmp_path / "loop")
+
+
+def _home_deep(tmp_path: Path) -> str:
+    return str(tmp_path) + ("/" + "d" * 200) * 40  # over PATH_MAX: errno 36 on mkdir
+
+
+def _home_file(tmp_path: Path) -> str:
+    (tmp_path / "a-file").write_text("")
+    return str(tmp_path / "a-file")
+
+
+def _home_lines(tmp_path: Path) -> str:
+    (tmp_path / "a\nb").write_text("")  # a file, so it fails, with a newline in its name
+    return str(tmp_path / "a\nb")
+
+
+HOMES = {
+    "a symlink loop": (_home_loop, "cannot be resolved: Symlink loop"),
+    "a path too long": (_home_deep, "File name too long"),
+    "a regular file": (_home_file, "Not a directory"),
+    "a name with a newline": (_home_lines, "Not a directory"),
+    "~ of no user": (lambda tmp_path: "~no-such-user-39/home", "cannot be resolved"),
+}
+
+
+@pytest.mark.parametrize("api", ["async", "sync"])
+@pytest.mark.parametrize("case", list(HOMES))
+async def test_a_home_that_cannot_be_resolved_or_made_is_one_config_error_line(
+    lab: Lab, api: str, case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """Issue 39, finding 4: not a RuntimeError from pathlib, nor a line of thousands of characters or
+    several lines: one EffectsConfigError line naming what is wrong; nothing claimed."""
+    make, match = HOMES[case]
+    monkeypatch.setenv("CHECKPOINT_HOME", make(tmp_path))  # its run/ holds the probe log on both backends
+    writes: list[str] = []
+    with pytest.raises(EffectsConfigError, match=match) as err:
+        await call(api, kind="email", payload="p", key="k-home", write=writes.append)
+    message = str(err.value)
+    assert "\n" not in message and len(message) < 500, message
+    assert writes == [] and claims(lab, "k-home") == 0
+
+
+def test_a_relative_home_without_a_current_folder_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checkpoint_tui import effects
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("CHECKPOINT_HOME", "relative/home")
+    monkeypatch.delenv("CHECKPOINT_LEDGER_URL", raising=False)
+    with pytest.raises(EffectsConfigError, match="cannot be resolved: No such file or directory"):
+        effects.ledger_target()

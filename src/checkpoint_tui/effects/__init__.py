@@ -69,7 +69,8 @@ Heartbeats carry no details: if your activity keeps progress in heartbeat detail
 again after the call. Outside an activity the call works with a business key (no heartbeats).
 
 Where. The ledger is `CHECKPOINT_LEDGER_URL` (PostgreSQL) else `CHECKPOINT_HOME/run/checkpoint.db`
-(SQLite, the lab home's own ledger); neither set is an `EffectsConfigError`. Rows go in the lab's
+(SQLite, the lab home's own ledger); neither set, or a home that cannot be resolved or made (a
+symlink loop, a file, a path too long), is an `EffectsConfigError` of one line. Rows go in the lab's
 `effects` / `effect_outcomes` tables: id = the stored key, run_id = the workflow id (empty outside an
 activity), step = the activity id if it is a number (else 0), kind, payload, attempt = the activity
 attempt, worker_pid = this pid. The library keeps one connection per process, used from one thread

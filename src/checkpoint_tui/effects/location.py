@@ -24,6 +24,7 @@ from checkpoint_tui.settings import (
     LEDGER_URL_ENV,
     PROBE_LOG_ENV,
     PROBE_LOG_NAME,
+    EffectsEnv,
     Settings,
     check_private_dir,
     check_private_file,
@@ -38,9 +39,30 @@ class EffectsConfigError(UsageError):
     """The environment does not say where the ledger or the probe log is."""
 
 
+def _environment() -> EffectsEnv:
+    """The library's environment, its paths resolved: a path that cannot be (a symlink loop, which
+    pathlib raises as RuntimeError; `~user` of no user; a relative one without a current folder) is a
+    configuration error like any other, in one line."""
+    try:
+        return effects_env()
+    except (OSError, RuntimeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise EffectsConfigError(
+            f"checkpoint_tui.effects: CHECKPOINT_HOME or {PROBE_LOG_ENV} cannot be resolved: {shown(reason)}; "
+            "set it to a folder (a file for the probe log) that exists or can be made"
+        ) from None
+
+
+def shown(path: object, limit: int = 160) -> str:
+    """A path (or any text from the environment) fit for a one-line error: control characters escaped,
+    a long one cut in its middle."""
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(path))
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-(limit // 2) :]}"
+
+
 def ledger_target() -> str | Path:
     """What `ledger.store.connect` opens: the PostgreSQL URL, else the home's SQLite file."""
-    env = effects_env()
+    env = _environment()
     if env.ledger_url:
         if not is_postgres_url(env.ledger_url):
             raise EffectsConfigError(
@@ -57,7 +79,7 @@ def ledger_target() -> str | Path:
 
 def probe_log_path() -> Path:
     """Where every physical write is counted (see `probe`)."""
-    env = effects_env()
+    env = _environment()
     if env.probe_log is not None:
         return env.probe_log
     if env.home is not None:
@@ -72,25 +94,26 @@ def checked_location() -> tuple[str | Path, Path]:
     it (ours, not writable by others, not a link), the SQLite ledger a regular file of ours, and the
     probe log a regular file we can append to and fsync. A check that failed after the claim would
     leave it unstamped, and every retry would fail the same way without the write ever running."""
-    env = effects_env()
+    env = _environment()
     target, probe = ledger_target(), probe_log_path()
     if env.home is not None and (not env.ledger_url or env.probe_log is None):  # the home's run/ is used
         run_dir = Settings(home=env.home).run_dir
-        _checked(lambda: run_dir.mkdir(parents=True, exist_ok=True, mode=0o700), f"cannot create {run_dir}")
-        _checked(lambda: check_private_dir(run_dir))
+        _checked(lambda: run_dir.mkdir(parents=True, exist_ok=True, mode=0o700), run_dir, "cannot create")
+        _checked(lambda: check_private_dir(run_dir), run_dir, "cannot check")
     if not is_postgres_url(target):
-        _checked(lambda: check_private_file(Path(target)))
+        _checked(lambda: check_private_file(Path(target)), Path(target), "cannot check")
     check_probe_log(probe)
     return target, probe
 
 
-def _checked(check: Callable[[], object], what: str | None = None) -> None:
+def _checked(check: Callable[[], object], path: Path, what: str) -> None:
+    """`check()`, its failure one EffectsConfigError line (`path` shown fit for it)."""
     try:
         check()
     except UsageError as err:
-        raise EffectsConfigError(f"checkpoint_tui.effects: {err}") from None
+        raise EffectsConfigError(f"checkpoint_tui.effects: {str(err).replace(str(path), shown(path))}") from None
     except OSError as err:
-        raise EffectsConfigError(f"checkpoint_tui.effects: {what}: {err.strerror or err}") from None
+        raise EffectsConfigError(f"checkpoint_tui.effects: {what} {shown(path)}: {err.strerror or err}") from None
 
 
 _FSYNCED: set[tuple[int, int]] = set()  # probe logs (device, inode) this process has fsynced once
@@ -104,21 +127,22 @@ def check_probe_log(path: Path) -> None:
         fd = os.open(path, OPEN_FLAGS | os.O_NONBLOCK, 0o600)
     except OSError as err:
         raise EffectsConfigError(
-            f"checkpoint_tui.effects: the probe log {path} cannot be opened for appending ({err.strerror or err}); "
-            f"set {PROBE_LOG_ENV} to a file"
+            f"checkpoint_tui.effects: the probe log {shown(path)} cannot be opened for appending "
+            f"({err.strerror or err}); set {PROBE_LOG_ENV} to a file"
         ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise EffectsConfigError(
-                f"checkpoint_tui.effects: the probe log {path} is not a regular file; set {PROBE_LOG_ENV} to a file"
+                f"checkpoint_tui.effects: the probe log {shown(path)} is not a regular file; "
+                f"set {PROBE_LOG_ENV} to a file"
             )
         if (st.st_dev, st.st_ino) not in _FSYNCED:
             try:
                 os.fsync(fd)
             except OSError as err:
                 raise EffectsConfigError(
-                    f"checkpoint_tui.effects: the probe log {path} cannot be fsynced ({err.strerror or err})"
+                    f"checkpoint_tui.effects: the probe log {shown(path)} cannot be fsynced ({err.strerror or err})"
                 ) from None
             _FSYNCED.add((st.st_dev, st.st_ino))
     finally:
