@@ -1,17 +1,22 @@
 """The main screen at the sizes people's terminals have (80x24, 120x36, 200x50): after a kill and at
 the run's end, the proof is on screen at every one of them: the completion sentence (or the live
 progress), duplicates 0, the resumed marker and the claims' outcomes. Then the keys that bring a
-kill marker on screen (`m` / `M`, `h` in the narrow layout) and the inspector's kill line."""
+kill marker on screen (`m` / `M`, `h` in the narrow layout) and the inspector's kill line. At 80x24
+the dialogs fit and the help scrolls."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from checkpoint_tui.tui.screens import HELP, HelpScreen
 from test_tui_snapshots import make_app, open_inspector, settle
 from tui_fixtures import (
     after_kill_view,
     completed_after_kill_view,
     empty_view,
+    running_view,
     screen_lines,
     two_kills_view,
 )
@@ -199,3 +204,70 @@ async def test_a_pane_that_grew_while_hidden_shows_its_newest_rows_when_shown_ag
         every = [f"{n}:{kind}" for n in range(1, 10) for kind in ("file", "db", "email")]
         first = every.index(ids[0])
         assert ids == every[first : first + len(ids)] and "9:email" in ids, ids
+
+
+HELP_KEYS = ["n", "k", "m / M", "h", "c", "f", "r", "v", "x", "enter", "tab", "? / F1", "ctrl+p", "q", "ctrl+q"]
+
+
+def assert_help_shows_every_key(app) -> None:
+    """Every key's line of the help on screen, whole (nothing cut at the right), and the Close button."""
+    text = shown(app)
+    dialog = app.screen.query_one("#dialog")
+    assert dialog.region.right <= app.size.width and dialog.region.bottom <= app.size.height, dialog.region
+    for key in HELP_KEYS:
+        line = next((x.strip() for x in HELP.splitlines() if re.match(rf"  {re.escape(key)}  ", x)), None)
+        assert line is not None, f"no help line for {key}"
+        assert any(line in row for row in text.splitlines()), line
+    assert "Close" in text
+
+
+def test_help_screen_at_80x24(snap_compare):
+    async def help_(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert_help_shows_every_key(pilot.app)
+
+    assert snap_compare(make_app(running_view()), terminal_size=(80, 24), run_before=help_)
+
+
+def test_new_run_dialog_at_80x24(snap_compare):
+    async def new_run(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        screen = pilot.app.screen
+        dialog = screen.query_one("#dialog")
+        assert dialog.region.right <= 80 and dialog.region.bottom <= 24, dialog.region
+        for widget in screen.query("#dialog Input, #dialog Button, #dialog Label"):
+            assert dialog.region.contains_region(widget.region), widget
+        text = shown(pilot.app)
+        for label in ("New run", "steps", "pace (scales timers and think time; 0 = none)", "Start", "Cancel"):
+            assert label in text
+
+    assert snap_compare(make_app(running_view()), terminal_size=(80, 24), run_before=new_run)
+
+
+async def test_the_help_scrolls_to_its_last_line():
+    """At 80x24 the help is longer than the screen: End and Down reach its last line, Home goes back."""
+    last = " ".join(HELP.split()[-3:])  # the last words of the help text
+    app = make_app(running_view())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert HelpScreen().has_class("-narrow")  # styled for 80 columns from its first frame, not after it
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert last not in " ".join(shown(app).split())
+        await pilot.press("end")
+        await pilot.pause()
+        assert last in " ".join(shown(app).split())
+        await pilot.press("home")
+        await pilot.pause()
+        assert last not in " ".join(shown(app).split()) and "new run" in shown(app)
+        for _ in range(40):
+            await pilot.press("down")
+        await pilot.pause()
+        assert last in " ".join(shown(app).split()) and "Close" in shown(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)

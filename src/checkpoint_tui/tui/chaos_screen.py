@@ -13,15 +13,16 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from checkpoint_tui.tui.screens import Dialog
 
 _EVENT = re.compile(r"^\s+step\s+(\d+):")
 _RUN = re.compile(r"^run (\S+)$")
 TICK_S = 0.5
 
 
-class ChaosScreen(ModalScreen[None]):
+class ChaosScreen(Dialog[None]):
     BINDINGS = [Binding("escape,q,x", "dismiss", "Close", id="close-chaos")]
 
     def __init__(self, seed: int, steps: int, kills: int, progress: Callable[[str], Awaitable[int]]) -> None:

@@ -12,11 +12,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
 from checkpoint_tui.app.lesson import LessonView
 from checkpoint_tui.app.lesson_sides import SideView
+from checkpoint_tui.tui.screens import Dialog
 
 REFRESH_S = 0.5
 INTRO = (
@@ -31,7 +31,7 @@ TITLES = {
 KEYS = {"naive": ("n", "k", "r"), "durable": ("N", "K", "R")}
 
 
-class LessonScreen(ModalScreen[None]):
+class LessonScreen(Dialog[None]):
     BINDINGS = [
         Binding("n", "act('naive', 'next_step')", "Naive: next", id="naive-next"),
         Binding("k", "act('naive', 'kill')", "Naive: kill", id="naive-kill"),

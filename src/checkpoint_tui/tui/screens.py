@@ -8,8 +8,8 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, ScreenResultType
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
@@ -17,53 +17,88 @@ from checkpoint_tui.app.runs import check_run_shape
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.faults import FAULT_KINDS, parse_fault
 from checkpoint_tui.ledger.rows import RunSummary
+from checkpoint_tui.tui.panes.status import WIDE_COLUMNS
 
+
+class Dialog(ModalScreen[ScreenResultType]):
+    """A modal dialog (`#dialog` in app.tcss) with the app's breakpoint class from its first frame.
+    Textual sets it on the screen's first resize, after a frame drawn in the wide style: at 80 columns
+    a dialog would flash larger, and keys pressed meanwhile would meet it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        narrow = self.app.size.width < WIDE_COLUMNS
+        self.set_class(narrow, "-narrow").set_class(not narrow, "-wide")
+
+
+# Each key's line fits 75 columns: the help's text width in an 80-column terminal.
 HELP = """\
 [b]checkpoint-tui[/b] — a chaos lab for durable agent runs
 
   n        new run (asks for the step count; default 30)
-  k        kill the worker (with --workers N: the one running the live step): a real SIGKILL
-  m / M    history at the next / previous kill marker (its line also in the status bar)
-  h        below 110 columns: history + worker events in place of timeline + ledger, and back
+  k        kill the worker: a real SIGKILL (--workers N: the live step's)
+  m / M    history at the next / previous kill marker
+  h        below 110 columns: history + worker events / timeline + ledger
   c        cancel the viewed run
-  f        fault menu: transient / garble / crash-after-claim / kill-at-step
+  f        fault menu: transient, garble, crash_*, kill_at, freeze, stop_*
   r        runs list: switch the viewed run (past runs stay viewable)
   v        naive vs durable, step by step: n / N next step, k / K kill,
-           r / R restart and finish (naive / durable); a automatic comparison
+           r / R restart and finish (naive / durable); a: automatic
   x        chaos screen: seeded kills in run/chaos ticked off, then counts
   enter    timeline row (or click): the step inspector; escape closes it
   tab      cycle panes
-  ? / F1   this help
+  ? / F1   this help (↓ / end: the panes below)
   ctrl+p   command palette (the same actions)
-  q        quit; the worker and the dev server keep running, the next start adopts them
+  q        quit, leaving the worker and the dev server to the next start
   ctrl+q   quit and stop the worker and the dev server this home started
 
-[b]Panes[/b]  timeline (one row per step; ⚑ marks the first step finished by a different pid; host/pid when
-the step ran on another host of a shared ledger),
-ledger (effects, ids shown without the run's id, in full in the inspector; duplicates is
-COUNT(*) − COUNT(DISTINCT id), computed by SQL; the claims: applied / skipped / recovered / interrupted),
-temporal history (raw events, fetched incrementally; ── marks a kill),
-worker events (spawn/kill/promote…); ✂ marks a truncated model answer;
-♥ in dur: age of the running activity's last heartbeat (red: worker silent).
-Everything shown is read from the ledger (SQLite or PostgreSQL), the artifact files or Temporal on
+[b]Panes[/b]
+[b]timeline[/b]: one row per step; ⚑ marks the first step finished by a different pid; host/pid \
+when the step ran on another host of a shared ledger; ✂ marks a truncated model answer; ♥ in dur: \
+the age of the running activity's last heartbeat (red: the worker is silent).
+[b]ledger[/b]: effects, ids shown without the run's id (in full in the inspector); duplicates is \
+COUNT(*) − COUNT(DISTINCT id), computed by SQL; the claims: applied / skipped / recovered / interrupted.
+[b]temporal history[/b]: raw events, fetched incrementally; ── marks a kill.
+[b]worker events[/b]: spawn / kill / promote / respawn / assist, with the observed signal.
+Everything shown is read from the ledger (SQLite or PostgreSQL), the artifact files or Temporal on \
 every refresh.
 """
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+class HelpScreen(Dialog[None]):
+    """Every key and pane. Longer than a small terminal: the text scrolls (arrows, page keys, home /
+    end) whichever of it and the Close button has the focus."""
+
+    BINDINGS = [
+        Binding("escape,q,question_mark,f1", "dismiss", "Close"),
+        Binding("down", "scroll(1)", "Down", show=False),
+        Binding("up", "scroll(-1)", "Up", show=False),
+        Binding("pagedown", "scroll(10)", "Page down", show=False),
+        Binding("pageup", "scroll(-10)", "Page up", show=False),
+        Binding("end", "scroll_to_end(1)", "End", show=False),
+        Binding("home", "scroll_to_end(0)", "Home", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Static(HELP, id="help-text")
-            yield Button("Close", id="close")
+        with Vertical(id="dialog", classes="help"):
+            with VerticalScroll(id="help-scroll", can_focus=False):
+                yield Static(HELP, id="help-text")
+            with Horizontal():
+                yield Button("Close", id="close")
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#help-scroll").scroll_relative(y=lines, animate=False)
+
+    def action_scroll_to_end(self, end: int) -> None:
+        scroll = self.query_one("#help-scroll")
+        scroll.scroll_to(y=scroll.max_scroll_y if end else 0, animate=False)
 
     @on(Button.Pressed, "#close")
     def close(self) -> None:
         self.dismiss(None)
 
 
-class FormScreen(ModalScreen):
+class FormScreen(Dialog):
     """A small dialog: fields, an error line, OK and Cancel; subclasses yield fields and submit."""
 
     BINDINGS = [Binding("escape", "dismiss", "Cancel")]
@@ -145,7 +180,7 @@ class FaultScreen(FormScreen):
         self.dismiss((fault, bool(self.query_one("#target", Select).value)))
 
 
-class RunsScreen(ModalScreen[str | None]):
+class RunsScreen(Dialog[str | None]):
     BINDINGS = [Binding("escape", "dismiss", "Close")]
 
     def __init__(self, runs: list[RunSummary]) -> None:
@@ -177,7 +212,7 @@ class RunsScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
-class ComparisonScreen(ModalScreen[None]):
+class ComparisonScreen(Dialog[None]):
     """Naive loop vs durable loop under the same kill; counts re-read from files and SQLite each second."""
 
     BINDINGS = [Binding("escape,q,v", "dismiss", "Close")]

@@ -12,7 +12,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from checkpoint_tui.app.view import HistoryEvent
@@ -21,6 +20,7 @@ from checkpoint_tui.ledger.inspect_queries import StepDetail
 from checkpoint_tui.ledger.rows import worker_label
 from checkpoint_tui.tui.panes.history import Marker
 from checkpoint_tui.tui.panes.ledger import OUTCOME_STYLE
+from checkpoint_tui.tui.screens import Dialog
 
 PAYLOAD_SHOWN = 400  # characters of each effect's payload (the ledger holds up to 16 KiB)
 WINDOW_S = 0.05  # history events this close to the step's start and end count as the step's
@@ -28,7 +28,7 @@ HistorySource = Callable[[float, float], list[HistoryEvent]]
 MarkerSource = Callable[[int], list[Marker]]
 
 
-class StepScreen(ModalScreen[None]):
+class StepScreen(Dialog[None]):
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="close-inspector")]
 
     def __init__(
