@@ -103,3 +103,17 @@ async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_ad
     finally:
         await session.shutdown(stop_everything=True)
         stop_lab(home)
+
+
+def test_chaos_on_a_workflow_that_cannot_start_says_so_in_seconds(session_root):
+    """#39: chaos on an unregistered workflow type waited 122 s to say "stopped making progress"."""
+    home = session_root / "chaos-unregistered"
+    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", f"q-{home.name}"]
+    try:
+        started = time.monotonic()
+        out = run_cli(*flags, "chaos", "--seed", "1", "--kills", "3", "--workflow", "Nope", timeout=120)
+        took = time.monotonic() - started
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1 and took < 40, (took, out.stdout[-2000:], out.stderr[-2000:])
+    assert "its workflow task keeps failing" in out.stderr and "Nope is not registered" in out.stderr

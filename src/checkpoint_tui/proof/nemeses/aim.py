@@ -14,6 +14,7 @@ from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, label, read_chain, with_pending
 from checkpoint_tui.app.frameworks import Framework
+from checkpoint_tui.app.stuck import CHECK_EVERY_S, StuckTask, stuck_task
 from checkpoint_tui.errors import Failed, UsageError
 
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
@@ -93,6 +94,7 @@ async def until_activity(
     dead one whose attempt Temporal has not failed yet), or closed (with `running_on` None: only
     closed). None if the workflow closed before it came."""
     deadline = time.monotonic() + timeout
+    asked = time.monotonic()
     while True:
         await progress.refresh()
         act = pick()
@@ -105,4 +107,15 @@ async def until_activity(
             return None
         if time.monotonic() > deadline:
             raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
+        if time.monotonic() - asked >= CHECK_EVERY_S:  # a workflow task failing forever: said now, not in 2 min
+            asked = time.monotonic()
+            if (stuck := await _stuck(progress)) is not None:
+                raise Failed(f"{progress.run_id}: {stuck.line()}")
         await asyncio.sleep(POLL_S)
+
+
+async def _stuck(progress: Progress) -> StuckTask | None:
+    try:
+        return await stuck_task(progress.client, progress.run_id)
+    except RPCError:  # the dev server restarting (a nemesis): ask again later
+        return None
