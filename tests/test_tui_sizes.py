@@ -1,8 +1,9 @@
 """The main screen at the sizes people's terminals have (80x24, 120x36, 200x50): after a kill and at
 the run's end, the proof is on screen at every one of them: the completion sentence (or the live
 progress), duplicates 0, the resumed marker and the claims' outcomes. Then the keys that bring a
-kill marker on screen (`m` / `M`, `h` in the narrow layout) and the inspector's kill line. At 80x24
-the dialogs fit and the help scrolls."""
+kill marker on screen (`m` / `M`, `h` in the narrow layout), Enter from there, and the inspector's
+kill line. At 80x24 the dialogs fit, the help scrolls, the footer keeps `?` and `q`, and the status
+lines are cut, not wrapped."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import re
 
 import pytest
 
+from checkpoint_tui.tui.panes.worker_events import describe
 from checkpoint_tui.tui.screens import HELP, HelpScreen
+from checkpoint_tui.tui.step_screen import StepScreen
 from test_tui_snapshots import make_app, open_inspector, settle
 from tui_fixtures import (
     after_kill_view,
@@ -55,8 +58,10 @@ async def test_the_proof_is_on_screen_at_every_size(size):
         text = shown(app)
         lines = text.splitlines()
         assert len(lines) == size[1]
-        sentence = " ".join(view.completion.split())
-        assert sentence in " ".join(" ".join(line.split()) for line in lines[:4]), text  # maybe over two lines
+        said = next(line.strip() for line in lines[:3] if line.strip().startswith("run completed"))
+        if said.endswith("…"):  # cut to the width (80 columns), never wrapped
+            said = said[:-1]
+        assert view.completion.startswith(said) and "duplicates 0" in said, text
         assert "duplicates 0" in text
         assert "⚑ resumed" in text and "resumed at 4" in text
         assert "applied 24 · skipped 0 · recovered 0 · interrupted 0" in text
@@ -206,6 +211,32 @@ async def test_a_pane_that_grew_while_hidden_shows_its_newest_rows_when_shown_ag
         assert ids == every[first : first + len(ids)] and "9:email" in ids, ids
 
 
+def footer_keys(app) -> tuple[str, list[str]]:
+    """The footer's line and the hints its keys show (`? Help`)."""
+    keys = [f"{key.key_display} {key.description}".strip() for key in app.screen.query("FooterKey")]
+    return screen_lines(app)[-1], keys
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_footer_keeps_help_and_quit_and_cuts_no_hint(size):
+    """htop, k9s and lazygit keep Help and Quit visible at 80 columns: fewer hints, none of them cut,
+    whichever pane has the focus."""
+    app = make_app(after_kill_view())
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for keys in ((), ("h",), ("m",), ("tab",)):
+            for key in keys:
+                await pilot.press(key)
+            for _ in range(100):  # the footer recomposes after the focus moved
+                await pilot.pause(0.02)
+                line, hints = footer_keys(app)
+                if hints and all(hint in line for hint in hints):
+                    break
+            assert "? Help" in line and "q Quit" in line, (keys, line)
+            for hint in hints:
+                assert hint in line, f"{hint!r} cut after {keys}: {line!r}"
+
+
 HELP_KEYS = ["n", "k", "m / M", "h", "c", "f", "r", "v", "x", "enter", "tab", "? / F1", "ctrl+p", "q", "ctrl+q"]
 
 
@@ -271,3 +302,49 @@ async def test_the_help_scrolls_to_its_last_line():
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_narrow_h_shows_the_newest_worker_events():
+    """After `h` at 80x24 the worker events pane shows its newest rows: the new spare, and the kill."""
+    view = after_kill_view()
+    newest, kill = describe(view.snapshot.worker_events[-1]), "worker 4121 killed · observed signal SIGKILL"
+    app = make_app(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        text = shown(app)
+        assert "worker events" in text and newest in text and kill in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 44)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_enter_after_m_opens_the_inspector(size):
+    """`m`, then Enter: the inspector opens wherever `m` left the focus (below 110 columns, the history
+    pane at the marker: the step the kill interrupted; above, the timeline's row)."""
+    app = make_app(completed_after_kill_view())
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await pilot.pause()
+        await pilot.press("enter")
+        for _ in range(100):
+            if isinstance(app.screen, StepScreen) and app.screen.detail is not None:
+                break
+            await pilot.pause(0.02)
+        assert isinstance(app.screen, StepScreen), app.focused
+        if size[0] < 110:
+            assert app.screen.step == 4  # the marker's step
+            assert "interrupted by a kill" in str(app.screen.query_one("#step-detail").render())
+
+
+async def test_status_lines_are_cut_not_wrapped():
+    """At 80 columns the completion sentence is one line cut with an ellipsis; the line under it is
+    the timeline's border, not the sentence's tail."""
+    view = completed_after_kill_view()
+    app = make_app(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        lines = screen_lines(app)
+        assert lines[1].startswith(" run completed — 8 steps") and lines[1].endswith("…"), lines[:3]
+        assert len(lines[1]) <= 80 and lines[2].startswith("╭─ timeline"), lines[:3]
+        assert view.completion.startswith(lines[1].strip()[:-1])

@@ -66,21 +66,24 @@ class CheckpointApp(App[int]):
     TITLE = "checkpoint-tui"
     # Below WIDE_COLUMNS the screen gets `-narrow` (app.tcss): one pane per row, `h` for the others.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
+    # The footer shows the keys of the first minutes (n, k, m, h), then `?` and `q`, in short words: all
+    # of them fit 80 columns beside the focused pane's Enter and ^p (fewer hints rather than cut ones,
+    # as htop, k9s and lazygit keep Help and Quit in view). Every key is in the help and the palette.
     BINDINGS = [
         Binding("n", "new_run", "New run", id="new-run", tooltip="Start a run (asks for the step count)"),
-        Binding("k", "kill_worker", "Kill worker", id="kill-worker", tooltip="A real SIGKILL of the worker"),
-        Binding("m", "kill_marker(1)", "Kill marker", id="next-marker", tooltip="The history at the next kill"),
+        Binding("k", "kill_worker", "Kill", id="kill-worker", tooltip="A real SIGKILL of the worker"),
+        Binding("m", "kill_marker(1)", "Marker", id="next-marker", tooltip="The history at the next kill marker"),
         Binding("M", "kill_marker(-1)", "Previous kill marker", show=False, id="previous-marker"),
-        Binding("h", "swap_panes", "Swap panes", id="swap-panes", tooltip="Below 110 columns: history ⇄ timeline"),
-        Binding("c", "cancel_run", "Cancel", id="cancel-run"),
-        Binding("f", "faults", "Faults", id="faults"),
-        Binding("r", "runs", "Runs", id="runs"),
-        Binding("v", "lesson", "Naive vs durable", id="lesson", tooltip="The step-through lesson, side by side"),
-        Binding("x", "chaos", "Chaos", id="chaos", tooltip="A seeded chaos schedule in run/chaos, on its own screen"),
-        Binding("question_mark", "help", "Help", id="help"),
+        Binding("h", "swap_panes", "Swap", id="swap-panes", tooltip="Below 110 columns: history ⇄ timeline"),
+        Binding("c", "cancel_run", "Cancel", show=False, id="cancel-run"),
+        Binding("f", "faults", "Faults", show=False, id="faults"),
+        Binding("r", "runs", "Runs", show=False, id="runs"),
+        Binding("v", "lesson", "Naive vs durable", show=False, id="lesson"),
+        Binding("x", "chaos", "Chaos", show=False, id="chaos"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Every key and pane"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
-        Binding("q", "quit_keep", "Quit", id="quit"),
-        Binding("ctrl+q", "quit_stop", "Quit + stop all", id="quit-stop", priority=True),
+        Binding("q", "quit_keep", "Quit", id="quit", tooltip="The worker and the dev server keep running"),
+        Binding("ctrl+q", "quit_stop", "Quit + stop all", show=False, id="quit-stop", priority=True),
     ]
 
     def __init__(
@@ -232,12 +235,22 @@ class CheckpointApp(App[int]):
 
     @on(TimelinePane.Inspect)
     def inspect_step(self, message: TimelinePane.Inspect) -> None:
+        self._inspect(message.step)
+
+    @on(HistoryPane.Inspect)
+    def inspect_marker_step(self, message: HistoryPane.Inspect) -> None:
+        """Enter in the history pane (where `m` leaves the focus below 110 columns): the step the kill
+        marker on screen interrupted, else the timeline's row."""
+        if message.step is None:
+            self.action_inspect_step()
+        else:
+            self._inspect(message.step)
+
+    def _inspect(self, step: int) -> None:
         if self.viewed_run is not None and self._panes is not None:
+            history = self._panes.history
             self.push_screen(
-                StepScreen(
-                    self.session, self.viewed_run, message.step, self._panes.history.events_between,
-                    self._panes.history.markers_for_step,
-                )  # fmt: skip
+                StepScreen(self.session, self.viewed_run, step, history.events_between, history.markers_for_step)
             )
 
     def action_inspect_step(self) -> None:

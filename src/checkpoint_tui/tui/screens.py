@@ -37,7 +37,7 @@ HELP = """\
 
   n        new run (asks for the step count; default 30)
   k        kill the worker: a real SIGKILL (--workers N: the live step's)
-  m / M    history at the next / previous kill marker
+  m / M    history at the next / previous kill marker; enter: its step
   h        below 110 columns: history + worker events / timeline + ledger
   c        cancel the viewed run
   f        fault menu: transient, garble, crash_*, kill_at, freeze, stop_*

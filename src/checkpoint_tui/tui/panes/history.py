@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
 
 from checkpoint_tui.app.kill_marker import place_kill
 from checkpoint_tui.app.view import HistoryEvent
@@ -40,6 +42,15 @@ class HistoryPane(KeyedTable):
     DEFAULT_CSS = """
     HistoryPane { height: 1fr; }
     """
+    # Below 110 columns `m` leaves the focus here: Enter goes on to the inspector.
+    BINDINGS = [Binding("enter", "inspect", "Inspect", id="inspect-marker", tooltip="The step the kill on screen hit")]
+
+    class Inspect(Message):
+        """Enter: the step of the kill marker on screen (None: no marker in view, the timeline's row)."""
+
+        def __init__(self, step: int | None) -> None:
+            super().__init__()
+            self.step = step
 
     def __init__(self, flush_every_s: float = FLUSH_EVERY_S) -> None:
         super().__init__(
@@ -127,6 +138,19 @@ class HistoryPane(KeyedTable):
         self.scroll_to(y=max(0, row - 3), animate=False, immediate=True)
         marker = self.markers[keys[row]]
         return f"kill marker {rows.index(row) + 1} of {len(rows)} ({marker.window} window): {marker.text}"
+
+    def action_inspect(self) -> None:
+        self.post_message(self.Inspect(self.marker_step()))
+
+    def marker_step(self) -> int | None:
+        """The step the kill of the marker `m` / `M` last brought on screen interrupted, while its line
+        is still in view."""
+        key = self._marker_key
+        row = self._index.get(key) if key is not None else None
+        if key is None or row is None or not 0 <= row - self.scroll_offset.y < self.scrollable_content_region.height:
+            return None
+        kill = self.markers[key].kill
+        return kill.activity_step or kill.step
 
     def markers_for_step(self, step: int) -> list[Marker]:
         """The placed marker lines of the kills that interrupted `step` (for the step inspector)."""

@@ -284,6 +284,13 @@ class KeyedTable(PaintedLines, LightBars, QuietVirtualSize, ScrollView, can_focu
             below = visible // 2 if jump else visible - 1  # rows left visible above the cursor
             self.scroll_to(y=row - below, animate=False, immediate=True)
 
+    def on_resize(self) -> None:
+        """A table following its newest row keeps it in view when its size changes: shown again after
+        `display: none` (the narrow layout's other panes, whose rows came while they were 0x0), or given
+        fewer lines."""
+        if self.row_count and self.cursor_row == self.row_count - 1:
+            self._scroll_to_cursor()
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if not self.size.area and round(old_value) != round(new_value):

@@ -1,15 +1,14 @@
 """The status bar: run, workflow status, the pill, worker pids, progress, Temporal address and namespace,
 a shared ledger, provider, and the last message (the run's completion sentence once it ended).
 
-Three lines of facts and a message, fitted to the width: each fact line is cut (with an ellipsis) rather
-than wrapped, so a narrow terminal never pushes the message off; the message may take two lines. Below
-WIDE_COLUMNS the Temporal line gives way to the message and the progress bar is shorter."""
+Two lines of facts and a message, each one line fitted to the width: cut (with an ellipsis) rather than
+wrapped, so a narrow terminal never pushes the message off and the panes keep their rows. Below
+WIDE_COLUMNS the Temporal line goes and the progress bar is shorter."""
 
 from __future__ import annotations
 
 import time
 
-from rich.console import Console
 from rich.text import Text
 from textual.reactive import reactive
 
@@ -40,8 +39,6 @@ PILL_STYLE = {
 BAR_WIDTH = 20
 NARROW_BAR_WIDTH = 0  # below WIDE_COLUMNS `12/30` alone: the worker pid keeps its place
 WIDE_COLUMNS = 110  # the app's breakpoint (app.py): below it, the narrow layout
-MESSAGE_LINES = 2
-_CONSOLE = Console(width=400, color_system=None)  # only measures and wraps text: never prints
 COUNTS_EVERY_S = 1.0  # progress and counts repaint at most this often (see StatusBar.refresh_text)
 
 
@@ -118,22 +115,17 @@ class StatusBar(TextLines):
 
 
 def render_status(view: View | None, pill: str, message: str, width: int | None = None) -> Text:
-    """The status lines; with `width`, fitted to it (facts cut, the message on at most MESSAGE_LINES)."""
+    """The status lines, one line each; with `width`, each cut to it with an ellipsis (never wrapped: the
+    status bar's height is fixed, app.tcss)."""
     wide = width is None or width >= WIDE_COLUMNS
-    facts = [_run_line(view, pill, BAR_WIDTH if wide else NARROW_BAR_WIDTH)]
+    lines = [_run_line(view, pill, BAR_WIDTH if wide else NARROW_BAR_WIDTH)]
     if view is not None and wide:
-        facts.append(_server_line(view))
-    said = Text(f" {message}", style="italic")
-    if width is None:
-        return Text("\n").join([*facts, said])
-    for line in facts:
-        line.truncate(width, overflow="ellipsis")
-    said_lines = list(said.wrap(_CONSOLE, width, overflow="fold"))
-    if len(said_lines) > MESSAGE_LINES:
-        said_lines = said_lines[:MESSAGE_LINES]
-        said_lines[-1].truncate(width - 1)
-        said_lines[-1].append("…")
-    return Text("\n").join([*facts, *said_lines])
+        lines.append(_server_line(view))
+    lines.append(Text(" " + " ".join(message.splitlines()), style="italic"))
+    if width is not None:
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines)
 
 
 def _run_line(view: View | None, pill: str, bar_width: int) -> Text:

@@ -28,7 +28,7 @@ STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
 
 class TimelinePane(KeyedTable):
     TITLE = "timeline"
-    BINDINGS = [Binding("enter", "inspect", "Inspect step", id="inspect-step", tooltip="The step in full")]
+    BINDINGS = [Binding("enter", "inspect", "Inspect", id="inspect-step", tooltip="The step in full")]
 
     class Inspect(Message):
         """The user asked for one step in full."""
