@@ -1,9 +1,9 @@
-"""The main screen at the sizes people's terminals have (80x24, 120x36, 200x50): after a kill and at
-the run's end, the proof is on screen at every one of them: the completion sentence (or the live
-progress), duplicates 0, the resumed marker and the claims' outcomes. Then the keys that bring a
-kill marker on screen (`m` / `M`, `h` in the narrow layout), Enter from there, and the inspector's
-kill line. At 80x24 the dialogs fit, the help scrolls, the footer keeps `?` and `q`, and the status
-lines are cut, not wrapped."""
+"""The main screen at the sizes people's terminals have (80x24, 120x36, 200x50): right after a kill
+and at the run's end, the proof is on screen at every one of them: the completion sentence (or the
+live progress and what the kill did), duplicates 0, the resumed marker and the claims' outcomes. Then
+the keys that bring a kill marker on screen (`m` / `M`, `h` in the narrow layout), Enter from there,
+and the inspector's kill line. At 80x24 the dialogs fit, the help scrolls, the footer keeps `?` and
+`q`, and the status lines are cut, not wrapped."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from tui_fixtures import (
 )
 
 SIZES = [(80, 24), (120, 36), (200, 50)]
+KILL_SAID = "worker 4121 killed at step 7 · observed signal SIGKILL · exit code none"
 
 
 pytestmark = pytest.mark.usefixtures("utc")  # conftest: clock lines in UTC, as the snapshots were taken
@@ -34,9 +35,25 @@ def shown(app) -> str:
     return "\n".join(screen_lines(app))
 
 
+async def kill_and_settle(pilot) -> None:
+    """`k` on a live run, as a user presses it: the app's own kill action says what the kill did (on
+    fixed data the report of the kill the View recorded), and the poll it asks for is applied."""
+    await settle(pilot)
+    await pilot.press("k")
+    app = pilot.app
+    status = app.query_one("#status")
+    for _ in range(100):
+        if app.session.polls >= 2 and status.pill == "running" and status.message.startswith(KILL_SAID):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_after_kill_at_size(snap_compare, size):
-    assert snap_compare(make_app(after_kill_view()), terminal_size=size, run_before=settle)
+    """The README's picture (120x36): a second after `k` in step 7, the message line says what the kill
+    did, the worker events show the spare promoted and a new one spawned."""
+    assert snap_compare(make_app(after_kill_view()), terminal_size=size, run_before=kill_and_settle)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -69,9 +86,10 @@ async def test_the_proof_is_on_screen_at_every_size(size):
         assert ("-narrow" in app.screen.classes) == (size[0] < 110)
     live = make_app(after_kill_view())
     async with live.run_test(size=size) as pilot:
-        await settle(pilot)
+        await kill_and_settle(pilot)
         text = shown(live)
         assert "7/30" in text and "RUNNING" in text  # the live progress
+        assert KILL_SAID in text  # what the kill did, said by the app's kill action
         assert "duplicates 0" in text and "⚑ resumed" in text and "applied 21" in text
 
 

@@ -13,7 +13,7 @@ from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, WorkerEvent
-from checkpoint_tui.ops.state import SupervisorState
+from checkpoint_tui.ops.state import KillReport, SupervisorState
 from checkpoint_tui.settings import HOST
 from checkpoint_tui.workloads import AgentLoopWorkload
 
@@ -43,8 +43,15 @@ class FixedSession:
     async def new_run(self, steps: int, pace: float) -> str:
         return RUN
 
-    async def kill(self):
-        raise RuntimeError("fixed data: nothing to kill")
+    async def kill(self) -> KillReport:
+        """`k` on fixed data: the report of the newest kill the View's worker events recorded (the
+        supervisor writes its row from that report), else a refusal."""
+        kill = next((e for e in reversed(self.view.snapshot.worker_events) if e.event == "kill"), None)
+        if kill is None or kill.pid is None:
+            raise RuntimeError("fixed data: nothing to kill")
+        d = json.loads(kill.detail or "{}")
+        return KillReport(kill.pid, d.get("signal"), d.get("exit_code"), bool(d.get("confirmed")), kill.run_id,
+                          kill.step, kill.at, bool(d.get("observed")))  # fmt: skip
 
     async def cancel(self) -> None:
         return None
@@ -237,20 +244,32 @@ def running_view() -> View:
 
 
 def after_kill_view() -> View:
+    """A 30-step run a second after `k` in step 7's model call, as the app shows it live: step 7 ran
+    again on the promoted spare 4180 (attempt 2) and step 8 is running there; the worker events as the
+    supervisor writes them (the spawns, the kill, the promotion, the assist, a new spare); the history
+    up to step 8's model call, with the kill's marker line in step 7."""
     steps = (
         [step(i) for i in range(1, 7)]
         + [step(7, pid=4180, started_pid=4121, attempt=2)]
         + [step(8, "running", pid=4180)]
     )
-    kill = json.dumps({"signal": "SIGKILL", "exit_code": None, "observed": True, "confirmed": True})
+    kill_at = T0 + 7.2
+    kill = json.dumps({"pid": 4121, "signal": "SIGKILL", "exit_code": None, "confirmed": True, "run_id": RUN,
+                       "step": 7, "at": kill_at, "observed": True, "reason": "user"})  # fmt: skip
+    assist = json.dumps({"failed_activities": [], "sticky_reset": None})
     events = [
-        WorkerEvent(1, T0, "spawn", 4121, None, None, "active worker", None, None),
-        WorkerEvent(2, T0 + 7.2, "kill", 4121, RUN, 7, kill, 0.142, 0.81),
-        WorkerEvent(3, T0 + 7.21, "promote", 4180, RUN, 7, "replaces 4121", None, None),
+        WorkerEvent(1, T0, "spawn", 4121, None, None, "active worker (slot 0)", None, None),
+        WorkerEvent(2, T0 + 0.05, "spawn", 4180, None, None, "warm spare (standby)", None, None),
+        WorkerEvent(3, kill_at, "kill", 4121, RUN, 7, kill, 0.142, 0.81),
+        WorkerEvent(4, kill_at + 0.01, "promote", 4180, RUN, 7, "replaces 4121", None, None),
+        WorkerEvent(5, kill_at + 0.03, "assist", 4121, None, None, assist, None, None),
+        WorkerEvent(6, kill_at + 0.2, "spawn", 4190, None, None, "warm spare (standby)", None, None),
     ]
     s = snap(steps, 30, events=events)
     s.outcome_counts = {"applied": 21, "skipped": 0, "recovered": 0, "interrupted": 0}
-    return view(s, worker_pid=4180, spare_pid=4190, history=history(12))
+    marker = KillEvent(3, kill_at, "kill", 4121, None, f"w-964d45@{HOST}", 7, "SIGKILL", "llm", 1, 7)
+    live = [e for e in step_history(8, 7, kill_at) if e.time <= T0 + 8.115]  # step 8: its model call in flight
+    return view(s, worker_pid=4180, spare_pid=4190, history=live, kills=[marker])
 
 
 GARBLE = "Sure! [bold]Here[/] is my plan: first I will [red]explain[/red] at length \\[not json] {oops"

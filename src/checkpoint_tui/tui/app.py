@@ -296,8 +296,8 @@ class CheckpointApp(App[int]):
         code = "none" if report.exit_code is None else report.exit_code
         where = f" at step {report.step}" if report.step else ""
         status.say(
-            f"worker {report.pid} killed · {'observed ' if report.observed else ''}signal {report.signal}"
-            f" · exit code {code}{where} · confirmed gone={report.confirmed}"
+            f"worker {report.pid} killed{where} · {'observed ' if report.observed else ''}signal {report.signal}"
+            f" · exit code {code} · confirmed gone={report.confirmed}"
         )
 
     @work(group="actions", exit_on_error=False)
