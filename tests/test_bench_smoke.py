@@ -47,6 +47,7 @@ def run_bench(script: str, *args: str, out: Path, address: str) -> dict:
                 "1",
                 "--pace",
                 "0.1",
+                "--no-stock",  # the tricks' path only: every configuration is two more app launches
             ],
         ),
     ],
