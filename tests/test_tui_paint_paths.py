@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -24,6 +23,7 @@ from checkpoint_tui.ops.procs import ExitFd, ProcIdentity
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.text_lines import TextLines
 from checkpoint_tui.tui.render.light_scrollbar import LightScrollBar
+from labs import app_in_tmux, tmux
 
 COLUMNS = [("n", "n"), ("word", "word"), ("note", "note")]
 
@@ -113,7 +113,7 @@ def test_an_exit_pin_sees_an_adopted_process_exit():
 
 
 def _screen(name: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+    return tmux(name, "capture-pane", "-p", "-t", name).stdout
 
 
 def _until(cond, timeout: float) -> float:
@@ -125,28 +125,11 @@ def _until(cond, timeout: float) -> float:
     return time.monotonic() - start
 
 
-@contextlib.contextmanager
-def _app_in_tmux(home):
-    """The real app in a real terminal (Textual's Linux driver, its input thread): its tmux name and pid;
-    the session is killed and the home's processes stopped afterwards, however the test ended."""
-    name = f"quiet-{os.getpid()}"
-    flags = ["--home", str(home.home), "--temporal-address", home.temporal_address]
-    cmd = " ".join([sys.executable, "-m", "checkpoint_tui", *flags])
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", f"exec {cmd}"], check=True)
-    try:
-        pane = subprocess.run(["tmux", "display", "-p", "-t", name, "#{pane_pid}"], capture_output=True, text=True)
-        _until(lambda: "ready — n new run" in _screen(name), 60)
-        yield name, int(pane.stdout)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
-        subprocess.run([sys.executable, "-m", "checkpoint_tui", *flags, "stop"], capture_output=True, timeout=60)
-
-
 def _help_opens_and_closes(name: str) -> float:
     """Open the help screen with ?, close it with a lone Escape; returns how long the Escape took."""
-    subprocess.run(["tmux", "send-keys", "-t", name, "?"], check=True)
+    tmux(name, "send-keys", "-t", name, "?", check=True)
     _until(lambda: "cycle panes" in _screen(name), 5)
-    subprocess.run(["tmux", "send-keys", "-t", name, "Escape"], check=True)
+    tmux(name, "send-keys", "-t", name, "Escape", check=True)
     return _until(lambda: "cycle panes" not in _screen(name), 5)
 
 
@@ -154,8 +137,8 @@ def _help_opens_and_closes(name: str) -> float:
 def test_in_a_real_terminal_keys_escape_and_quit_take_effect_at_once(home):
     """Keys arrive, a lone Escape is told apart from an escape sequence on the parser's tick, and q
     quits at once."""
-    with _app_in_tmux(home) as (name, _):
+    with app_in_tmux(home) as (name, _):
         assert _help_opens_and_closes(name) < 1.0
-        subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
-        gone = lambda: subprocess.run(["tmux", "has-session", "-t", name], capture_output=True).returncode != 0  # noqa: E731
+        tmux(name, "send-keys", "-t", name, "q", check=True)
+        gone = lambda: tmux(name, "has-session", "-t", name).returncode != 0  # noqa: E731
         assert _until(gone, 10) < 3.0

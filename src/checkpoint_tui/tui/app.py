@@ -15,7 +15,6 @@ from pathlib import Path
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -26,6 +25,7 @@ from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import CheckpointError, Failed
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.tui.bindings import BINDINGS as KEYS
 from checkpoint_tui.tui.chaos_screen import ChaosScreen, status_counts
 from checkpoint_tui.tui.commands import lab_commands
 from checkpoint_tui.tui.lesson_screen import LessonScreen
@@ -66,25 +66,7 @@ class CheckpointApp(App[int]):
     TITLE = "checkpoint-tui"
     # Below WIDE_COLUMNS the screen gets `-narrow` (app.tcss): one pane per row, `h` for the others.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]
-    # The footer shows the keys of the first minutes (n, k, m, h), then `?` and `q`, in short words: all
-    # of them fit 80 columns beside the focused pane's Enter and ^p (fewer hints rather than cut ones,
-    # as htop, k9s and lazygit keep Help and Quit in view). Every key is in the help and the palette.
-    BINDINGS = [
-        Binding("n", "new_run", "New run", id="new-run", tooltip="Start a run (asks for the step count)"),
-        Binding("k", "kill_worker", "Kill", id="kill-worker", tooltip="A real SIGKILL of the worker"),
-        Binding("m", "kill_marker(1)", "Marker", id="next-marker", tooltip="The history at the next kill marker"),
-        Binding("M", "kill_marker(-1)", "Previous kill marker", show=False, id="previous-marker"),
-        Binding("h", "swap_panes", "Swap", id="swap-panes", tooltip="Below 110 columns: history ⇄ timeline"),
-        Binding("c", "cancel_run", "Cancel", show=False, id="cancel-run"),
-        Binding("f", "faults", "Faults", show=False, id="faults"),
-        Binding("r", "runs", "Runs", show=False, id="runs"),
-        Binding("v", "lesson", "Naive vs durable", show=False, id="lesson"),
-        Binding("x", "chaos", "Chaos", show=False, id="chaos"),
-        Binding("question_mark", "help", "Help", id="help", tooltip="Every key and pane"),
-        Binding("f1", "help", "Help", show=False, id="help-f1"),
-        Binding("q", "quit_keep", "Quit", id="quit", tooltip="The worker and the dev server keep running"),
-        Binding("ctrl+q", "quit_stop", "Quit + stop all", show=False, id="quit-stop", priority=True),
-    ]
+    BINDINGS = KEYS  # tui/bindings.py: the footer keeps ? and q at 80 columns
 
     def __init__(
         self,
@@ -130,9 +112,9 @@ class CheckpointApp(App[int]):
         status = self.query_one(StatusBar)
         try:
             await self.session.boot()
-        except CheckpointError as err:
+        except (CheckpointError, OSError) as err:  # an OSError: the home went bad after its checks
             status.set_pill("temporal-down")
-            status.say(str(err))
+            status.say(str(err) if isinstance(err, CheckpointError) else f"cannot start: {err}")
             return
         self._booted.set()
         # What exists now (Textual, the SDK, the session) lives as long as the app: out of the garbage
