@@ -20,8 +20,12 @@ SHOWN_CHARS = 80  # how much of a hostile path a one-line error repeats
 
 
 def shown(raw: object) -> str:
+    """A path for a one-line error: its start and its end (the name that is wrong is at the end)."""
     text = str(raw)
-    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}…"
+    if len(text) <= SHOWN_CHARS:
+        return text
+    head = SHOWN_CHARS // 3
+    return f"{text[:head]}…{text[-(SHOWN_CHARS - head):]}"
 
 
 def resolve_home(raw: str | Path, source: str = "--home") -> Path:
