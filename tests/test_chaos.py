@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+import pytest
+
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof.chaos.schedule import REQUIRED
@@ -27,6 +29,11 @@ def test_schedule_is_reproducible_and_covers_every_process(lab):
     assert all(2 <= e.step < units for e in a) and len({e.step for e in a}) == 10
 
 
+# A user's workflow on SQLite only: its PostgreSQL path is the same store (a user's workflow runs chaos
+# on PostgreSQL in test_user_workflow_chaos.py and test_agents_lab.py), and each of these is most of a
+# minute of the suite's twelve.
+@pytest.mark.parametrize(("lab", "ledger_target"), [("agent-loop", "sqlite"), ("agent-loop", "postgresql"),
+                                                    ("workflow", "sqlite")], indirect=True)  # fmt: skip
 def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, session_root):
     """A seeded schedule of six SIGKILLs (inside units of work, between them, the supervisor, the dev
     server), on each workload and each ledger: the run completes with nothing lost or duplicated, the

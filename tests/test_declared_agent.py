@@ -62,17 +62,17 @@ def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
     report_path = home / "chaos.json"
     try:
         out = run_cli(*lab("openai-agents", home), *DECLARED, "chaos", "--workflow", workflow, "--input",
-                      json.dumps({"turns": 5, "pace": 0.3, "think": 0.2}), "--seed", "3", "--kills", "4",
+                      json.dumps({"turns": 4, "pace": 0.3, "think": 0.2}), "--seed", "3", "--kills", "3",
                       "--aim", "tool", "--json", str(report_path), timeout=240)  # fmt: skip
         report = json.loads(report_path.read_text())
     finally:
         stop_lab(home)
     audit = report["audit"]
-    assert (audit["tool_calls"], audit["model_requests"]) == (5, 6), audit  # classed by the declaration
+    assert (audit["tool_calls"], audit["model_requests"]) == (4, 5), audit  # classed by the declaration
     emails = sent(home, report["run_id"])
     if workflow.endswith("Guarded"):
         assert out.returncode == 0 and audit["at_risk"] == [], out.stdout[-3000:]
-        assert Counter(emails.values()) == Counter({1: 5})
+        assert Counter(emails.values()) == Counter({1: 4})
     else:  # a kill inside the blind tool re-ran it: at risk, named by its activity type
         reran = [k for k in report["kills"] if k.get("landed") == "inside"]
         assert bool(audit["at_risk"]) == bool(reran), (audit["at_risk"], report["kills"])

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.proof.report import Report
 from conftest import run_cli
@@ -77,10 +75,15 @@ def verify(lab, home, *more: str, env: dict | None = None):
     return out, json.loads(out_path.read_text())
 
 
-def test_verify_passes_with_figures(lab, home):
+def test_verify_passes_with_figures(lab, home, request):
+    """Our loop's on a PostgreSQL ledger (the URL reaches the CLI through its env var), a user's
+    workflow's on SQLite: one --verify each (a minute of the suite's twelve), both backends proved."""
     junit, bundle = home.home / "ci" / "verify.xml", home.home / "proof"
-    out, report = verify(lab, home, "--junit", str(junit), *(["--proof", str(bundle)] if lab.bundles else []))
+    env = {"CHECKPOINT_LEDGER_URL": request.getfixturevalue("pg_url")} if lab.kind == "agent-loop" else None
+    out, report = verify(lab, home, "--junit", str(junit), *(["--proof", str(bundle)] if lab.bundles else []), env=env)
     assert_verified(out, report)
+    if env is not None:
+        assert not (home.run_dir / "verify" / "run" / "checkpoint.db").exists()  # nothing went to SQLite
     assert_junit_matches(junit, report["checks"])
     by_name = {c["name"]: c for c in report["checks"]}
     for name in EXPECTED[lab.kind]:
@@ -99,17 +102,6 @@ def test_verify_passes_with_figures(lab, home):
         unassisted = next(c for c in report["checks"] if c["name"].startswith("3. unassisted kill"))
         assert "own heartbeat timeout" in unassisted["name"] and "send_line" in unassisted["observed"]
         assert report["passed"] == report["total"] == 13 and len(report["runs"]) == 3
-
-
-# Our loop's only: a user's workflow reaches the ledger through the same store (its chaos runs on
-# PostgreSQL in test_chaos.py), and each --verify costs a minute of the suite's twelve.
-@pytest.mark.parametrize("lab", ["agent-loop"], indirect=True)
-def test_verify_passes_on_a_postgresql_ledger(lab, home, pg_url):
-    """The same proof with every table in PostgreSQL (the URL reaches the CLI through its env var)."""
-    out, report = verify(lab, home, env={"CHECKPOINT_LEDGER_URL": pg_url})
-    assert_verified(out, report)
-    assert report["total"] >= len(EXPECTED[lab.kind])
-    assert not (home.run_dir / "verify" / "run" / "checkpoint.db").exists()  # nothing went to SQLite
 
 
 def test_a_missed_latency_target_is_said_but_gates_only_when_strict(capsys):
