@@ -1,7 +1,7 @@
 """The Deep Agents mailer (examples/agents/deepagents_mailer), unmodified, under the lab through the CLI:
 chaos on the guarded agent, kills in model requests included, sends each email once and passes; on the
 blind agent it names the `send_email` tool and its call id at risk and fails (`--verify --workflow` on
-the guarded agent, 13/13 by hand, is left to LangGraph's test: it costs about a minute
+the guarded agent, 13/13 by hand, stays out of the suite: it costs about a minute
 beside other labs). Real dev servers, real worker processes, Deep Agents with its offline model."""
 
 from __future__ import annotations

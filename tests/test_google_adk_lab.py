@@ -4,8 +4,8 @@ calls with their function call ids, tokens), the guarded workflow keyed by workf
 id; then under the lab as a user's worker command (recognised from its payloads: Strands names its
 model activity `invoke_model` too): chaos kills it on any activity start, model
 requests included, and the guarded agent sends each email once; the blind one's tool is named at risk
-with its call id (`--verify --workflow` on the guarded one, which passes by hand, is left to LangGraph's
-test: it costs about a minute beside other labs). Every process is stopped."""
+with its call id (`--verify --workflow` on the guarded one passes by hand; it stays out of the suite,
+a minute beside other labs). Every process is stopped."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """The LangGraph mailer (examples/agents/langgraph_mailer), unmodified, under the lab through the CLI:
 chaos on the guarded graph, kills in model nodes included, sends each email once and passes; on the
-blind graph it names the `send_email` tool and its call id at risk and fails; `--verify --workflow`
-passes on the guarded graph. Real dev servers, real worker processes, LangGraph with its offline model."""
+blind graph it names the `send_email` tool and its call id at risk and fails. Real dev servers, real
+worker processes, LangGraph with its offline model. `--verify --workflow` on the guarded graph (and on
+every other framework's guarded mailer) passes by hand and stays out of the suite: a minute each of
+its twelve; test_verify.py runs the same harness on the example project's workflow."""
 
 from __future__ import annotations
 
@@ -58,13 +60,3 @@ def test_chaos_on_the_blind_graph_names_the_tool_and_its_call_at_risk(session_ro
     assert len(lines) == TURNS
     twice = turns_sent_twice(lines)
     assert twice <= {str(r["seq"] // 2) for r in audit["at_risk"]}, (twice, audit["at_risk"])
-
-
-def test_verify_passes_on_the_guarded_graph(session_root, temporal_address):
-    home = session_root / f"lg-verify-{next(_homes)}"
-    inp = {"turns": 2, "pace": 0.3, "think": 0.2}
-    out, report = LAB.verify(home, "LangGraphMailerGuarded", inp, "--temporal-address", temporal_address, timeout=120)
-    assert out.returncode == 0 and "ALL CHECKS PASS" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
-    assert report["passed"] == report["total"] and report["total"] >= 12
-    audits = [c for c in report["checks"] if "COMPLETED, nothing lost" in c["name"]]
-    assert len(audits) == 3 and all("at_risk=0" in c["observed"] for c in audits)

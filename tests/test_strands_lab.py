@@ -4,7 +4,7 @@ calls with their toolUseIds, tokens), the guarded workflow keyed by workflow id 
 reset between a model request and its tool call keeping that key; then under the lab as a user's
 worker command: chaos kills it on any activity start, model requests included, and the guarded agent
 sends each email once; the blind one's tool is named at risk with its toolUseId (`--verify --workflow`
-on the guarded one, which passes by hand, is left to LangGraph's test). Real dev servers (each lab
+on the guarded one passes by hand and stays out of the suite). Real dev servers (each lab
 home its own: chaos kills it), real worker processes; every process is stopped, and proved gone, even
 on failure."""
 
