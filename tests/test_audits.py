@@ -38,3 +38,22 @@ async def test_an_unstamped_claim_is_lost_in_either_workloads_one_verdict(lab, t
     doc = audit.to_dict()
     assert doc["ok"] is False and doc["lost"] == audit.lost and doc["run_id"] == run_id
     assert f"lost={audit.lost}" in audit.summary()
+
+
+async def test_a_run_that_ended_unfinished_is_lost_work_not_an_exactly_once_failure(lab, tmp_path):
+    """A workflow that failed (a task that sat out its timeout, say) with nothing duplicated or at risk
+    lost its work: the verdict says so, and does not blame exactly-once (it said "NOT exactly once")."""
+    from checkpoint_tui.app.stuck import STUCK
+
+    settings = Settings(home=tmp_path / "h")
+    settings.ensure_dirs()
+    workload = workload_of(lab.kind)
+    workflow_type = "SendLines" if lab.kind == "workflow" else None
+    run_id = record_run(settings, 2, 0.0, kind=workload.kind, workflow_type=workflow_type)
+    failed = await workload.audit(settings, None, run_id, "FAILED")
+    assert not failed.ok and failed.duplicated == 0
+    sentence = failed.sentence() or ""
+    assert sentence.startswith("run failed") and "work lost: the workflow FAILED (nothing duplicated)" in sentence
+    assert "NOT exactly once" not in sentence, sentence
+    stuck = (await workload.audit(settings, None, run_id, STUCK)).sentence() or ""
+    assert "no progress: its workflow task keeps failing" in stuck and "NOT exactly once" not in stuck

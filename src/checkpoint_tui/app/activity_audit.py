@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from checkpoint_tui.app.activity_history import ActivityExec
+from checkpoint_tui.app.audit import unfinished
 from checkpoint_tui.app.frameworks import detect
 from checkpoint_tui.app.stuck import STUCK
 from checkpoint_tui.effects import read_probe_log
@@ -94,7 +95,9 @@ class ActivityAudit:
             return None
         state = {"COMPLETED": "completed", "CANCELED": "cancelled", STUCK: "stuck"}.get(self.workflow_status, "failed")
         verdict = "nothing at risk, lost or duplicated" if self.ok else "NOT exactly once"
-        if self.at_risk:
+        if not self.ok and self.workflow_status != "COMPLETED" and self._effects_clean():
+            verdict = unfinished(self.workflow_status)  # lost work, not an exactly-once failure
+        elif self.at_risk:
             verdict += f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)})"
         elif self.never_ran:
             verdict += f" ({len(self.never_ran)} never ran: {_names(self.never_ran)} · {self.never_ran[0]['why']})"
@@ -106,6 +109,10 @@ class ActivityAudit:
             f"run {state} — {self.completed} of {self.activities} activities, re-executed {len(self.re_executed)} "
             f"(guarded {len(self.guarded_re_executed)}, model {len(self.model_reruns)}) · {verdict}"
         )
+
+    def _effects_clean(self) -> bool:
+        return not (self.lost or self.duplicated or self.at_risk or self.never_ran
+                    or (self.strict_models and self.model_reruns))  # fmt: skip
 
     def summary(self) -> str:
         return (f"activities={self.completed}/{self.activities} re-executed={len(self.re_executed)} "

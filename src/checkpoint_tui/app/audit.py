@@ -36,3 +36,16 @@ class Audit(Protocol):
     def to_dict(self) -> dict:
         """The JSON of the report's `audit` (with `ok`)."""
         ...
+
+
+def unfinished(workflow_status: str | None) -> str:
+    """The verdict of a run that ended without completing while nothing was duplicated or at risk: its
+    work is lost (a workflow failed, timed out, terminated) or cannot go on (a workflow task failing
+    forever), which is not an exactly-once failure and must not be blamed as one."""
+    from checkpoint_tui.app.stuck import STUCK
+
+    if workflow_status == STUCK:
+        return "no progress: its workflow task keeps failing (nothing duplicated)"
+    if workflow_status == "CANCELED":
+        return "cancelled (nothing duplicated)"
+    return f"work lost: the workflow {workflow_status} (nothing duplicated)"

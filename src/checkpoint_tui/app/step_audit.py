@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from checkpoint_tui.app.audit import unfinished
 from checkpoint_tui.app.stuck import STUCK
 from checkpoint_tui.app.view import Snapshot
 from checkpoint_tui.ledger import queries
@@ -41,7 +42,11 @@ class StepAudit:
         state = {"COMPLETED": "completed", "CANCELED": "cancelled", STUCK: "stuck"}.get(self.workflow_status, "failed")
         done = self.total_steps - len(self.step_gaps)
         verdict = "nothing lost or duplicated" if self.ok else "NOT exactly once"
-        if self.lost or self.duplicated:
+        if not self.ok and self.workflow_status != "COMPLETED" and not self.duplicated:
+            # the effects of the steps it never did are lost work, not an exactly-once failure
+            verdict = unfinished(self.workflow_status) + (f" · lost {self.lost}" if self.lost else "")
+            verdict += f" · steps not done: {self.step_gaps[:10]}" if self.step_gaps else ""
+        elif self.lost or self.duplicated:
             verdict += f" (lost {self.lost}, duplicated {self.duplicated})"
         elif self.step_gaps:
             verdict += f" (steps missing: {self.step_gaps[:10]})"
