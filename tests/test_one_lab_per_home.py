@@ -81,7 +81,7 @@ def test_a_second_chaos_is_refused_naming_the_first_and_stop_ends_the_first(tmp_
         assert "Traceback" not in second.stderr and record.exists() and first.poll() is None
         stopped = run_cli("--home", str(home), "stop", timeout=90)
         assert f"chaos {first.pid}" in stopped.stdout, stopped.stdout + stopped.stderr
-        out, err = first.communicate(timeout=30)
+        out, err = first.communicate(timeout=60)
         assert first.returncode == 1 and "chaos: stopped by SIGTERM" in err, err[-2000:]
         assert "chaos: this home's lab is running (dev server" in out, out[:2000]  # taken over, and said
         assert "Traceback" not in err
@@ -129,7 +129,7 @@ def test_stop_during_verify_ends_it_and_its_verify_home(home: Settings):
         until(lambda: worker_proc.load_all(Settings(home=vhome)), 90, "--verify's first worker")
         stopped = run_cli("--home", str(home.home), "stop", timeout=90)
         assert f"--verify {verify.pid}" in stopped.stdout, stopped.stdout + stopped.stderr
-        _, err = verify.communicate(timeout=30)
+        _, err = verify.communicate(timeout=60)
         assert verify.returncode == 1 and "--verify: stopped by SIGTERM" in err and "Traceback" not in err, err
         until(lambda: not worker_proc.load_all(Settings(home=vhome)), 15, "the verify home's workers to end")
     finally:

@@ -24,6 +24,7 @@ from checkpoint_tui.settings import Settings
 
 LOCK = "lab.lock"
 HOLDERS = "lab"
+EXPERIMENT_GRACE_S = 45.0  # its cleanup (chaos stops its supervisor, up to 15 s) on a loaded machine
 MAX_NAMED = 4  # holders named in a refusal (a dozen apps on one home is possible, a dozen lines is not)
 
 
@@ -101,7 +102,7 @@ def stop_experiments(settings: Settings) -> list[str]:
     for ident, command, exclusive in holders(settings):
         if not exclusive or ident.pid == os.getpid():
             continue
-        if stop_process(ident, grace=20.0):
+        if stop_process(ident, grace=EXPERIMENT_GRACE_S):
             stopped.append(f"{command} {ident.pid}")
     return stopped
 
