@@ -59,6 +59,8 @@ def test_a_stale_or_forged_holder_record_names_nothing(tmp_path):
     assert lab_lock.holders(home) == []
     with lab_lock.hold(home, "chaos", exclusive=True):
         assert [cmd for _, cmd, _ in lab_lock.holders(home)] == ["chaos"]
+        left = sorted(p.name for p in (home.run_dir / "lab").iterdir())
+        assert len(left) == 1 and left[0].startswith(f"{os.getpid()}-"), left  # the stale ones swept
 
 
 def test_a_second_chaos_is_refused_naming_the_first_and_stop_ends_the_first(tmp_path):

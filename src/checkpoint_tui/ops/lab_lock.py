@@ -25,6 +25,8 @@ from checkpoint_tui.settings import Settings
 LOCK = "lab.lock"
 HOLDERS = "lab"
 EXPERIMENT_GRACE_S = 45.0  # its cleanup (chaos stops its supervisor, up to 15 s) on a loaded machine
+MAX_RECORDS = 64  # records read to name the holders (run/lab/ is private, but bounded all the same)
+SWEEP_LIMIT = 4096  # stale records removed per hold
 MAX_NAMED = 4  # holders named in a refusal (a dozen apps on one home is possible, a dozen lines is not)
 
 
@@ -36,24 +38,33 @@ def _record_path(settings: Settings, pid: int) -> Path:
     return _holders_dir(settings) / f"{pid}-{secrets.token_hex(4)}.json"  # one per hold, even in one process
 
 
-def holders(settings: Settings) -> list[tuple[ProcIdentity, str, bool]]:
-    """The live holders: (identity, command, exclusive). Stale or forged records are skipped."""
+def _records(settings: Settings, limit: int) -> Iterator[tuple[Path, ProcIdentity | None, dict | None]]:
+    """Each record under run/lab/ (at most `limit`): its path, its live holder's identity (None: gone,
+    the pid another program now, or malformed), the record."""
     folder = _holders_dir(settings)
-    found = []
     try:
-        names = sorted(os.listdir(folder))[:64]
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))[:limit]
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        return
     for name in names:
-        if not name.endswith(".json"):
-            continue
         rec = read_json(folder / name)
         ident = ProcIdentity.from_record(rec)
-        if ident is None or not ident.matches_live():  # gone, or the pid is another program now
-            continue
-        assert rec is not None
-        found.append((ident, str(rec.get("command", "?"))[:40], bool(rec.get("exclusive"))))
-    return found
+        yield folder / name, (ident if ident is not None and ident.matches_live() else None), rec
+
+
+def holders(settings: Settings) -> list[tuple[ProcIdentity, str, bool]]:
+    """The live holders: (identity, command, exclusive). Stale or forged records are skipped."""
+    return [(ident, str(rec.get("command", "?"))[:40], bool(rec.get("exclusive")))
+            for _, ident, rec in _records(settings, MAX_RECORDS) if ident is not None and rec is not None]  # fmt: skip
+
+
+def _sweep(settings: Settings) -> None:
+    """Remove the records of holders that are gone (a SIGKILLed holder leaves its record): left,
+    they would grow until the live ones were past the listing's bound."""
+    for path, ident, _ in _records(settings, SWEEP_LIMIT):
+        if ident is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _refusal(settings: Settings, command: str) -> str:
@@ -85,6 +96,7 @@ def hold(settings: Settings, command: str, exclusive: bool) -> Iterator[None]:
     record = _record_path(settings, os.getpid())
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
+        _sweep(settings)
         ident = ProcIdentity.of(os.getpid())
         if ident is not None:
             write_json(record, {"identity": ident.to_dict(), "command": command, "exclusive": exclusive})
