@@ -162,19 +162,18 @@ class Chaos:
 
     async def _execute(self, run_id: str) -> None:
         """Every event of the schedule, each at its moment or its time (schedule.execute)."""
-        said: list[ChaosEvent] = []  # events whose arrival already said why they did not fire
+        said: set[int] = set()  # ids of events whose arrival already said why they did not fire
 
         async def arrive(ev: ChaosEvent) -> bool:
             if (why := await self.target.arrive(self, ev, run_id)) is not None:
                 self.not_fired.append(NotFired(ev.to_json(), why))
-                said.append(ev)
+                said.add(id(ev))
                 return False
             return True
 
         closed = lambda: self.target.closed(self, run_id)  # noqa: E731
         left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at, closed)
-        self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left
-                           if not any(ev is s for s in said)]  # fmt: skip
+        self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left if id(ev) not in said]
 
     async def fire(self, ev: ChaosEvent, run_id: str) -> None:
         """Fire the event now: what only the workload has is its target's, the rest the engine's. One that
