@@ -46,7 +46,7 @@ async def test_a_run_folder_of_another_user_is_refused(lab: Lab, tmp_path: Path)
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)
     os.chown(run, NOBODY, NOBODY)
-    await refused_then_applied(lab, "async", "k-uid", "not a folder owned by this user", lambda: os.chown(run, 0, 0))
+    await refused_then_applied(lab, "async", "k-uid", "not to this user; refusing", lambda: os.chown(run, 0, 0))
 
 
 @root_only

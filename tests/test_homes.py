@@ -31,6 +31,7 @@ def bad_homes(root):
         "run/ a file": (root / "run-file", "run is not a folder"),
         "a planted artifacts link": (root / "planted", "artifacts is a link"),
         "too long": ("x" * (MAX_HOME_CHARS + 1), f"at most {MAX_HOME_CHARS}"),
+        "an unknown user's ~": ("~no-such-user-39/h", "Could not determine home directory"),
     }
     if os.geteuid() == 0:  # only root can give a folder away
         homes["another user's"] = (root / "other", "belongs to uid 4321")

@@ -34,8 +34,9 @@ def resolve_home(raw: str | Path, source: str = "--home") -> Path:
         raise UsageError(f"{source} is {len(str(raw))} characters long; at most {MAX_HOME_CHARS}")
     try:
         path = Path(raw).expanduser().resolve()
-    except RuntimeError:  # pathlib's "Symlink loop from ..."
-        raise UsageError(f"{source} {shown(raw)}: a symlink loop") from None
+    except RuntimeError as err:  # pathlib's "Symlink loop from ...", or "Could not determine home directory"
+        why = "a symlink loop" if "loop" in str(err).lower() else str(err)[:SHOWN_CHARS]
+        raise UsageError(f"{source} {shown(raw)}: {why}") from None
     except OSError as err:
         raise UsageError(f"{source} {shown(raw)}: {err.strerror or err}") from None
     if len(str(path)) > MAX_HOME_CHARS:
@@ -73,12 +74,8 @@ def _check_subfolder(path: Path, source: str) -> None:
         return
     except OSError as err:
         raise UsageError(f"{source}: {shown(path)}: {_reason(err)}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise UsageError(f"{shown(path)} is a link; the lab writes there, so it must be a real folder")
-    if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"{shown(path)} is not a folder (a file?); move it away or name another {source}")
-    if st.st_uid != os.geteuid():
-        raise UsageError(f"{shown(path)} belongs to uid {st.st_uid}, not to this user; refusing to write there")
+    if (why := _not_our_folder(st)) is not None:
+        raise UsageError(f"{shown(path)} {why}; the lab writes there: move it away or name another {source}")
 
 
 def _check_creatable(path: Path, source: str) -> None:
@@ -105,14 +102,25 @@ def check_private_dir(path: Path, private: bool = True) -> None:
     that name their processes, or links where we write). Not `private` (artifacts/, for the user to
     read and share): only a real folder of ours is asked for."""
     st = path.lstat()
-    if os.path.islink(path) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise UsageError(f"{path} is not a folder owned by this user; refusing to use it")
+    if (why := _not_our_folder(st)) is not None:
+        raise UsageError(f"{path} {why}; refusing to use it")
     if not private:
         return
     if st.st_mode & 0o022:
         raise UsageError(f"{path} is writable by group or others (mode {st.st_mode & 0o777:o}); chmod 700 it")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)  # ours, only readable by others: tighten it
+
+
+def _not_our_folder(st: os.stat_result) -> str | None:
+    """Why an lstat is not a real folder of this user's (a link, a file, another user's), or None."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder (a file?)"
+    if st.st_uid != os.geteuid():
+        return f"belongs to uid {st.st_uid}, not to this user"
+    return None
 
 
 def _reason(err: OSError) -> str:
