@@ -65,7 +65,7 @@ def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
 
 def lab(settings: Settings, name: str, exclusive: bool):
     """One lab per home (ops/lab_lock.py), taken once a command's flags are checked and before it
-    starts anything: the experiments (chaos, --verify, doctor) hold the home alone; the app, `start`
+    starts anything: the experiments (chaos, --verify, doctor starting a run) hold the home alone; the app, `start`
     and `compare` (the app's lesson runs it on the app's home) share it. `status`, `replay`, `stop`
     take nothing: they read, or end the lab; `supervise` runs under chaos, which holds it."""
     from checkpoint_tui.ops import lab_lock

@@ -70,11 +70,10 @@ def command(args: argparse.Namespace, settings: Settings, workload: Workload) ->
     from checkpoint_tui.ops.sigterm import until_sigterm
 
     stopped = "doctor: stopped by SIGTERM (`stop`, or a CI timeout); what it started stopped"
-    from checkpoint_tui.ops import lab_lock
+    from checkpoint_tui.cli.commands import lab
 
-    # One lab per home (cli/commands.lab): a run doctor starts, and kills under, is the home's alone;
-    # reading a finished RUN shares it.
-    with lab_lock.hold(settings, "doctor", exclusive=args.run is None):
+    # A run doctor starts, and kills under, is the home's alone; reading a finished RUN shares it.
+    with lab(settings, "doctor", exclusive=args.run is None):
         work = doctor(settings, workload, args.run, json_out, args.timeout, args.framework, cap_s)
         return asyncio.run(until_sigterm(work, stopped))
 
