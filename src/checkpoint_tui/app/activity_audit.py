@@ -18,6 +18,10 @@ What it can see, and from where:
   node that finds no message to act on): it is not at risk, it is broken, and its work is lost. (What
   it did outside the library before it failed, the lab cannot see.)
 - **a workflow task that keeps failing** (app/stuck.py): the run cannot make progress.
+- **lost work** (app/lost_work.py, from history and the lab's worker events): attempts that waited out a
+  timeout, each with the lab event that caused it (a SIGKILL's costs a wait; none, or a graceful stop,
+  is the application's loss), final timeouts, a failed or timed-out workflow, workflow task failures
+  (how long the run was stuck, or that it still is), and schedule-to-start latency.
 - **with the library** (the ledger): effects claimed but never stamped (lost, once the workflow is
   over), duplicate effect ids, and the claim outcomes (applied / skipped / recovered / interrupted).
 - **the probe log** (independent of the ledger's rows): physical `write` calls per effect key. A key
@@ -32,13 +36,16 @@ than the lab's.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from checkpoint_tui.app.activity_history import ActivityExec
-from checkpoint_tui.app.audit import unfinished
+from checkpoint_tui.app.audit import lost_verdict
+from checkpoint_tui.app.chain import Chain
 from checkpoint_tui.app.frameworks import detect
+from checkpoint_tui.app.lost_work import SLACK_S, LabEvent, LostWork, event_time, lost_work
 from checkpoint_tui.app.stuck import STUCK
 from checkpoint_tui.effects import read_probe_log
 from checkpoint_tui.ledger import queries
@@ -50,6 +57,9 @@ from checkpoint_tui.settings import Settings
 DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays readable)
 # How a dead worker's attempt fails: Temporal's timeouts, and ops/failover.py's assisted failure.
 WORKER_DEATHS = ("timeout", "died (seen by the supervisor)")
+# History's events that name the worker that ran a task (a worker this run used)
+_IDENTIFIED = ("activity_task_started_event_attributes", "workflow_task_started_event_attributes",
+               "workflow_task_completed_event_attributes")  # fmt: skip
 
 
 @dataclass
@@ -81,12 +91,14 @@ class ActivityAudit:
     duplicated: int = 0
     lost_detail: list[str] = field(default_factory=list)
     duplicated_detail: list[str] = field(default_factory=list)
+    lost_work: dict = field(default_factory=dict)  # LostWork.to_dict() (app/lost_work.py); {}: history not read
+    lost_work_count: int = 0  # units of work lost by the application (not what the lab's kills cost in waiting)
 
     @property
     def ok(self) -> bool:
         models_ok = not (self.strict_models and self.model_reruns)
         clean = not self.lost and not self.duplicated and not self.at_risk and not self.never_ran
-        return self.workflow_status == "COMPLETED" and clean and models_ok
+        return self.workflow_status == "COMPLETED" and clean and models_ok and not self.lost_work_count
 
     def sentence(self) -> str | None:
         """The completion sentence of the run, from this audit (the one verdict the app, `status`
@@ -95,8 +107,11 @@ class ActivityAudit:
             return None
         state = {"COMPLETED": "completed", "CANCELED": "cancelled", STUCK: "stuck"}.get(self.workflow_status, "failed")
         verdict = "nothing at risk, lost or duplicated" if self.ok else "NOT exactly once"
-        if not self.ok and self.workflow_status != "COMPLETED" and self._effects_clean():
-            verdict = unfinished(self.workflow_status)  # lost work, not an exactly-once failure
+        unfinished = self.workflow_status != "COMPLETED"
+        if not self.ok and (unfinished or self.lost_work_count) and self._effects_clean(unfinished):
+            # lost work, not an exactly-once failure: named by its first unit when history names one
+            verdict = lost_verdict(self.workflow_status, self.lost_work.get("first") if self.lost_work_count else None)
+            verdict += f" · {self.lost} effect(s) left claimed, never stamped" if self.lost else ""
         elif self.at_risk:
             verdict += f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)})"
         elif self.never_ran:
@@ -110,15 +125,18 @@ class ActivityAudit:
             f"(guarded {len(self.guarded_re_executed)}, model {len(self.model_reruns)}) · {verdict}"
         )
 
-    def _effects_clean(self) -> bool:
-        return not (self.lost or self.duplicated or self.at_risk or self.never_ran
+    def _effects_clean(self, unfinished: bool = False) -> bool:
+        """Nothing duplicated, at risk or broken. `unfinished`: the run ended without completing, so an
+        effect it claimed and never stamped died with the run (its work is lost, nothing was done twice)."""
+        excused = unfinished and all("never stamped" in d for d in self.lost_detail)
+        return not ((self.lost and not excused) or self.duplicated or self.at_risk or self.never_ran
                     or (self.strict_models and self.model_reruns))  # fmt: skip
 
     def summary(self) -> str:
         return (f"activities={self.completed}/{self.activities} re-executed={len(self.re_executed)} "
                 f"guarded={len(self.guarded_re_executed)} at_risk={len(self.at_risk)} "
                 f"model_reruns={len(self.model_reruns)} never_ran={len(self.never_ran)} lost={self.lost} "
-                f"duplicated={self.duplicated}")  # fmt: skip
+                f"duplicated={self.duplicated} lost_work={self.lost_work_count}")  # fmt: skip
 
     def lines(self) -> list[str]:
         return audit_lines(self)
@@ -135,10 +153,14 @@ def audit_activities(
     acts: list[ActivityExec],
     probe_counts: dict[str, int] | None,
     strict_models: bool = False,
+    lost: LostWork | None = None,
 ) -> ActivityAudit:
     """`acts` from history, classified (app/activity_history.py); `probe_counts` the probe log's
-    writes per key, or None when there is no probe log (a worker that does not use the library)."""
+    writes per key, or None when there is no probe log (a worker that does not use the library);
+    `lost` what history says was lost (app/lost_work.py), None when it was not read."""
     a = ActivityAudit(run_id, workflow_type, workflow_status, len(acts), sum(x.status == "completed" for x in acts))
+    if lost is not None:
+        a.lost_work, a.lost_work_count = lost.to_dict(), lost.lost
     a.strict_models = strict_models
     a.framework = detect(x.seen() for x in acts)
     a.tool_calls = sum(x.cls in ("tool", "mcp") for x in acts)
@@ -223,12 +245,32 @@ def _probe_checks(a: ActivityAudit, effects: list[EffectRow]) -> None:
 
 def audit_of(
     settings: Settings, run_id: str, workflow_type: str | None, status: str | None, acts: list[ActivityExec],
-    strict_models: bool = False,
+    strict_models: bool = False, chain: Chain | None = None,
 ) -> ActivityAudit:  # fmt: skip
     """The audit of a run of a user's workflow against this home's ledger and probe log (the one place
-    `status`, the app and chaos get it from)."""
+    `status`, the app and chaos get it from). With the run's `chain` (the history `acts` were read
+    from), its lost work too, each timeout against the lab's worker events of the ledger."""
+    conn = connect(settings.ledger)
     probes = probe_counts(settings.probe_log)
-    return audit_activities(connect(settings.ledger), run_id, workflow_type, status, acts, probes, strict_models)
+    lost = read_lost_work(conn, run_id, chain) if chain is not None else None
+    return audit_activities(conn, run_id, workflow_type, status, acts, probes, strict_models, lost)
+
+
+def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = None) -> LostWork:
+    """The run's lost work: its history against the lab's worker events over the history's span (a
+    workflow task still failing is measured to `now`). An event counts if it is filed under this run or
+    under none, or stopped a worker this run's history names: the run an event is filed under is a
+    guess (the latest running one), and a kill filed under another run still stops this one's attempt on
+    that worker; a worker this run never used (another lab's, on a shared ledger) explains nothing."""
+    events = chain.events
+    now = time.time() if now is None else now
+    if not events:
+        return lost_work(chain, (), now)
+    served = {getattr(ev, name).identity for ev in events for name in _IDENTIFIED if ev.HasField(name)}
+    rows = queries.lab_events(conn, event_time(events[0]) - SLACK_S, event_time(events[-1]) + SLACK_S)
+    lab = [LabEvent(r["at"], r["event"], r["pid"], r["host"], r["identity"], r["detail"]) for r in rows]
+    mine = [e for e, r in zip(lab, rows, strict=True) if r["run_id"] in (None, run_id) or e.who in served]
+    return lost_work(chain, mine, now)
 
 
 def probe_counts(path: Path) -> dict[str, int] | None:
@@ -277,9 +319,30 @@ def audit_lines(a: ActivityAudit) -> list[str]:
         lines += [f"  {r}" for r in a.re_entered[:10]]
     else:
         lines.append("probe log: none (no effect went through the library)")
+    lines += lost_work_lines(a.lost_work) if a.lost_work else []
     lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}")
     lines += [f"  {d}" for d in (a.lost_detail + a.duplicated_detail)[:10]]
     return lines
+
+
+def lost_work_lines(doc: dict, limit: int = 10) -> list[str]:
+    """The report's lost-work section, from LostWork.to_dict(): timeouts waited out (with their waits
+    and causes), workflow task failures (why, how long stuck), the workflow's end, schedule-to-start."""
+    outs, fails, end = doc.get("timeouts") or [], doc.get("task_failures") or [], doc.get("outcome")
+    lines = [f"lost work {doc.get('lost', 0)} · timeouts waited out {doc.get('timeouts_total', len(outs))} "
+             f"(lost {sum(t['lost'] for t in outs)}) · workflow task failures {doc.get('task_failures_total', 0)} "
+             f"(still failing {sum(f['lost'] for f in fails)}) · schedule-to-start {_latency(doc)}"]  # fmt: skip
+    lines += [f"  {'LOST' if t['lost'] else 'waited out'}: {t['line']}" for t in outs[:limit]]
+    lines += [f"  {'LOST' if f['lost'] else 'recovered'}: {f['line']}" for f in fails[:limit]]
+    return lines + ([f"  {'LOST' if end['lost'] else 'ended'}: {end['line']}"] if end else [])
+
+
+def _latency(doc: dict) -> str:
+    parts = []
+    for key, name in (("activity", "activities"), ("workflow_task", "workflow tasks")):
+        if lat := (doc.get("schedule_to_start") or {}).get(key):
+            parts.append(f"{name} p50 {lat['p50_s']:.3f} s p99 {lat['p99_s']:.3f} s ({lat['samples']})")
+    return " · ".join(parts) or "no sample"
 
 
 def _act(r: dict) -> str:

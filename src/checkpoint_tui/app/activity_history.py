@@ -55,6 +55,7 @@ class ActivityExec:
     args: list[object] = field(default_factory=list, repr=False)  # decoded input payloads (None: undecodable)
     result: object = field(default=None, repr=False)  # the completion's first payload, decoded
     summary: str | None = None  # the user-metadata summary the workflow gave it
+    task_queue: str | None = None  # the queue it was scheduled on (a fleet's activity worker polls it)
     info: UnitInfo | None = None  # what it is (model request, tool call, ...): app/frameworks/
 
     def seen(self) -> ActivitySeen:
@@ -169,6 +170,7 @@ def activities(chain: Chain) -> list[ActivityExec]:
                     start_to_close_s=_secs(a.start_to_close_timeout) or _secs(a.schedule_to_close_timeout),
                     args=_payloads(a.input),
                     summary=_summary(ev),
+                    task_queue=plain(a.task_queue.name, 200) or None,
                 )
                 by_sched[ev.event_id] = act
                 found.append(act)
@@ -262,11 +264,19 @@ async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -
 async def read_activities(
     client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
 ) -> list[ActivityExec]:
+    return (await read_run(client, workflow_id, first_execution, framework))[1]
+
+
+async def read_run(
+    client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
+) -> tuple[Chain, list[ActivityExec]]:
+    """The run's history (its chain) and its activities read from it, for an audit that needs both (lost
+    work is read from the chain: app/lost_work.py)."""
     chain = await read_chain(client, workflow_id, first_execution)
     acts = await with_pending(client, chain, activities(chain))
     if framework is not None:
         label(acts, framework)
-    return acts
+    return chain, acts
 
 
 def timeline(chain: Chain) -> list[tuple[str, list]]:

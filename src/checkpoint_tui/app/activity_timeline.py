@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from temporalio.client import Client
 
 from checkpoint_tui.app.activity_audit import audit_of
-from checkpoint_tui.app.activity_history import ActivityExec, read_activities
+from checkpoint_tui.app.activity_history import ActivityExec, Chain, read_run
 from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.timeline import Timeline
@@ -50,6 +50,7 @@ class ActivityTimeline(Timeline):
     framework: Framework = None  # forced (--framework) or declared; None: recognised from the activity types
     strict_models: bool = False  # a model request re-run fails the verdict too
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
+    _chain: Chain | None = None  # the history they were read from (the audit's lost work reads it)
     _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run
     _final: set[str] = field(default_factory=set)  # runs whose activities were read after they closed
 
@@ -73,7 +74,9 @@ class ActivityTimeline(Timeline):
         user's worker writes it)."""
         run_id = snap.run_id or ""
         acts = await self.activities(client, run_id, True)
-        audit = await db(audit_of, settings, run_id, self.workflow_type, snap.workflow_status, acts, self.strict_models)
+        chain = self._chain if self._chain is not None and self._chain.workflow_id == run_id else None
+        audit = await db(audit_of, settings, run_id, self.workflow_type, snap.workflow_status, acts, self.strict_models,
+                         chain)  # fmt: skip
         if snap.workflow_status:
             await db(record_end, settings, run_id, snap.workflow_status)
         return audit.sentence()
@@ -86,7 +89,7 @@ class ActivityTimeline(Timeline):
         recent = cached is not None and time.monotonic() - cached[1] < ACTIVITIES_EVERY_S
         if cached is not None and cached[0] == run_id and (run_id in self._final or (not closed and recent)):
             return cached[2]
-        acts = await read_activities(client, run_id, framework=self.framework)
+        self._chain, acts = await read_run(client, run_id, framework=self.framework)
         self._acts = (run_id, time.monotonic(), acts)
         if closed:
             self._final.add(run_id)

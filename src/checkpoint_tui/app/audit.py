@@ -49,3 +49,19 @@ def unfinished(workflow_status: str | None) -> str:
     if workflow_status == "CANCELED":
         return "cancelled (nothing duplicated)"
     return f"work lost: the workflow {workflow_status} (nothing duplicated)"
+
+
+def lost_verdict(workflow_status: str | None, unit: str | None) -> str:
+    """The verdict of a run that lost work while nothing was duplicated or at risk, naming the first unit
+    lost (app/lost_work.py: a timeout no lab kill explains, a workflow task failing for good) when history
+    named one; else `unfinished`. Never "NOT exactly once": losing work is not running it twice."""
+    from checkpoint_tui.app.stuck import STUCK
+
+    if unit is None:
+        return unfinished(workflow_status)
+    ending = {
+        STUCK: "no progress: its workflow task keeps failing",
+        "CANCELED": "the workflow was cancelled",
+        "COMPLETED": "the workflow completed",
+    }.get(workflow_status or "", f"the workflow {workflow_status}")
+    return f"work lost: {unit}; {ending} (nothing duplicated)"

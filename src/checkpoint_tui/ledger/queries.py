@@ -329,3 +329,20 @@ def outcomes_since(conn: Ledger, run_id: str, since: float, first: int, last: in
         (run_id, since, first, last),
     )
     return {r["outcome"] or "unfinished": r["n"] for r in rows}
+
+
+# --- lost work -----------------------------------------------------------------------------------
+
+
+def lab_events(conn: Ledger, since: float, until: float, limit: int = 10_000) -> list[dict]:
+    """The worker events that can stop an attempt (kill, died, sigterm, exit, chaos:*) from `since` to
+    `until`, oldest first (at most `limit`), of every run (the run an event is filed under is the
+    supervisor's guess: the latest running one, for a user's workflow), each with its JSON detail
+    parsed: what the lost-work audit names as a timeout's cause (app/lost_work.py)."""
+    rows = conn.execute(
+        "SELECT at, event, pid, host, identity, run_id, detail FROM worker_events WHERE at >= ? AND at <= ? "
+        "AND (event IN ('kill', 'died', 'sigterm', 'exit') OR event LIKE 'chaos:%') ORDER BY at, id LIMIT ?",
+        (since, until, limit),
+    ).fetchall()
+    return [{"at": r["at"], "event": r["event"], "pid": r["pid"], "host": r["host"], "identity": r["identity"],
+             "run_id": r["run_id"], "detail": _json(r["detail"])} for r in rows]  # fmt: skip
