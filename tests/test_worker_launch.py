@@ -74,7 +74,7 @@ def test_a_startup_death_names_the_kind_of_worker(tmp_path: Path, monkeypatch: p
     def dies_before_seen(pid: int, argv: list[str]) -> ProcIdentity | None:
         return None  # as if it exited before it was seen to exec (its status is still read)
 
-    def launch(settings: Settings, address: str) -> Launch:
+    def launch(settings: Settings, address: str, member: object = None) -> Launch:
         return replace(real(settings, address), execd=dies_before_seen)
 
     monkeypatch.setattr(worker_proc, "user_command", launch)

@@ -13,13 +13,12 @@ import hashlib
 import os
 import secrets
 import socket
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.files.home import check_private_dir, resolve_home
+from checkpoint_tui.files.home import check_private_dir, check_private_file, resolve_home  # noqa: F401 (re-exported)
 
 DEFAULT_NAMESPACE = "default"
 LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
@@ -134,6 +133,14 @@ class ModelOptions:
 
 
 @dataclass(frozen=True)
+class FleetMember:
+    """One worker command of a fleet and the task queue it polls (its CHECKPOINT_TASK_QUEUE)."""
+
+    queue: str
+    cmd: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Settings:
     home: Path
     temporal_address: str | None = None  # None: the home's embedded dev server
@@ -152,6 +159,15 @@ class Settings:
     # --worker-cmd: a user's own worker command (argv, argv[0] resolved) run instead of ours, from worker_cwd
     worker_cmd: tuple[str, ...] = ()
     worker_cwd: Path | None = None
+    fleet: tuple[FleetMember, ...] = ()  # --worker QUEUE=CMD beyond the first command (ops/fleet.py)
+    deploys: tuple[FleetMember, ...] = ()  # --deploy QUEUE=CMD: the new version a deploy nemesis swaps in
+    dependencies: tuple[tuple[str, str], ...] = ()  # --dependency NAME=HOST:PORT, as the workers' env gets it
+
+    @property
+    def members(self) -> tuple[FleetMember, ...]:
+        """The fleet's worker commands: the first (--worker-cmd, or the first --worker) on the workflow's
+        task queue, then the others; none for our own worker."""
+        return ((FleetMember(self.task_queue, self.worker_cmd),) if self.worker_cmd else ()) + self.fleet
 
     @property
     def user_worker(self) -> bool:
@@ -172,7 +188,8 @@ class Settings:
         queue = self.task_queue_name if self.user_worker else None
         return Settings(home=self.run_dir / "verify", temporal_address=address, namespace=self.namespace,
                         connection=self.connection, ledger_url=self.ledger_url, temporal_bin=self.temporal_bin,
-                        task_queue_name=queue, worker_cmd=self.worker_cmd, worker_cwd=self.worker_cwd)  # fmt: skip
+                        task_queue_name=queue, worker_cmd=self.worker_cmd, worker_cwd=self.worker_cwd, fleet=self.fleet,
+                        deploys=self.deploys, dependencies=self.dependencies)  # fmt: skip
 
     @property
     def probe_log(self) -> Path:
@@ -277,20 +294,6 @@ class Settings:
         if self.ledger_url:  # the label: the same database whatever user, password or default port spelling
             return f"checkpoint-pg-{hashlib.sha256(self.ledger_label.encode()).hexdigest()[:8]}"
         return f"checkpoint-{self.home_id}"
-
-
-def check_private_file(path: Path) -> None:
-    """Refuse a file of ours (the ledger) that is a link, not a regular file, or owned by someone else
-    (a planted ledger could hold stamped claims for keys whose writes then never run). A missing one
-    is fine: it is created 0600."""
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{path} is not a regular file (a link, a folder or a device); refusing to use it")
-    if st.st_uid != os.geteuid():
-        raise UsageError(f"{path} is owned by another user (uid {st.st_uid}); refusing to use it")
 
 
 def _env(name: str) -> str | None:

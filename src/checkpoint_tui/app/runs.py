@@ -157,14 +157,15 @@ async def cancel_run(client: Client, run_id: str) -> None:
 
 
 async def wait_for_run(
-    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+    patience_s: float = 0.0,
 ) -> str | None:
     """Poll until the run's workflow is closed; returns its Temporal status."""
     conn = connect(settings.ledger)
     shown = -1
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
-    watch = StuckWatch(client, run_id)
+    watch = StuckWatch(client, run_id, patience_s)
     while deadline is None or loop.time() < deadline:
         try:
             row = queries.run(conn, run_id)

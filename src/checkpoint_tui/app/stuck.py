@@ -76,10 +76,13 @@ def _cause(cause: int) -> str:
 
 class StuckWatch:
     """For a loop that waits on a run: asks every CHECK_EVERY_S whether its workflow task is stuck,
-    says so on stderr once, and answers STUCK then (the caller returns it as the run's status)."""
+    says so on stderr once, and answers STUCK then (the caller returns it as the run's status).
+    `patience_s`: it must have been stuck that long first (chaos after a deploy: the rollback may come,
+    and the task a dead new-version worker held is retried only after its workflow task timeout)."""
 
-    def __init__(self, client: Client, run_id: str) -> None:
+    def __init__(self, client: Client, run_id: str, patience_s: float = 0.0) -> None:
         self.client, self.run_id, self.asked = client, run_id, 0.0
+        self.patience_s, self.since = patience_s, None  # since: when it was first seen stuck, in a row
 
     async def check(self) -> str | None:
         now = time.monotonic()
@@ -91,6 +94,10 @@ class StuckWatch:
         except RPCError:  # Temporal restarting: ask again next time
             return None
         if stuck is None:
+            self.since = None
+            return None
+        self.since = self.since or now
+        if now - self.since < self.patience_s:
             return None
         print(f"{self.run_id}: {stuck.line()}", file=sys.stderr, flush=True)
         return STUCK

@@ -75,13 +75,14 @@ async def start_workflow_run(
 
 
 async def wait_workflow_run(
-    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+    settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+    patience_s: float = 0.0,
 ) -> str | None:
     """Poll Temporal until the workflow closes (or `timeout`); the ledger row's end is written then.
     With `progress`, the completed activities on stderr. Returns Temporal's status."""
     deadline = None if timeout is None else time.monotonic() + timeout
     shown, last_progress = -1, 0.0
-    watch = StuckWatch(client, run_id)
+    watch = StuckWatch(client, run_id, patience_s)
     while deadline is None or time.monotonic() < deadline:
         try:
             status = await workflow_status(client, run_id)

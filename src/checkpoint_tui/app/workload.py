@@ -76,9 +76,11 @@ class Workload(ABC):
 
     @abstractmethod
     async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+        patience_s: float = 0.0,
     ) -> str | None:
-        """Until the workflow closes (or `timeout`): Temporal's status; the run row's end is written."""
+        """Until the workflow closes (or `timeout`): Temporal's status; the run row's end is written. A
+        workflow task failing for `patience_s` in a row ends the wait (STUCK, app/stuck.py)."""
 
     @abstractmethod
     async def ready(

@@ -34,6 +34,7 @@ def dispatch(args: argparse.Namespace) -> int:
         raise UsageError("--junit/--proof before the command go with --verify (chaos and replay take their own)")
     if args.strict_latency and not args.verify:
         raise UsageError("--strict-latency goes with --verify")
+    workload_flags.fold_fleet(args)  # --worker QUEUE=CMD ...: the workflow's command first
     workload_flags.check_pairing(args, bool(args.worker_cmd))
     workload = workload_flags.build_workload(args)
     settings = workload_flags.with_worker_cmd(args, settings_from(args))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from checkpoint_tui.app.frameworks import FRAMEWORKS
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings import FleetMember, Settings
 
 if TYPE_CHECKING:
     from checkpoint_tui.app.frameworks.declared import Declared
@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 
 MAX_CMD_CHARS = 4096
 MAX_CMD_ARGS = 256
+MAX_FLEET = 16  # worker commands in one fleet (ops/fleet.py)
 TASK_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 # Commands that make no sense on a user's worker: they run our own workflow or loop.
 NOT_FOR_USER_WORKFLOWS = ("compare", "replay", "model-server")
-RUN_COMMANDS = ("start", "chaos", "doctor")  # they take --workflow/--input after the command
+RUN_COMMANDS = ("start", "chaos", "doctor", "gameday")  # they take --workflow/--input after the command
 PYPROJECT_LIMIT = 1024 * 1024  # a project's pyproject.toml, read for its [tool.checkpoint-tui] table
 LOOP_STEPS = {"doctor": 3}  # doctor: every activity type runs in one step; three show their medians
 LOOP_PACE = {"chaos": 0.3, "doctor": 0.0}  # chaos: short timers between kills; doctor: no think time
@@ -62,12 +63,38 @@ def task_queue(text: str) -> str:
     return text
 
 
+def fleet_member(text: str) -> FleetMember:
+    """--worker / --deploy QUEUE=CMD: a task queue and the worker command that polls it."""
+    queue, sep, cmd = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError("takes QUEUE=CMD (the task queue the command polls, then the command)")
+    return FleetMember(task_queue(queue.strip()), worker_cmd(cmd))
+
+
+def _dependency(text: str) -> tuple[str, str]:
+    from checkpoint_tui.proof.nemeses.dependency import parse_dependency
+
+    try:
+        name, host, port = parse_dependency(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return name, f"{host}:{port}"
+
+
 def add_global_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--worker-cmd", metavar="CMD", type=worker_cmd,
         help="run this worker command instead of ours (a user's own Temporal worker; see "
         "docs/agents.md)",
     )  # fmt: skip
+    p.add_argument("--worker", dest="fleet", action="append", default=None, metavar="QUEUE=CMD", type=fleet_member,
+                   help="a fleet: each worker command with the task queue it polls (repeatable; the first, or the "
+                   "one on --task-queue, runs the workflow; --workers N of each; see docs/gameday.md)")  # fmt: skip
+    p.add_argument("--deploy", action="append", default=None, metavar="QUEUE=CMD", type=fleet_member,
+                   help="the new version of the worker command on QUEUE, for the deploy nemesis (repeatable)")
+    p.add_argument("--dependency", action="append", default=None, metavar="NAME=HOST:PORT", type=_dependency,
+                   help="a service your workers call, on this machine: they get NAME=HOST:PORT in their "
+                   "environment (chaos routes it through a proxy to break it; repeatable)")  # fmt: skip
     p.add_argument("--workflow", dest="verify_workflow", metavar="TYPE", help="with --verify or the app: the workflow")
     p.add_argument("--input", dest="verify_input", metavar="JSON", help="with --verify or the app: its input")
     p.add_argument("--framework", choices=FRAMEWORKS,
@@ -109,8 +136,35 @@ def _aim(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def fold_fleet(args: argparse.Namespace) -> None:
+    """--worker QUEUE=CMD flags as one fleet: the workflow's command (--worker-cmd on --task-queue, else
+    the --worker on --task-queue, else the first) and the others (args.fleet_rest), before any other check."""
+    fleet = list(getattr(args, "fleet", None) or [])
+    deploys, deps = getattr(args, "deploy", None) or [], getattr(args, "dependency", None) or []
+    if len(fleet) + bool(args.worker_cmd) > MAX_FLEET:
+        raise UsageError(f"at most {MAX_FLEET} worker commands in a fleet")
+    if fleet and not args.worker_cmd:
+        first = next((m for m in fleet if m.queue == args.task_queue), None) if args.task_queue else fleet[0]
+        if first is None:
+            raise UsageError(f"--task-queue {args.task_queue}: no --worker polls it (give it as QUEUE=CMD)")
+        fleet.remove(first)
+        args.worker_cmd, args.task_queue = first.cmd, first.queue
+    args.fleet_rest = tuple(fleet)
+    if (deploys or deps) and not args.worker_cmd:
+        raise UsageError("--deploy and --dependency are for your own workers: give --worker-cmd or --worker too")
+    queues = {m.queue for m in fleet} | ({args.task_queue} if args.task_queue else set())
+    for d in deploys:
+        if args.task_queue is not None and d.queue not in queues:
+            raise UsageError(f"--deploy {d.queue}=...: no worker command polls {d.queue} (the fleet: "
+                             f"{', '.join(sorted(queues))})")  # fmt: skip
+    if len({d.queue for d in deploys}) < len(deploys):
+        raise UsageError("one --deploy per task queue")
+    if len({name for name, _ in deps}) < len(deps):
+        raise UsageError("one --dependency per NAME")
+
+
 def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
-    """The settings with the user's worker command (run from the current directory, as typed)."""
+    """The settings with the user's worker commands (run from the current directory, as typed)."""
     from dataclasses import replace
 
     queue = settings.task_queue_name
@@ -118,7 +172,9 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         raise UsageError(f"CHECKPOINT_TASK_QUEUE={queue[:40]!r} is not a task queue name")
     if not args.worker_cmd:
         return settings
-    return replace(settings, worker_cmd=args.worker_cmd, worker_cwd=Path.cwd())
+    return replace(settings, worker_cmd=args.worker_cmd, worker_cwd=Path.cwd(), fleet=getattr(args, "fleet_rest", ()),
+                   deploys=tuple(getattr(args, "deploy", None) or ()),
+                   dependencies=tuple(getattr(args, "dependency", None) or ()))  # fmt: skip
 
 
 def check_pairing(args: argparse.Namespace, user: bool) -> None:
@@ -134,7 +190,7 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
         raise UsageError(f"{command} runs checkpoint-tui's own workflow; it does not take --worker-cmd")
     if user and args.verify and not args.verify_workflow:
         raise UsageError("--verify with --worker-cmd needs --workflow TYPE (and --input JSON)")
-    if command in ("start", "chaos", "doctor"):
+    if command in RUN_COMMANDS:
         if getattr(args, "input_json", None) is not None and not args.workflow:
             raise UsageError("--input goes with --workflow")
         if args.workflow and not user:

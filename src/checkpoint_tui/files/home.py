@@ -129,3 +129,17 @@ def _reason(err: OSError) -> str:
     if err.errno == errno.ELOOP:
         return "a symlink loop"
     return err.strerror or type(err).__name__
+
+
+def check_private_file(path: Path) -> None:
+    """Refuse a file of ours (the ledger) that is a link, not a regular file, or owned by someone else
+    (a planted ledger could hold stamped claims for keys whose writes then never run). A missing one
+    is fine: it is created 0600."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path} is not a regular file (a link, a folder or a device); refusing to use it")
+    if st.st_uid != os.geteuid():
+        raise UsageError(f"{path} is owned by another user (uid {st.st_uid}); refusing to use it")

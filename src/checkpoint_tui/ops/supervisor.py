@@ -1,10 +1,9 @@
-"""The embedded supervisor: keeps a pool of N workers polling (plus a warm spare), SIGKILLs one on
-request, notices any death within one tick, promotes or respawns into the dead worker's slot, and
-helps Temporal notice faster (ops/failover.py).
-
-It watches on a thread of its own (`async with supervisor.running():`), with its own event loop and
-Temporal client, so the app's loop never waits on psutil, SQL or a spawn. Only one supervisor per
-home may respawn (an flock on run/supervisor.lock); others observe.
+"""The embedded supervisor: keeps a pool of N workers (of each command of a user's fleet, ops/fleet.py)
+polling, plus a warm spare; SIGKILLs one on request, notices any death within one tick, promotes or
+respawns into the dead worker's slot (not while a fleet-down holds it), helps Temporal notice faster
+(ops/failover.py; not for a graceful stop). It watches on a thread of its own (`async with
+supervisor.running():`), with its own event loop and Temporal client, so the app's loop never waits
+on psutil, SQL or a spawn. Only one supervisor per home respawns (an flock on run/supervisor.lock).
 """
 
 from __future__ import annotations
@@ -26,10 +25,12 @@ from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import faults, queries
 from checkpoint_tui.ledger.latency import in_flight, in_flight_step
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver, worker_proc
+from checkpoint_tui.ops import devserver_watch, fleet, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
-from checkpoint_tui.ops.failover import assist, record_latency
+from checkpoint_tui.ops.failover import assist as assist_failover
+from checkpoint_tui.ops.failover import record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
+from checkpoint_tui.ops.pool_slots import where
 from checkpoint_tui.ops.procs import open_lock
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.watchdog import Watchdog
@@ -42,8 +43,7 @@ TICK_S = 0.25  # housekeeping: the dev server, the spare (deaths wake the loop t
 IDLE_TICK_S = 1.0  # the same while no run is running
 FAST_TICK_S = 0.05  # while a kill_at fault is armed
 DEVSERVER_EVERY_S = 5.0  # a look at the dev server's record besides its pidfd (a record rewritten by hand)
-KILL_WAIT_S = 5.0
-STOP_WAIT_S = 10.0
+KILL_WAIT_S, STOP_WAIT_S = 5.0, 10.0
 
 
 class Supervisor:
@@ -56,7 +56,7 @@ class Supervisor:
         self.use_spare = spare and not settings.user_worker  # a user's worker command has no standby protocol
         self.assist, self.respawn = assist, respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
-        self.pool_size = max(1, settings.pool_size)
+        self.pool_size = fleet.slot_count(settings)  # every command of a user's fleet has --workers N slots
         self.pool: dict[int, WorkerProc] = {}  # slot -> active worker
         self.spare: WorkerProc | None = None
         self.state = SupervisorState.STARTING
@@ -64,6 +64,7 @@ class Supervisor:
         self.temporal_restarts = 0
         self._lock_fd: int | None = None
         self._killed_pids: set[int] = set()
+        self._held: set[int] = set()  # slots a fleet-down keeps empty until its hold ends (ops/fleet.py)
         self._tasks: set[asyncio.Task] = set()
         self._thread = LoopThread(name="supervisor")
         self._stop: asyncio.Event | None = None
@@ -98,8 +99,8 @@ class Supervisor:
             self._thread.call_soon(self._wake.set)
 
     def release(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor releases the flock
+        if self._lock_fd is not None:  # closing the descriptor releases the flock
+            os.close(self._lock_fd)
             self._lock_fd = None
 
     @property
@@ -122,7 +123,8 @@ class Supervisor:
         conn = connect(self.settings.ledger)
         live_slots = [s for s in worker_proc.recorded_slots(self.settings) if s >= self.pool_size]
         for slot in [*range(self.pool_size), *live_slots]:
-            worker = self._adopt_or_start(conn, slot, required=slot < self.pool_size)
+            required = slot < self.pool_size
+            worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, required)
             if worker is not None:
                 self.pool[slot] = worker
         if self.use_spare and self.owns_home:
@@ -130,21 +132,6 @@ class Supervisor:
         self.state = SupervisorState.RUNNING
         self._publish()
         return self.pool[0]
-
-    def _adopt_or_start(self, conn, slot: int, required: bool) -> WorkerProc | None:
-        adopted = worker_proc.adoptable(self.settings, "active", slot)
-        if adopted is not None:
-            record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail=f"active worker adopted (slot {slot})")
-            return adopted
-        if not required:
-            return None
-        spare = worker_proc.adoptable(self.settings, "spare")
-        if spare is not None and spare.ready(self.settings) and worker_proc.promote(self.settings, spare, slot):
-            record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
-            return spare
-        worker = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
-        record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker (slot {slot})")
-        return worker
 
     def _ensure_spare(self) -> None:
         if self.spare is not None and self.spare.alive():
@@ -168,8 +155,7 @@ class Supervisor:
 
     @contextlib.asynccontextmanager
     async def running(self, stop_workers: bool = False) -> AsyncIterator[Supervisor]:
-        """Watch on the supervisor's thread for the duration of the block; on leaving it, stop watching
-        (and with stop_workers, stop the pool and the spare too)."""
+        """Watch on the supervisor's thread for the block; then stop (with stop_workers, the workers too)."""
         self.start()
         try:
             yield self
@@ -268,6 +254,7 @@ class Supervisor:
         for worker in self.pool_workers():
             if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
                 await self._on_unexpected_death(worker)
+        self._bring_back()
         for worker, hang in self.watchdog.hung(self.pool_workers() if self.owns_home else []):
             await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it
         if await self._fire_kill_faults():
@@ -318,8 +305,25 @@ class Supervisor:
         run_id, step = in_flight(conn, worker.pid)
         sig, code = worker.exit_status()
         detail = {"signal": sig, "exit_code": code, "observed": sig is not None or code is not None}
-        event_id = record_worker_event(conn, "died", worker.pid, worker.name, run_id, step, json.dumps(detail), at)
-        await self._on_death(worker, event_id, at, run_id, step)
+        detail["queue"] = worker.queue
+        # A worker stopped by a rollout's SIGTERM (a fleet nemesis) exits: that is the point, not a crash
+        if graceful := self.owns_home and fleet.graceful(self.settings, worker.pid):
+            detail["graceful"] = True
+        kind = "exit" if graceful else "died"
+        event_id = record_worker_event(conn, kind, worker.pid, worker.name, run_id, step, json.dumps(detail), at)
+        await self._on_death(worker, event_id, at, run_id, step, assist=not graceful)
+
+    def _bring_back(self) -> None:
+        """Slots a fleet-down held empty come back once its hold ends (a fresh worker each)."""
+        if not (self.respawn and self.owns_home):
+            return
+        for slot in self._held:
+            if fleet.held_until(self.settings, fleet.queue_of(self.settings, slot)) is None:
+                worker = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
+                self.pool[slot] = worker
+                detail = f"back after fleet-down (slot {slot}, {worker.queue or self.settings.task_queue})"
+                record_worker_event(connect(self.settings.ledger), "respawn", worker.pid, worker.name, detail=detail)
+        self._held = {slot for slot in self._held if slot not in self.pool}
 
     async def _fire_kill_faults(self) -> bool:
         conn = connect(self.settings.ledger)
@@ -340,29 +344,21 @@ class Supervisor:
     # --- deaths ----------------------------------------------------------------------------------
 
     async def _watch_devserver(self) -> None:
-        """The home's dev server is ours: if it died, start it again on the same ports and database.
-        Workers and clients reconnect by themselves; the run continues from persisted history."""
-        ident, rec = devserver.recorded(self.settings)
-        self._devserver_pid = ident.pid if ident is not None else None  # its exit wakes the loop
-        if ident is not None or rec is None:
-            return
-        died_at, previous = time.time(), self.state
-        self.state = SupervisorState.TEMPORAL_DOWN
-        self._publish()
-        conn = connect(self.settings.ledger)
-        record_worker_event(conn, "temporal-died", rec["identity"]["pid"], None, detail=rec.get("address"), at=died_at)
-        try:
-            server = await asyncio.to_thread(devserver.ensure_devserver, self.settings)
-        except Exception as err:  # unavailable binary, ports taken...: say so, retry on a later tick
-            record_worker_event(conn, "temporal-restart-failed", None, None, detail=str(err))
-            return
-        self.temporal_restarts += 1
-        self._devserver_pid = server.pid
-        back = f"{server.address} back after {time.time() - died_at:.2f} s"
-        record_worker_event(conn, "temporal-restart", server.pid, None, detail=back)
-        self.state = previous if previous != SupervisorState.TEMPORAL_DOWN else SupervisorState.RUNNING
+        """The home's dev server is ours: started again if it died (ops/devserver_watch.py)."""
+        previous = self.state
 
-    async def _on_death(self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None) -> None:
+        def down() -> None:
+            self.state = SupervisorState.TEMPORAL_DOWN
+            self._publish()
+
+        self._devserver_pid, restarted = await devserver_watch.revive(self.settings, down)  # its exit wakes the loop
+        if restarted:
+            self.temporal_restarts += 1
+            self.state = previous if previous != SupervisorState.TEMPORAL_DOWN else SupervisorState.RUNNING
+
+    async def _on_death(
+        self, dead: WorkerProc, event_id: int, at: float, run_id: str | None, step: int | None, assist: bool = True
+    ) -> None:
         self.state = SupervisorState.WORKER_DEAD
         (self.settings.run_dir / f"ready-{dead.name}").unlink(missing_ok=True)
         if self.pool.get(dead.slot) is dead:
@@ -370,12 +366,16 @@ class Supervisor:
         self._publish()
         if not (self.respawn and self.owns_home):
             return
+        if fleet.held_until(self.settings, dead.queue or self.settings.task_queue) is not None:
+            self._held.add(dead.slot)  # all of its queue's workers are down on purpose: no help, no respawn yet
+            self.state = SupervisorState.RUNNING
+            return
         self.state = SupervisorState.RESPAWNING
         self._replace(dead, run_id, step)
         self.state = SupervisorState.RUNNING
         self._publish()
-        if self.assist and self._client is not None:
-            await assist(self.settings, self._client, dead)
+        if assist and self.assist and self._client is not None:
+            await assist_failover(self.settings, self._client, dead)
         if self.use_spare:
             self._ensure_spare()
         if run_id is not None and not dead.user_cmd:  # latency from our step rows; chaos --workflow reads history
@@ -397,4 +397,4 @@ class Supervisor:
         self.spare = None
         new = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
         self.pool[slot] = new
-        record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid}")
+        record_worker_event(conn, "respawn", new.pid, new.name, run_id, step, f"replaces {dead.pid} ({where(new)})")

@@ -26,7 +26,7 @@ from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import startup_death
 from checkpoint_tui.ops.launch import WORKER_OF_ENV, Launch
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, Settings
+from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, FleetMember, Settings
 from checkpoint_tui.waiting import wait_until_sync
 
 if TYPE_CHECKING:  # worker_proc imports this module to launch a user's command
@@ -48,9 +48,10 @@ def default_identity(pid: int) -> str:
     return f"{pid}@{socket.gethostname()}"
 
 
-def worker_env(settings: Settings, address: str) -> dict[str, str]:
+def worker_env(settings: Settings, address: str, queue: str | None = None) -> dict[str, str]:
     """The environment of a user's worker: ours (child_env: the ledger URL, the API key), with the SDK's
-    variables set from the lab's settings and none inherited from the caller's shell."""
+    variables set from the lab's settings and none inherited from the caller's shell; `queue`: the task
+    queue of its fleet command (default: the workflow's); each --dependency NAME as the lab routes it."""
     env = settings.child_env()
     for name in SDK_VARS:
         env.pop(name, None)
@@ -70,17 +71,20 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         env["TEMPORAL_TLS"] = "true"
     env["CHECKPOINT_HOME"] = str(settings.home)
     env[WORKER_OF_ENV] = str(settings.home)  # what stop's sweep finds its forks by (worker_proc.spawned_for_home)
-    env["CHECKPOINT_TASK_QUEUE"] = settings.task_queue
+    env["CHECKPOINT_TASK_QUEUE"] = queue or settings.task_queue
+    env.update(dict(settings.dependencies))  # HOST:PORT, through chaos's dependency proxy when it runs one
     env[PROBE_LOG_ENV] = str(settings.probe_log)  # where the audit reads it, whatever the shell said
     return env
 
 
-def user_command(settings: Settings, address: str) -> Launch:
-    """The user's worker command, run from --worker-cwd (else the home). It has no standby protocol,
-    so it is always launched as an active worker: a replacement is a cold spawn."""
+def user_command(settings: Settings, address: str, member: FleetMember | None = None) -> Launch:
+    """The user's worker command (`member`: one command of the fleet, default the first), run from
+    --worker-cwd (else the home). It has no standby protocol, so it is always launched as an active
+    worker: a replacement is a cold spawn."""
+    cmd, queue = (member.cmd, member.queue) if member is not None else (settings.worker_cmd, None)
     return Launch(
-        tuple(settings.worker_cmd),
-        worker_env(settings, address),
+        tuple(cmd),
+        worker_env(settings, address, queue),
         settings.worker_cwd or settings.home,
         default_identity,
         identity_after_user_exec,
@@ -103,14 +107,16 @@ def identity_after_user_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAI
     return ident if ident is not None and ident.cmdline[-len(cmd) :] == tuple(cmd) else None
 
 
-async def pollers(client: Client, settings: Settings) -> set[str]:
-    """Identities Temporal lists as polling the task queue (workflow and activity tasks). A worker that
-    died lingers in the list for a while: use it to see a new identity arrive, not an old one leave."""
+async def pollers(client: Client, settings: Settings, queue: str | None = None) -> set[str]:
+    """Identities Temporal lists as polling the task queue (workflow and activity tasks; default the
+    workflow's). A worker that died lingers in the list for a while: use it to see a new identity
+    arrive, not an old one leave."""
     found: set[str] = set()
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
         resp = await client.workflow_service.describe_task_queue(
             DescribeTaskQueueRequest(
-                namespace=settings.namespace, task_queue=TaskQueue(name=settings.task_queue), task_queue_type=kind
+                namespace=settings.namespace, task_queue=TaskQueue(name=queue or settings.task_queue),
+                task_queue_type=kind,
             )
         )
         found |= {p.identity for p in resp.pollers}
@@ -126,15 +132,29 @@ async def wait_polling(
     """Wait until Temporal lists the worker's identity as a poller; returns the seconds it took."""
     started = time.monotonic()
     log = settings.run_dir / "worker.log"
-    while worker.name not in await pollers(client, settings):
+    queue = worker.queue or settings.task_queue
+    while worker.name not in await pollers(client, settings, queue):
         if not worker.alive():
             rc = worker.proc.returncode if worker.proc is not None else None
             raise Unavailable(startup_death("the worker command", rc, log, 0, "before it polled"))
         if time.monotonic() - started > timeout:
             raise Unavailable(
-                f"the worker command (pid {worker.pid}) is not polling task queue {settings.task_queue} as "
+                f"the worker command (pid {worker.pid}) is not polling task queue {queue} as "
                 f"{worker.name} after {timeout:g} s: does it read CHECKPOINT_TASK_QUEUE and keep the SDK's "
                 f"default identity? (see {log})"
             )
         await asyncio.sleep(POLL_EVERY_S)
     return time.monotonic() - started
+
+
+async def wait_recorded(settings: Settings, slot: int, timeout: float = POLLING_WAIT_S) -> WorkerProc:
+    """The slot's worker once its supervisor (maybe another process) has started and recorded it."""
+    from checkpoint_tui.ops import worker_proc  # it imports this module
+
+    started = time.monotonic()
+    while (worker := worker_proc.load(settings, "active", slot)) is None:
+        if time.monotonic() - started > timeout:
+            raise Unavailable(f"the fleet's worker of slot {slot} did not start within {timeout:g} s "
+                              f"(see {settings.run_dir / 'worker.log'})")  # fmt: skip
+        await asyncio.sleep(POLL_EVERY_S)
+    return worker

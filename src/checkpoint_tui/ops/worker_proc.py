@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.ops import worker_groups
+from checkpoint_tui.ops import fleet, worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.launch import WORKER_MODULE, WORKER_OF_ENV, Launch, our_worker
 from checkpoint_tui.ops.logcap import open_log
@@ -44,6 +44,7 @@ class WorkerProc:
     slot: int = 0  # which of the pool's active workers (0 .. N-1); a promoted spare takes the dead one's
     proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
     user_cmd: bool = False  # a user's --worker-cmd (ops/user_worker.py), not checkpoint_tui.worker
+    queue: str | None = None  # the task queue its fleet command polls (None: the workflow's)
 
     @property
     def pid(self) -> int:
@@ -112,11 +113,13 @@ def recorded_slots(settings: Settings) -> list[int]:
     return sorted(slots)
 
 
-def launch_for(settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = ()) -> Launch:
-    """What to start, chosen once from the settings: the user's own worker command (a cold spawn: it
-    has no standby protocol, so role and extra_args do not apply), else our worker."""
+def launch_for(
+    settings: Settings, address: str, role: str = "active", extra_args: tuple[str, ...] = (), slot: int = 0
+) -> Launch:
+    """What to start, chosen once from the settings: the user's own worker command of the slot's fleet
+    member (a cold spawn: it has no standby protocol, so role and extra_args do not apply), else ours."""
     if settings.user_worker:
-        return user_command(settings, address)
+        return user_command(settings, address, fleet.member_of(settings, slot))
     return our_worker(settings, address, role, extra_args)
 
 
@@ -125,7 +128,7 @@ def spawn(
 ) -> WorkerProc:
     """Start a worker detached, its output appended to run/worker.log; record it once it has exec'd."""
     settings.ensure_dirs()
-    launch = launch_for(settings, address, role, extra_args)
+    launch = launch_for(settings, address, role, extra_args, slot)
     argv = list(launch.argv)
     log_path = settings.run_dir / "worker.log"
     log_start = log_size(log_path)  # appended to: only this start's lines count
@@ -142,7 +145,9 @@ def spawn(
         rc = returncode_of(proc)
         log.drained()  # its last words may still be in the pipe
         raise Unavailable(startup_death(launch.what, rc, log_path, log_start, "at once"))
-    worker = WorkerProc(ident, launch.name_for(proc.pid), launch.role, slot, proc, user_cmd=launch.user_cmd)
+    queue = fleet.queue_of(settings, slot) if launch.user_cmd else None
+    name = launch.name_for(proc.pid)
+    worker = WorkerProc(ident, name, launch.role, slot, proc, user_cmd=launch.user_cmd, queue=queue)
     save(settings, worker)
     return worker
 
@@ -156,6 +161,7 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "role": worker.role,
             "slot": worker.slot,
             "user_cmd": worker.user_cmd,
+            "queue": worker.queue,
             "saved_at": time.time(),
         },
     )
@@ -176,7 +182,8 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     user_cmd = rec.get("user_cmd") is True
     if not is_home_worker(settings, ident, user_cmd) or not ident.matches_live():
         return None
-    return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd)
+    queue = rec.get("queue") if isinstance(rec.get("queue"), str) else None
+    return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd, queue=queue)
 
 
 def is_home_worker(settings: Settings, ident: ProcIdentity, user_cmd: bool = False) -> bool:
@@ -201,7 +208,8 @@ def adoptable(settings: Settings, role: str = "active", slot: int = 0) -> Worker
     worker = load(settings, role, slot)
     if worker is None:
         return None
-    same_cmd = not worker.user_cmd or runs_command(worker.ident, settings.worker_cmd)
+    member = fleet.member_of(settings, slot)
+    same_cmd = not worker.user_cmd or (member is not None and runs_command(worker.ident, member.cmd))
     if worker.user_cmd == settings.user_worker and same_cmd:
         return worker
     stop(settings, worker)

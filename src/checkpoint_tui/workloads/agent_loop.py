@@ -69,9 +69,10 @@ class AgentLoopWorkload(Adapter):
         return await start_run(settings, client, self.steps, self.pace, list(self.faults), ledger_call=ledger_call)
 
     async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+        patience_s: float = 0.0,
     ) -> str | None:
-        return await wait_for_run(settings, client, run_id, progress=progress, timeout=timeout)
+        return await wait_for_run(settings, client, run_id, progress=progress, timeout=timeout, patience_s=patience_s)
 
     async def ready(
         self, settings: Settings, client: Client, worker: WorkerProc | None, connected: bool = False

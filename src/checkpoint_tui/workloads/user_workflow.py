@@ -16,7 +16,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from checkpoint_tui.app.activity_audit import ActivityAudit, audit_of
-from checkpoint_tui.app.activity_history import read_activities
+from checkpoint_tui.app.activity_history import read_run
 from checkpoint_tui.app.activity_timeline import ActivityTimeline
 from checkpoint_tui.app.frameworks import Declared, Framework
 from checkpoint_tui.app.runs import LedgerCall
@@ -28,7 +28,8 @@ from checkpoint_tui.app.workload import StatusReport, Workload
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops.user_worker import wait_polling
+from checkpoint_tui.ops import fleet
+from checkpoint_tui.ops.user_worker import wait_polling, wait_recorded
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
@@ -66,7 +67,11 @@ class UserWorkflow(Adapter):
     def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:
         framework = ["--framework", self.framework] if self.framework else []
         arg = [] if self.arg is NO_INPUT else ["--input", json.dumps(self.arg)]
-        return [*framework, "--worker-cmd", shlex.join(settings.worker_cmd)], ["--workflow", str(self.workflow), *arg]
+        fleet = [f for m in settings.fleet for f in ("--worker", f"{m.queue}={shlex.join(m.cmd)}")]
+        fleet += [f for m in settings.deploys for f in ("--deploy", f"{m.queue}={shlex.join(m.cmd)}")]
+        fleet += [f for name, at in settings.dependencies for f in ("--dependency", f"{name}={at}")]
+        flags = [*framework, "--worker-cmd", shlex.join(settings.worker_cmd), *fleet]
+        return flags, ["--workflow", str(self.workflow), *arg]
 
     async def start(self, settings: Settings, client: Client, ledger_call: LedgerCall | None = None) -> str:
         if self.workflow is None:
@@ -74,9 +79,10 @@ class UserWorkflow(Adapter):
         return await start_workflow_run(settings, client, self.workflow, self.arg, ledger_call)
 
     async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None
+        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+        patience_s: float = 0.0,
     ) -> str | None:
-        return await wait_workflow_run(settings, client, run_id, progress=progress, timeout=timeout)
+        return await wait_workflow_run(settings, client, run_id, progress, timeout, patience_s)
 
     async def ready(
         self, settings: Settings, client: Client, worker: WorkerProc | None, connected: bool = False
@@ -85,7 +91,11 @@ class UserWorkflow(Adapter):
         start, or polls elsewhere, is one line, exit 3, now, not a run that never moves)."""
         if worker is None:
             return None
-        return await wait_polling(client, settings, worker)
+        took = await wait_polling(client, settings, worker)
+        for slot in range(1, fleet.slot_count(settings)) if settings.fleet else []:  # every command of a fleet
+            other = await wait_recorded(settings, slot)
+            took = max(took, await wait_polling(client, settings, other))
+        return took
 
     def of_run(self, row: RunRow) -> Workload:
         """A run of a workflow is read with this one's framework and verdict rules (its input is its own)."""
@@ -97,18 +107,20 @@ class UserWorkflow(Adapter):
         return ActivityTimeline(self.workflow, self.classifier, self.strict_models)
 
     async def audit(self, settings: Settings, client: Client | None, run_id: str, status: str | None) -> ActivityAudit:
-        acts = await read_activities(client, run_id, framework=self.classifier) if client is not None else []
-        return audit_of(settings, run_id, self.workflow, status, acts, self.strict_models)
+        if client is None:
+            return audit_of(settings, run_id, self.workflow, status, [], self.strict_models)
+        chain, acts = await read_run(client, run_id, framework=self.classifier)
+        return audit_of(settings, run_id, self.workflow, status, acts, self.strict_models, chain)
 
     async def status(self, settings: Settings, client: Client | None, row: RunRow, status: str | None) -> StatusReport:
-        acts = None
+        acts, chain = None, None
         if client is not None:
             try:
-                acts = await read_activities(client, row.run_id, framework=self.classifier)
+                chain, acts = await read_run(client, row.run_id, framework=self.classifier)
             except RPCError:  # gone since status was asked: as unreachable
                 acts = None
         snap = build_snapshot(connect(settings.ledger), settings, row.run_id, status)
-        audit = audit_of(settings, row.run_id, row.workflow_type, status, acts or [], self.strict_models)
+        audit = audit_of(settings, row.run_id, row.workflow_type, status, acts or [], self.strict_models, chain)
         doc, text = activity_status(row, snap, status, acts, audit)
         return StatusReport(doc, text)
 

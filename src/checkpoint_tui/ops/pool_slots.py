@@ -1,0 +1,35 @@
+"""How the supervisor fills one slot of its pool at start: adopt the slot's live worker, else promote a
+ready spare (our own worker), else spawn. A slot of a user's fleet names its command and queue
+(ops/fleet.py), said in the worker event."""
+
+from __future__ import annotations
+
+from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.store import record_worker_event
+from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.settings import Settings
+
+
+def where(worker: WorkerProc) -> str:
+    """`slot N` (and its queue, for a fleet command) for a worker event's detail."""
+    return f"slot {worker.slot}" + (f", {worker.queue}" if worker.queue else "")
+
+
+def adopt_or_start(
+    settings: Settings, address: str, worker_args: tuple[str, ...], conn: Ledger, slot: int, required: bool
+) -> WorkerProc | None:
+    adopted = worker_proc.adoptable(settings, "active", slot)
+    if adopted is not None:
+        detail = f"active worker adopted ({where(adopted)})"
+        record_worker_event(conn, "adopt", adopted.pid, adopted.name, detail=detail)
+        return adopted
+    if not required:
+        return None
+    spare = worker_proc.adoptable(settings, "spare")
+    if spare is not None and spare.ready(settings) and worker_proc.promote(settings, spare, slot):
+        record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
+        return spare
+    worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
+    record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker ({where(worker)})")
+    return worker
