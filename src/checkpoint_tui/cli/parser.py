@@ -9,7 +9,7 @@ import math
 import re
 from pathlib import Path
 
-from checkpoint_tui.cli import commands, doctor, workload_flags
+from checkpoint_tui.cli import commands, doctor, gameday, workload_flags
 from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.files import check_output_dir, check_output_path
@@ -246,6 +246,7 @@ def _proof_commands(sub) -> None:
         "--proof", dest="chaos_proof", metavar="DIR", type=_output_dir,
         help="write a proof bundle here (report, JUnit, history, ledger CSVs, worker events, SVG)",
     )  # fmt: skip
+    gameday.add_parser(sub, _bounded_int, _float_in)
     compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
     compare.set_defaults(func=commands.compare)
     compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6, help="steps of each loop's run (2..1000)")

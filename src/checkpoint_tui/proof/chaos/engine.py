@@ -25,7 +25,6 @@ from typing import Any
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.windows import counts
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect, record_worker_event
@@ -36,11 +35,13 @@ from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
 from checkpoint_tui.proof.chaos import coverage, windows
+from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
+from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
+from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.chaos.windows import Placement
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
@@ -50,17 +51,23 @@ from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
 FIRST_WORKER_S = 30.0
+# After a deploy (and its rollback), a workflow task may fail for a while and then go through: the task
+# a stopped new-version worker held is retried after its workflow task timeout (10 s by default).
+STUCK_PATIENCE_S = 30.0
 SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
-           **dict.fromkeys(ACTIVITY_NEMESES)}  # else SIGKILL
+           **dict.fromkeys(ACTIVITY_NEMESES), **dict.fromkeys((GRACEFUL, CHURN, DEPLOY), "SIGTERM"),
+           DEPENDENCY: None}  # else SIGKILL (a fleet-down too)
 
 
 class Chaos:
     def __init__(
         self, settings: Settings, seed: int | None, steps: int, schedule: list[ChaosEvent], target: ChaosTarget,
-        runs: int = 1,
+        runs: int = 1, rate: float | None = None,
     ) -> None:  # fmt: skip
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+        self.fleet = FleetLab(settings, schedule)  # its events checked against the fleet before anything starts
+        self.rate = rate  # runs started per second (load); None: all at once
         self.settings = settings
         self.seed, self.steps = seed, steps  # steps: the units the schedule is placed over
         self.schedule = schedule
@@ -110,6 +117,7 @@ class Chaos:
         for ev in self.schedule:
             print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
         address = devserver.recorded(self.settings)[1]["address"]
+        self.settings = await self.fleet.start(self.settings)  # each --dependency behind its proxy
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
@@ -124,15 +132,21 @@ class Chaos:
             settings = self.settings
             client = self.client = await connect_client(settings, address)
             await self._worker_ready(client)  # a worker that cannot start: one line, exit 3
-            for _ in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
+            for i in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
                 self.run_ids.append(await target.start(self, client))
+                if i == 0:
+                    await self.fleet.sample(settings, client, self.run_ids[0])  # the backlog, from now on
+                if self.rate and i + 1 < self.runs:  # load: runs started at a rate, not all at once
+                    await asyncio.sleep(1 / self.rate)
             run_id = self.run_ids[0]
             self.run_started_at = time.time()
             print(f"run {' '.join(self.run_ids)}", flush=True)
             await self._execute(run_id)
             bound = 60 + target.span(self) * 5 * self.runs
-            statuses = await asyncio.gather(*(target.workload.wait(settings, client, r, timeout=bound)
-                                              for r in self.run_ids))  # fmt: skip
+            patience = STUCK_PATIENCE_S if any(e.kind == DEPLOY for e in self.schedule) else 0.0
+            waits = [target.workload.wait(settings, client, r, timeout=bound, patience_s=patience)
+                     for r in self.run_ids]
+            statuses = await asyncio.gather(*waits)
         finally:
             settings = self.settings
             await self._stop_supervisor()
@@ -143,6 +157,7 @@ class Chaos:
                     worker_proc.forget(settings, worker.role, worker.slot)
             if self.proxy is not None:
                 await self.proxy.close()
+            await self.fleet.close(settings)
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
         conn, probe = connect(settings.ledger), target.probe(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
@@ -188,7 +203,9 @@ class Chaos:
 
     async def _strike(self, ev: ChaosEvent, run_id: str) -> Hit | Miss | None:
         """Fire what every workload has: a kill or a pause of its worker, of the supervisor or of the dev
-        server, a partition. None: recorded already."""
+        server, a partition, a game day's fleet and dependency nemeses. None: recorded already."""
+        if (fleet_hit := await self.fleet.strike(self.settings, ev)) is not None:
+            return fleet_hit
         if ev.kind == "supervisor":
             return await self._kill_supervisor(ev, run_id)
         if ev.kind == PARTITION and self.proxy is not None:
@@ -270,6 +287,7 @@ class Chaos:
             "kill_windows": [w.to_json() for w in self.kill_windows],
         }  # fmt: skip
         report.update(figures)
+        report.update(self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at))
         if len(audits) == 1:
             report["checks"] = [asdict(c) for c in target.checks(audit)]
             return report
@@ -279,66 +297,6 @@ class Chaos:
         report["totals"] = totals([r["audit"] for r in per_run])
         report["checks"] = [{**c, "name": f"{c['name']} ({r['run_id']})"} for r in per_run for c in r["checks"]]
         return report
-
-
-def print_report(report: dict, target: ChaosTarget) -> None:
-    """What fired where and what it cost, then the workload's audit, then the one verdict."""
-    unit = report.get("unit", "step")
-    for k in report["kills"]:
-        r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
-        print(f"  kill {k['kind']:<26} {_where(k, unit)} pid {k['pid'] or '-':>7}{_landed(k)} -> run resumed after {r}")
-    for p in report["pauses"]:
-        r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"
-        if p.get("recovery_s") is not None and p["kind"] != FORGE:
-            r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
-        how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
-        how += f" · {activity_nemeses.describe(p)}" if p["kind"] in ACTIVITY_NEMESES else ""
-        print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
-    for r in report.get("resets", []):
-        print(f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
-              f"{target.reset_summary(r)}")  # fmt: skip
-    for ev in report.get("not_fired", []):
-        where = f"{unit} {ev['at_step']}" if "at_step" in ev else f"{ev['at_s']:.2f} s"
-        print(f"  not fired: {ev['nemesis']} at {where} ({ev['why']})")
-    for run in report.get("runs", [])[1:]:  # the lead's audit is the report's own, printed below
-        bad = [c["name"] for c in run["checks"] if not c["ok"]]
-        print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
-    if report.get("kill_windows"):
-        found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-        deaths, runs = ({(k["pid"], k["at"]) for k in report["kill_windows"]},
-                        {k["run_id"] for k in report["kill_windows"]})  # fmt: skip
-        placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
-        print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
-        for run in report.get("runs", []) if placed else []:  # each run's own history says where
-            mine = counts([k["window"] for k in report["kill_windows"] if k["run_id"] == run["run_id"]])
-            print(f"    {run['run_id']}: {' · '.join(f'{w} {n}' for w, n in mine.items()) or 'none'}")
-    for line in target.lines(report):
-        print(line)
-    if "totals" in report:
-        t = report["totals"]
-        risk = f" · AT RISK {t['at_risk']}" if "at_risk" in t else ""
-        print(f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
-              f"DUPLICATED {t.get('duplicated', 0)}{risk}")  # fmt: skip
-    failed = [c for c in report["checks"] if not c["ok"]]
-    for c in failed:  # the verdict's reasons, each the check that failed and what it saw
-        print(f"FAIL  {c['name']}: {c['observed'][:600]}")
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
-
-
-def _where(fired: dict, unit: str = "step") -> str:
-    """Where a fired nemesis landed: its unit (and what it was), and its time if placed by time."""
-    at = f" (at {fired['fired_s']:.2f} s)" if "fired_s" in fired else ""
-    what = f" {fired['label']}" if fired.get("label") else ""
-    return f"{unit} {fired['step']:>4}{what}{at}"
-
-
-def _landed(fired: dict) -> str:
-    """How far into its activity an in-activity kill landed, against the type's usual duration."""
-    if fired.get("into_s") is None:
-        return ""
-    usual = f" of ~{fired['usual_s']:.2f} s" if fired.get("usual_s") else ""
-    landed = f" ({fired['landed']})" if fired.get("landed") else ""
-    return f" {fired['into_s']:.2f} s in{usual}{landed}"
 
 
 async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:

@@ -28,6 +28,7 @@ from pathlib import Path
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
+from checkpoint_tui.proof.chaos import fleet_events
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 
@@ -40,7 +41,7 @@ PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP 
 FORGE = "forge-duplicate-email"
 # The workers' link to Temporal is cut for duration_s (chaos puts a proxy in it; from schedule files).
 PARTITION = "partition"
-TIMED = ("pause", PARTITION, ACTIVITY_PAUSE)  # nemeses that last duration_s
+TIMED = ("pause", PARTITION, ACTIVITY_PAUSE, *fleet_events.TIMED)  # nemeses that last duration_s
 # Deaths a worker deals itself at one point of the effect protocol (the fault plan's hooks, at an
 # exact moment no timing can promise): the seeded generator draws only the claim window; the others
 # come from schedule files and `chaos --until-covered`. Value: the fault kind.
@@ -61,6 +62,7 @@ TARGETS = {
     RESET: "workflow",  # a Temporal workflow reset to an earlier workflow task (proof/nemeses/resets.py)
     ACTIVITY_PAUSE: "activity",
     ACTIVITY_RESET: "activity",
+    **fleet_events.TARGETS,  # the game-day nemeses (proof/chaos/fleet_events.py)
 }
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
@@ -74,7 +76,7 @@ MAX_HELD_S = 3600.0
 MAX_SEED = 2**63 - 1  # as --seed takes it
 # What an at_s event may be: the moment-of-a-step kills name a moment (inside step k's activity, in
 # its timer, its claim window, its email) that a clock time cannot promise, so they take at_step only.
-AT_S_KINDS = (*PAUSES, PARTITION, "supervisor", "temporal-server")
+AT_S_KINDS = (*PAUSES, PARTITION, "supervisor", "temporal-server", *fleet_events.KINDS)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class ChaosEvent:
     duration_s: float | None = None  # pause and partition only
     at_s: float | None = None  # seconds after the run started, instead of a step
     back_steps: int | None = None  # reset only: how many steps back it goes
+    opts: tuple[tuple[str, object], ...] = ()  # a game-day nemesis's own parameters (fleet_events.py)
 
     @property
     def target(self) -> str:
@@ -101,6 +104,7 @@ class ChaosEvent:
         extra = f" ({self.effect_kind})" if self.effect_kind else ""
         extra += f" for {self.duration_s:.2f} s" if self.duration_s is not None else ""
         extra += f" {self.back_steps} {units} back" if self.back_steps is not None else ""
+        extra += fleet_events.describe(self.opts)
         where = f"{unit} {self.step:>4}" if self.at_s is None else f"at {self.at_s:.2f} s"
         return f"{where}: {self.kind}{extra} +{self.delay_ms} ms"
 
@@ -113,7 +117,7 @@ class ChaosEvent:
             d["duration_s"] = self.duration_s
         if self.back_steps is not None:
             d["back_steps"] = self.back_steps
-        return d
+        return {**d, **dict(self.opts)}
 
 
 def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
@@ -225,6 +229,8 @@ def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent
     if len(doc["events"]) > MAX_EVENTS:
         raise UsageError(f"{path}: {len(doc['events'])} events; a schedule holds at most {MAX_EVENTS}")
     total = doc.get("steps", steps)
+    if total is None and all(isinstance(e, dict) and "at_s" in e for e in doc["events"]):
+        total = len(doc["events"]) + 2  # placed by time only: no step count to give
     if not _whole(total, 2, 100_000):
         or_flag = " (or --steps)" if steps is not None else ""  # a user's workflow takes no --steps
         raise UsageError(f"{path}: 'steps'{or_flag} must be a whole number 2..100000")
@@ -254,7 +260,8 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where} is not an object")
     kind, step, at_s, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("at_s"), raw.get("delay_ms", 0)
     if not isinstance(kind, str) or kind not in TARGETS:
-        raise UsageError(f"{where}: nemesis must be one of {', '.join(TARGETS)}")
+        shown = ", ".join(k for k in TARGETS if k not in HOOK_CRASHES)  # the hook crashes: docs/chaos.md
+        raise UsageError(f"{where}: nemesis must be one of {shown} or a *-crash (docs/chaos.md)")
     if raw.get("target", TARGETS[kind]) != TARGETS[kind]:
         raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {repr(raw.get('target'))[:60]}")
     if ("at_step" in raw) == ("at_s" in raw):
@@ -269,15 +276,18 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     if kind in EFFECT_HOOKS and effect_kind not in KINDS:
         raise UsageError(f"{where}: effect_kind must be one of {', '.join(KINDS)}")
     duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
-    if kind in TIMED and not _seconds(duration, MAX_PAUSE_S):
-        raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {MAX_PAUSE_S:g}]")
+    longest = fleet_events.MAX_S if kind in fleet_events.KINDS else MAX_PAUSE_S
+    if kind in TIMED and not _seconds(duration, longest):
+        raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {longest:g}]")
+    opts = fleet_events.opts_of(where, kind, raw) if kind in fleet_events.KINDS else ()
     back = raw.get("back_steps", 2 if kind == RESET else None)
     if kind == RESET and not _whole(back, 1, MAX_BACK_STEPS):
         raise UsageError(f"{where}: back_steps must be a whole number 1..{MAX_BACK_STEPS}")
     if at_s is not None:
         step, at_s = None, float(at_s)
     return ChaosEvent(step, kind, delay, effect_kind if kind in EFFECT_HOOKS else None,
-                      float(duration) if kind in TIMED else None, at_s, back if kind == RESET else None)  # fmt: skip
+                      float(duration) if kind in TIMED else None, at_s, back if kind == RESET else None,
+                      opts)  # fmt: skip
 
 
 def _check_at_s(where: str, kind: str, at_s: object) -> None:

@@ -159,6 +159,8 @@ class ActivityTarget(ChaosTarget):
             return (f"the workflow closed after {len(progress.acts)} activities, {self._count(progress)} of them "
                     f"aimed ({self.aim})")  # fmt: skip
         self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
+        if act.task_queue and act.task_queue != chaos.settings.task_queue:
+            self._landing["queue"] = act.task_queue  # a fleet: the kill goes to that queue's worker
         inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None
         usual = progress.usual_s(act) if inside and self.placed else None
         if inside and usual is not None:
@@ -183,7 +185,8 @@ class ActivityTarget(ChaosTarget):
             return Hit(done.pop("at"), detail=done) if done is not None else Miss(NO_ACTIVITY_BACK)
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
             return Handled.NOT_MINE
-        hit = nemeses.kill_active_worker(chaos.settings)
+        queue = self._landing.get("queue") if ev.kind == "worker-in-activity" else None  # its activity's worker
+        hit = nemeses.kill_active_worker(chaos.settings, queue)
         if hit is None:  # between a death and its replacement: said, not dropped
             return Miss(NO_WORKER)
         if (started := self._landing.get("started_at")) is not None:
@@ -325,4 +328,7 @@ def activity_checks(a: ActivityAudit) -> list[Check]:
               + "".join(f"; #{r['seq']} {r['type']}" for r in a.never_ran[:5])),
         Check("chaos: model requests re-run" + (" (--strict-models)" if a.strict_models else " (reported apart)"),
               not (a.strict_models and a.model_reruns), models),
+        Check("chaos: no lost work (a task that sat out its timeout, a failed workflow, a workflow task failing)",
+              not a.lost_work_count, f"lost {a.lost_work_count}" + "".join(
+                  f"; {u}" for u in (a.lost_work or {}).get("units", [])[:10])),
     ]  # fmt: skip

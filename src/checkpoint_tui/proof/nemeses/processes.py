@@ -27,7 +27,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_line, outbox_path
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import effect_id
-from checkpoint_tui.ops import devserver, watchdog, worker_proc
+from checkpoint_tui.ops import devserver, fleet, watchdog, worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours
 from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
@@ -45,10 +45,15 @@ def signal_worker(settings: Settings, sig: signal.Signals) -> tuple[ProcIdentity
     return None
 
 
-def kill_active_worker(settings: Settings) -> Hit | None:
+def kill_active_worker(settings: Settings, queue: str | None = None) -> Hit | None:
     """SIGKILL the active worker (identity-checked; a user's worker command with its process group), or
-    None between a death and its replacement."""
-    worker = worker_proc.load(settings, "active")
+    None between a death and its replacement; `queue`: the first live worker of a fleet command polling
+    it (the one an activity scheduled there runs on)."""
+    if queue is not None and len(fleet.queues(settings)) > 1:
+        live = (worker_proc.load(settings, "active", slot) for slot in fleet.slots_of(settings, queue))
+        worker = next((w for w in live if w is not None), None)
+    else:
+        worker = worker_proc.load(settings, "active")
     at = time.time()
     if worker is not None and worker.send(signal.SIGKILL):
         return Hit(at, worker.pid, worker.name)

@@ -1,0 +1,93 @@
+"""The game-day nemeses as schedule events (Temporal's pre-production testing guide): what each takes,
+its defaults and bounds, checked when a schedule file is read (one line, exit 2, before anything
+starts). They fire in proof/nemeses/fleet.py (the workers) and the dependency proxy.
+
+    {"at_s": 3, "nemesis": "graceful-restart", "queue": "acts", "grace_s": 5}
+    {"at_s": 3, "nemesis": "fleet-down", "duration_s": 10}                 (every queue; or "queue")
+    {"at_s": 2, "nemesis": "churn", "duration_s": 20, "interval_s": 2, "fraction": 0.3}
+    {"at_s": 4, "nemesis": "deploy", "queue": "wf", "rollback_after_s": 8}  (needs --deploy wf=CMD)
+    {"at_s": 2, "nemesis": "dependency", "dependency": "MAIL_API", "fault": "errors", "duration_s": 5}
+
+A `queue` names one command's workers (default: every queue for fleet-down and churn, the workflow's
+for graceful-restart and deploy).
+"""
+
+from __future__ import annotations
+
+import math
+
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.proof.nemeses.dependency import FAULTS
+from checkpoint_tui.proof.nemeses.fleet import CHURN, DEPLOY, FLEET_DOWN, GRACEFUL
+
+DEPENDENCY = "dependency"
+FLEET_KINDS = (GRACEFUL, FLEET_DOWN, CHURN, DEPLOY)
+KINDS = (*FLEET_KINDS, DEPENDENCY)
+TARGETS = {GRACEFUL: "worker", FLEET_DOWN: "fleet", CHURN: "fleet", DEPLOY: "fleet", DEPENDENCY: "dependency"}
+TIMED = (FLEET_DOWN, CHURN, DEPENDENCY)  # they last duration_s
+MAX_S = 600.0
+# name: (kinds that take it, default, low, high); a None default: optional (absent from the event)
+PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
+    "grace_s": ((GRACEFUL, CHURN, DEPLOY), 10.0, 0.0, 300.0),  # SIGTERM, then SIGKILL after this (k8s' grace)
+    "interval_s": ((CHURN,), 2.0, 0.1, MAX_S),
+    "fraction": ((CHURN,), 0.3, 0.01, 1.0),  # of each queue's workers restarted per interval, at least one
+    "rollback_after_s": ((DEPLOY,), None, 0.0, MAX_S),
+    "latency_ms": ((DEPENDENCY,), 500, 1, 60_000),
+}
+TEXT = {"queue": KINDS[:-1], "dependency": (DEPENDENCY,), "fault": (DEPENDENCY,)}
+
+
+def opts_of(where: str, kind: str, raw: dict) -> tuple[tuple[str, object], ...]:
+    """The event's own parameters, checked, with their defaults, in a fixed order."""
+    out: list[tuple[str, object]] = []
+    for name, (kinds, default, low, high) in PARAMS.items():
+        if kind not in kinds:
+            if name in raw:
+                raise UsageError(f"{where}: {kind} takes no {name}")
+            continue
+        value = raw.get(name, default)
+        if value is None:
+            continue
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or not low <= value <= high:
+            raise UsageError(f"{where}: {name} must be a number in [{low:g}, {high:g}]")
+        out.append((name, int(value) if name == "latency_ms" else float(value)))
+    for name, kinds in TEXT.items():
+        if name not in raw:
+            continue
+        if kind not in kinds:
+            raise UsageError(f"{where}: {kind} takes no {name}")
+        value = raw[name]
+        if not isinstance(value, str) or not 0 < len(value) <= 200:
+            raise UsageError(f"{where}: {name} must be a name (a string of at most 200 characters)")
+        out.append((name, value))
+    if kind == DEPENDENCY:
+        fault = dict(out).get("fault", "errors")
+        if fault not in FAULTS:
+            raise UsageError(f"{where}: fault must be one of {', '.join(FAULTS)}")
+        out = [(k, v) for k, v in out if k != "fault"] + [("fault", fault)]
+    return tuple(out)
+
+
+def check_against(events: list, queues: list[str], deploys: list[str], dependencies: list[str], where: str) -> None:
+    """Every queue, --deploy and --dependency an event names exists in this invocation (before chaos starts)."""
+    for ev in events:
+        opts = dict(ev.opts)
+        queue = opts.get("queue")
+        if ev.kind in KINDS and not queues:
+            raise UsageError(f"{where}: {ev.kind} needs your own workers (--worker-cmd or --worker QUEUE=CMD)")
+        if queue is not None and queue not in queues:
+            raise UsageError(f"{where}: {ev.kind} names queue {str(queue)[:60]!r}; the fleet polls {', '.join(queues)}")
+        if ev.kind == DEPLOY and (queue or queues[0]) not in deploys:
+            raise UsageError(f"{where}: deploy on {queue or queues[0]} needs --deploy {queue or queues[0]}=CMD "
+                             "(the new version of that worker command)")  # fmt: skip
+        if ev.kind == DEPENDENCY:
+            name = opts.get("dependency") or (dependencies[0] if len(dependencies) == 1 else None)
+            if name not in dependencies:
+                given = ", ".join(dependencies) or "none given"
+                raise UsageError(f"{where}: dependency {str(name)[:60]!r}: name one of --dependency ({given})")
+
+
+def describe(opts: tuple[tuple[str, object], ...]) -> str:
+    """The event's parameters for the printed schedule."""
+    return "".join(f" {k}={v:g}" if isinstance(v, float) else f" {k}={v}" for k, v in opts)

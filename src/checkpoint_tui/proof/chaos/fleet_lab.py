@@ -1,0 +1,138 @@
+"""What chaos adds for a fleet (the game-day nemeses, proof/chaos/fleet_events.py): a proxy in front of
+each --dependency (the workers get its address under the dependency's NAME), the task-queue backlog
+sampled from Temporal for the whole run (run/backlog-<run id>.jsonl), the fleet nemeses fired, and the
+report's `fleet` figures: per worker command, its starts, deaths, graceful exits and kills from the
+ledger's worker events; per fleet event, the backlog's peak and its drain time after the event ended."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from temporalio.client import Client
+
+from checkpoint_tui.ledger.fleet_queries import worker_events_between
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import fleet
+from checkpoint_tui.proof.chaos.fleet_events import DEPENDENCY, FLEET_KINDS, check_against
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.measure.backlog import BacklogSampler, read_samples
+from checkpoint_tui.proof.measure.backlog import summary as backlog_summary
+from checkpoint_tui.proof.nemeses import fleet as fleet_nemeses
+from checkpoint_tui.proof.nemeses.dependency import DependencyProxy
+from checkpoint_tui.proof.nemeses.processes import ended_at
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
+from checkpoint_tui.settings import Settings
+
+WORKER_EVENTS = ("spawn", "respawn", "promote", "adopt", "died", "exit", "sigterm", "kill")
+
+
+class FleetLab:
+    def __init__(self, settings: Settings, schedule: list[ChaosEvent]) -> None:
+        """Checks every fleet event against the invocation's fleet (exit 2, before anything starts)."""
+        queues = fleet.queues(settings)
+        check_against(schedule, queues, [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies],
+                      "the schedule")  # fmt: skip
+        self.proxies: dict[str, DependencyProxy] = {}
+        self.sampler: BacklogSampler | None = None
+        self.backlog_path: Path | None = None
+        self.queues = queues
+
+    async def start(self, settings: Settings) -> Settings:
+        """Before the supervisor: a clean fleet state, and each dependency behind its proxy."""
+        fleet.clear(settings)
+        routed = []
+        for name, upstream in settings.dependencies:
+            proxy = self.proxies[name] = DependencyProxy(name, upstream)
+            routed.append((name, await proxy.start()))
+        return replace(settings, dependencies=tuple(routed)) if routed else settings
+
+    async def sample(self, settings: Settings, client: Client, run_id: str) -> None:
+        self.backlog_path = settings.run_dir / f"backlog-{run_id}.jsonl"
+        self.sampler = BacklogSampler(client, settings.namespace, self.queues, self.backlog_path)
+        await self.sampler.start()
+
+    async def strike(self, settings: Settings, ev: ChaosEvent) -> Hit | Miss | None:
+        """A fleet or dependency nemesis fired; None: not one of these."""
+        if ev.kind in FLEET_KINDS:
+            return await _fire(settings, ev)
+        if ev.kind != DEPENDENCY:
+            return None
+        opts = dict(ev.opts)
+        name = str(opts.get("dependency") or next(iter(self.proxies)))
+        proxy, fault, seconds = self.proxies[name], str(opts["fault"]), ev.duration_s or 1.0
+        before = proxy.stats()
+        at = time.time()
+        try:
+            await proxy.fault(fault, seconds, int(opts.get("latency_ms", 500)))  # type: ignore[call-overload]
+        except RuntimeError as err:  # two faults of one dependency overlap in the schedule: said, not a crash
+            return Miss(str(err)[:200])
+        after = proxy.stats()
+        hit = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], int)}
+        return Hit(at, None, detail={"dependency": name, "fault": fault, "duration_s": seconds,
+                                     "held_until": time.time(), "traffic": hit})  # fmt: skip
+
+    async def close(self, settings: Settings) -> None:
+        """Whatever ends the run: the sampler and the proxies stop; the fleet is as configured again."""
+        if self.sampler is not None:
+            with contextlib.suppress(Exception):
+                await self.sampler.stop()
+        for proxy in self.proxies.values():
+            with contextlib.suppress(Exception):
+                await proxy.close()
+        fleet.clear(settings)
+
+    def figures(self, settings: Settings, fired: list[Fired], since: float) -> dict:
+        """The report's `fleet`: per command, its worker events; the backlog; each fleet event's drain."""
+        events = [e for e in worker_events_between(connect(settings.ledger), since) if e.event in WORKER_EVENTS]
+        queue_of = {e.identity: q for e in events if e.identity and (q := _queue(e.detail))}
+        per_queue: dict[str, dict[str, int]] = {q: {} for q in self.queues}
+        for ev in events:
+            counts = per_queue.setdefault(queue_of.get(ev.identity) or settings.task_queue, {})
+            counts[ev.event] = counts.get(ev.event, 0) + 1
+        members = {m.queue: " ".join(m.cmd) for m in settings.members}
+        out: dict = {"commands": [{"queue": q, "command": members.get(q, "checkpoint_tui.worker")[:300], **c}
+                                  for q, c in per_queue.items()]}  # fmt: skip
+        events = [(f.kind, f.at, ended_at(f.at, f.detail)) for f in fired if f.kind in (*FLEET_KINDS, DEPENDENCY)]
+        if self.backlog_path is not None:
+            out["backlog"] = backlog_summary(read_samples(self.backlog_path), events)
+            out["backlog_samples"] = str(self.backlog_path)
+        if self.proxies:
+            out["dependencies"] = {name: p.stats() for name, p in self.proxies.items()}
+        return {"fleet": out}
+
+
+SLOT_QUEUE = re.compile(r"\(slot \d+, ([^)]{1,200})\)")  # ops/pool_slots.where()
+
+
+def _queue(detail: str | None) -> str | None:
+    """The queue a worker event names: a JSON detail's `queue`, or pool_slots.where()'s `(slot N, QUEUE)`."""
+    if not detail:
+        return None
+    if detail.startswith("{"):
+        with contextlib.suppress(ValueError):
+            value = json.loads(detail).get("queue")
+            return value if isinstance(value, str) else None
+    found = SLOT_QUEUE.search(detail)
+    return found.group(1) if found else None
+
+
+async def _fire(settings: Settings, ev: ChaosEvent) -> Hit | Miss:
+    """A fleet nemesis with the event's parameters (proof/nemeses/fleet.py)."""
+    opts = dict(ev.opts)
+    queue = opts.get("queue")
+    assert queue is None or isinstance(queue, str)
+    grace = float(opts.get("grace_s", 10.0))  # type: ignore[arg-type]
+    if ev.kind == fleet_nemeses.GRACEFUL:
+        return await fleet_nemeses.graceful_restart(settings, queue, grace)
+    if ev.kind == fleet_nemeses.FLEET_DOWN:
+        return await fleet_nemeses.fleet_down(settings, queue, ev.duration_s or 1.0)
+    if ev.kind == fleet_nemeses.CHURN:
+        return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, float(opts["interval_s"]),  # type: ignore[arg-type]
+                           float(opts["fraction"]), grace)  # type: ignore[arg-type]
+    rollback = opts.get("rollback_after_s")
+    return await fleet_nemeses.deploy(settings, queue, grace, float(rollback) if rollback is not None else None)  # type: ignore[arg-type]

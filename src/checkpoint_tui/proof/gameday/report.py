@@ -1,0 +1,127 @@
+"""The game day's after-action report, in the terms of Temporal's pre-production testing guide and its
+recovery checklist: per experiment what broke, what held, what was lost (each unit named), what drained
+how fast; then what to change. Markdown for people, JSON for tools (`gameday.json`), and the checks as
+JUnit. Every figure comes from the experiment's chaos report (the ledger, history, run/ samples)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.settings import Settings
+
+if TYPE_CHECKING:
+    from checkpoint_tui.proof.gameday.run import Experiment
+
+CHECKLIST = (
+    ("Workflows resume without manual intervention", "every run COMPLETED"),
+    ("No permanent Workflow Task failures", "no workflow task still failing at the end"),
+    ("Activity retries behave as expected", "no task lost to a graceful stop, no duplicate, nothing at risk"),
+    ("Backlogs drain in predictable time", "each fleet event's backlog drained within --max-drain-s"),
+)
+
+
+def scenario_checks(report: dict, max_drain_s: float) -> list[Check]:
+    """The experiment's checks: its chaos checks (every run's audit: lost work, duplicates, at risk),
+    then one drain check per fleet event whose backlog the sampler saw."""
+    checks = [Check(c["name"], c["ok"], c["observed"], c.get("numbers", {})) for c in report.get("checks", [])]
+    backlog = (report.get("fleet") or {}).get("backlog") or {}
+    for ev in backlog.get("events", []):
+        drain = ev.get("drain_s")
+        ok = drain is not None and drain <= max_drain_s
+        seen = "never drained" if drain is None else f"drained {drain:.1f} s after it ended"
+        checks.append(Check(f"gameday: backlog drains after {ev['name']} (≤ {max_drain_s:g} s)", ok,
+                            f"peak {ev.get('peak')} tasks · {seen}", {"drain_s": drain, "peak": ev.get("peak")}))
+    return checks
+
+
+def _lost(report: dict) -> list[str]:
+    """Every unit of lost work the runs' audits named, one line each."""
+    runs = [r["audit"] for r in report.get("runs", [])] or [report.get("audit") or {}]
+    out = []
+    for audit in runs:
+        lost = audit.get("lost_work") or {}
+        out += [f"{audit.get('run_id')}: {line}" for line in lost.get("units", [])]
+    return out
+
+
+def _figures(report: dict) -> list[str]:
+    fleet, lines = report.get("fleet") or {}, []
+    for c in fleet.get("commands", []):
+        counts = " · ".join(f"{k} {v}" for k, v in c.items() if k not in ("queue", "command"))
+        lines.append(f"- `{c['queue']}` (`{c['command'][:80]}`): {counts or 'no worker events'}")
+    backlog = fleet.get("backlog") or {}
+    if backlog.get("samples"):
+        lines.append(f"- backlog: peak {backlog.get('peak')} tasks over {backlog['samples']} samples")
+        for ev in backlog.get("events", []):
+            drain = "never drained" if ev.get("drain_s") is None else f"drained in {ev['drain_s']:.1f} s"
+            lines.append(f"  - after {ev['name']}: peak {ev.get('peak')}, {drain}")
+    for name, stats in (fleet.get("dependencies") or {}).items():
+        lines.append(f"- dependency `{name}`: " + " · ".join(f"{k} {v}" for k, v in stats.items()
+                                                            if isinstance(v, int | float)))  # fmt: skip
+    restarts = [k.get("restart_s") for k in report.get("kills", []) if k.get("restart_s") is not None]
+    if restarts:
+        lines.append(f"- runs resumed after each kill in {', '.join(f'{r:.2f} s' for r in restarts)}")
+    return lines
+
+
+def after_action(done: list[Experiment], title: str, settings: Settings, max_drain_s: float) -> tuple[str, dict]:
+    """(the Markdown report, its JSON)."""
+    ran = [e for e in done if e.scenario.skipped is None]
+    held = all(e.held for e in done)
+    fleet = ", ".join(f"`{m.queue}`: `{' '.join(m.cmd)[:100]}`" for m in settings.members) or "checkpoint-tui's worker"
+    md = [f"# Game day: {title}", "",
+          f"Fleet: {fleet}. {len(ran)} experiments ran, {sum(e.held for e in ran)} held. "
+          f"Verdict: **{'PASS' if held else 'FAIL'}**.", "",
+          "| experiment | the guide | held | lost work | wall |", "|---|---|---|---|---|"]  # fmt: skip
+    for e in done:
+        if e.scenario.skipped is not None:
+            md.append(f"| {e.scenario.name} | {e.scenario.guide} | skipped: {e.scenario.skipped} | | |")
+            continue
+        lost = len(_lost(e.report))
+        md.append(f"| {e.scenario.name} | {e.scenario.guide} | {'yes' if e.held else '**no**'} | {lost} | "
+                  f"{e.ended_at - e.started_at:.0f} s |")  # fmt: skip
+    md += ["", "## Recovery checklist", ""]
+    for item, how in CHECKLIST:
+        md.append(f"- {item} ({how}): {_checklist(ran, item)}")
+    for e in ran:
+        md += ["", f"## {e.scenario.name}: {e.scenario.guide}", "", f"Watch: {e.scenario.watch}.", ""]
+        md += [f"- schedule: {ev.describe()}" for ev in e.scenario.events] or ["- no nemesis: load only"]
+        md += _figures(e.report)
+        failed = [c for c in e.checks if not c.ok]
+        md += [f"- **FAIL** {c.name}: {c.observed[:400]}" for c in failed] or ["- every check held"]
+        md += [f"- lost: {line[:400]}" for line in _lost(e.report)[:50]]
+    md += ["", "## What to change", ""] + (_advice(ran) or ["Nothing: every experiment held."])
+    doc = {"title": title, "verdict": "PASS" if held else "FAIL", "max_drain_s": max_drain_s,
+           "experiments": [e.to_json() for e in done]}  # fmt: skip
+    return "\n".join(md) + "\n", doc
+
+
+def _checklist(ran: list[Experiment], item: str) -> str:
+    words = {"Workflows resume": ("COMPLETED",), "No permanent": ("lost work", "no progress"),
+             "Activity retries": ("duplicated", "at risk", "lost"), "Backlogs drain": ("backlog drains",)}  # fmt: skip
+    keys = next(v for k, v in words.items() if item.startswith(k))
+    bad = sorted({e.scenario.name for e in ran for c in e.checks if not c.ok and any(k in c.name for k in keys)})
+    return "held" if not bad else f"**not held** in {', '.join(bad)}"
+
+
+def _advice(ran: list[Experiment]) -> list[str]:
+    """What to change, from what failed (the doctor's advice for a user's worker, in short)."""
+    text = " ".join(f"{c.name} {c.observed}" for e in ran for c in e.checks if not c.ok).lower()
+    out = []
+    if "graceful" in text or "sigterm" in text:
+        out.append("- A graceful stop lost tasks: give the worker a graceful_shutdown_timeout longer than your "
+                   "activities, heartbeat long activities and set a heartbeat timeout so a lost task is retried "
+                   "in seconds, not after its start-to-close timeout.")  # fmt: skip
+    if "non-determinism" in text or "no progress" in text:
+        out.append("- A deploy broke determinism: gate deploys on `checkpoint-tui replay` of recorded histories, "
+                   "and use workflow.patched() or Worker Versioning for changes to in-flight workflows.")
+    if "at risk" in text or "duplicated" in text:
+        out.append("- Re-executed side effects: route them through checkpoint_tui.effects (exactly_once) or an "
+                   "idempotency key the service honours.")
+    if "drain" in text:
+        out.append("- The backlog drained slowly: more worker slots or workers per queue, or raise "
+                   "max_concurrent_activities / workflow tasks.")
+    if "completed" in text and not out:
+        out.append("- Runs did not complete: see each experiment's lost work above and `checkpoint-tui doctor`.")
+    return out

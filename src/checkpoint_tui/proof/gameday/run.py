@@ -1,0 +1,111 @@
+"""`checkpoint-tui ... gameday`: the guide's scenarios (proof/gameday/scenarios.py) against the user's
+fleet, one at a time, each a chaos run of its own (the same engine as `chaos`); each experiment's start
+and end recorded, its checks, and a per-experiment proof folder: the chaos report, its JUnit, every
+run's history, the backlog samples and the worker events. Then the after-action report
+(proof/gameday/report.py) in the guide's terms. Exit 0 only if every experiment that ran held."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.files import OutputDir
+from checkpoint_tui.ledger.fleet_queries import worker_events_between
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops import devserver
+from checkpoint_tui.ops.sigterm import until_sigterm
+from checkpoint_tui.proof.chaos.engine import Chaos
+from checkpoint_tui.proof.chaos.printing import print_report
+from checkpoint_tui.proof.gameday.report import after_action, scenario_checks
+from checkpoint_tui.proof.gameday.scenarios import Scenario
+from checkpoint_tui.proof.junit import junit_xml
+from checkpoint_tui.proof.replay.histories import export, fetch_chain
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.settings import Settings
+
+SUBDIRS = ("histories",)
+
+
+@dataclass
+class Experiment:
+    scenario: Scenario
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    report: dict = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def held(self) -> bool:
+        return self.scenario.skipped is not None or all(c.ok for c in self.checks)
+
+    def to_json(self) -> dict:
+        s = self.scenario
+        return {"scenario": s.name, "guide": s.guide, "watch": s.watch, "skipped": s.skipped,
+                "started_at": self.started_at, "ended_at": self.ended_at, "held": self.held,
+                "schedule": [e.to_json() for e in s.events], "checks": [asdict(c) for c in self.checks],
+                "report": self.report}  # fmt: skip
+
+
+async def gameday(
+    settings: Settings, workload: Workload, target_of, scenarios: list[Scenario], out: Path, runs: int,
+    seed: int, max_drain_s: float, steps: int = 0,
+) -> int:  # fmt: skip
+    """Run each scenario; write the after-action report under `out`; 0 if every one held, else 1."""
+    settings.ensure_dirs()
+    devserver.ensure_devserver(settings)
+    done: list[Experiment] = []
+    with OutputDir(out, "--out") as folder:
+        for scenario in scenarios:
+            exp = Experiment(scenario)
+            done.append(exp)
+            if scenario.skipped is not None:
+                print(f"== {scenario.name}: skipped ({scenario.skipped})", flush=True)
+                continue
+            print(f"== {scenario.name}: {scenario.guide}", flush=True)
+            chaos = Chaos(settings, seed, steps, scenario.events, target_of(seed), scenario.runs or runs, scenario.rate)
+            exp.started_at = time.time()
+            stopped = f"gameday: stopped by SIGTERM during {scenario.name}; its supervisor and workers stopped"
+            exp.report = await until_sigterm(chaos.run(), stopped)
+            exp.ended_at = time.time()
+            print_report(exp.report, chaos.target)
+            exp.checks = scenario_checks(exp.report, max_drain_s)
+            await _bundle(folder.subdir(scenario.name), chaos, exp)
+        md, doc = after_action(done, workload.title(), settings, max_drain_s)
+        folder.write("gameday.md", md)
+        folder.write("gameday.json", json.dumps(doc, indent=1, default=str))
+        checks = [Check(f"{e.scenario.name}: {c.name}", c.ok, c.observed, c.numbers) for e in done for c in e.checks]
+        folder.write("gameday.junit.xml", junit_xml("checkpoint-tui gameday", checks))
+    held = all(e.held for e in done)
+    ran = [e for e in done if e.scenario.skipped is None]
+    print(f"gameday: {sum(e.held for e in ran)}/{len(ran)} experiments held · wrote {out / 'gameday.md'} "
+          f"(and gameday.json, gameday.junit.xml, one folder per experiment) · verdict: "
+          f"{'PASS' if held else 'FAIL'}", flush=True)  # fmt: skip
+    return 0 if held else 1
+
+
+async def _bundle(folder: OutputDir, chaos: Chaos, exp: Experiment) -> None:
+    """The experiment's proof: its report and JUnit, every run's history, its backlog samples and the
+    worker events of its span; all read back from Temporal, the ledger and run/ after it ended."""
+    with folder:
+        folder.write("report.json", json.dumps(exp.to_json(), indent=1, default=str))
+        folder.write("junit.xml", junit_xml(f"gameday {exp.scenario.name}", exp.checks))
+        histories = folder.subdir("histories")
+        for run_id in chaos.run_ids:
+            try:
+                export(await fetch_chain(chaos.client, run_id), histories)
+            except Exception as err:  # NoHistory: one Temporal no longer has; said in the folder
+                histories.write(f"{run_id}.missing.txt", f"{str(err)[:300]}\n")
+        samples = (exp.report.get("fleet") or {}).get("backlog_samples")
+        if samples and Path(samples).is_file():
+            folder.write("backlog.jsonl", Path(samples).read_bytes()[: 8 * 1024 * 1024])
+        rows = worker_events_between(connect(chaos.settings.ledger), exp.started_at, exp.ended_at)
+        text = io.StringIO()
+        writer = csv.writer(text)
+        writer.writerow(["at", "event", "pid", "identity", "detail"])
+        writer.writerows([[r.at, r.event, r.pid, r.identity, r.detail] for r in rows])
+        folder.write("worker-events.csv", text.getvalue())
