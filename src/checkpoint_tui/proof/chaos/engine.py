@@ -84,6 +84,8 @@ class Chaos:
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
+        self._closed: set[str] = set()  # runs other than the lead seen ended
+        self._others_asked = 0.0
 
     async def spawn_supervisor(self) -> None:
         """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
@@ -186,9 +188,21 @@ class Chaos:
                 return False
             return True
 
-        closed = lambda: self.target.closed(self, run_id)  # noqa: E731
-        left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at, closed)
+        left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at,
+                             self._all_closed)  # fmt: skip
         self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left if id(ev) not in said]
+
+    async def _all_closed(self) -> bool:
+        """Every run ended (time events go on while any run of the same workers is open): the lead is
+        asked each time, the others at most once a second (reading each one's history is not free)."""
+        if not await self.target.closed(self, self.run_ids[0]):
+            return False
+        if time.monotonic() - self._others_asked >= 1.0:
+            self._others_asked = time.monotonic()
+            for r in self.run_ids[1:]:
+                if r not in self._closed and await self.target.closed(self, r):
+                    self._closed.add(r)
+        return len(self._closed) == len(self.run_ids) - 1
 
     async def fire(self, ev: ChaosEvent, run_id: str) -> None:
         """Fire the event now: what only the workload has is its target's, the rest the engine's. One that

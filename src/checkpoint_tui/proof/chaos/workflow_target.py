@@ -138,9 +138,10 @@ class ActivityTarget(ChaosTarget):
         return run_id
 
     async def closed(self, chaos: Chaos, run_id: str) -> bool:
-        assert self.progress is not None
-        await self.progress.refresh()
-        return self.progress.closed
+        progress = self.runs.get(run_id, self.progress)
+        assert progress is not None
+        await progress.refresh()
+        return progress.closed
 
     def landing(self, ev: ChaosEvent) -> dict:
         """The activity the event's arrival waited for (a time-placed event: none, the latest one)."""

@@ -45,6 +45,23 @@ def _lost(report: dict) -> list[str]:
     return out
 
 
+def _recovered(report: dict) -> list[str]:
+    """What the runs' histories show went wrong and recovered: timeouts waited out after the lab's
+    kills, workflow task failures that ended (how long the run was stuck), each run's schedule-to-start."""
+    runs = [r["audit"] for r in report.get("runs", [])] or [report.get("audit") or {}]
+    out, latencies = [], []
+    for audit in runs:
+        lost = audit.get("lost_work") or {}
+        out += [f"{audit.get('run_id')}: {u['line']}" for key in ("timeouts", "task_failures")
+                for u in lost.get(key, []) if not u.get("lost")]  # fmt: skip
+        latency = (lost.get("schedule_to_start") or {}).get("activity") or {}
+        if latency.get("p99_s") is not None:
+            latencies.append(latency["p99_s"])
+    if latencies:
+        out.append(f"activity schedule-to-start p99 per run: worst {max(latencies):.3f} s")
+    return out
+
+
 def _figures(report: dict) -> list[str]:
     fleet, lines = report.get("fleet") or {}, []
     for c in fleet.get("commands", []):
@@ -91,6 +108,7 @@ def after_action(done: list[Experiment], title: str, settings: Settings, max_dra
         failed = [c for c in e.checks if not c.ok]
         md += [f"- **FAIL** {c.name}: {c.observed[:400]}" for c in failed] or ["- every check held"]
         md += [f"- lost: {line[:400]}" for line in _lost(e.report)[:50]]
+        md += [f"- recovered: {line[:400]}" for line in _recovered(e.report)[:50]]
     md += ["", "## What to change", ""] + (_advice(ran) or ["Nothing: every experiment held."])
     doc = {"title": title, "verdict": "PASS" if held else "FAIL", "max_drain_s": max_drain_s,
            "experiments": [e.to_json() for e in done]}  # fmt: skip

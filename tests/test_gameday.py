@@ -1,0 +1,131 @@
+"""#40, the game day against a fleet of two worker commands on two task queues (examples/fleet: a
+workflow worker, an activity worker calling a mail API over HTTP), through the real CLI and the real dev
+server: all workers down then back (backlog peak and drain), a deploy that breaks determinism and its
+rollback (the failure's reason, how long runs were stuck), the dependency broken three ways (the retries
+shown, every guarded send once); and a rollout of a worker that does not shut down gracefully (each
+task it lost named, with its wait, failing the verdict: the application's loss, not the lab's kill)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from checkpoint_tui.waiting import wait_until_sync
+from conftest import run_cli
+
+FLEET = Path(__file__).resolve().parents[1] / "examples" / "fleet"
+PY = sys.executable
+
+
+@contextlib.contextmanager
+def mail_api(tmp_path: Path, delay_ms: int) -> Iterator[str]:
+    """The example's mail API on a free loopback port (each send takes `delay_ms`: a stop can land in one)."""
+    out = tmp_path / "mail-api.out"
+    with open(out, "wb") as fh:
+        proc = subprocess.Popen([PY, str(FLEET / "mail_api.py"), "--port", "0", "--delay-ms", str(delay_ms), "--log",
+                                 str(tmp_path / "mail.jsonl")], stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        assert wait_until_sync(lambda: "listening" in out.read_text() or proc.poll() is not None, 15)
+        yield out.read_text().split("listening ", 1)[1].split()[0]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _fleet(home: Path, tag: str, activity_flags: str = "") -> list[str]:
+    return ["--home", str(home), "--worker", f"{tag}-wf={PY} {FLEET / 'workflow_worker.py'}",
+            "--worker", f"{tag}-acts={PY} {FLEET / 'activity_worker.py'}{activity_flags}"]  # fmt: skip
+
+
+def _stop(home: Path) -> None:
+    run_cli("--home", str(home), "stop", timeout=120)
+
+
+def test_gameday_on_a_two_queue_fleet(tmp_path: Path):
+    home, out = tmp_path / "home", tmp_path / "after-action"
+    run_input = json.dumps({"count": 8, "pace": 0.5, "activity_queue": "gd-acts"})
+    with mail_api(tmp_path, 200) as api:
+        done = _gameday(home, out, api, run_input)
+    _check_gameday(done, out)
+
+
+def _gameday(home: Path, out: Path, mail_api: str, run_input: str) -> subprocess.CompletedProcess:
+    try:
+        return run_cli(*_fleet(home, "gd"), "--deploy", f"gd-wf={PY} {FLEET / 'workflow_worker_v2.py'}",
+                       "--dependency", f"MAIL_API={mail_api}", "gameday", "--workflow", "FleetMailer", "--input",
+                       run_input, "--scenarios", "kill-all,deploy,dependency", "--runs", "3", "--down-s", "4",
+                       "--grace-s", "5", "--out", str(out), timeout=600)  # fmt: skip
+    finally:
+        _stop(home)
+
+
+def _check_gameday(done: subprocess.CompletedProcess, out: Path) -> None:
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    doc = json.loads((out / "gameday.json").read_text())
+    by_name = {e["scenario"]: e for e in doc["experiments"]}
+    assert doc["verdict"] == "PASS" and all(e["held"] for e in by_name.values())
+    md = (out / "gameday.md").read_text()
+    assert "## Recovery checklist" in md and "Backlogs drain in predictable time" in md
+    for name in by_name:  # a folder per experiment, read back from Temporal and the ledger
+        folder = out / name
+        assert (folder / "report.json").is_file() and (folder / "junit.xml").is_file()
+        assert len(list((folder / "histories").glob("run-*.json"))) == 3
+        assert "sigterm" in (folder / "worker-events.csv").read_text() or name != "deploy"
+
+    kill_all = by_name["kill-all"]["report"]
+    commands = {c["queue"]: c for c in kill_all["fleet"]["commands"]}  # the audit per command
+    assert commands["gd-wf"].get("died") and commands["gd-acts"].get("died"), commands
+    assert commands["gd-acts"].get("respawn"), commands
+    drained = kill_all["fleet"]["backlog"]["events"][0]
+    assert drained["peak"] >= 1 and drained["drain_s"] is not None, drained  # 3 runs waited 4 s for workers
+    assert kill_all["totals"]["duplicated"] == 0 and kill_all["totals"]["lost"] == 0
+
+    deploy = by_name["deploy"]["report"]
+    failures = [f for r in deploy["runs"] for f in r["audit"]["lost_work"]["task_failures"]]
+    assert failures and all(f["cause"] == "non-determinism" and f["until"] is not None for f in failures), failures
+    assert all(f["stuck_s"] > 0 for f in failures)  # how long each was stuck, until the rollback let it through
+    assert deploy["totals"]["runs_completed"] == 3
+
+    dependency = by_name["dependency"]["report"]
+    traffic = dependency["fleet"]["dependencies"]["MAIL_API"]
+    assert traffic["closed_by_fault"] >= 1 and traffic["during_faults"] >= 1, traffic  # the retries it caused
+    assert dependency["totals"]["duplicated"] == 0 and dependency["totals"]["runs_completed"] == 3
+    assert "dependency MAIL_API:" in done.stdout
+
+
+def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tmp_path: Path):
+    """Its activity worker exits at once on SIGTERM: a task it held sits out its start-to-close timeout
+    and, with maximum_attempts=1, fails its run; the verdict names the task, its wait and the rollout."""
+    home = tmp_path / "home"
+    schedule = tmp_path / "rollout.json"
+    schedule.write_text(json.dumps({"events": [{"at_s": 1.0, "nemesis": "churn", "queue": "gr-acts",
+                                                "duration_s": 4, "interval_s": 1.0, "fraction": 1.0}]}))  # fmt: skip
+    run_input = json.dumps({"count": 4, "pace": 0.1, "activity_queue": "gr-acts", "max_attempts": 1,
+                            "start_to_close_s": 2})  # fmt: skip
+    with mail_api(tmp_path, 1000) as api:  # a send takes 1 s: the first SIGTERM lands inside one
+        try:
+            done = run_cli(*_fleet(home, "gr", " --exit-on-sigterm"), "--dependency", f"MAIL_API={api}", "chaos",
+                           "--workflow", "FleetMailer", "--input", run_input, "--schedule", str(schedule), "--runs",
+                           "2", "--json", str(tmp_path / "report.json"), timeout=300)  # fmt: skip
+        finally:
+            _stop(home)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    lost = [t for r in report["runs"] for t in r["audit"]["lost_work"]["timeouts"] if t["lost"]]
+    assert lost, done.stdout[-3000:]
+    for t in lost:
+        assert t["kind"] == "START_TO_CLOSE" and t["final"] and t["waited_s"] >= 1.9, t
+        assert t["cause"] and t["cause"]["graceful"], t  # a rollout's SIGTERM, not a lab SIGKILL
+    failed = [c for c in report["checks"] if not c["ok"] and c["name"].startswith("chaos: no lost work")]
+    assert failed and "send_receipt" in failed[0]["observed"] and "timed out" in failed[0]["observed"]
+    assert "NOT exactly once" not in done.stdout  # lost work is not blamed as a duplicate
