@@ -320,7 +320,8 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     with lab(settings, "chaos", exclusive=True):
         return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
-                                         json_out, outputs, runs=args.runs, max_kills=max_kills))  # fmt: skip
+                                         json_out, outputs, runs=args.runs, max_kills=max_kills,
+                                         rate=args.rate))  # fmt: skip
 
 
 def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:

@@ -221,6 +221,8 @@ def _proof_commands(sub) -> None:
     chaos.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
                        help="run this many runs at once under the one schedule (the first places the events; a "
                        "worker kill hits every run it serves); the audit per run and in total")
+    chaos.add_argument("--rate", type=_float_in(0.01, 100), default=None, metavar="R",
+                       help="with --runs: start them R a second (load), not all at once")
     chaos.add_argument("--resets", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also reset the workflow this many times to a workflow task 1-3 steps back "
                        "(`temporal workflow reset`: the steps after it run again; their effects must be skipped)")

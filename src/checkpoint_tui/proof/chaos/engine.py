@@ -340,13 +340,14 @@ async def run_schedule(
 async def chaos_command(
     settings: Settings, seed: int, steps: int, events: list[ChaosEvent], target: ChaosTarget, command: str,
     json_path: Path | None, outputs: ProofOutputs | None = None, runs: int = 1, max_kills: int | None = None,
+    rate: float | None = None,
 ) -> int:  # fmt: skip
     """Run `events` against the target's workload; print, write the report (and the JUnit, a bundle).
     With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
     settings.ensure_dirs()
     say_taken_over(settings)
     devserver.ensure_devserver(settings)
-    chaos = Chaos(settings, seed, steps, events, target, runs)
+    chaos = Chaos(settings, seed, steps, events, target, runs, rate)
     report = await _until_sigterm(chaos.run())
     print_report(report, chaos.target)
     if max_kills is not None:
