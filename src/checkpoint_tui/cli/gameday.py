@@ -29,13 +29,13 @@ def add_parser(sub, bounded_int, float_in) -> None:
                      help=f"comma-separated, in this order by default: {','.join(NAMES)}")
     day.add_argument("--runs", type=bounded_int(1, 64), default=4, help="runs in flight per experiment (1..64; "
                      "load starts 4x as many, 4 a second)")  # fmt: skip
-    day.add_argument("--down-s", type=float_in(1, 300), default=10.0, help="how long kill-all keeps the fleet "
-                     "down (default 10 s)")  # fmt: skip
+    day.add_argument("--down-s", type=float_in(1, 300), default=10.0, help="seconds kill-all keeps the fleet down "
+                     "(default 10)")  # fmt: skip
     day.add_argument("--grace-s", type=float_in(0, 300), default=10.0,
-                     help="a graceful stop's grace before SIGKILL, as your orchestrator gives it (default 10 s)")
+                     help="seconds a graceful stop has before SIGKILL, as your orchestrator gives it (default 10)")
     day.add_argument("--max-drain-s", type=float_in(0.1, 3600), default=MAX_DRAIN_S,
-                     help="a backlog that drains slower than this after a fleet event fails it "
-                     f"(default {MAX_DRAIN_S:g} s)")
+                     help="seconds: a backlog that drains slower after a fleet event fails it "
+                     f"(default {MAX_DRAIN_S:g})")
     day.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=1, help="names the runs (default 1)")
     day.add_argument("--out", metavar="DIR", type=Path, default=None,
                      help="where the after-action report goes (default HOME/run/gameday)")

@@ -74,8 +74,6 @@ def check_against(events: list, queues: list[str], deploys: list[str], dependenc
     for ev in events:
         opts = dict(ev.opts)
         queue = opts.get("queue")
-        if ev.kind in KINDS and not queues:
-            raise UsageError(f"{where}: {ev.kind} needs your own workers (--worker-cmd or --worker QUEUE=CMD)")
         if queue is not None and queue not in queues:
             raise UsageError(f"{where}: {ev.kind} names queue {str(queue)[:60]!r}; the fleet polls {', '.join(queues)}")
         if ev.kind == DEPLOY and (queue or queues[0]) not in deploys:
