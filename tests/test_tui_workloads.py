@@ -1,7 +1,8 @@
 """The app's panes for both workloads (the `lab` fixture: our loop, and a user's workflow on the example
 project's worker): `n` starts a run of the workload the app was opened with, the timeline fills with
 its units, the ledger pane counts its effects by SQL, the inspector opens a unit with the effects it
-claimed, and the status bar ends on the run's one verdict. Real dev server, real worker processes."""
+claimed, and the status bar ends on the run's one verdict; a user's workers get their task queue's backlog
+read from Temporal. Real dev server, real worker processes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from checkpoint_tui.app.session import LabSession
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.app import CheckpointApp
+from checkpoint_tui.tui.backlog import read_backlog
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 from labs import EXAMPLE
@@ -27,7 +29,7 @@ async def test_the_panes_show_a_run_of_each_workload_to_its_verdict(lab, session
     else:
         settings, workload = Settings(home=home, temporal_address=temporal_address), AgentLoopWorkload()
     settings.ensure_dirs()
-    session = LabSession(settings, workload)
+    session = LabSession(settings, workload, backlog=read_backlog)  # as run_app makes it
     app = CheckpointApp(session, poll_interval=0.1)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -48,6 +50,11 @@ async def test_the_panes_show_a_run_of_each_workload_to_its_verdict(lab, session
             assert "NOT exactly once" not in status.message, status.message
             detail = await session.step_detail(run_id, 1)  # what the inspector shows of the first unit
             assert detail is not None and detail.effects and all(e.applied_at for e in detail.effects)
+            workers_info = app.query_one("#workers-info")
+            if lab.kind == "workflow":  # described by the sampler (report_stats) at most every 2 s
+                await wait_for(pilot, lambda: workers_info.plain.startswith("backlog "), what="the backlog line")
+            else:  # our own worker: no backlog read, no line
+                assert not workers_info.display and "backlog" not in status.text.plain
     finally:
         await session.shutdown(stop_everything=True)
         lab.stop(home)

@@ -36,8 +36,8 @@ class FixedSession:
     async def poll(self) -> View:
         self.polls += 1
         view = self.view
-        if self.polls > 1:  # history and kills are incremental: later polls bring no new ones
-            view = View(**{**view.__dict__, "history": [], "kills": [], "run_changed": False})
+        if self.polls > 1:  # history, kills and fleet events are incremental: later polls bring no new ones
+            view = View(**{**view.__dict__, "history": [], "kills": [], "marks": [], "run_changed": False})
         return view
 
     async def new_run(self, steps: int, pace: float) -> str:

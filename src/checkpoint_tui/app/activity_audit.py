@@ -320,7 +320,8 @@ def audit_lines(a: ActivityAudit) -> list[str]:
     else:
         lines.append("probe log: none (no effect went through the library)")
     lines += lost_work_lines(a.lost_work) if a.lost_work else []
-    lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}")
+    work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
+    lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")
     lines += [f"  {d}" for d in (a.lost_detail + a.duplicated_detail)[:10]]
     return lines
 

@@ -17,7 +17,7 @@ from checkpoint_tui.app.activity_history import ActivityExec, Chain, read_run
 from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.app.runs import LedgerCall
 from checkpoint_tui.app.timeline import Timeline
-from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.app.view import RunCounts, Snapshot, View
 from checkpoint_tui.app.workflow_runs import record_end
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
@@ -51,6 +51,7 @@ class ActivityTimeline(Timeline):
     strict_models: bool = False  # a model request re-run fails the verdict too
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
     _chain: Chain | None = None  # the history they were read from (the audit's lost work reads it)
+    _counts: RunCounts | None = None  # of the audit behind the completion sentence
     _rows: dict[int, StepRow] = field(default_factory=dict)  # the rows last delivered for the viewed run
     _final: set[str] = field(default_factory=set)  # runs whose activities were read after they closed
 
@@ -77,9 +78,14 @@ class ActivityTimeline(Timeline):
         chain = self._chain if self._chain is not None and self._chain.workflow_id == run_id else None
         audit = await db(audit_of, settings, run_id, self.workflow_type, snap.workflow_status, acts, self.strict_models,
                          chain)  # fmt: skip
+        self._counts = RunCounts(audit.lost, audit.duplicated, len(audit.at_risk),
+                                 audit.lost_work_count if audit.lost_work else None)  # fmt: skip
         if snap.workflow_status:
             await db(record_end, settings, run_id, snap.workflow_status)
         return audit.sentence()
+
+    def counts(self) -> RunCounts | None:
+        return self._counts
 
     async def activities(self, client: Client, run_id: str, closed: bool) -> list[ActivityExec]:
         """At most one read per ACTIVITIES_EVERY_S while the run is live; once it is over, one read

@@ -19,20 +19,22 @@ from typing import TypeVar
 from temporalio.client import Client
 
 from checkpoint_tui.app.comparison import Comparison, read_comparison
+from checkpoint_tui.app.fleet_view import BacklogRead, FleetWatch
 from checkpoint_tui.app.heartbeat import PendingActivity, describe_run
 from checkpoint_tui.app.history import HistoryFollower
 from checkpoint_tui.app.lesson import Lesson
+from checkpoint_tui.app.mark_feed import MarkFeed
 from checkpoint_tui.app.runs import cancel_run
 from checkpoint_tui.app.snapshot import build_snapshot
 from checkpoint_tui.app.stuck import STUCK_ATTEMPT, stuck_task
 from checkpoint_tui.app.tick_stats import CountingLedger, TickStats
 from checkpoint_tui.app.timeline import Timeline
-from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.app.view import HistoryEvent, RunCounts, Snapshot, View
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.errors import Failed
-from checkpoint_tui.ledger import faults, inspect_queries, queries
+from checkpoint_tui.ledger import faults, queries
 from checkpoint_tui.ledger.faults import FaultSpec
-from checkpoint_tui.ledger.inspect_queries import KillEvent, StepDetail
+from checkpoint_tui.ledger.inspect_queries import FleetEvent, KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import RunSummary
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.devserver import DevServer, stop_devserver
@@ -52,7 +54,8 @@ T = TypeVar("T")
 
 
 class LabSession:
-    def __init__(self, settings: Settings, workload: Workload) -> None:
+    def __init__(self, settings: Settings, workload: Workload, backlog: BacklogRead | None = None) -> None:
+        """`backlog`: how to read the task queues' backlog from Temporal (the TUI hands in proof's sampler)."""
         self.settings = settings
         self.workload = workload  # what `n` starts; a recorded run is read as the workload its row names
         self._timelines: dict[str, Timeline] = {}  # each viewed run's, as its own workload reads it
@@ -77,8 +80,9 @@ class LabSession:
         self._history_requests = 0
         self.history_pace_s = HISTORY_PACE_S
         self._completion: dict[str, str] = {}  # run -> its completion sentence (a finished run's never changes)
-        self._kills_sent: set[int] = set()  # kill/died events of the viewed run already in a View
-        self._death_cursor = 0  # the last worker event id looked at for new deaths (any run's)
+        self._counts: dict[str, RunCounts] = {}  # run -> the counts of the audit its sentence came from
+        self._marks = MarkFeed(fleet_marks=bool(settings.members))  # kills and fleet events for the history
+        self._fleet = FleetWatch(settings, backlog)
 
     async def _db(self, fn: Callable[..., T], *args: object) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._db_thread, fn, *args)
@@ -107,6 +111,8 @@ class LabSession:
             timeline = await self._timeline(run_id)
             await timeline.apply(self.client, view)
             view.completion = await self._completion_of(run_id, view.snapshot, timeline)
+            view.counts = self._counts.get(run_id)
+        view.fleet, view.backlog = self._fleet.latest(self.client, view.stats)
         return view
 
     async def _timeline(self, run_id: str) -> Timeline:
@@ -126,7 +132,7 @@ class LabSession:
         since = None if reset else self._since
         started = time.time()
         stats = TickStats()
-        snap, planned, first_execution, changed, kills = await self._db(self._read, run_id, since, reset, stats)
+        snap, planned, first_execution, changed, kills, marks = await self._db(self._read, run_id, since, reset, stats)
         if changed and self.supervisor is not None:
             self.supervisor.poke()  # a run started (here or elsewhere) or a fault planned: kill_at is armed now
         self._since = started - SINCE_MARGIN_S
@@ -156,17 +162,20 @@ class LabSession:
             pool_pids=list(status.pool_pids) if status else [],
             ledger=self.settings.ledger_label if self.settings.ledger_url else None,
             owns_home=bool(status and status.owns_home), planned_faults=planned, stats=stats,
-            kills=kills, pending=pending, quiet=not (changed or history or kills or reset),
-            stuck=self._stuck.get(run_id or ""),
+            kills=kills, pending=pending, quiet=not (changed or history or kills or marks or reset),
+            stuck=self._stuck.get(run_id or ""), marks=marks,
         )  # fmt: skip
 
     async def _completion_of(self, run_id: str, snap: Snapshot, timeline: Timeline) -> str | None:
         """The completion sentence, asked of the run's timeline once, when its status turns terminal
-        (a finished run's never changes)."""
+        (a finished run's never changes). A user's workflow's comes from its audit, whose counts its
+        timeline keeps beside it, so the two cannot disagree."""
         if snap.final_state is None or self.client is None:
             return None
         if run_id not in self._completion:  # "" once asked with nothing to say: not asked again
             self._completion[run_id] = await timeline.completion(self.settings, self.client, snap, self._db) or ""
+            if (counts := timeline.counts()) is not None:
+                self._counts[run_id] = counts
         return self._completion[run_id] or None
 
     async def step_detail(self, run_id: str, step: int) -> StepDetail | None:
@@ -176,7 +185,7 @@ class LabSession:
 
     def _read(
         self, run_id: str | None, since: float | None, reset: bool, stats: TickStats
-    ) -> tuple[Snapshot, list[str], str | None, bool, list[KillEvent]]:
+    ) -> tuple[Snapshot, list[str], str | None, bool, list[KillEvent], list[FleetEvent]]:
         """Everything a poll reads from the ledger, on the ledger thread. Unless something was
         committed since the last poll (data_version), one statement: the same figures, no rows."""
         conn = CountingLedger(connect(self.settings.ledger), stats)
@@ -184,7 +193,7 @@ class LabSession:
         last = self._last
         if since is not None and last is not None and last[0] == run_id and last[1] == version:
             snap = replace(last[2], steps=[], effects=[], worker_events=[], truncated_steps=[], partial=True)
-            return snap, self._planned, None, False, []
+            return snap, self._planned, None, False, [], []
         # new events, and the last few again: a kill's event gets its measured latency written later
         events_after = None if reset else max(0, self._last_event_id - EVENTS_REREAD)
         snap = build_snapshot(conn, self.settings, run_id, since=since, events_after=events_after)
@@ -196,28 +205,7 @@ class LabSession:
         if reset and run_id is not None:
             row = queries.run(conn, run_id)
             first = row.first_execution if row else None
-        return snap, self._planned, first, True, self._new_kills(conn, run_id, snap, reset)
-
-    def _new_kills(self, conn, run_id: str | None, snap: Snapshot, reset: bool) -> list[KillEvent]:
-        """The run's kills for the history pane's markers: all of them when a run is first shown, then
-        only new ones (one query per kill, none on a poll without one)."""
-        if reset:
-            self._kills_sent.clear()
-        if run_id is None:
-            return []
-        # served: a death filed under another run (start --runs N, one kill) marks this one too if the
-        # dead worker held this run's step; such events are not among the snapshot's (they name the
-        # viewed run or none), so new deaths are looked up after the last one seen, of any run
-        if reset:
-            self._death_cursor = inspect_queries.last_event_id(conn)
-            kills = inspect_queries.kill_events(conn, run_id, served=True)
-        else:
-            ids = inspect_queries.deaths_after(conn, self._death_cursor)
-            self._death_cursor = max(ids, default=self._death_cursor)
-            ids = [i for i in ids if i not in self._kills_sent]
-            kills = inspect_queries.kill_events(conn, run_id, ids, served=True) if ids else []
-        self._kills_sent.update(k.id for k in kills)
-        return kills
+        return snap, self._planned, first, True, *self._marks.new(conn, run_id, reset)
 
     def _step_in_flight(self, snap: Snapshot, reset: bool) -> bool:
         """Whether a step of the viewed run is running, from the step rows the polls delivered (each
@@ -362,6 +350,7 @@ class LabSession:
             await self.supervisor.stop(stop_workers=stop_everything)
         if self._history is not None:
             await self._history.stop()
+        await self._fleet.stop()
         self._db_thread.shutdown(wait=False)
         if stop_everything and self.settings.embedded:
             await asyncio.to_thread(stop_devserver, self.settings)

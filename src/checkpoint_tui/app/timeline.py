@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from temporalio.client import Client
 
 from checkpoint_tui.app.runs import LedgerCall
-from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.app.view import RunCounts, Snapshot, View
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import StepDetail
@@ -32,6 +32,11 @@ class Timeline(ABC):
     @abstractmethod
     def detail(self, conn: Ledger, run_id: str, unit: int) -> StepDetail | None:
         """One unit in full for the inspector (on the ledger thread)."""
+
+    def counts(self) -> RunCounts | None:
+        """The counts of the audit the completion sentence came from (one verdict, one source); None:
+        the timeline's counts are the ledger's, shown live (our loop)."""
+        return None
 
 
 class StepTimeline(Timeline):

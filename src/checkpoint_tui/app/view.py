@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from checkpoint_tui.app.tick_stats import TickStats
-from checkpoint_tui.ledger.inspect_queries import KillEvent
+from checkpoint_tui.ledger.inspect_queries import FleetEvent, KillEvent
 from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
 
@@ -128,6 +128,36 @@ class Snapshot:
         }
 
 
+@dataclass(frozen=True)
+class FleetCommand:
+    """One worker command of a user's fleet as its slots stand (app/fleet_view.py reads it)."""
+
+    queue: str
+    live: int  # its slots with a live worker
+    slots: int
+    deployed: bool = False  # its slots run its --deploy command (the new version)
+    down_until: float | None = None  # a fleet-down holds its workers down until this wall time
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Tasks waiting on the fleet's queues (workflow and activity tasks), as Temporal counts them."""
+
+    total: int
+    queues: tuple[tuple[str, int], ...]  # each queue with its tasks, in the fleet's order
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """A user's workflow run's counts once it is over, from the very audit its completion sentence came
+    from (one verdict, one source)."""
+
+    lost: int
+    duplicated: int
+    at_risk: int
+    lost_work: int | None  # None: the audit read no history, so it could not count lost work
+
+
 @dataclass
 class View:
     snapshot: Snapshot
@@ -149,3 +179,7 @@ class View:
     kills: list[KillEvent] = field(default_factory=list)  # the run's kills not delivered before
     pending: PendingActivity | None = None  # the in-flight activity as Temporal last described it (<= 1/s)
     stuck: str | None = None  # the run's workflow task keeps failing: what it says (app/stuck.py)
+    marks: list[FleetEvent] = field(default_factory=list)  # the run's fleet events not delivered before
+    fleet: list[FleetCommand] | None = None  # a fleet's commands (None: our worker, or one command)
+    backlog: Backlog | None = None  # the task queues' backlog (a user's workers); None: unknown
+    counts: RunCounts | None = None  # the audit's counts, once the run is over (a user's workflow)

@@ -198,3 +198,43 @@ def _detail(text: str | None) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+# --- the lab's fleet events, marked in the history pane like kills (app/fleet_marks.py) ---------------
+
+# A graceful stop (SIGTERM) and the stopped worker's exit, and chaos's own record of the fleet nemeses
+# that have no such per-worker event (a fleet-down's SIGKILLs are `died` events, marked as kills).
+FLEET_MARKS = ("sigterm", "exit", "chaos:fleet-down", "chaos:deploy", "chaos:dependency")
+FLEET_MARKS_LIMIT = 500  # per read; a poller reads on from the newest it got
+
+
+@dataclass(frozen=True)
+class FleetEvent:
+    """A fleet event of the lab during a run: a worker event of FLEET_MARKS with its JSON detail."""
+
+    id: int
+    at: float
+    event: str
+    pid: int | None
+    host: str | None
+    identity: str | None
+    detail: dict
+
+    @property
+    def pid_label(self) -> str:
+        return worker_label(self.pid, self.host)
+
+
+def fleet_events(conn: Ledger, run_id: str, after_id: int = 0) -> list[FleetEvent]:
+    """The run's fleet events after `after_id`, oldest first: those filed under it, and those filed under
+    no run or another one while it was not over (a graceful stop is filed under none, and a fleet event
+    stops every run on the fleet, whichever run the lab filed it under)."""
+    marks = ",".join("?" for _ in FLEET_MARKS)
+    rows = conn.execute(
+        f"SELECT w.* FROM worker_events w JOIN runs r ON r.run_id = ? WHERE w.id > ? AND w.event IN ({marks}) "
+        "AND (w.run_id = r.run_id OR (w.at >= r.created_at AND (r.ended_at IS NULL OR w.at <= r.ended_at))) "
+        "ORDER BY w.id LIMIT ?",
+        (run_id, after_id, *FLEET_MARKS, FLEET_MARKS_LIMIT),
+    ).fetchall()
+    return [FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
+            for r in rows]  # fmt: skip

@@ -161,10 +161,10 @@ class CheckpointApp(App[int]):
                     pane.reset()
                     pane.info.expire()
             panes.status.show(view)
-            panes.timeline.apply(view.snapshot, view.pending)
+            panes.timeline.apply(view.snapshot, view.pending, view.counts)
             panes.ledger.apply(view.snapshot)
-            panes.history.apply(view.history, view.kills)
-            panes.workers.apply(view.snapshot.worker_events)
+            panes.history.apply(view.history, view.kills, view.marks)
+            panes.workers.apply(view.snapshot.worker_events, view.fleet, view.backlog)
             for table in (panes.timeline, panes.ledger, panes.history, panes.workers):
                 table.settle_bars()  # in this frame: any other time would paint a frame of its own
             self._banner(view)
@@ -381,8 +381,10 @@ def run_app(
     settings: Settings, workload: Workload, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None
 ) -> int:
     from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.tui.backlog import read_backlog
 
     observer = StatsFile(stats_path) if stats_path else None
-    app = CheckpointApp(LabSession(settings, workload), poll_interval=refresh, tick_observer=observer)
+    session = LabSession(settings, workload, backlog=read_backlog)
+    app = CheckpointApp(session, poll_interval=refresh, tick_observer=observer)
     result = app.run()
     return int(result or 0)

@@ -15,10 +15,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
+from checkpoint_tui.app.fleet_marks import marker_text, place_mark
 from checkpoint_tui.app.kill_marker import place_kill
 from checkpoint_tui.app.view import HistoryEvent
 from checkpoint_tui.app.windows import classify
-from checkpoint_tui.ledger.inspect_queries import KillEvent
+from checkpoint_tui.ledger.inspect_queries import FleetEvent, KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
@@ -35,6 +36,9 @@ class Marker:
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
 FLUSH_EVERY_S = 1.0
+# A fleet event's marker line: a graceful stop is the point of a rollout, a fleet-down kills every worker
+MARK_STYLE = {"sigterm": "bold yellow", "exit": "yellow", "chaos:fleet-down": "bold red",
+              "chaos:deploy": "bold cyan", "chaos:dependency": "bold magenta"}  # fmt: skip
 
 
 class HistoryPane(KeyedTable):
@@ -65,17 +69,21 @@ class HistoryPane(KeyedTable):
         self.events: list[HistoryEvent] = []  # the shown events, oldest first (markers and the inspector)
         self._kills: dict[int, KillEvent] = {}  # kills waiting for the first event after them
         self.markers: dict[str, Marker] = {}  # placed marker lines by row key
+        self._marks: dict[int, FleetEvent] = {}  # fleet events waiting for the first event after them
+        self.fleet_markers: dict[str, str] = {}  # placed fleet marker lines by row key: their text
         self._marker_key: str | None = None  # the marker `m` / `M` last brought on screen
 
-    def apply(self, events: list[HistoryEvent], kills: Iterable[KillEvent] = ()) -> None:
+    def apply(
+        self, events: list[HistoryEvent], kills: Iterable[KillEvent] = (), marks: Iterable[FleetEvent] = ()
+    ) -> None:
         """Events arrive every refresh; they are shown at most once a `flush_every_s` (a live run writes
-        dozens a second, and each batch scrolls the pane). A kill gets its marker line once an event
-        after it is shown."""
+        dozens a second, and each batch scrolls the pane). A kill or a fleet event gets its marker line
+        once an event after it is shown."""
         self._pending.extend(events)
-        new_kills = False
-        for kill in kills:
-            new_kills = True
-            self._kills[kill.id] = kill
+        waiting = len(self._kills) + len(self._marks)
+        self._kills.update((kill.id, kill) for kill in kills)
+        self._marks.update((mark.id, mark) for mark in marks)
+        new_kills = len(self._kills) + len(self._marks) > waiting
         now = time.monotonic()
         if not self._pending or now - self._flushed < self.flush_every_s:
             if new_kills and self.events:
@@ -91,7 +99,7 @@ class HistoryPane(KeyedTable):
         self.events.extend(new)
         if len(self.events) > MAX_ROWS * 1.2:
             del self.events[: len(self.events) - MAX_ROWS]
-        if self._kills:
+        if self._kills or self._marks:
             self._place_kills()
         shown = self.row_count
         total = f"last {shown} of {self.seen}" if shown < self.seen else str(self.seen)
@@ -99,7 +107,8 @@ class HistoryPane(KeyedTable):
         self.info.show(f"{total} events{segments}")
 
     def _place_kills(self) -> None:
-        """Insert a marker line for each waiting kill that has an event after it."""
+        """Insert a marker line for each waiting kill and fleet event that has an event after it."""
+        self._place_marks()
         for kill_id, kill in list(self._kills.items()):
             placed = place_kill(kill, self.events)
             if placed is None:
@@ -116,13 +125,28 @@ class HistoryPane(KeyedTable):
                 before = tuple(self.events[:i])
                 self.markers[key] = Marker(kill, text, classify(kill, before, None), before)
 
+    def _place_marks(self) -> None:
+        for mark_id, mark in sorted(self._marks.items(), key=lambda item: item[1].at):
+            i = place_mark(mark, self.events)
+            if i is None:
+                continue
+            del self._marks[mark_id]
+            if i == 0 and (self.seen > len(self.events) or self.events[0].event_id != 1):
+                continue  # it predates the oldest event still shown
+            ev, key, text = self.events[i], f"mark/{mark_id}", marker_text(mark)
+            line = Text(text, style=MARK_STYLE.get(mark.event, "bold"))  # ledger text: a Text, never markup
+            row = self.insert_before(f"{ev.segment}/{ev.event_id}", key, (line,))
+            if row is not None:
+                self.names.insert(row, "MARK")
+                self.fleet_markers[key] = text
+
     def scroll_to_marker(self, direction: int) -> str | None:
-        """Scroll to the next (`direction` 1) or previous (-1) kill marker line after the last one
-        shown this way (the first press: the oldest, or with -1 the newest), wrapping round; the pane
-        stops following new events until End. Returns the marker's text and its place, None if no
-        marker line is shown."""
+        """Scroll to the next (`direction` 1) or previous (-1) marker line (a kill's or a fleet event's)
+        after the last one shown this way (the first press: the oldest, or with -1 the newest), wrapping
+        round; the pane stops following new events until End. Returns the marker's text and its place,
+        None if no marker line is shown."""
         keys = self.row_keys()
-        shown = {key: i for i, key in enumerate(keys) if key in self.markers}  # a trimmed marker is gone
+        shown = {key: i for i, key in enumerate(keys) if key in self.markers or key in self.fleet_markers}
         rows = list(shown.values())
         if not rows:
             return None
@@ -136,8 +160,11 @@ class HistoryPane(KeyedTable):
         self._marker_key = keys[row]
         self.cursor_row = row  # off the last row: new events no longer scroll the pane (see sync)
         self.scroll_to(y=max(0, row - 3), animate=False, immediate=True)
-        marker = self.markers[keys[row]]
-        return f"kill marker {rows.index(row) + 1} of {len(rows)} ({marker.window} window): {marker.text}"
+        place = f"{rows.index(row) + 1} of {len(rows)}"
+        marker = self.markers.get(keys[row])
+        if marker is None:
+            return f"marker {place}: {self.fleet_markers[keys[row]]}"
+        return f"kill marker {place} ({marker.window} window): {marker.text}"
 
     def action_inspect(self) -> None:
         self.post_message(self.Inspect(self.marker_step()))
@@ -147,7 +174,9 @@ class HistoryPane(KeyedTable):
         is still in view."""
         key = self._marker_key
         row = self._index.get(key) if key is not None else None
-        if key is None or row is None or not 0 <= row - self.scroll_offset.y < self.scrollable_content_region.height:
+        if key not in self.markers or row is None:
+            return None  # no marker brought on screen, or a fleet event's (it interrupted no step)
+        if not 0 <= row - self.scroll_offset.y < self.scrollable_content_region.height:
             return None
         kill = self.markers[key].kill
         return kill.activity_step or kill.step
@@ -167,6 +196,8 @@ class HistoryPane(KeyedTable):
         self.events.clear()
         self._kills.clear()
         self.markers.clear()
+        self._marks.clear()
+        self.fleet_markers.clear()
         self._marker_key = None
         self._pending.clear()
         self._flushed = 0.0

@@ -1,5 +1,6 @@
-"""The status bar: run, workflow status, the pill, worker pids, progress, Temporal address and namespace,
-a shared ledger, provider, and the last message (the run's completion sentence once it ended).
+"""The status bar: run, workflow status, the pill, worker pids (a fleet's live workers), the task queues'
+backlog, progress, Temporal address and namespace, a shared ledger, provider, and the last message (the
+run's completion sentence once it ended).
 
 Two lines of facts and a message, each one line fitted to the width: cut (with an ellipsis) rather than
 wrapped, so a narrow terminal never pushes the message off and the panes keep their rows. Below
@@ -146,12 +147,17 @@ def _run_line(view: View | None, pill: str, bar_width: int) -> Text:
             t.append("░" * (bar_width - filled), style="grey50")
     else:
         t.append("  no runs yet — press n to start a run")
-    if len(view.pool_pids) > 1:
+    if view.fleet:  # a user's fleet: its commands in the worker events pane, the sum here
+        live, slots = sum(c.live for c in view.fleet), sum(c.slots for c in view.fleet)
+        t.append(f" · fleet {live}/{slots} live", style="" if live == slots else "bold yellow")
+    elif len(view.pool_pids) > 1:
         t.append(f" · workers {', '.join(map(str, view.pool_pids))}")
     else:
         t.append(f" · worker {view.worker_pid or '—'}")
     if view.spare_pid:
         t.append(f" (spare {view.spare_pid})", style="grey62")
+    if view.backlog is not None:
+        t.append(f" · backlog {view.backlog.total}", style="bold yellow" if view.backlog.total else "")
     if not view.owns_home:
         t.append(" · observing (another supervisor owns this home)", style="yellow")
     return t

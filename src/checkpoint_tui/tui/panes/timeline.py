@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from checkpoint_tui.app.heartbeat import PendingActivity
-from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.app.view import RunCounts, Snapshot
 from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
@@ -43,7 +43,7 @@ class TimelinePane(KeyedTable):
         self._live: tuple[StepRow, bool, bool] | None = None  # the running step's row (and its marks)
         self.resumed: set[int] = set()  # every resumed step of the run (a snapshot names those it changed)
 
-    def apply(self, snap: Snapshot, pending: PendingActivity | None = None) -> None:
+    def apply(self, snap: Snapshot, pending: PendingActivity | None = None, counts: RunCounts | None = None) -> None:
         resumed, truncated = set(snap.resumed_steps), set(snap.truncated_steps)
         self.resumed.difference_update(s.step for s in snap.steps if s.step not in resumed)
         self.resumed |= resumed
@@ -57,7 +57,7 @@ class TimelinePane(KeyedTable):
             live, was_resumed, was_truncated = self._live
             rows[str(live.step)] = (live, was_resumed, was_truncated, pending)
         self.sync_records(rows.items(), lambda record: _cells(*record), follow=True)
-        self.info.show(lambda: info_text(snap, self.resumed))
+        self.info.show(lambda: info_text(snap, self.resumed, counts))
 
     def reset(self) -> None:
         super().reset()
@@ -78,16 +78,32 @@ class TimelinePane(KeyedTable):
             self.action_inspect()
 
 
-def info_text(snap: Snapshot, resumed_steps: set[int]) -> Text:
+def info_text(snap: Snapshot, resumed_steps: set[int], counts: RunCounts | None = None) -> Text:
     """`8/12 steps completed · ⚑ resumed at 4`: the resumed steps are named here too, so that the proof a
-    kill was survived stays on screen when the pane is too short to hold their rows."""
+    kill was survived stays on screen when the pane is too short to hold their rows. Once a user's
+    workflow run is over, its audit's counts after the first figure (`counts_text`)."""
     if not snap.run_id:
         return Text("no run")
     t = Text(f"{snap.completed_steps}/{snap.total_steps} {snap.units} completed")
+    if counts is not None:
+        t.append(" · ")
+        t.append_text(counts_text(counts))
     resumed = sorted(resumed_steps)
     if resumed:
         shown = ", ".join(map(str, resumed[:6])) + (f" and {len(resumed) - 6} more" if len(resumed) > 6 else "")
         t.append(f" · ⚑ resumed at {shown}", style="bold magenta")
+    return t
+
+
+def counts_text(c: RunCounts) -> Text:
+    """`LOST 0 · DUPLICATED 0 · AT RISK 0 · LOST WORK 1`: the counts of the audit the completion sentence
+    came from; LOST WORK only when the audit read the run's history."""
+    t = Text()
+    figures = [("LOST", c.lost), ("DUPLICATED", c.duplicated), ("AT RISK", c.at_risk), ("LOST WORK", c.lost_work)]
+    for name, n in figures:
+        if n is not None:
+            t.append(" · " if t else "")
+            t.append(f"{name} {n}", style="bold red" if n else "green")
     return t
 
 
