@@ -27,9 +27,10 @@ def scenario_checks(report: dict, max_drain_s: float) -> list[Check]:
     checks = [Check(c["name"], c["ok"], c["observed"], c.get("numbers", {})) for c in report.get("checks", [])]
     backlog = (report.get("fleet") or {}).get("backlog") or {}
     for ev in backlog.get("events", []):
-        drain = ev.get("drain_s")
-        ok = drain is not None and drain <= max_drain_s
+        drain, peak = ev.get("drain_s"), ev.get("peak") or 0
+        ok = peak == 0 or (drain is not None and drain <= max_drain_s)  # no backlog: nothing to drain
         seen = "never drained" if drain is None else f"drained {drain:.1f} s after it ended"
+        seen = "no backlog" if peak == 0 else seen
         checks.append(Check(f"gameday: backlog drains after {ev['name']} (≤ {max_drain_s:g} s)", ok,
                             f"peak {ev.get('peak')} tasks · {seen}", {"drain_s": drain, "peak": ev.get("peak")}))
     return checks
@@ -127,7 +128,7 @@ def _advice(ran: list[Experiment]) -> list[str]:
     """What to change, from what failed (the doctor's advice for a user's worker, in short)."""
     text = " ".join(f"{c.name} {c.observed}" for e in ran for c in e.checks if not c.ok).lower()
     out = []
-    if "graceful" in text or "sigterm" in text:
+    if any(w in text for w in ("graceful", "sigterm", "restart", "deploy of")) and "timed out" in text:
         out.append("- A graceful stop lost tasks: give the worker a graceful_shutdown_timeout longer than your "
                    "activities, heartbeat long activities and set a heartbeat timeout so a lost task is retried "
                    "in seconds, not after its start-to-close timeout.")  # fmt: skip
@@ -140,6 +141,6 @@ def _advice(ran: list[Experiment]) -> list[str]:
     if "drain" in text:
         out.append("- The backlog drained slowly: more worker slots or workers per queue, or raise "
                    "max_concurrent_activities / workflow tasks.")
-    if "completed" in text and not out:
-        out.append("- Runs did not complete: see each experiment's lost work above and `checkpoint-tui doctor`.")
+    if text and not out:
+        out.append("- See each experiment's failed checks and lost work above, and `checkpoint-tui doctor` on a run.")
     return out
