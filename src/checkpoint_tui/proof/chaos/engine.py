@@ -137,7 +137,7 @@ class Chaos:
             for i in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
                 self.run_ids.append(await target.start(self, client))
                 if i == 0:
-                    await self.fleet.sample(settings, client, self.run_ids[0])  # the backlog, from now on
+                    await self.fleet.sample(settings, client, self.run_ids[0], load=bool(self.rate))  # the backlog
                 if self.rate and i + 1 < self.runs:  # load: runs started at a rate, not all at once
                     await asyncio.sleep(1 / self.rate)
             run_id = self.run_ids[0]

@@ -41,6 +41,9 @@ class FleetLab:
         self.sampler: BacklogSampler | None = None
         self.backlog_path: Path | None = None
         self.queues = queues
+        # The backlog is a game day's figure: sampled when the schedule has a fleet or dependency event
+        # (two describes per queue every 0.5 s are not free for a plain kill schedule).
+        self.sampled = any(ev.kind in (*FLEET_KINDS, DEPENDENCY) for ev in schedule)
 
     async def start(self, settings: Settings) -> Settings:
         """Before the supervisor: a clean fleet state, and each dependency behind its proxy."""
@@ -51,7 +54,10 @@ class FleetLab:
             routed.append((name, await proxy.start()))
         return replace(settings, dependencies=tuple(routed)) if routed else settings
 
-    async def sample(self, settings: Settings, client: Client, run_id: str) -> None:
+    async def sample(self, settings: Settings, client: Client, run_id: str, load: bool = False) -> None:
+        """From now on, when the schedule has a game-day event (or `load`: runs started at a rate)."""
+        if not (self.sampled or load):
+            return
         self.backlog_path = settings.run_dir / f"backlog-{run_id}.jsonl"
         self.sampler = BacklogSampler(client, settings.namespace, self.queues, self.backlog_path)
         await self.sampler.start()
