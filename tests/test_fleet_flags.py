@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from checkpoint_tui.cli.parser import build_parser
+from checkpoint_tui.cli.workload_flags import fold_fleet
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ops import fleet
 from checkpoint_tui.proof.chaos.fleet_events import check_against
@@ -22,7 +24,7 @@ PY = sys.executable
 WORKER = f"{PY} examples/fleet/activity_worker.py"
 
 
-@pytest.mark.parametrize(("flags", "said"), [
+BAD_FLAGS = [
     (["--worker", "no-equals-sign"], "takes QUEUE=CMD"),
     (["--worker", "bad queue!=python x.py"], "is not a task queue name"),
     (["--worker", "q=no-such-program-here x"], "is not an executable file"),
@@ -33,7 +35,24 @@ WORKER = f"{PY} examples/fleet/activity_worker.py"
     (["--worker", f"q={WORKER}", "--dependency", "MAIL_API=127.0.0.1:0"], "port must be a number from 1 to 65535"),
     (["--dependency", "MAIL_API=127.0.0.1:80"], "for your own workers"),
     (["--worker", f"a={WORKER}", "--task-queue", "b"], "no --worker polls it"),
-])  # fmt: skip
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flags", "said"), BAD_FLAGS)
+def test_a_bad_fleet_flag_is_refused_by_the_parser_or_the_fleet_check(flags: list[str], said: str, capsys):
+    """In-process, as dispatch() checks them before anything starts (the CLI's own exit is tested below)."""
+    try:
+        args = build_parser().parse_args([*flags, "start", "--workflow", "FleetMailer"])
+        fold_fleet(args)
+    except SystemExit as exit_:
+        assert exit_.code == 2 and said in capsys.readouterr().err
+    except UsageError as err:
+        assert said in str(err) and "\n" not in str(err)
+    else:
+        pytest.fail(f"{flags} was taken")
+
+
+@pytest.mark.parametrize(("flags", "said"), [BAD_FLAGS[0], BAD_FLAGS[3], BAD_FLAGS[5]])
 def test_a_bad_fleet_flag_is_one_line_and_exit_2(tmp_path: Path, flags: list[str], said: str):
     out = run_cli("--home", str(tmp_path / "home"), *flags, "start", "--workflow", "FleetMailer", timeout=60)
     assert out.returncode == 2, out.stderr

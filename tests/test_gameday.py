@@ -117,7 +117,7 @@ def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tm
     home = tmp_path / "home"
     schedule = tmp_path / "rollout.json"
     schedule.write_text(json.dumps({"events": [{"at_s": 1.0, "nemesis": "churn", "queue": "gr-acts",
-                                                "duration_s": 4, "interval_s": 1.0, "fraction": 1.0}]}))  # fmt: skip
+                                                "duration_s": 2.5, "interval_s": 1.0, "fraction": 1.0}]}))  # fmt: skip
     run_input = json.dumps({"count": 4, "pace": 0.1, "activity_queue": "gr-acts", "max_attempts": 1,
                             "start_to_close_s": 2})  # fmt: skip
     with mail_api(tmp_path, 1000) as api:  # a send takes 1 s: the first SIGTERM lands inside one

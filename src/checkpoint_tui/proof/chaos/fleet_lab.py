@@ -128,17 +128,21 @@ def _queue(detail: str | None) -> str | None:
 
 
 async def _fire(settings: Settings, ev: ChaosEvent) -> Hit | Miss:
-    """A fleet nemesis with the event's parameters (proof/nemeses/fleet.py)."""
+    """A fleet nemesis with the event's parameters (proof/nemeses/fleet.py), as fleet_events checked them."""
     opts = dict(ev.opts)
     queue = opts.get("queue")
     assert queue is None or isinstance(queue, str)
-    grace = float(opts.get("grace_s", 10.0))  # type: ignore[arg-type]
+
+    def seconds(name: str, default: float | None) -> float | None:
+        value = opts.get(name, default)
+        return float(value) if isinstance(value, int | float) else None
+
+    grace = seconds("grace_s", 10.0) or 0.0
     if ev.kind == fleet_nemeses.GRACEFUL:
         return await fleet_nemeses.graceful_restart(settings, queue, grace)
     if ev.kind == fleet_nemeses.FLEET_DOWN:
         return await fleet_nemeses.fleet_down(settings, queue, ev.duration_s or 1.0)
     if ev.kind == fleet_nemeses.CHURN:
-        return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, float(opts["interval_s"]),  # type: ignore[arg-type]
-                           float(opts["fraction"]), grace)  # type: ignore[arg-type]
-    rollback = opts.get("rollback_after_s")
-    return await fleet_nemeses.deploy(settings, queue, grace, float(rollback) if rollback is not None else None)  # type: ignore[arg-type]
+        interval, fraction = seconds("interval_s", 2.0) or 2.0, seconds("fraction", 0.3) or 0.3
+        return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, interval, fraction, grace)
+    return await fleet_nemeses.deploy(settings, queue, grace, seconds("rollback_after_s", None))
