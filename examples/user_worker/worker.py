@@ -73,6 +73,18 @@ def main() -> None:
         asyncio.run(run())
     except effects.EffectsConfigError as err:
         sys.exit(f"user_worker: {err}")
+    exit_stopped()
+
+
+def exit_stopped() -> None:
+    """Exit 0 without the interpreter's finalization: the SDK's Rust threads may still reach for Python
+    while it finalizes and abort the process after a clean stop (exit 134, "PyGILState_Release";
+    temporalio/sdk-python#300), which a supervisor, and a game day's rollout, would count as a crash.
+    Everything is stopped and closed by now; only the logs need flushing."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
