@@ -31,6 +31,7 @@ from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until_sync
 from conftest import run_cli
+from labs import start_script
 from test_user_workflow_lab import stop_lab
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "agents"
@@ -47,16 +48,8 @@ class Workers:
 
     def start(self, script: Path, task_queue: str) -> subprocess.Popen:
         log_path = self.logs / f"{script.parent.name}-{len(self.procs)}.log"
-        with open(log_path, "wb") as log:  # the child keeps its own copy
-            proc = subprocess.Popen(
-                [sys.executable, str(script)],
-                env={**self.env, "CHECKPOINT_TASK_QUEUE": task_queue},
-                cwd=self.logs,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # no terminal signal reaches it; only we stop it, by pid
-            )
+        env = {**self.env, "CHECKPOINT_TASK_QUEUE": task_queue}
+        proc = start_script([sys.executable, str(script)], env, self.logs, log_path)
         self.procs.append(proc)
         return proc
 

@@ -105,3 +105,11 @@ def app_in_tmux(home, ready: str = "ready — n new run", size: tuple[int, int] 
     finally:
         tmux(name, "kill-server")
         subprocess.run([sys.executable, "-m", "checkpoint_tui", *flags, "stop"], capture_output=True, timeout=60)
+
+
+def start_script(argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> subprocess.Popen:
+    """A worker script of an example started by hand (no lab): its output to `log_path`, in a session of
+    its own (no terminal signal reaches it; only the test stops it, by its Popen)."""
+    with open(log_path, "wb") as log:  # the child keeps its own copy
+        return subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip

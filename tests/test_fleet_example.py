@@ -28,6 +28,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until_sync
+from labs import start_script
 
 FLEET = Path(__file__).resolve().parents[1] / "examples" / "fleet"
 STOP_GRACE_S = 8.0  # SIGTERM, then SIGKILL: longer than the activity worker's 5 s graceful shutdown
@@ -46,16 +47,8 @@ class Fleet:
         return self.env["CHECKPOINT_TASK_QUEUE"]
 
     def start(self, script: str, *args: str) -> subprocess.Popen:
-        with open(self.logs / f"{len(self.procs)}-{script}.log", "wb") as log:  # the child keeps its own copy
-            proc = subprocess.Popen(
-                [sys.executable, str(FLEET / script), *args],
-                env=self.env,
-                cwd=self.logs,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # no terminal signal reaches it; only we stop it, by pid
-            )
+        proc = start_script([sys.executable, str(FLEET / script), *args], self.env, self.logs,
+                            self.logs / f"{len(self.procs)}-{script}.log")
         self.procs.append(proc)
         return proc
 

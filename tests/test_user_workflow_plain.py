@@ -33,6 +33,7 @@ from temporalio.worker import Worker
 from checkpoint_tui.effects import read_probe_log, read_probe_records
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
+from labs import start_script
 
 WORKER = Path(__file__).resolve().parent.parent / "examples" / "user_worker" / "worker.py"
 COUNT, PACE = 6, 1.0  # a write takes ~1 s (half before its append, half after): room to land a kill in it
@@ -46,16 +47,8 @@ class Workers:
         self.env, self.logs, self.procs = env, logs, []
 
     def start(self) -> subprocess.Popen:
-        with open(self.logs / f"worker-{len(self.procs)}.log", "wb") as log:  # the child keeps its own copy
-            proc = subprocess.Popen(
-                [sys.executable, str(WORKER)],
-                env=self.env,
-                cwd=self.logs,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # no terminal signal reaches it; only we stop it, by pid
-            )
+        proc = start_script([sys.executable, str(WORKER)], self.env, self.logs,
+                            self.logs / f"worker-{len(self.procs)}.log")
         self.procs.append(proc)
         return proc
 

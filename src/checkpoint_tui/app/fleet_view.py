@@ -20,7 +20,10 @@ from checkpoint_tui.ops import fleet, worker_proc
 from checkpoint_tui.settings import Settings
 
 log = logging.getLogger(__name__)
-FLEET_EVERY_S = 2.0  # the fleet's records and the queues' backlog, each read at most this often
+FLEET_EVERY_S = 2.0  # the fleet's records (a few small files), read at most this often
+# The backlog costs two describes per queue: every 4 s keeps a live run's Temporal requests per
+# second within tests/test_tick_cost.py's bound (2.5/s: 2.54/s was measured with a 2 s read).
+BACKLOG_EVERY_S = 4.0
 T = TypeVar("T")
 
 
@@ -36,14 +39,13 @@ def is_fleet(settings: Settings) -> bool:
 
 def read_fleet(settings: Settings) -> list[FleetCommand]:
     """Each command's state from the home's worker records and fleet files (blocking: a few small files
-    and a process check per slot). Command i owns slots i*N .. i*N+N-1 (ops/fleet.py)."""
-    per = max(1, settings.pool_size)
+    and a process check per slot)."""
     deployed = set(fleet.deployed(settings))
     out = []
     for i, member in enumerate(settings.members):
-        slots = range(i * per, (i + 1) * per)
+        slots = fleet.member_slots(settings, i)
         live = sum(worker_proc.load(settings, "active", slot) is not None for slot in slots)
-        out.append(FleetCommand(member.queue, live, per, member.queue in deployed,
+        out.append(FleetCommand(member.queue, live, len(slots), member.queue in deployed,
                                 fleet.held_until(settings, member.queue)))  # fmt: skip
     return out
 
@@ -98,7 +100,7 @@ class FleetWatch:
         self._reader = backlog if settings.members else None
         self._queues = fleet.queues(settings)
         self._fleet: Periodic[list[FleetCommand]] | None = Periodic() if is_fleet(settings) else None
-        self._backlog: Periodic[Backlog] | None = Periodic() if self._reader is not None else None
+        self._backlog: Periodic[Backlog] | None = Periodic(BACKLOG_EVERY_S) if self._reader is not None else None
 
     def latest(self, client: Client | None, stats: TickStats) -> tuple[list[FleetCommand] | None, Backlog | None]:
         commands = backlog = None

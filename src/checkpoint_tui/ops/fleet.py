@@ -32,6 +32,12 @@ def slot_count(settings: Settings) -> int:
     return max(1, settings.pool_size) * max(1, len(settings.members))
 
 
+def member_slots(settings: Settings, index: int) -> range:
+    """The slots of the fleet's command `index`."""
+    per = max(1, settings.pool_size)
+    return range(index * per, (index + 1) * per)
+
+
 def member_of(settings: Settings, slot: int) -> FleetMember | None:
     """The command a slot runs (its --deploy command while deployed); None for our own worker."""
     members = settings.members
