@@ -151,6 +151,7 @@ class Settings:
     artifacts_root: Path | None = None  # a path all hosts share; None: HOME/artifacts
     task_queue_name: str | None = None  # None: derived (see task_queue)
     pool_size: int = 1  # local workers the supervisor keeps polling
+    spare: bool = True  # a warm spare beside the pool (ours: a standby worker; a user's: a preloader)
     temporal_bin: str | None = None  # the `temporal` CLI to start the dev server with; None: the venv's
     # fsync an effect's file (and its folder) before the ledger stamps it; off only to measure its cost
     fsync_effects: bool = True

@@ -50,10 +50,11 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key)
-    return load_settings(
+    settings = load_settings(
         args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection,
         ledger_url=args.ledger, artifacts=args.artifacts, task_queue=args.task_queue, pool_size=args.workers,
     )  # fmt: skip
+    return replace(settings, spare=not args.no_spare)
 
 
 def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:

@@ -128,6 +128,11 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         help=f"local workers the supervisor keeps polling (1..{MAX_POOL})",
     )  # fmt: skip
     p.add_argument(
+        "--no-spare", action="store_true",
+        help="no warm spare: every replacement worker starts cold (ours: no standby worker; a user's Python "
+        "worker command: no preloaded spare)",
+    )  # fmt: skip
+    p.add_argument(
         "--model-url",
         metavar="URL",
         help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080 (env CHECKPOINT_MODEL_URL; "

@@ -5,8 +5,8 @@ ready spare (our own worker), else spawn. A slot of a user's fleet names its com
 from __future__ import annotations
 
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.ledger.store import record_worker_event
-from checkpoint_tui.ops import worker_proc
+from checkpoint_tui.ledger.store import connect, record_worker_event
+from checkpoint_tui.ops import fleet, worker_proc
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.settings import Settings
 
@@ -33,3 +33,17 @@ def adopt_or_start(
     worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
     record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker ({where(worker)})")
     return worker
+
+
+def bring_back(
+    settings: Settings, address: str, worker_args: tuple[str, ...], held: set[int], pool: dict[int, WorkerProc]
+) -> set[int]:
+    """Fill each held slot whose queue's fleet-down hold has ended with a fresh worker (into `pool`);
+    returns the slots still held."""
+    for slot in held:
+        if fleet.held_until(settings, fleet.queue_of(settings, slot)) is None:
+            worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
+            pool[slot] = worker
+            detail = f"back after fleet-down (slot {slot}, {worker.queue or settings.task_queue})"
+            record_worker_event(connect(settings.ledger), "respawn", worker.pid, worker.name, detail=detail)
+    return {slot for slot in held if slot not in pool}

@@ -31,6 +31,7 @@ from checkpoint_tui.ops.failover import assist as assist_failover
 from checkpoint_tui.ops.failover import record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
 from checkpoint_tui.ops.pool_slots import where
+from checkpoint_tui.ops.preload import Preloads
 from checkpoint_tui.ops.procs import open_lock
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.watchdog import Watchdog
@@ -53,7 +54,9 @@ class Supervisor:
     ) -> None:  # fmt: skip
         self.settings = settings
         self.address = address
-        self.use_spare = spare and not settings.user_worker  # a user's worker command has no standby protocol
+        spare = spare and settings.spare  # --no-spare: every replacement starts cold
+        self.use_spare = spare and not settings.user_worker  # a user's worker command has no standby protocol,
+        self.preloads = Preloads(settings, address) if spare and settings.user_worker else None  # but a preloader
         self.assist, self.respawn = assist, respawn
         self.worker_args = worker_args  # extra worker flags, e.g. ("--sticky-timeout", "10")
         self.pool_size = fleet.slot_count(settings)  # every command of a user's fleet has --workers N slots
@@ -127,17 +130,19 @@ class Supervisor:
             worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, required)
             if worker is not None:
                 self.pool[slot] = worker
-        if self.use_spare and self.owns_home:
+        if self.owns_home:
             self._ensure_spare()
         self.state = SupervisorState.RUNNING
         self._publish()
         return self.pool[0]
 
     def _ensure_spare(self) -> None:
-        if self.spare is not None and self.spare.alive():
+        conn = connect(self.settings.ledger)
+        if self.preloads is not None:
+            self.preloads.ensure(conn)
+        if not self.use_spare or (self.spare is not None and self.spare.alive()):
             return
         existing = worker_proc.adoptable(self.settings, "spare")
-        conn = connect(self.settings.ledger)
         if existing is not None:
             self.spare = existing
             record_worker_event(conn, "adopt", existing.pid, existing.name, detail="spare adopted")
@@ -208,7 +213,7 @@ class Supervisor:
         if not await self._thread.join(STOP_WAIT_S):
             log.warning("supervisor thread did not stop within %.0f s", STOP_WAIT_S)
         if stop_workers:
-            for w in [*self.pool_workers(), self.spare]:
+            for w in [*self.pool_workers(), self.spare, *(self.preloads.stopped() if self.preloads else [])]:
                 if w is not None:
                     await asyncio.to_thread(worker_proc.stop, self.settings, w)
                     worker_proc.forget(self.settings, w.role, w.slot)
@@ -259,8 +264,7 @@ class Supervisor:
             await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it
         if await self._fire_kill_faults():
             return
-        if self.use_spare and self.owns_home and self.spare is not None and not self.spare.alive():
-            self.spare = None
+        if self.owns_home and (self.preloads is not None or (self.spare is not None and not self.spare.alive())):
             self._ensure_spare()
 
     # --- kill ------------------------------------------------------------------------------------
@@ -315,15 +319,8 @@ class Supervisor:
 
     def _bring_back(self) -> None:
         """Slots a fleet-down held empty come back once its hold ends (a fresh worker each)."""
-        if not (self.respawn and self.owns_home):
-            return
-        for slot in self._held:
-            if fleet.held_until(self.settings, fleet.queue_of(self.settings, slot)) is None:
-                worker = worker_proc.spawn(self.settings, self.address, "active", self.worker_args, slot)
-                self.pool[slot] = worker
-                detail = f"back after fleet-down (slot {slot}, {worker.queue or self.settings.task_queue})"
-                record_worker_event(connect(self.settings.ledger), "respawn", worker.pid, worker.name, detail=detail)
-        self._held = {slot for slot in self._held if slot not in self.pool}
+        if self.respawn and self.owns_home:
+            self._held = pool_slots.bring_back(self.settings, self.address, self.worker_args, self._held, self.pool)
 
     async def _fire_kill_faults(self) -> bool:
         conn = connect(self.settings.ledger)
@@ -384,9 +381,12 @@ class Supervisor:
             task.add_done_callback(self._tasks.discard)
 
     def _replace(self, dead: WorkerProc, run_id: str | None, step: int | None) -> None:
-        """Promote a ready spare into the dead worker's slot, else spawn a fresh worker there."""
+        """Into the dead worker's slot: a ready spare (a user's command: its preloader's fork), else a cold spawn."""
         conn = connect(self.settings.ledger)
         spare, slot = self.spare, dead.slot
+        if self.preloads is not None and (new := self.preloads.fork(slot, dead.pid, run_id, step)) is not None:
+            self.pool[slot] = new
+            return
         ready = spare is not None and spare.alive() and spare.ready(self.settings)
         if ready and worker_proc.promote(self.settings, spare, slot):  # type: ignore[arg-type]
             self.pool[slot], self.spare = spare, None

@@ -8,7 +8,9 @@ pool (--workers N); run/spare.json the same for the warm spare.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -34,6 +36,7 @@ from checkpoint_tui.ops.procs import (
 )
 from checkpoint_tui.ops.user_worker import user_command
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.waiting import wait_until_sync
 
 
 @dataclass
@@ -45,6 +48,7 @@ class WorkerProc:
     proc: subprocess.Popen | None = field(default=None, repr=False)  # set when it is our own child
     user_cmd: bool = False  # a user's --worker-cmd (ops/user_worker.py), not checkpoint_tui.worker
     queue: str | None = None  # the task queue its fleet command polls (None: the workflow's)
+    exits: Path | None = None  # a preloaded spare's fork: where its parent, the preloader, says how it ended
 
     @property
     def pid(self) -> int:
@@ -60,9 +64,10 @@ class WorkerProc:
         return self._exit.alive() if self._exit is not None else self.ident.exists()
 
     def exit_status(self) -> tuple[str | None, int | None]:
-        """(signal name, exit code) as observed; only our own child's status can be observed."""
+        """(signal name, exit code) as observed; only our own child's status can be observed, and a
+        preloaded fork's, as its parent reaped it."""
         if self.proc is None:
-            return None, None
+            return reaped(self.exits, self.pid) if self.exits is not None else (None, None)
         if self.proc.returncode is None:
             try:
                 self.proc.wait(timeout=1.0)  # it may be a zombie not yet reaped by poll()
@@ -93,7 +98,41 @@ class WorkerProc:
             self.ident = now
 
 
+EXITS_NAME = r"preloader-\d{1,4}\.ready\.exits"  # ops/preload.py names it
+REAPED_WAIT_S = 1.0  # the preloader reaps a fork the moment its SIGCHLD comes
+REAPED_TAIL = 16 * 1024  # of the preloader's exits file: the newest lines
+
+
+def reaped(exits: Path, pid: int, timeout: float = REAPED_WAIT_S) -> tuple[str | None, int | None]:
+    """(signal name, exit code) of `pid` as the preloader that forked it wrote them (None, None: not
+    said within `timeout`, or unreadable). The file is the user's process's: bounded, checked."""
+    found: list[tuple[str | None, int | None]] = []
+
+    def said() -> bool:
+        try:
+            fd = os.open(exits, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as fh:
+            fh.seek(max(0, os.fstat(fd).st_size - REAPED_TAIL))
+            lines = fh.read(REAPED_TAIL).splitlines()
+        for line in reversed(lines):
+            with contextlib.suppress(ValueError, AttributeError):
+                rec = json.loads(line)
+                if rec.get("pid") == pid:
+                    sig, code = rec.get("signal"), rec.get("code")
+                    name = signal.Signals(sig).name if isinstance(sig, int) and 0 < sig < 65 else None
+                    found.append((name, code if isinstance(code, int) and 0 <= code < 256 else None))
+                    return True
+        return False
+
+    with contextlib.suppress(TimeoutError):
+        wait_until_sync(said, timeout, every=0.005)
+    return found[0] if found else (None, None)
+
+
 LEFTOVER = "leftover"  # the role of what is left of a worker command's process group after its leader exited
+PRELOADER = "preloader"  # a user's command's preloaded spare (ops/preload.py); its slot is the command's index
 
 
 def _record(settings: Settings, role: str, slot: int = 0) -> Path:
@@ -101,6 +140,8 @@ def _record(settings: Settings, role: str, slot: int = 0) -> Path:
         return worker_groups.record_path(settings, slot)
     if role == "spare":
         return settings.run_dir / "spare.json"
+    if role == PRELOADER:
+        return settings.run_dir / f"preloader-{slot}.json"
     return settings.run_dir / ("worker.json" if slot == 0 else f"worker-{slot}.json")
 
 
@@ -162,6 +203,7 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "slot": worker.slot,
             "user_cmd": worker.user_cmd,
             "queue": worker.queue,
+            "exits": worker.exits.name if worker.exits is not None else None,
             "saved_at": time.time(),
         },
     )
@@ -183,7 +225,9 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     if not is_home_worker(settings, ident, user_cmd) or not ident.matches_live():
         return None
     queue = rec.get("queue") if isinstance(rec.get("queue"), str) else None
-    return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd, queue=queue)
+    exits = rec.get("exits") if isinstance(rec.get("exits"), str) else None  # a name under run/, nothing else
+    exits_path = settings.run_dir / exits if exits is not None and re.fullmatch(EXITS_NAME, exits) else None
+    return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd, queue=queue, exits=exits_path)
 
 
 def is_home_worker(settings: Settings, ident: ProcIdentity, user_cmd: bool = False) -> bool:
@@ -223,12 +267,15 @@ def runs_command(ident: ProcIdentity, cmd: tuple[str, ...]) -> bool:
 
 
 def load_all(settings: Settings) -> list[WorkerProc]:
-    """Every live worker of this home recorded on disk: the pool's active workers, the spare, then the
-    process groups of worker commands whose leader exited but whose members still run (role LEFTOVER;
-    stop() ends them, forget() drops their record)."""
+    """Every live worker of this home recorded on disk: the pool's active workers, the spare, the
+    preloaders of a user's commands, then the process groups of worker commands whose leader exited
+    but whose members still run (role LEFTOVER; stop() ends them, forget() drops their record)."""
     found = [w for slot in recorded_slots(settings) if (w := load(settings, "active", slot)) is not None]
     spare = load(settings, "spare")
     found += [spare] if spare is not None else []
+    for path in settings.run_dir.glob("preloader-*.json"):
+        with contextlib.suppress(ValueError):
+            found += [p] if (p := load(settings, PRELOADER, int(path.stem.split("-", 1)[1]))) is not None else []
     pids = {w.pid for w in found}
     return found + [
         WorkerProc(leader, f"group-{leader.pid}", LEFTOVER, leader.pid, user_cmd=True)

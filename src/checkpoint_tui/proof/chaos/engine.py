@@ -109,8 +109,9 @@ class Chaos:
 
     def supervise_flags(self) -> list[str]:
         """Global flags for the supervisor process beyond --home (the rest travels in its environment):
-        the workload's workers and the task queue they poll."""
-        return [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
+        the workload's workers, the task queue they poll, and --no-spare if given."""
+        flags = [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
+        return flags + ([] if self.settings.spare else ["--no-spare"])
 
     async def start_lab(self, header: str) -> str:
         """Print the schedule, put the network proxy between workers and Temporal if a partition is

@@ -1,0 +1,172 @@
+"""The preloaded spare of a user's Python worker command (ops/preload.py, ops/preloader.py): which
+commands get one, what the preloader imports, a thread at import turning it off (said in a worker
+event, replacements cold), a kill replaced by a fork that polls, and nothing left after the stop."""
+
+from __future__ import annotations
+
+import ast
+import json
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ops.preload import SCRIPT, not_preloadable
+from checkpoint_tui.ops.preloader import top_level_imports
+from checkpoint_tui.ops.user_worker import wait_polling
+from checkpoint_tui.settings import Settings
+from checkpoint_tui.waiting import wait_until, wait_until_sync
+from conftest import supervised
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
+# A library that starts a thread when imported (a metrics exporter, a connection pool's reaper...)
+THREAD_LIB = (
+    "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True, name='reaper').start()\n"
+)
+
+
+def test_a_script_s_top_level_imports_are_read_and_nothing_else():
+    source = """
+import os, json as j
+from a.b import c, d
+from . import sibling
+try:
+    import fast
+except ImportError:
+    import slow
+def f():
+    import inside_function
+class K:
+    import inside_class
+if __name__ == "__main__":
+    import main_only
+"""
+    names = top_level_imports(ast.parse(source))
+    assert sorted(names) == sorted(["os", "json", "a.b", "a.b.c", "a.b.d", "fast", "slow", "main_only"])
+
+
+@pytest.mark.parametrize(
+    ("cmd", "why"),
+    [
+        (("/usr/bin/python3", "w.py"), None),
+        (("python3.11", "-u", "-B", "w.py", "--flag"), None),
+        (("python", "-m", "pkg.worker"), None),
+        (("node", "w.js"), "not a Python command"),
+        (("python", "-c", "import w"), "not `python SCRIPT`"),
+        (("python", "-X", "dev", "w.py"), "not `python SCRIPT`"),
+        (("python",), "not `python SCRIPT`"),
+    ],
+)
+def test_which_worker_commands_get_a_preloaded_spare(cmd: tuple[str, ...], why: str | None):
+    found = not_preloadable(cmd)
+    assert found == why if why is None else found is not None and found.startswith(why)
+
+
+def _preloader(tmp_path: Path, script: Path) -> tuple[subprocess.Popen, Path]:
+    ready = tmp_path / "p.ready"
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--ready", str(ready), "--", sys.executable, str(script)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    return proc, ready
+
+
+def test_a_thread_started_at_import_turns_the_preloader_off_saying_which(tmp_path: Path):
+    (tmp_path / "threadlib.py").write_text(THREAD_LIB)
+    script = tmp_path / "worker.py"
+    script.write_text("import threadlib\nraise SystemExit('the script itself must not run in the preloader')\n")
+    proc, ready = _preloader(tmp_path, script)
+    try:
+        assert proc.wait(timeout=30) == 0  # it says why and exits: nothing to fork from
+    finally:
+        proc.kill()
+    said = json.loads(ready.read_text())
+    assert said["ok"] is False and "thread(s) running after its imports (reaper)" in said["reason"]
+
+
+def test_a_fork_runs_the_script_as_main_in_a_session_of_its_own(tmp_path: Path):
+    (tmp_path / "lib.py").write_text("LOADED = 1\n")
+    script = tmp_path / "worker.py"
+    out = tmp_path / "out.json"
+    script.write_text(
+        "import json, os, sys\nimport lib\n"
+        "ran = {'argv': sys.argv, 'main': __name__, 'sid': os.getsid(0), 'pid': os.getpid()}\n"
+        f"with open({str(out)!r} + '.tmp', 'w') as f:\n    json.dump(ran, f)\n"
+        f"os.replace({str(out)!r} + '.tmp', {str(out)!r})\n"
+    )  # fmt: skip
+    proc, ready = _preloader(tmp_path, script)
+    try:
+        wait_until_sync(ready.exists, 30)
+        assert json.loads(ready.read_text())["ok"] is True
+        assert not out.exists()  # the script's body did not run in the preloader
+        proc.send_signal(signal.SIGUSR1)  # a fork
+        wait_until_sync(out.exists, 10)
+        ran = json.loads(out.read_text())
+        assert ran["main"] == "__main__" and ran["argv"] == [str(script)]
+        assert ran["sid"] == ran["pid"] != proc.pid  # a session of its own: a group kill spares the preloader
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _settings(home: Settings, tmp_path: Path, cmd: tuple[str, ...]) -> Settings:
+    return replace(home, worker_cmd=cmd, worker_cwd=tmp_path, task_queue_name=f"preload-{home.home.name}")
+
+
+def _events(settings: Settings, kind: str) -> list:
+    return [e for e in queries.worker_events(connect(settings.ledger), None, 200) if e.event == kind]
+
+
+async def test_a_killed_worker_is_replaced_by_a_fork_that_polls_and_stop_leaves_nothing(
+    home: Settings, tmp_path: Path, temporal_address: str
+):
+    settings = _settings(home, tmp_path, (sys.executable, str(EXAMPLE)))
+    async with supervised(settings, temporal_address) as (sup, client):
+        await wait_until(lambda: bool(_events(settings, "preload")), 60, what="the preloader ready")
+        assert _events(settings, "preload")[0].detail.startswith("ready (")
+        assert sup.preloads is not None
+        preloader = sup.preloads.live[0]
+        old = sup.primary
+        await wait_polling(client, settings, old)
+        await sup.kill(worker=old)
+        await wait_until(lambda: sup.primary is not None and sup.primary.pid != old.pid, 10, what="a replacement")
+        new = sup.primary
+        promoted = _events(settings, "promote")[-1]
+        assert promoted.pid == new.pid
+        assert f"replaces {old.pid} (forked from preloader {preloader.pid}" in (promoted.detail or "")
+        assert psutil.Process(new.pid).ppid() == preloader.pid
+        await wait_polling(client, settings, new, timeout=10)
+        assert not _events(settings, "respawn")  # no cold start
+    gone = [preloader.pid, new.pid]
+    wait_until_sync(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in gone), 10)
+    assert not list(settings.run_dir.glob("preloader-*.json"))
+
+
+async def test_a_thread_at_import_means_cold_replacements_and_an_event_saying_why(
+    home: Settings, tmp_path: Path, temporal_address: str
+):
+    (tmp_path / "threadlib.py").write_text(THREAD_LIB)
+    wrapper = tmp_path / "worker.py"
+    wrapper.write_text(
+        f"import threadlib\nimport runpy, sys\nsys.path.insert(0, {str(EXAMPLE.parent)!r})\n"
+        f"runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n"
+    )  # fmt: skip
+    settings = _settings(home, tmp_path, (sys.executable, str(wrapper)))
+    async with supervised(settings, temporal_address) as (sup, client):
+        await wait_until(lambda: bool(_events(settings, "preload")), 60)
+        said = _events(settings, "preload")[0].detail
+        assert said.startswith("no preloaded spare: thread(s) running after its imports (reaper)"), said
+        assert said.endswith("its replacements start cold")
+        assert sup.preloads is not None and not sup.preloads.live
+        old = sup.primary
+        await wait_polling(client, settings, old)
+        await sup.kill(worker=old)
+        await wait_until(lambda: bool(_events(settings, "respawn")), 10, what="a cold respawn")
+        assert not _events(settings, "promote")
