@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from datetime import timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
@@ -32,6 +33,10 @@ LATENCY_WAIT_S = 60.0
 # Each run's assistance is bounded: with the dev server dead or restarting, an unbounded describe held
 # the supervisor's loop (no respawn, no watchdog) for ~9 s; Temporal's timeouts cover what is skipped.
 ASSIST_RUN_S = 2.0
+# The retry policy's backoff spaces out attempts that fail; an attempt whose worker died did not fail,
+# so its retry goes at once (Temporal honours a failure's next_retry_delay over the policy's interval).
+# Not zero: a zero duration reads as unset on the wire.
+RETRY_AT_ONCE = timedelta(milliseconds=1)
 MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 
 
@@ -62,7 +67,8 @@ async def _assist_run(
         act = client.get_async_activity_handle(
             workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
         )
-        await act.fail(ApplicationError(f"worker {dead.pid} died (seen by the supervisor)", type="WorkerDied"))
+        died = f"worker {dead.pid} died (seen by the supervisor)"
+        await act.fail(ApplicationError(died, type="WorkerDied", next_retry_delay=RETRY_AT_ONCE))
         # the type and id are the workflow's to choose (a user's workflow: anything): stored cut, on one line
         name = scrub(f"{run_id}:{pa.activity_type.name[:MAX_NAME]}#{pa.activity_id[:MAX_NAME]}", 400)
         failed.append(" ".join(name.split()))

@@ -15,6 +15,7 @@ def print_report(report: dict, target: ChaosTarget) -> None:
     unit = report.get("unit", "step")
     for k in report["kills"]:
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
+        r += f", its next attempt after {k['retry_s']:.2f} s" if k.get("retry_s") is not None else ""
         print(f"  kill {k['kind']:<26} {_where(k, unit)} pid {k['pid'] or '-':>7}{_landed(k)} -> run resumed after {r}")
     for p in report["pauses"]:
         r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"

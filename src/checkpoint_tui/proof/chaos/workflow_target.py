@@ -241,10 +241,17 @@ class ActivityTarget(ChaosTarget):
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
         acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
+        last_inside: dict[int, Fired] = {}
         for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
             act = acts.get(fired.step or 0) if fired.kind == "worker-in-activity" else None
             if act is not None:
                 fired.landed = _landed(act, fired)
+                if fired.landed == "inside":
+                    last_inside[act.seq] = fired
+        for seq, fired in last_inside.items():  # history keeps the start of an activity's last attempt only
+            act = acts[seq]
+            if act.attempt > 1 and act.started_at is not None and act.started_at > fired.at:
+                fired.retry_s = act.started_at - fired.at
         for f in [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]:  # the closing attempt, from history
             same = [a for a in acts.values() if a.activity_id == f.detail["activity_id"]]
             act = next((a for a in same if a.execution == f.detail["execution"]), same[-1] if same else None)

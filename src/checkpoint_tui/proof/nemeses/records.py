@@ -37,6 +37,7 @@ class Fired:
     stalled_s: float | None = None  # its start -> the run's next unit at work after it ended
     recovery_s: float | None = None  # the end of it (SIGCONT, heal, unpause) -> the run's next unit at work
     landed: str | None = None  # a kill inside an activity: inside, as it completed, after it closed
+    retry_s: float | None = None  # a kill inside an activity: -> that activity's next attempt started
 
     @property
     def identity(self) -> str | None:
@@ -45,6 +46,7 @@ class Fired:
     def to_json(self) -> dict[str, Any]:
         found = {"restart_s": self.restart_s, "stalled_s": self.stalled_s, "recovery_s": self.recovery_s}
         landed = {"landed": self.landed} if self.landed is not None else {}
+        landed |= {"retry_s": self.retry_s} if self.retry_s is not None else {}
         return {"kind": self.kind, "step": self.step, "pid": self.pid, "at": self.at, **self.detail, **found, **landed}
 
 
