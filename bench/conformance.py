@@ -124,8 +124,8 @@ def print_recovery(rows: list[dict], args: argparse.Namespace) -> None:
             print(f"| {warm['version']} | {cls} | {_fmt(w)} | {_fmt(c)} | {ratio} |")
         both = [*warm["retry_s"].values()], [*cold["retry_s"].values()]
         w_all, c_all = [x for v in both[0] for x in v], [x for v in both[1] for x in v]
-        print(f"| {warm['version']} | all | {_fmt(w_all)} | {_fmt(c_all)} | "
-              f"{statistics.median(w_all) / statistics.median(c_all):.2f}× |" if w_all and c_all else "")
+        ratio = f"{statistics.median(w_all) / statistics.median(c_all):.2f}×" if w_all and c_all else "—"
+        print(f"| {warm['version']} | all | {_fmt(w_all)} | {_fmt(c_all)} | {ratio} |")
 
 
 def print_table(results: list[dict], args: argparse.Namespace) -> None:

@@ -5,7 +5,8 @@ and `TEMPORAL_API_KEY` / `TEMPORAL_TLS*` when the lab has them), `CHECKPOINT_HOM
 `CHECKPOINT_LEDGER_URL`) for the effects library, `CHECKPOINT_PROBE_LOG` (where the library counts
 physical writes, read back by the audit) and `CHECKPOINT_TASK_QUEUE`. Secrets travel only in that
 environment. Its output goes to run/worker.log; it runs in a session of its own, so a kill reaches
-whatever it forked. It has no standby protocol: a replacement is a cold spawn. Its Temporal identity
+whatever it forked. It has no standby protocol: a replacement is a fork of its preloader
+(ops/preload.py) or a cold spawn. Its Temporal identity
 is the SDK's default, `pid@host`, which assisted failover matches against `last_worker_identity`.
 """
 
@@ -80,7 +81,7 @@ def worker_env(settings: Settings, address: str, queue: str | None = None) -> di
 def user_command(settings: Settings, address: str, member: FleetMember | None = None) -> Launch:
     """The user's worker command (`member`: one command of the fleet, default the first), run from
     --worker-cwd (else the home). It has no standby protocol, so it is always launched as an active
-    worker: a replacement is a cold spawn."""
+    worker (a warm replacement is a fork of its preloader: ops/preload.py)."""
     cmd, queue = (member.cmd, member.queue) if member is not None else (settings.worker_cmd, None)
     return Launch(
         tuple(cmd),
