@@ -116,6 +116,26 @@ def test_a_fork_runs_the_script_as_main_in_a_session_of_its_own(tmp_path: Path):
         proc.wait(timeout=10)
 
 
+def test_a_folder_the_script_puts_on_sys_path_is_where_its_imports_are_preloaded_from(tmp_path: Path):
+    (tmp_path / "shared").mkdir()
+    marker = tmp_path / "imported"
+    (tmp_path / "shared" / "heavy.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    script = tmp_path / "app" / "worker.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import sys\nfrom pathlib import Path\n"
+        "sys.path.insert(1, str(Path(__file__).resolve().parent.parent / 'shared'))\n"
+        "import heavy\nraise SystemExit('the script itself must not run in the preloader')\n"
+    )  # fmt: skip
+    proc, ready = _preloader(tmp_path, script)
+    try:
+        wait_until_sync(ready.exists, 30)
+        assert json.loads(ready.read_text())["ok"] is True and marker.exists()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def _settings(home: Settings, tmp_path: Path, cmd: tuple[str, ...]) -> Settings:
     return replace(home, worker_cmd=cmd, worker_cwd=tmp_path, task_queue_name=f"preload-{home.home.name}")
 

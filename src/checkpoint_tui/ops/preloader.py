@@ -24,6 +24,7 @@ if __name__ == "__main__":  # this file's folder (ours) is no place for the user
     sys.path.pop(0)
 
 import ast  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import runpy  # noqa: E402
@@ -86,6 +87,22 @@ def source_of(script: str | None, module: str | None) -> tuple[bytes, str]:
     if len(data) > MAX_SOURCE:
         raise ValueError(f"{path[-80:]} is over {MAX_SOURCE} bytes")
     return data, path
+
+
+PATH_CALLS = ("sys.path.insert", "sys.path.append", "sys.path.extend")
+
+
+def run_top_level_setup(tree: ast.Module, path: str) -> None:
+    """Run the script's top-level imports and sys.path changes, in its order and nothing else: a
+    script that puts a folder on sys.path before importing from it (every example here does) gets
+    those imports preloaded too. A statement that fails is skipped, as in preload()."""
+    ns: dict[str, object] = {"__name__": "__preload__", "__file__": os.path.abspath(path)}
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        path_call = call is not None and ast.unparse(call.func) in PATH_CALLS
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or path_call:
+            with contextlib.suppress(Exception):  # as the import would fail when the script runs
+                exec(compile(ast.Module([node], []), path, "exec"), ns)  # noqa: S102 - the user's own line
 
 
 def preload(names: list[str]) -> int:
@@ -186,11 +203,13 @@ def main() -> None:
     try:
         script, module, argv = parse(cmd)
         source, path = source_of(script, module)
-        names = top_level_imports(ast.parse(source, path))
+        tree = ast.parse(source, path)
+        names = top_level_imports(tree)
     except (ValueError, OSError, SyntaxError, ImportError) as err:
         say(ready, {"ok": False, "reason": f"cannot read its imports: {str(err)[:200]}"})
         return
     sys.argv = argv  # what a module reading sys.argv at import would see
+    run_top_level_setup(tree, path)
     modules = preload(names)
     threads = other_threads()
     if threads:
