@@ -15,7 +15,6 @@ pid of its newest fork; `.ready.exits` how each fork ended (it is their parent: 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -68,15 +67,16 @@ class Preloads:
         self.deaths: dict[int, int] = {}  # fleet command index -> its preloaders that died unasked
 
     def _heard(self, conn: Ledger, index: int, pre: WorkerProc) -> None:
-        """What a live preloader said: ready (recorded once), or why it cannot preload (off)."""
-        said = self.said(index)
-        if said is None or index in self.announced:
+        """What a live preloader said: ready (recorded once), or why it cannot preload (off). Asked on
+        every supervisor tick: once it is announced, no file is read."""
+        if index in self.announced or (said := self.said(index)) is None:
             return
         if said.get("ok") is not True:
             self._turn_off(conn, index, f"{str(said.get('reason'))[:300]}: its replacements start cold")
             return
         self.announced.add(index)
-        record_worker_event(conn, "preload", pre.pid, pre.name, detail=describe(said))
+        detail = f"ready ({said.get('modules')} modules imported in {said.get('seconds')} s)"
+        record_worker_event(conn, "preload", pre.pid, pre.name, detail=detail[:200])
 
     def ensure(self, conn: Ledger) -> None:
         """Each command's preloader running (adopted, else started), unless it is off; a preloader that
@@ -212,11 +212,3 @@ def _child(path: Path, pre: WorkerProc) -> ProcIdentity | None:
         return None
     return ident if ours and ident is not None and ident.cmdline == pre.ident.cmdline else None
 
-
-def describe(said: dict | None) -> str:
-    """A preloader's state for a worker event or `status`."""
-    if said is None:
-        return "preloading"
-    if said.get("ok") is True:
-        return f"ready ({said.get('modules')} modules imported in {said.get('seconds')} s)"
-    return f"off: {json.dumps(said.get('reason'))[:200]}"
