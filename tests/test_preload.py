@@ -136,6 +136,64 @@ def test_a_folder_the_script_puts_on_sys_path_is_where_its_imports_are_preloaded
         proc.wait(timeout=10)
 
 
+def _lazy_worker(tmp_path: Path, lib_source: str) -> tuple[Path, Path]:
+    """A script that imports `lazylib` only when it runs (as a plugin does when it builds a worker),
+    then stays up; lazylib notes each pid that imports it."""
+    pids = tmp_path / "imported-by"
+    note = f"import os\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+    (tmp_path / "lazylib.py").write_text(note + lib_source)
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import os, time\ndef main():\n    import lazylib\n"
+        f"    open({str(tmp_path / 'ran')!r}, 'a').write(f'{{os.getpid()}}\\n')\n    time.sleep(600)\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )  # fmt: skip
+    return script, pids
+
+
+def _child_pid(ready: Path) -> int:
+    try:
+        return json.loads(ready.with_name(ready.name + ".child").read_text())["pid"]
+    except (OSError, ValueError):
+        return 0
+
+
+def _importers(pids: Path) -> list[int]:
+    return [int(line) for line in pids.read_text().split()] if pids.exists() else []
+
+
+@pytest.mark.parametrize("starts_thread", [False, True], ids=["plain", "thread-at-import"])
+def test_what_a_fork_imports_later_the_preloader_imports_for_the_next_unless_it_starts_a_thread(
+    tmp_path: Path, starts_thread: bool
+):
+    script, pids = _lazy_worker(tmp_path, THREAD_LIB if starts_thread else "")
+    proc, ready = _preloader(tmp_path, script)
+    forks: list[int] = []
+    try:
+        wait_until_sync(ready.exists, 30)
+        assert proc.pid not in _importers(pids)  # not a top-level import: the script's main runs it
+        proc.send_signal(signal.SIGUSR1)
+        wait_until_sync(lambda: len(_importers(pids)) >= 1, 10)
+        forks.append(_importers(pids)[0])
+        # the fork says what it imported (LEARN_AT); a trial fork imports it first, then the preloader
+        key = "not_learned" if starts_thread else "learned"
+        wait_until_sync(lambda: key in json.loads(ready.read_text()), 30)
+        said, importers = json.loads(ready.read_text()), _importers(pids)
+        assert said["ok"] is True and said[key] >= 1 and proc.poll() is None  # still a spare either way
+        assert len(importers) == (2 if starts_thread else 3) and importers[0] == forks[0]
+        assert (importers[-1] == proc.pid) is not starts_thread  # the trial's import, then (clean) the preloader's
+        proc.send_signal(signal.SIGUSR1)  # the next fork: it imports lazylib only where the preloader did not
+        wait_until_sync(lambda: (tmp_path / "p.ready.child").exists() and _child_pid(ready) not in forks, 10)
+        forks.append(_child_pid(ready))
+        wait_until_sync(lambda: forks[1] in _importers(tmp_path / "ran"), 10)  # its main ran past the import
+        assert (forks[1] in _importers(pids)) is starts_thread
+    finally:
+        for pid in forks:
+            psutil.Process(pid).kill()
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def _settings(home: Settings, tmp_path: Path, cmd: tuple[str, ...]) -> Settings:
     return replace(home, worker_cmd=cmd, worker_cwd=tmp_path, task_queue_name=f"preload-{home.home.name}")
 

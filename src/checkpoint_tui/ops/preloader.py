@@ -11,6 +11,12 @@ runs the script as `__main__` with its argv, exactly as `PYTHON SCRIPT ARGS` wou
 how each child ended (it reaps them) goes to FILE + ".exits".
 The supervisor records the child as the slot's worker; the preloader stays, ready for the next one.
 
+What a worker imports later than its script's top level (a plugin's lazy imports when the worker is
+built, a tool's on its first call) a fork would still import after a kill. So each fork, LEARN_AT
+seconds after it started, writes the names in its `sys.modules` to FILE + ".learned" and sends the
+preloader SIGUSR2; the preloader imports the new ones first in a trial fork (which exits saying
+whether a thread was left running) and, if none was, itself: the next fork starts with them.
+
 Its command line ends with the worker command, so the supervisor's identity checks match it and its
 children as they match a cold start. FILE holds one JSON object: {"ok": true, "modules": N,
 "seconds": S} or {"ok": false, "reason": "..."} (then the preloader exits: replacements are cold).
@@ -27,6 +33,7 @@ import ast  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import runpy  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
@@ -35,7 +42,12 @@ import time  # noqa: E402
 FLAGS = frozenset({"-u", "-B", "-O", "-OO", "-s", "-E", "-q", "-b", "-bb"})
 MAX_SOURCE = 1 << 20  # a script larger than this is not read for its imports
 MAX_IMPORTS = 500
-SIGNALS = {signal.SIGUSR1, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+SIGNALS = {signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+LEARN_AT = (1.0, 3.0, 10.0, 30.0)  # seconds after a fork starts: built and polling, then past its first tasks
+MAX_LEARNED = 5000  # module names read from a fork's list
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,20}")
+TRIAL_CLEAN, TRIAL_THREADS = 0, 3
+TRIAL_S = 30.0  # a trial whose imports take longer (or hang) is killed: nothing learned
 
 
 def parse(cmd: list[str]) -> tuple[str | None, str | None, list[str]]:
@@ -151,12 +163,81 @@ def become(script: str | None, module: str | None, argv: list[str], ready: str, 
     os.setsid()
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     say(ready + ".child", {"pid": os.getpid()})
+    import threading  # after the fork: the preloader itself stays single-threaded
+
+    threading.Thread(target=tell_modules, args=(ready, os.getppid()), name="preload-learn", daemon=True).start()
     sys.argv = argv
     if module is not None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     else:
         runpy.run_path(script, run_name="__main__")
     sys.exit(0)
+
+
+def tell_modules(ready: str, preloader: int) -> None:
+    """In a fork: at each of LEARN_AT, the modules it has imported (in their order) to the preloader."""
+    started = time.monotonic()
+    for at in LEARN_AT:
+        time.sleep(max(0.0, at - (time.monotonic() - started)))
+        if os.getppid() != preloader:
+            return  # the preloader is gone: nobody to tell
+        with contextlib.suppress(OSError):
+            say(f"{ready}.learned", {"modules": [m for m in list(sys.modules) if not m.startswith("__")]})
+            os.kill(preloader, signal.SIGUSR2)
+
+
+def learn(ready: str, said: dict) -> None:
+    """Import what a fork imported that this process has not, if a trial fork shows the imports leave
+    no thread running (counted in FILE: "learned", or "not_learned" when they do); if one appears here
+    anyway, say so and exit (replacements start cold)."""
+    told = read_bounded(f"{ready}.learned")
+    names = told.get("modules") if isinstance(told, dict) else None
+    if not isinstance(names, list):
+        return
+    new = [n for n in names[:MAX_LEARNED] if isinstance(n, str) and MODULE_NAME.fullmatch(n) and n not in sys.modules]
+    if not new:
+        return
+    trial = os.fork()
+    if trial == 0:
+        preload(new)
+        os._exit(TRIAL_THREADS if other_threads() else TRIAL_CLEAN)
+    if not trial_clean(trial):  # they start a thread (or hang, or broke the trial): a fork imports them
+        said["not_learned"] = said.get("not_learned", 0) + len(new)
+        say(ready, said)
+        return
+    said["learned"] = said.get("learned", 0) + preload(new)
+    if threads := other_threads():
+        reason = f"thread(s) running after a worker's later imports ({', '.join(threads[:5])})"
+        say(ready, {"ok": False, "reason": reason})
+        os._exit(0)
+    say(ready, said)
+
+
+def trial_clean(pid: int) -> bool:
+    """Whether the trial fork exited saying its imports left no thread, within TRIAL_S (else killed)."""
+    deadline = time.monotonic() + TRIAL_S
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WIFEXITED(status) and os.WEXITSTATUS(status) == TRIAL_CLEAN
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return False
+
+
+def read_bounded(path: str) -> object:
+    """A JSON file a fork wrote, read without following a link, at most MAX_SOURCE bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_SOURCE + 1)
+    try:
+        return json.loads(data) if len(data) <= MAX_SOURCE else None
+    except ValueError:
+        return None
 
 
 def reap(exits: str) -> None:
@@ -179,7 +260,7 @@ def reap(exits: str) -> None:
             f.write(json.dumps({"pid": pid, "signal": sig, "code": code}) + "\n")
 
 
-def serve(script: str | None, module: str | None, argv: list[str], ready: str) -> None:
+def serve(script: str | None, module: str | None, argv: list[str], ready: str, said: dict) -> None:
     """Wait for SIGUSR1 (fork a child), SIGCHLD (reap), or an end signal (exit: the children are the
     pool's workers now and stay)."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
@@ -190,6 +271,8 @@ def serve(script: str | None, module: str | None, argv: list[str], ready: str) -
         elif sig == signal.SIGUSR1:
             if os.fork() == 0:
                 become(script, module, argv, ready, mask)
+        elif sig == signal.SIGUSR2:
+            learn(ready, said)
         else:
             os._exit(0)
 
@@ -216,8 +299,9 @@ def main() -> None:
         reason = f"thread(s) running after its imports ({', '.join(threads[:5])}): a fork would lose them"
         say(ready, {"ok": False, "reason": reason})
         return
-    say(ready, {"ok": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)})
-    serve(script, module, argv, ready)
+    said = {"ok": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)}
+    say(ready, said)
+    serve(script, module, argv, ready, said)
 
 
 if __name__ == "__main__":
