@@ -248,3 +248,30 @@ async def test_a_thread_at_import_means_cold_replacements_and_an_event_saying_wh
         await sup.kill(worker=old)
         await wait_until(lambda: bool(_events(settings, "respawn")), 10, what="a cold respawn")
         assert not _events(settings, "promote")
+
+
+@pytest.mark.parametrize(
+    "told",
+    [b"not json", b'{"modules": "os"}', b'{"modules": ["../../etc/passwd", "a b", 5, null, "os", "sys"]}',
+     b'{"modules": ["' + b"x" * (2 << 20) + b'"]}'],
+    ids=["garbage", "not-a-list", "bad-names-or-known", "oversized"],
+)
+def test_a_forks_hostile_module_list_imports_nothing(tmp_path: Path, told: bytes):
+    from checkpoint_tui.ops import preloader
+
+    ready = str(tmp_path / "p.ready")
+    (tmp_path / "p.ready.learned").write_bytes(told)
+    said = {"ok": True, "modules": 1}
+    before = set(sys.modules)
+    preloader.learn(ready, said)  # nothing new to import: no trial fork, nothing said
+    assert set(sys.modules) == before and said == {"ok": True, "modules": 1}
+    assert not (tmp_path / "p.ready").exists()
+
+
+def test_a_module_list_planted_as_a_link_is_not_followed(tmp_path: Path):
+    from checkpoint_tui.ops import preloader
+
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({"modules": ["some_module_not_imported_anywhere"]}))
+    (tmp_path / "p.ready.learned").symlink_to(target)
+    assert preloader.read_bounded(str(tmp_path / "p.ready.learned")) is None
