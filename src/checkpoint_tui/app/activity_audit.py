@@ -142,7 +142,7 @@ class ActivityAudit:
         return audit_lines(self)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ok": self.ok}
+        return {**asdict(self), "ok": self.ok, "verdict": self.sentence()}
 
 
 def audit_activities(
@@ -346,6 +346,12 @@ def _latency(doc: dict) -> str:
     return " · ".join(parts) or "no sample"
 
 
+def _name(r: dict) -> str:
+    if r.get("tool"):
+        return f"{r['tool']} call {str(r['call_id'])[:48]}" if r.get("call_id") else str(r["tool"])
+    return f"{r['type']} activity {r['activity_id']}"
+
+
 def _act(r: dict) -> str:
     failure = f" (before: {r['last_failure'][:80]})" if r.get("last_failure") else ""
     what = r.get("label") or r["type"]
@@ -353,7 +359,8 @@ def _act(r: dict) -> str:
 
 
 def _names(entries: list[dict]) -> str:
-    """The at-risk units by name (a tool's name, else the activity type), each once, in order."""
-    names = list(dict.fromkeys((r.get("tool") or r["type"]) for r in entries))
+    """The at-risk units by name (a tool's name and its call id, else the activity type and its id),
+    each once, in order."""
+    names = list(dict.fromkeys(_name(r) for r in entries))
     return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 

@@ -1,0 +1,86 @@
+"""checkpoint_tui.lab, the Python API: chaos on a user's agent through the CLI's own engine on both
+ledger backends, the result read from the report; a usage error raised with the CLI's line before
+anything starts; a timeout ending the command and everything it started; a closed lab refusing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checkpoint_tui.lab import Lab, LabError, Result, assert_passed
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.store import close_all, connect
+from checkpoint_tui.waiting import wait_until_sync
+
+WORKER = Path(__file__).resolve().parents[1] / "examples" / "agents" / "pydantic_ai_mailer" / "worker.py"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _running_in(home: Path) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            env_home = proc.environ().get("CHECKPOINT_HOME", "") if proc.pid != os.getpid() else ""
+            if (str(home) in " ".join(proc.info["cmdline"] or []) or env_home == str(home)) and \
+                    proc.status() != psutil.STATUS_ZOMBIE:  # fmt: skip
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_chaos_on_a_guarded_agent_passes_and_says_what_it_re_executed(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+):
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    home = tmp_path / "home"
+    with Lab(home, ledger_url=url, cwd=ROOT) as lab:
+        result = lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 5},
+                           aim="tool", seed=3, kills=3)  # fmt: skip
+    assert_passed(result)
+    assert isinstance(result, Result) and result.passed and result.exit_code == 0
+    assert str(result).startswith("chaos seed 3: PASS: run completed") and "nothing at risk" in str(result)
+    assert not result.at_risk and result.duplicated == 0 and result.lost_work == 0
+    assert result.guarded and all(g["tool"] == "send_email" and g["call_id"] for g in result.guarded)
+    assert result.report_path.is_file() and result.junit_path is not None and result.junit_path.is_file()
+    run_id = result.report["run_id"]
+    ledger = url if url is not None else str(home / "run" / "checkpoint.db")
+    try:  # the effects are in the backend the lab was given
+        assert len(queries.effects(connect(ledger), run_id)) >= 5
+    finally:
+        close_all()
+    wait_until_sync(lambda: not _running_in(home), 30)
+
+
+def test_a_ledger_url_goes_through_the_environment_not_the_command_line(tmp_path: Path):
+    lab = Lab(tmp_path / "home", ledger_url="postgresql://u:secret@127.0.0.1:1/db")
+    front = lab._front(f"python {WORKER}", None, [("mail", "python3 w.py")])
+    assert not any("secret" in word for word in front)
+    assert lab.env["CHECKPOINT_LEDGER_URL"].endswith("@127.0.0.1:1/db")
+    assert front[front.index("--worker-cmd") + 1].split()[0] == lab.python  # a bare python: this interpreter
+    assert front[-1].startswith(f"mail={lab.python} ")
+
+
+def test_a_usage_error_is_raised_with_the_cli_s_line_and_starts_nothing(tmp_path: Path):
+    home = tmp_path / "home"
+    with Lab(home, temporal_address="127.0.0.1:1", cwd=ROOT) as lab, pytest.raises(LabError) as err:
+        lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded")
+    assert err.value.exit_code == 2 and "chaos kills the dev server" in str(err.value)
+    assert not (home / "run" / "devserver.json").exists()
+
+
+def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
+    home = tmp_path / "home"
+    lab = Lab(home, cwd=ROOT, timeout_s=6)
+    with pytest.raises(LabError) as err:
+        lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 40}, kills=3)
+    assert "did not finish in 6 s (stopped)" in str(err.value)
+    wait_until_sync(lambda: not _running_in(home), 30)
+    lab.close()
+    lab.close()  # twice is fine
+    with pytest.raises(LabError, match="closed"):
+        lab.verify()

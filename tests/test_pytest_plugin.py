@@ -1,0 +1,105 @@
+"""The pytest plugin (checkpoint_tui.lab.pytest_plugin, loaded through its pytest11 entry point), run as a
+user's project runs it: a generated test module of at most 15 lines in pytester's own directory, in
+a pytest subprocess. The guarded agent passes over seeds 1-5 on two pytest-xdist workers (each its
+own home and dev server) and leaves no process behind; the blind one fails naming the tool and the
+call id, in pytest's failure message and in the JUnit XML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from checkpoint_tui.waiting import wait_until_sync
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "pytest.md"
+
+
+def _docs_test() -> str:
+    """The pydantic-ai test docs/pytest.md shows a team (its worker path made absolute: pytester runs
+    in a temp dir): what is tested here is what the page says."""
+    text = DOCS.read_text()
+    block = text[text.index("```python", text.index("pydantic-ai:")) + len("```python\n"):]
+    return block[: block.index("```")].replace("python examples/", f"python {ROOT}/examples/")
+
+
+def _module(pytester: pytest.Pytester, workflow: str, seeds: str) -> Path:
+    source = _docs_test()
+    assert len(source.splitlines()) <= 15 and 'workflow="PydanticMailerGuarded"' in source
+    source = source.replace('"PydanticMailerGuarded"', f'"{workflow}"').replace("range(1, 6)", seeds)
+    return pytester.makepyfile(test_mailer=source)
+
+
+def _ours(root: Path) -> list[str]:
+    """Processes whose command line or CHECKPOINT_HOME is under `root` (what the run started)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            home = proc.environ().get("CHECKPOINT_HOME", "") if proc.pid != os.getpid() else ""
+            line = " ".join(proc.info["cmdline"] or [])
+            if (str(root) in line or home.startswith(str(root))) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid}: {line[:160]}")
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_guarded_agent_passes_over_seeds_1_to_5_on_two_xdist_workers_and_leaves_nothing(pytester: pytest.Pytester):
+    _module(pytester, "PydanticMailerGuarded", "range(1, 6)")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "-v", timeout=600)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["*PASSED*test_mailer_sends_each_email_once?seed1?*"])
+    homes = {p.resolve().parent for p in pytester.path.rglob("chaos-lab*/lab")}
+    assert len(homes) == 2  # one home (one dev server) per xdist worker
+    wait_until_sync(lambda: not _ours(pytester.path), 30)
+
+
+def test_a_blind_agent_fails_naming_the_tool_and_the_call(pytester: pytest.Pytester):
+    _module(pytester, "PydanticMailer", "[3]")
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(f"--junitxml={junit}", timeout=300)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: chaos seed 3: FAIL: run completed*NOT exactly once*"
+                                 "re-executed at risk: send_email call pyd_ai_*"])  # fmt: skip
+    xml = junit.read_text()
+    assert "send_email call pyd_ai_" in xml and 'name="checkpoint_chaos"' in xml  # the verdict, a property too
+    wait_until_sync(lambda: not _ours(pytester.path), 30)
+
+
+def test_a_scope_that_is_not_one_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nchaos_lab_scope = forever\n")
+    pytester.makepyfile(test_x="def test_x(chaos_lab):\n    pass\n")
+    result = pytester.runpytest_subprocess(timeout=120)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*chaos_lab_scope = 'forever': one of session, package, module, class, function*"])
+
+
+@pytest.mark.parametrize("seeds", ["[]", "[-1]", "['one']"])
+def test_bad_seeds_are_a_usage_error(pytester: pytest.Pytester, seeds: str):
+    pytester.makepyfile(test_x=f"import pytest\n@pytest.mark.chaos(seeds={seeds})\ndef test_x(chaos_lab):\n    pass\n")
+    result = pytester.runpytest_subprocess(timeout=120)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*chaos(seeds=...) takes 1..1000 seeds >= 0*"])
+
+
+def test_a_test_without_the_fixture_starts_nothing(pytester: pytest.Pytester):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess(timeout=120)
+    result.assert_outcomes(passed=1)
+    assert not list(pytester.path.rglob("chaos-lab*"))
+
+
+def test_every_test_on_the_page_collects_once_per_seed(pytester: pytest.Pytester):
+    text = DOCS.read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    tests = [b for b in blocks if "def test_" in b]
+    assert len(tests) == 3
+    pytester.makepyfile(**{f"test_page_{i}": b for i, b in enumerate(tests)})
+    result = pytester.runpytest_subprocess("--collect-only", "-q", timeout=120)
+    result.stdout.fnmatch_lines(["*30 tests collected*"])  # 5 seeds; 5 seeds; 4 agents x 5 seeds
+    result.stdout.fnmatch_lines(["*test_each_mailer_sends_each_email_once?seed5-google_adk_mailer-*"])
