@@ -49,3 +49,31 @@ def test_a_child_identity_taken_after_exec_is_always_signallable():
             b.terminate()
             b.join(5)
     print(f"\nidentity taken right after Popen missed the command {missed_at_once}/{SPAWNS} times; after exec 0")
+
+
+def test_a_wall_clock_step_does_not_make_our_process_a_stranger_and_a_reused_pid_stays_one():
+    """psutil's create_time follows the wall clock's boot time: after a clock step a recorded process
+    read `stop` as a stranger's. The kernel's start ticks identify it whatever the clock did; a
+    record whose ticks differ (a reused pid) is refused, and an old record without ticks is compared
+    by create_time as before."""
+    from dataclasses import replace
+
+    from checkpoint_tui.ops.procs import start_ticks
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        ident = ProcIdentity.from_dict(ProcIdentity.of(proc.pid).to_dict())  # as a record holds it
+        assert ident.start_ticks == start_ticks(proc.pid) is not None
+        stepped = replace(ident, create_time=ident.create_time - 2.0)  # recorded before a 2 s clock step
+        assert stepped.exists() and stepped.matches_live()
+        reused = replace(ident, start_ticks=ident.start_ticks - 1)
+        assert not reused.exists() and not reused.matches_live() and not send_signal_if_ours(reused, signal.SIGKILL)
+        old = replace(ident, start_ticks=None)
+        assert old.exists() and not replace(old, create_time=old.create_time - 2.0).exists()
+        assert ProcIdentity.from_dict({**ident.to_dict(), "start_ticks": "12"}).start_ticks is None  # hostile
+        assert ProcIdentity.from_dict({**ident.to_dict(), "start_ticks": True}).start_ticks is None
+        assert proc.poll() is None  # nothing above signalled it
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert not ident.exists()

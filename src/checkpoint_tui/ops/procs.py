@@ -1,5 +1,11 @@
-"""Identity-checked process handles: a pid is ours only if its create time and command line match
-what we recorded when we started it. A reused or foreign pid is never signalled."""
+"""Identity-checked process handles: a pid is ours only if its start time and command line match
+what we recorded when we started it. A reused or foreign pid is never signalled.
+
+The start time compared is the kernel's, in clock ticks since boot (/proc/PID/stat): psutil's
+create_time is boot time + those ticks, and the boot time it reads follows the wall clock, so a
+clock step (NTP, a VM resumed) moved every recorded process's create_time by the step and `stop`
+took its own dev server for a stranger. create_time stays in records (for people, and for records
+written without ticks, compared as before)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,19 @@ import psutil
 from checkpoint_tui.waiting import wait_until_sync
 
 RECORD_LIMIT = 64 * 1024  # a process record is a few hundred bytes
+CREATE_TIME_SLACK_S = 0.05  # create_time (records without ticks) is rounded to the clock tick
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def start_ticks(pid: int) -> int | None:
+    """When the process started, in clock ticks since boot (field 22 of /proc/PID/stat; the fields
+    after the command name, which may hold spaces and parentheses, are split from its last ')')."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read(4096)
+        return int(data[data.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -27,13 +46,33 @@ class ProcIdentity:
     pid: int
     create_time: float
     cmdline: tuple[str, ...]
+    start_ticks: int | None = None  # None: a record written without them (create_time compared)
 
     @classmethod
     def of(cls, pid: int) -> ProcIdentity | None:
         try:
             p = psutil.Process(pid)
-            return cls(pid, p.create_time(), tuple(p.cmdline()))
+            ident = cls(pid, p.create_time(), tuple(p.cmdline()), start_ticks(pid))
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return None
+        return ident if ident.start_ticks is not None else None
+
+    def same_start(self, other: ProcIdentity) -> bool:
+        """Whether `other` (a fresh look at the pid) started when this one did."""
+        if self.start_ticks is not None and other.start_ticks is not None:
+            return self.start_ticks == other.start_ticks
+        return abs(other.create_time - self.create_time) < CREATE_TIME_SLACK_S
+
+    def started_before(self, pid: int, slack_s: float) -> bool | None:
+        """Whether process `pid` started more than `slack_s` before this one (None: it is gone)."""
+        ticks = start_ticks(pid)
+        if ticks is None:
+            return None
+        if self.start_ticks is not None:
+            return ticks < self.start_ticks - slack_s * CLOCK_TICKS
+        try:
+            return psutil.Process(pid).create_time() < self.create_time - slack_s
+        except psutil.Error:
             return None
 
     def to_dict(self) -> dict:
@@ -43,7 +82,11 @@ class ProcIdentity:
 
     @classmethod
     def from_dict(cls, d: dict) -> ProcIdentity:
-        return cls(int(d["pid"]), float(d["create_time"]), tuple(str(a) for a in d["cmdline"]))
+        if not isinstance(d, dict):
+            raise TypeError("an identity is a JSON object")
+        ticks = d.get("start_ticks")
+        ticks = ticks if isinstance(ticks, int) and not isinstance(ticks, bool) and ticks >= 0 else None
+        return cls(int(d["pid"]), float(d["create_time"]), tuple(str(a) for a in d["cmdline"]), ticks)
 
     @classmethod
     def from_record(cls, rec: object) -> ProcIdentity | None:
@@ -63,21 +106,22 @@ class ProcIdentity:
 
     def exists(self) -> bool:
         """Still in the process table as the same process (not yet reaped, not a zombie)."""
+        now = ProcIdentity.of(self.pid)
         try:
-            p = psutil.Process(self.pid)
-            return abs(p.create_time() - self.create_time) < 0.05 and p.status() != psutil.STATUS_ZOMBIE
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            zombie = psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
             return False
+        return now is not None and self.same_start(now) and not zombie
 
     def matches_live(self) -> bool:
         """Alive (not a zombie) and still the very process we recorded."""
         try:
-            p = psutil.Process(self.pid)
-            if p.status() == psutil.STATUS_ZOMBIE:
+            if psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE:
                 return False
-            return abs(p.create_time() - self.create_time) < 0.05 and tuple(p.cmdline()) == self.cmdline
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return False
+        now = ProcIdentity.of(self.pid)
+        return now is not None and self.same_start(now) and now.cmdline == self.cmdline
 
 
 def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcIdentity | None:

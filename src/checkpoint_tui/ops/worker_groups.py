@@ -42,14 +42,14 @@ def forget_group(settings: Settings, pgid: int) -> None:
 def members(settings: Settings, leader: ProcIdentity) -> list[ProcIdentity]:
     """The group's live members (the leader too, if it still runs)."""
     found = []
-    for proc in psutil.process_iter(["pid", "create_time"]):
-        pid, created = proc.info["pid"], proc.info["create_time"]
+    for proc in psutil.process_iter(["pid"]):
+        pid = proc.info["pid"]
         try:
             if os.getpgid(pid) != leader.pid or os.getsid(pid) != leader.pid:
                 continue
         except OSError:  # gone meanwhile
             continue
-        if created is None or created < leader.create_time - CREATE_SLACK_S:
+        if leader.started_before(pid, CREATE_SLACK_S) is not False:  # older than the group (a reused pgid), or gone
             continue
         if started_with(pid, "CHECKPOINT_HOME") != str(settings.home):
             continue

@@ -94,7 +94,7 @@ class WorkerProc:
         if self.proc is None or self.proc.poll() is not None:
             return
         now = ProcIdentity.of(self.pid)
-        if now is not None and abs(now.create_time - self.ident.create_time) < 0.05:
+        if now is not None and self.ident.same_start(now):
             self.ident = now
 
 
