@@ -39,13 +39,15 @@ def test_chaos_on_a_guarded_agent_passes_and_says_what_it_re_executed(
     url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     home = tmp_path / "home"
     with Lab(home, ledger_url=url, cwd=ROOT) as lab:
-        result = lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 5},
-                           aim="tool", seed=3, kills=3)  # fmt: skip
+        result = lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 6},
+                           aim="tool", seed=3, kills=4)  # fmt: skip
     assert_passed(result)
     assert isinstance(result, Result) and result.passed and result.exit_code == 0
     assert str(result).startswith("chaos seed 3: PASS: run completed") and "nothing at risk" in str(result)
     assert not result.at_risk and result.duplicated == 0 and result.lost_work == 0
-    assert result.guarded and all(g["tool"] == "send_email" and g["call_id"] for g in result.guarded)
+    assert result.kills and isinstance(result.windows, dict)  # what fired (and where worker kills landed)
+    # what a kill re-executed (a loaded machine can land every kill between tool calls): each guarded
+    assert all(g["tool"] == "send_email" and g["call_id"] for g in result.guarded) and not result.at_risk
     assert result.report_path.is_file() and result.junit_path is not None and result.junit_path.is_file()
     run_id = result.report["run_id"]
     ledger = url if url is not None else str(home / "run" / "checkpoint.db")
@@ -67,10 +69,69 @@ def test_a_ledger_url_goes_through_the_environment_not_the_command_line(tmp_path
 
 def test_a_usage_error_is_raised_with_the_cli_s_line_and_starts_nothing(tmp_path: Path):
     home = tmp_path / "home"
-    with Lab(home, temporal_address="127.0.0.1:1", cwd=ROOT) as lab, pytest.raises(LabError) as err:
-        lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded")
+    with Lab(home, temporal_address="127.0.0.1:1", cwd=ROOT) as lab:
+        with pytest.raises(LabError) as err:
+            lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded")
+        assert lab._started == [False]  # refused before it started anything: close() stops nothing
     assert err.value.exit_code == 2 and "chaos kills the dev server" in str(err.value)
     assert not (home / "run" / "devserver.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [({"args": ["--json", "/tmp/x.json"]}, "the Lab chooses where its reports go"),
+     ({"args": ["--save-schedule=/tmp/s.json"]}, "the Lab chooses where its reports go"),
+     ({"global_args": "--no-spare"}, "lists of words, not one string")],
+)
+def test_flags_that_would_move_or_skip_the_report_are_refused(tmp_path: Path, words: dict, why: str):
+    with Lab(tmp_path / "home") as lab, pytest.raises(LabError, match=why) as err:
+        lab.chaos(workflow="W", **words)
+    assert err.value.exit_code == 2 and not (tmp_path / "home" / "run").exists()
+
+
+def test_a_home_that_cannot_be_one_or_a_planted_link_for_its_reports_is_refused(tmp_path: Path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(LabError, match="not a folder") as err:
+        Lab(tmp_path / "file")
+    assert err.value.exit_code == 2
+    with pytest.raises(LabError, match="timeout_s"):
+        Lab(tmp_path / "home", timeout_s=float("nan"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "lab").symlink_to(elsewhere)
+    with Lab(tmp_path / "home") as lab, pytest.raises(LabError, match="not a folder of this user's"):
+        lab.verify()
+    assert not list(elsewhere.iterdir())
+
+
+INTERRUPTED = """
+import sys
+from checkpoint_tui.lab import Lab
+lab = Lab(sys.argv[1], cwd=sys.argv[2])
+lab.chaos(worker_cmd="python " + sys.argv[3], workflow="PydanticMailerGuarded", input={"turns": 40}, kills=3)
+"""
+
+
+def test_ctrl_c_in_the_caller_ends_the_command_and_everything_it_started(tmp_path: Path):
+    home = tmp_path / "home"
+    script = tmp_path / "run_lab.py"
+    script.write_text(INTERRUPTED)
+    import signal
+    import subprocess
+    import sys
+
+    caller = subprocess.Popen([sys.executable, str(script), str(home), str(ROOT), str(WORKER)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        wait_until_sync(lambda: (home / "run" / "devserver.json").exists() and len(_running_in(home)) >= 3, 60)
+        caller.send_signal(signal.SIGINT)  # KeyboardInterrupt inside lab.chaos()
+        _, err = caller.communicate(timeout=120)
+        assert b"KeyboardInterrupt" in err and caller.returncode != 0
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+    wait_until_sync(lambda: not _running_in(home), 30)
 
 
 def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):

@@ -90,7 +90,9 @@ async def test_temporal_requests_per_poll_stay_bounded_while_live(home: Settings
         for name, phase in per_poll.items():
             seconds = spans[name][-1] - spans[name][0] + 0.5  # the first poll's requests began ~a poll earlier
             # 1 history long poll + 1 describe a second, and a hop to the next execution at a continue-as-new
-            assert sum(phase) / seconds <= 2.5 and max(phase) <= 3, (name, per_poll, seconds)
+            # (the allowance of 2: a hop and a long poll woken by a step as the phase's window closes;
+            # a loaded machine stretched a 5-poll window's figure to 7 requests in 2.55 s)
+            assert sum(phase) <= 2 * seconds + 2 and max(phase) <= 3, (name, per_poll, seconds)
         assert conn is not None and run_id
     finally:
         await session.shutdown(stop_everything=True)

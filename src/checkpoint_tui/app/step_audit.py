@@ -67,7 +67,7 @@ class StepAudit:
         return lines + [f"  {detail}" for detail in (self.lost_detail + self.duplicated_detail)[:10]]
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ok": self.ok}
+        return {**asdict(self), "ok": self.ok, "verdict": self.sentence()}
 
 
 def audit_run(conn: Ledger, settings: Settings, snap: Snapshot) -> StepAudit:

@@ -1,170 +1,79 @@
-"""The Lab and its Result (checkpoint_tui.lab re-exports them; see its docstring)."""
+"""The Lab: `chaos`, `--verify` and `doctor` of one home, each run as the CLI itself (see the package's
+docstring for why a process and not a call)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import json
+import math
 import os
+import secrets
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.errors import Exit
+from checkpoint_tui.errors import Exit, UsageError
+from checkpoint_tui.lab.result import LabError, Result, chaos_verdict, doctor_verdict, read_report, verify_verdict
 
 DEFAULT_TIMEOUT_S = 900.0  # one command, with the runs it starts; a CI job's step is usually capped above this
-TERM_GRACE_S = 30.0  # after SIGTERM a chaos writes its report and stops its processes
-MAX_OUTPUT = 64 * 1024  # of the command's printed text kept in a result (the report holds the rest)
-MAX_REPORT = 64 * 1024 * 1024
+MAX_TIMEOUT_S = 24 * 3600.0
+TERM_GRACE_S = 30.0  # after SIGTERM a command stops what it started (as on a CI timeout)
+STOP_TIMEOUT_S = 120.0
+MAX_OUTPUT = 64 * 1024  # of the command's printed text kept in a result (all of it is in its log file)
 PYTHONS = frozenset({"python", "python3"})
+# Where the lab writes is the Lab's to say: these flags in `args` would send the report elsewhere (a
+# stale one would then be read back as this run's) or end the command without one.
+RESERVED = frozenset({"--json", "--junit", "--proof", "--save-schedule", "--shrink", "--home", "--verify"})
+# Inherited from the caller's environment they would point every Lab at one server, queue, ledger or
+# artifacts folder (pytest-xdist workers would share them): a Lab's home is its own unless its
+# arguments say otherwise.
+LOCATION_ENV = ("CHECKPOINT_HOME", "CHECKPOINT_TEMPORAL_ADDRESS", "CHECKPOINT_TASK_QUEUE", "CHECKPOINT_LEDGER_URL",
+                "CHECKPOINT_ARTIFACTS", "CHECKPOINT_NAMESPACE")  # fmt: skip
 
 WorkerCmd = str | Sequence[str]
 
 
-class LabError(Exception):
-    """The command could not run the experiment: a usage error (exit 2), Temporal or the ledger out of
-    reach (3), a timeout, or no report. str(err) is the CLI's one-line message."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    observed: str
-
-
-@dataclass(frozen=True)
-class Result:
-    """What one `chaos`, `--verify` or `doctor` found. `passed` is the command's verdict (exit 0);
-    `str(result)` is its verdict sentence. `report` is the JSON report as written (at `report_path`)."""
-
-    command: str
-    passed: bool
-    verdict: str
-    exit_code: int
-    report: dict
-    report_path: Path
-    junit_path: Path | None = None
-    proof_path: Path | None = None
-    output: str = field(default="", repr=False)
-
-    def __str__(self) -> str:
-        return self.verdict
-
-    @property
-    def checks(self) -> list[Check]:
-        return [Check(str(c.get("name")), c.get("ok") is True, str(c.get("observed", ""))) for c in
-                self.report.get("checks", []) if isinstance(c, dict)]  # fmt: skip
-
-    @property
-    def failed_checks(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
-
-    @property
-    def audit(self) -> dict:
-        """The lead run's audit (chaos): activities, re-executed calls, at risk, lost, duplicated..."""
-        audit = self.report.get("audit")
-        return audit if isinstance(audit, dict) else {}
-
-    @property
-    def at_risk(self) -> list[dict]:
-        """Re-executed tool calls (or other activities) with no effect through the ledger: each with its
-        `tool`, `call_id`, `activity_id` and `attempt`."""
-        return list(self.audit.get("at_risk") or [])
-
-    @property
-    def re_executed(self) -> list[dict]:
-        return list(self.audit.get("re_executed") or [])
-
-    @property
-    def guarded(self) -> list[dict]:
-        """Re-executed calls whose effects went through the ledger (each done once)."""
-        return list(self.audit.get("guarded_re_executed") or [])
-
-    @property
-    def model_reruns(self) -> list[dict]:
-        return list(self.audit.get("model_reruns") or [])
-
-    @property
-    def tokens_paid_again(self) -> int:
-        return int(self.audit.get("tokens_paid_again") or 0)
-
-    @property
-    def duplicated(self) -> int:
-        return int(self.audit.get("duplicated") or 0)
-
-    @property
-    def lost(self) -> int:
-        return int(self.audit.get("lost") or 0)
-
-    @property
-    def lost_work(self) -> int:
-        """Units of work the application lost (a task that sat out its timeout, a failed workflow, a
-        workflow task failing for good): not what the kills cost in waiting."""
-        return int(self.audit.get("lost_work_count") or 0)
-
-    @property
-    def kills(self) -> list[dict]:
-        return list(self.report.get("kills") or [])
-
-    @property
-    def windows(self) -> dict[str, int]:
-        """The kill windows hit (model call, tool call, the effect's claim/write/stamp, ...), counted."""
-        found = self.report.get("windows")
-        return dict(found) if isinstance(found, dict) else {}
-
-
-def assert_passed(result: Result) -> None:
-    """Raise AssertionError whose message is the verdict (the audit's sentence, each call at risk named
-    by tool and call id, then the checks that failed), unless the result passed."""
-    __tracebackhide__ = True  # pytest: the failure points at the caller's line
-    if not result.passed:
-        raise AssertionError(result.verdict)
-
-
-def chaos_verdict(report: dict, passed: bool) -> str:
-    """The verdict of a chaos report: the lead audit's sentence (the one the app and `status` show),
-    then each failed check with what it saw."""
-    audit = report.get("audit") if isinstance(report.get("audit"), dict) else {}
-    sentence = audit.get("verdict") if isinstance(audit.get("verdict"), str) else None
-    failed = [c for c in report.get("checks", []) if isinstance(c, dict) and c.get("ok") is not True]
-    head = f"chaos seed {report.get('seed')}: {'PASS' if passed else 'FAIL'}"
-    parts = [f"{head}: {sentence}" if sentence else head]
-    parts += [f"{c.get('name')}: {str(c.get('observed', ''))[:600]}" for c in failed[:5]]
-    return " — ".join(parts[:1]) + "".join(f"\n  {p}" for p in parts[1:])
-
-
 class Lab:
-    """A lab on one home: the embedded dev server by default (started on first use, one per home),
-    or `temporal_address` (starts none; chaos needs the embedded one: it kills it). Calls run one at a
-    time; a home is held by one experiment at a time (another process's gets the CLI's exit 2)."""
+    """A lab on one home of its own: the embedded dev server by default (started on first use, one per
+    home), or `temporal_address` (starts none; chaos needs the embedded one: it kills it). Calls run
+    one at a time. Closing it (or leaving the `with`, or the interpreter exiting) stops what the home
+    runs, once one of its commands got to run."""
 
     def __init__(
         self, home: str | os.PathLike[str], *, temporal_address: str | None = None, ledger_url: str | None = None,
         task_queue: str | None = None, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S, python: str = sys.executable,
     ) -> None:  # fmt: skip
-        self.home = Path(home).resolve()
-        self.home.mkdir(parents=True, exist_ok=True)
+        from checkpoint_tui.files.home import resolve_home
+
+        if not isinstance(timeout_s, int | float) or not math.isfinite(timeout_s) or not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise LabError(f"timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]", Exit.USAGE)
+        try:
+            self.home = resolve_home(os.fspath(home), "Lab home")
+            self.home.mkdir(parents=True, exist_ok=True)
+        except UsageError as err:
+            raise LabError(str(err), Exit.USAGE) from None
+        except OSError as err:
+            raise LabError(f"Lab home {self.home}: {err.strerror or err}", Exit.USAGE) from None
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         self.temporal_address, self.task_queue, self.timeout_s, self.python = (
-            temporal_address, task_queue, timeout_s, python)  # fmt: skip
-        self.env = dict(os.environ if env is None else env)
+            temporal_address, task_queue, float(timeout_s), python)  # fmt: skip
+        self.env = {k: v for k, v in (os.environ if env is None else env).items() if k not in LOCATION_ENV}
         if ledger_url is not None:  # through the environment: a password never lands on a command line
             self.env["CHECKPOINT_LEDGER_URL"] = ledger_url
         self._lock = threading.Lock()
         self._serial = itertools.count(1)
-        self._closed = False
+        self._closed, self._started = False, [False]
         self._out = self.home / "lab"
+        # If the caller never closes it, the interpreter's exit does (a list: the finalizer sees it change).
+        self._finalizer = weakref.finalize(self, _stop_home, self._stop_argv(), self.cwd, self.env, self._started)
 
     def __enter__(self) -> Lab:
         return self
@@ -178,78 +87,86 @@ class Lab:
         steps: int | None = None, pauses: int | None = None, partitions: int | None = None,
         resets: int | None = None, runs: int | None = None, schedule: str | os.PathLike[str] | None = None,
         strict_models: bool = False, until_covered: bool = False, junit: bool = True, proof: bool = False,
-        workers: Iterable[tuple[str, WorkerCmd]] = (), framework: str | None = None, args: Sequence[str] = (),
+        workers: Iterable[tuple[str, WorkerCmd]] = (), framework: str | None = None,
+        args: Sequence[str] = (), global_args: Sequence[str] = (),
     ) -> Result:  # fmt: skip
-        """`checkpoint-tui chaos` with these words (see its --help); `workers` are (queue, command) pairs
-        of a fleet (`--worker QUEUE=CMD`); `framework` the global --framework; `args` any other chaos
-        flags, as the CLI spells them."""
-        n = next(self._serial)
-        report, junit_path = self._out / f"chaos-{n}.json", (self._out / f"chaos-{n}.xml" if junit else None)
-        proof_path = self._out / f"chaos-{n}-proof" if proof else None
+        """`checkpoint-tui chaos` with these words (see its --help). `workers`: a fleet's (queue,
+        command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `args`: other chaos
+        flags and `global_args` other global ones (before the command), as the CLI spells them.
+        `schedule` is resolved against `cwd`, as the worker commands are."""
+        name = self._name("chaos")
+        report, junit_path = self._out / f"{name}.json", (self._out / f"{name}.xml" if junit else None)
+        proof_path = self._out / f"{name}-proof" if proof else None
         words = ["chaos", "--seed", str(seed), "--json", str(report)]
         words += _opt("--workflow", workflow) + _opt("--input", _json_input(input)) + _opt("--aim", aim)
         for flag, value in (("--kills", kills), ("--steps", steps), ("--pauses", pauses),
                             ("--partitions", partitions), ("--resets", resets), ("--runs", runs)):  # fmt: skip
-            words += _opt(flag, None if value is None else str(int(value)))
-        words += _opt("--schedule", None if schedule is None else str(Path(schedule).resolve()))
+            words += _opt(flag, None if value is None else str(value))
+        words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
         words += _opt("--junit", junit_path and str(junit_path)) + _opt("--proof", proof_path and str(proof_path))
-        front = self._front(worker_cmd, task_queue, workers, framework)
-        exit_code, output = self._run(front, [*words, *args])
-        doc = _report(report, exit_code, output)
+        front = self._front(worker_cmd, task_queue, workers, framework, global_args)
+        exit_code, output = self._run(name, front, [*words, *_checked(args)])
+        doc = read_report(report, exit_code, output)
         passed = exit_code == Exit.OK
-        return Result("chaos", passed, chaos_verdict(doc, passed), exit_code, doc, report, junit_path,
-                      proof_path, output)  # fmt: skip
+        return Result("chaos", passed, chaos_verdict(doc, passed), exit_code, doc, report, junit_path, proof_path,
+                      self._out / f"{name}.log", output)  # fmt: skip
 
     def verify(
         self, *, worker_cmd: WorkerCmd | None = None, workflow: str | None = None, input: object = None,  # noqa: A002
-        task_queue: str | None = None, junit: bool = True, framework: str | None = None, args: Sequence[str] = (),
+        task_queue: str | None = None, junit: bool = True, framework: str | None = None,
+        global_args: Sequence[str] = (),
     ) -> Result:  # fmt: skip
         """`checkpoint-tui --verify` (a user's workflow with `worker_cmd` and `workflow`)."""
-        n = next(self._serial)
-        report, junit_path = self._out / f"verify-{n}.json", (self._out / f"verify-{n}.xml" if junit else None)
-        front = self._front(worker_cmd, task_queue, (), framework)
+        name = self._name("verify")
+        report, junit_path = self._out / f"{name}.json", (self._out / f"{name}.xml" if junit else None)
+        front = self._front(worker_cmd, task_queue, (), framework, global_args)
         front += _opt("--workflow", workflow) + _opt("--input", _json_input(input))
         front += ["--verify", "--json", str(report)] + _opt("--junit", junit_path and str(junit_path))
-        exit_code, output = self._run(front, list(args))
-        doc = _report(report, exit_code, output)
-        failed = [c.get("name") for c in doc.get("checks", []) if isinstance(c, dict) and c.get("ok") is not True]
-        verdict = (f"verify: ALL CHECKS PASS — {doc.get('passed')}/{doc.get('total')}" if not failed else
-                   f"verify: CHECKS FAILED — {len(failed)}/{doc.get('total')}: {', '.join(map(str, failed))}")
-        return Result("verify", exit_code == Exit.OK, verdict, exit_code, doc, report, junit_path, None, output)
+        exit_code, output = self._run(name, front, [])
+        doc = read_report(report, exit_code, output)
+        return Result("verify", exit_code == Exit.OK, verify_verdict(doc), exit_code, doc, report, junit_path, None,
+                      self._out / f"{name}.log", output)  # fmt: skip
 
     def doctor(
         self, *, worker_cmd: WorkerCmd | None = None, workflow: str | None = None, input: object = None,  # noqa: A002
         task_queue: str | None = None, measure: bool = False, framework: str | None = None,
-        args: Sequence[str] = (),
+        args: Sequence[str] = (), global_args: Sequence[str] = (),
     ) -> Result:  # fmt: skip
-        """`checkpoint-tui doctor` (with `measure`, `doctor --measure`): what a kill costs each activity type."""
-        n = next(self._serial)
-        report = self._out / f"doctor-{n}.json"
+        """`checkpoint-tui doctor` (with `measure`, `doctor --measure`): what a kill costs each activity
+        type; `passed` when there is no finding, each in `findings`."""
+        name = self._name("doctor")
+        report = self._out / f"{name}.json"
         words = ["doctor", "--json", str(report)] + _opt("--workflow", workflow) + _opt("--input", _json_input(input))
         words += ["--measure"] if measure else []
-        exit_code, output = self._run(self._front(worker_cmd, task_queue, (), framework), [*words, *args])
-        doc = _report(report, exit_code, output)
-        last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
-        return Result("doctor", exit_code == Exit.OK, f"doctor: {last}", exit_code, doc, report, None, None, output)
+        front = self._front(worker_cmd, task_queue, (), framework, global_args)
+        exit_code, output = self._run(name, front, [*words, *_checked(args)])
+        doc = read_report(report, exit_code, output)
+        return Result("doctor", exit_code == Exit.OK, doctor_verdict(doc), exit_code, doc, report, None, None,
+                      self._out / f"{name}.log", output)  # fmt: skip
 
     def close(self) -> None:
-        """Stop everything this home runs (`checkpoint-tui --home HOME stop`); safe to call twice."""
+        """Stop everything this home runs (`checkpoint-tui --home HOME stop`) if one of this Lab's
+        commands got to run; safe to call twice."""
         if not self._closed:
             self._closed = True
-            self._stop()
+            self._finalizer()
+
+    def _name(self, kind: str) -> str:
+        """A name no earlier Lab on this home used: a report left by another is never read as this one's."""
+        return f"{kind}-{next(self._serial)}-{secrets.token_hex(4)}"
 
     def _front(
         self, worker_cmd: WorkerCmd | None, task_queue: str | None, workers: Iterable[tuple[str, WorkerCmd]],
-        framework: str | None = None,
+        framework: str | None = None, global_args: Sequence[str] = (),
     ) -> list[str]:  # fmt: skip
-        """The global flags: home, server, queue, the worker command(s), the framework."""
+        """The global flags: home, server, queue, the worker command(s), the framework, the rest."""
         front = ["--home", str(self.home)] + _opt("--temporal-address", self.temporal_address)
         front += _opt("--task-queue", task_queue or self.task_queue) + _opt("--framework", framework)
         front += _opt("--worker-cmd", None if worker_cmd is None else self.command_line(worker_cmd))
         for queue, cmd in workers:
             front += ["--worker", f"{queue}={self.command_line(cmd)}"]
-        return front
+        return front + _checked(global_args)
 
     def command_line(self, cmd: WorkerCmd) -> str:
         """A worker command as the CLI takes it; a bare `python`/`python3` is this interpreter (the
@@ -259,53 +176,101 @@ class Lab:
             argv[0] = self.python
         return shlex.join(argv)
 
-    def _run(self, front: list[str], words: list[str]) -> tuple[int, str]:
-        """Run the CLI; (exit code, its output). Exit 2 or 3 raises LabError with its one line; a
-        timeout or an interrupt ends it (SIGTERM, then SIGKILL) and stops the home's processes."""
+    def _stop_argv(self) -> list[str]:
+        return [self.python, "-m", "checkpoint_tui", "--home", str(self.home),
+                *_opt("--temporal-address", self.temporal_address), "stop"]  # fmt: skip
+
+    def _run(self, name: str, front: list[str], words: list[str]) -> tuple[int, str]:
+        """Run the CLI, bound to this process (the kernel SIGTERMs it if this process dies); (exit code,
+        its output). Exit 2 or 3 raises LabError with its one line; a timeout or an interrupt ends it
+        (SIGTERM, then SIGKILL) and stops the home's processes."""
         if self._closed:
             raise LabError("this lab is closed", Exit.USAGE)
-        self._out.mkdir(exist_ok=True)
-        argv = [self.python, "-m", "checkpoint_tui", *front, *words]
-        with self._lock:
-            proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, errors="replace",
-                                    start_new_session=True)  # fmt: skip
+        log_path = self._output_dir() / f"{name}.log"
+        argv = [self.python, "-m", "checkpoint_tui.lab.bound", str(os.getpid()), *front, *words]
+        with self._lock, _new_file(log_path) as log:
+            proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
             try:
-                output, _ = proc.communicate(timeout=self.timeout_s)
+                proc.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
+                self._started[0] = True
                 _end(proc)
-                self._stop()
-                raise LabError(f"{words[0]} did not finish in {self.timeout_s:g} s (stopped)", Exit.FAILED) from None
+                _stop_home(self._stop_argv(), self.cwd, self.env, self._started)  # the lab stays usable
+                raise LabError(f"{words[0] if words else 'verify'} did not finish in {self.timeout_s:g} s "
+                               "(stopped)", Exit.FAILED) from None  # fmt: skip
             except BaseException:  # KeyboardInterrupt too: nothing of the run is left behind
+                self._started[0] = True
                 _end(proc)
-                self._stop()
+                _stop_home(self._stop_argv(), self.cwd, self.env, self._started)
                 raise
-        output = output[-MAX_OUTPUT:]
+        output = _tail(log_path)
+        if proc.returncode == Exit.USAGE:  # refused before it started anything: the home is not ours to stop
+            raise LabError(_one_line(output, proc.returncode), proc.returncode)
+        self._started[0] = True
         if proc.returncode not in (Exit.OK, Exit.FAILED):
-            lines = [line for line in output.splitlines() if line.startswith("checkpoint-tui:")] or output.splitlines()
-            raise LabError((lines[-1] if lines else f"exit {proc.returncode}")[:1000], proc.returncode)
+            raise LabError(_one_line(output, proc.returncode), proc.returncode)
         return proc.returncode, output
 
-    def _stop(self) -> None:
-        argv = [self.python, "-m", "checkpoint_tui", "--home", str(self.home), "stop"]
-        subprocess.run(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120, check=False)  # fmt: skip
+    def _output_dir(self) -> Path:
+        """HOME/lab: a directory of this user's, never a link (what it holds is read back as results)."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self._out, 0o700)
+        st = os.lstat(self._out)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise LabError(f"{self._out} is not a folder of this user's (a link, or a file): remove it", Exit.USAGE)
+        return self._out
+
+
+def _stop_home(argv: list[str], cwd: Path, env: dict[str, str], started: list[bool]) -> None:
+    if not started[0]:
+        return
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=STOP_TIMEOUT_S, check=False)  # fmt: skip
 
 
 def _end(proc: subprocess.Popen) -> None:
-    """SIGTERM the command (chaos writes its report and stops what it started), SIGKILL its group if
-    it is still there after TERM_GRACE_S."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
+    """SIGTERM the command (it stops what it started, as on a CI timeout); SIGKILL its group if it is
+    still there after TERM_GRACE_S, or if a second interrupt cuts the wait short."""
     try:
-        proc.communicate(timeout=TERM_GRACE_S)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # not reaped yet: the group is still its
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=TERM_GRACE_S)
+    finally:
+        if proc.poll() is None:  # not reaped: the group (its own session) is still its
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextlib.contextmanager
+def _new_file(path: Path):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        yield f
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - MAX_OUTPUT))
+        return f.read(MAX_OUTPUT).decode("utf-8", "replace")
+
+
+def _one_line(output: str, code: int) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("checkpoint-tui:")] or output.splitlines()
+    return (lines[-1] if lines else f"exit {code}")[:1000]
+
+
+def _checked(args: Sequence[str]) -> list[str]:
+    if isinstance(args, str):
+        raise LabError("args and global_args are lists of words, not one string", Exit.USAGE)
+    words = [str(a) for a in args]
+    taken = sorted({w.split("=", 1)[0] for w in words} & RESERVED)
+    if taken:
+        raise LabError(f"{', '.join(taken)}: the Lab chooses where its reports go (see Result)", Exit.USAGE)
+    return words
 
 
 def _opt(flag: str, value: str | None) -> list[str]:
@@ -315,18 +280,3 @@ def _opt(flag: str, value: str | None) -> list[str]:
 def _json_input(value: object) -> str | None:
     """A workflow input: a str is taken as JSON text already; anything else is encoded."""
     return value if value is None or isinstance(value, str) else json.dumps(value)
-
-
-def _report(path: Path, exit_code: int, output: str) -> dict:
-    """The report the command wrote; a command that wrote none failed to run the experiment."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_REPORT + 1)
-        doc = json.loads(data) if len(data) <= MAX_REPORT else None
-    except (OSError, ValueError):
-        doc = None
-    if not isinstance(doc, dict):
-        tail = " | ".join(output.strip().splitlines()[-3:])[:1000]
-        raise LabError(f"no report at {path} (exit {exit_code}): {tail}", exit_code or Exit.FAILED)
-    return doc

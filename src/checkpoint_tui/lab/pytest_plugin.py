@@ -1,12 +1,13 @@
 """The lab in a team's own pytest (entry point `pytest11`: installing checkpoint-tui is enough).
 
     import pytest
+    from checkpoint_tui.lab import assert_passed
 
     @pytest.mark.chaos(seeds=range(1, 6))
     def test_the_mailer_sends_each_email_once(chaos_lab):
         result = chaos_lab.chaos(worker_cmd="python worker.py", workflow="MailerGuarded",
                                  input={"turns": 6}, aim="tool", kills=4)
-        assert result.passed, result  # the failure message: the audit's verdict, naming tool and call
+        assert_passed(result)  # the failure message: the audit's verdict, naming tool and call
 
 Nothing starts unless a test asks for `chaos_lab`. Its lab lives on a home under pytest's temporary
 directory: one per session by default (one dev server, reused by every test of a pytest-xdist
@@ -19,14 +20,17 @@ is pytest's own interpreter.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from checkpoint_tui.lab.api import Lab, Result
+from checkpoint_tui.lab.api import MAX_TIMEOUT_S, Lab
+from checkpoint_tui.lab.result import Result
 
 SCOPES = ("session", "package", "module", "class", "function")
 MAX_SEEDS = 1000
@@ -56,8 +60,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("chaos")
     if marker is None or "chaos_seed" not in metafunc.fixturenames or marker.kwargs.get("seeds") is None:
         return
-    seeds = list(marker.kwargs["seeds"])[: MAX_SEEDS + 1]
-    if not seeds or len(seeds) > MAX_SEEDS or not all(isinstance(s, int) and s >= 0 for s in seeds):
+    given = marker.kwargs["seeds"]
+    seeds = list(itertools.islice(given, MAX_SEEDS + 1)) if isinstance(given, Iterable) else []
+    if not seeds or len(seeds) > MAX_SEEDS or not all(type(s) is int and 0 <= s < 2**63 for s in seeds):
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: chaos(seeds=...) takes 1..{MAX_SEEDS} seeds >= 0")
     metafunc.parametrize("chaos_seed", seeds, ids=[f"seed{s}" for s in seeds])
 
@@ -65,7 +70,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope=_scope)
 def chaos_lab_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The Lab behind chaos_lab: its home, its dev server; stopped when its scope ends."""
-    timeout = float(request.config.getini("chaos_lab_timeout"))
+    raw = str(request.config.getini("chaos_lab_timeout"))
+    try:
+        timeout = float(raw)
+    except ValueError:
+        timeout = math.nan
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise pytest.UsageError(f"chaos_lab_timeout = {raw[:40]!r}: seconds in (0, {MAX_TIMEOUT_S:g}]")
     lab = Lab(tmp_path_factory.mktemp("chaos-lab"), cwd=request.config.rootpath, timeout_s=timeout)
     try:
         yield lab
