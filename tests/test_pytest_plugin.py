@@ -103,3 +103,19 @@ def test_every_test_on_the_page_collects_once_per_seed(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("--collect-only", "-q", timeout=120)
     result.stdout.fnmatch_lines(["*30 tests collected*"])  # 5 seeds; 5 seeds; 4 agents x 5 seeds
     result.stdout.fnmatch_lines(["*test_each_mailer_sends_each_email_once?seed5-google_adk_mailer-*"])
+
+
+@pytest.mark.parametrize(("scope", "homes"), [("session", 1), ("function", 3)])
+def test_the_lab_s_scope_is_the_user_s_choice(pytester: pytest.Pytester, scope: str, homes: int):
+    pytester.makeini(f"[pytest]\nchaos_lab_scope = {scope}\n")
+    pytester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.chaos(seeds=[1, 2, 3])
+def test_x(chaos_lab, chaos_seed):
+    assert chaos_lab.seed == chaos_seed
+    (chaos_lab.home / f"seen-{chaos_seed}").write_text("")
+""")
+    result = pytester.runpytest_subprocess(timeout=120)
+    result.assert_outcomes(passed=3)
+    assert len({p.parent for p in pytester.path.rglob("seen-*")}) == homes  # nothing started: no command ran
