@@ -145,3 +145,53 @@ def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
     lab.close()  # twice is fine
     with pytest.raises(LabError, match="closed"):
         lab.verify()
+
+
+class _Captured(Exception):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["chaos", "verify", "doctor"])
+def test_every_word_the_api_takes_is_a_flag_the_cli_parses_where_it_is_put(tmp_path: Path, kind: str, monkeypatch):
+    """Without running anything: the argv each call builds parses with the CLI's own parser, each word
+    landing on the option it names (a misspelled or misplaced flag would be exit 2 at run time)."""
+    from checkpoint_tui.cli.parser import build_parser
+
+    lab = Lab(tmp_path / "home", task_queue="q1", cwd=ROOT)
+    seen: list[list[str]] = []
+
+    def capture(name: str, front: list[str], words: list[str]):
+        seen.append([*front, *words])
+        raise _Captured
+
+    monkeypatch.setattr(lab, "_run", capture)
+    common = {"worker_cmd": f"python {WORKER}", "workflow": "PydanticMailerGuarded", "input": {"turns": 2},
+              "framework": "pydantic-ai", "global_args": ["--no-spare"]}  # fmt: skip
+    more = {"chaos": {"aim": "tool", "seed": 7, "kills": 4, "pauses": 1, "runs": 2, "strict_models": True,
+                      "args": ["--rate", "2"]},
+            "verify": {}, "doctor": {"measure": True}}[kind]  # fmt: skip
+    with pytest.raises(_Captured):
+        getattr(lab, kind)(**common, **more)
+    args = build_parser().parse_args(seen[0])
+    assert args.home == str(lab.home) and args.task_queue == "q1" and args.no_spare and args.framework == "pydantic-ai"
+    assert args.worker_cmd == (lab.python, str(WORKER))
+    if kind == "chaos":
+        assert args.seed == 7 and args.kills == 4
+        assert args.workflow == "PydanticMailerGuarded" and args.input_json == '{"turns": 2}' and args.aim == "tool"
+        assert args.pauses == 1 and args.runs == 2 and args.strict_models and args.rate == 2
+        assert str(args.chaos_json).endswith(".json") and str(args.chaos_junit).endswith(".xml")
+    elif kind == "verify":
+        assert args.verify and args.verify_workflow == "PydanticMailerGuarded" and args.verify_input == '{"turns": 2}'
+        assert str(args.json_path).endswith(".json") and str(args.verify_junit).endswith(".xml")
+    else:
+        assert args.measure and args.workflow == "PydanticMailerGuarded" and str(args.doctor_json).endswith(".json")
+
+
+def test_doctor_of_a_user_s_agent_returns_its_findings(tmp_path: Path):
+    home = tmp_path / "home"
+    with Lab(home, cwd=ROOT) as lab:
+        result = lab.doctor(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 2})
+    assert not result.passed and result.exit_code == 1  # pydantic-ai's defaults: a kill waits out a timeout
+    assert result.findings and all(f["kind"] == "kill-costs-timeout" for f in result.findings)
+    assert str(result).startswith(f"doctor: {len(result.findings)} finding(s)") and "fix: " in str(result)
+    wait_until_sync(lambda: not _running_in(home), 30)
