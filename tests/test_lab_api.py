@@ -195,3 +195,37 @@ def test_doctor_of_a_user_s_agent_returns_its_findings(tmp_path: Path):
     assert result.findings and all(f["kind"] == "kill-costs-timeout" for f in result.findings)
     assert str(result).startswith(f"doctor: {len(result.findings)} finding(s)") and "fix: " in str(result)
     wait_until_sync(lambda: not _running_in(home), 30)
+
+
+def test_the_verdict_names_every_failing_run_and_coverage_round_and_survives_a_hostile_report(tmp_path: Path):
+    """Pure: a report with several runs and coverage rounds says each failing one's sentence; one of
+    the wrong shape (or not JSON, nested too deep, a FIFO, a link) gives a verdict or LabError, never a crash."""
+    from checkpoint_tui.lab.result import chaos_verdict, read_report
+
+    risky = {"ok": False, "verdict": "run failed — NOT exactly once (1 re-executed at risk: send_email call c9)",
+             "at_risk": [{"tool": "send_email", "call_id": "c9"}], "duplicated": 0}  # fmt: skip
+    report = {"seed": 4, "audit": {"ok": True, "verdict": "lead fine"},
+              "runs": [{"audit": {"ok": True, "verdict": "lead fine"}}, {"audit": risky}],
+              "coverage": {"rounds": [{"audit": {**risky, "verdict": "round NOT exactly once (send_email call c7)"}}]},
+              "checks": [{"name": "chaos: no re-executed tool call or activity at risk (r2)", "ok": False,
+                          "observed": "at risk 1"}]}  # fmt: skip
+    verdict = chaos_verdict(report, passed=False)
+    assert verdict.startswith("chaos seed 4: FAIL: run failed") and "send_email call c9" in verdict
+    assert "send_email call c7" in verdict and "lead fine" not in verdict
+    result = Result("chaos", False, verdict, 1, report, tmp_path / "r.json")
+    assert [a["call_id"] for a in result.at_risk] == ["c9", "c9"] and len(result.audits) == 3
+    hostile = Result("chaos", True, "", 0, {"audit": "x", "runs": 3, "checks": [1, "a"], "windows": [],
+                                            "coverage": {"rounds": "no"}}, tmp_path / "r.json")  # fmt: skip
+    assert hostile.at_risk == [] and hostile.checks == [] and hostile.windows == {} and hostile.duplicated == 0
+    assert chaos_verdict(hostile.report, True) == "chaos seed None: PASS"
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "r.json")
+    (tmp_path / "r.json").write_text('{"seed": 1}')
+    for bad in (deep, fifo, link, tmp_path / "missing.json"):
+        with pytest.raises(LabError, match="no report at"):
+            read_report(bad, 1, "some output")
+    assert read_report(tmp_path / "r.json", 0, "") == {"seed": 1}

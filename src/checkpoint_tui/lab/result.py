@@ -68,10 +68,9 @@ class Result:
 
     @property
     def audits(self) -> list[dict]:
-        """Each run's audit (chaos): the lead's alone, or every run's with `runs=`."""
-        runs = [r.get("audit") for r in _list(self.report.get("runs"))]
-        lead = self.report.get("audit")
-        return [a for a in runs if isinstance(a, dict)] or ([lead] if isinstance(lead, dict) else [])
+        """Each run's audit (chaos): the lead's, or every run's with `runs=`, then each coverage round's
+        with `until_covered=`."""
+        return all_audits(self.report)
 
     @property
     def audit(self) -> dict:
@@ -142,13 +141,20 @@ def assert_passed(result: Result) -> None:
         raise AssertionError(result.verdict)
 
 
+def all_audits(report: dict) -> list[dict]:
+    """A chaos report's audits: every run's (`runs`, else the lead's `audit`), then every coverage round's."""
+    runs = [r.get("audit") for r in _list(report.get("runs"))] or [report.get("audit")]
+    coverage = report.get("coverage")
+    rounds = [r.get("audit") for r in _list(coverage.get("rounds"))] if isinstance(coverage, dict) else []
+    return [a for a in [*runs, *rounds] if isinstance(a, dict)]
+
+
 def chaos_verdict(report: dict, passed: bool) -> str:
-    """The verdict of a chaos report: each run's audit sentence (the one the app and `status` show;
-    the lead's, or with several runs each failing one's), then each failed check with what it saw."""
-    runs = _list(report.get("runs"))
-    audits = [r.get("audit") for r in runs if not all(c.get("ok") is True for c in _list(r.get("checks")))]
-    audits = [a for a in audits if isinstance(a, dict)][:SHOWN_FAILURES] or [report.get("audit")]
-    sentences = [a["verdict"] for a in audits if isinstance(a, dict) and isinstance(a.get("verdict"), str)]
+    """The verdict of a chaos report: each failing run's audit sentence (the one the app and `status`
+    show; the lead's if none failed), then each failed check with what it saw."""
+    audits = all_audits(report)
+    audits = [a for a in audits if a.get("ok") is False][:SHOWN_FAILURES] or audits[:1]
+    sentences = [a["verdict"] for a in audits if isinstance(a.get("verdict"), str)]
     head = f"chaos seed {report.get('seed')}: {'PASS' if passed else 'FAIL'}"
     failed = [c for c in _list(report.get("checks")) if c.get("ok") is not True]
     lines = [f"{head}: {sentences[0]}" if sentences else head, *sentences[1:]]
