@@ -113,25 +113,29 @@ lab.chaos(worker_cmd="python " + sys.argv[3], workflow="PydanticMailerGuarded", 
 """
 
 
-def test_ctrl_c_in_the_caller_ends_the_command_and_everything_it_started(tmp_path: Path):
-    home = tmp_path / "home"
-    script = tmp_path / "run_lab.py"
-    script.write_text(INTERRUPTED)
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_started(tmp_path: Path, how: str):
+    """Ctrl-C: KeyboardInterrupt inside lab.chaos(), which ends the command and stops the home. A
+    SIGKILLed caller closes nothing: the kernel SIGTERMs the command (lab/bound.py), which stops what
+    it started and then, orphaned, the home's dev server."""
     import signal
     import subprocess
     import sys
 
+    home = tmp_path / "home"
+    script = tmp_path / "run_lab.py"
+    script.write_text(INTERRUPTED)
     caller = subprocess.Popen([sys.executable, str(script), str(home), str(ROOT), str(WORKER)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         wait_until_sync(lambda: (home / "run" / "devserver.json").exists() and len(_running_in(home)) >= 3, 60)
-        caller.send_signal(signal.SIGINT)  # KeyboardInterrupt inside lab.chaos()
+        caller.send_signal(getattr(signal, how))
         _, err = caller.communicate(timeout=120)
-        assert b"KeyboardInterrupt" in err and caller.returncode != 0
+        assert caller.returncode != 0 and (how == "SIGKILL" or b"KeyboardInterrupt" in err)
     finally:
         if caller.poll() is None:
             caller.kill()
-    wait_until_sync(lambda: not _running_in(home), 30)
+    wait_until_sync(lambda: not _running_in(home), 60)
 
 
 def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
