@@ -55,7 +55,7 @@ def test_chaos_on_a_guarded_agent_passes_and_says_what_it_re_executed(
         assert len(queries.effects(connect(ledger), run_id)) >= 5
     finally:
         close_all()
-    wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30)
 
 
 def test_a_ledger_url_goes_through_the_environment_not_the_command_line(tmp_path: Path):
@@ -113,8 +113,11 @@ lab.chaos(worker_cmd="python " + sys.argv[3], workflow="PydanticMailerGuarded", 
 """
 
 
+@pytest.mark.parametrize("when", ["starting", "running"])
 @pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
-def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_started(tmp_path: Path, how: str):
+def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_started(
+    tmp_path: Path, how: str, when: str
+):
     """Ctrl-C: KeyboardInterrupt inside lab.chaos(), which ends the command and stops the home. A
     SIGKILLed caller closes nothing: the kernel SIGTERMs the command (lab/bound.py), which stops what
     it started and then, orphaned, the home's dev server."""
@@ -128,14 +131,16 @@ def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_start
     caller = subprocess.Popen([sys.executable, str(script), str(home), str(ROOT), str(WORKER)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
-        wait_until_sync(lambda: (home / "run" / "devserver.json").exists() and len(_running_in(home)) >= 3, 60)
+        # starting: the dev server just recorded; running: the pool and its preloaded spare are up
+        marker = home / "run" / ("devserver.json" if when == "starting" else "preloader-0.ready")
+        assert wait_until_sync(lambda: marker.exists() and len(_running_in(home)) >= 3, 60)
         caller.send_signal(getattr(signal, how))
         _, err = caller.communicate(timeout=120)
         assert caller.returncode != 0 and (how == "SIGKILL" or b"KeyboardInterrupt" in err)
     finally:
         if caller.poll() is None:
             caller.kill()
-    wait_until_sync(lambda: not _running_in(home), 60)
+    assert wait_until_sync(lambda: not _running_in(home), 60)
 
 
 def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
@@ -144,7 +149,7 @@ def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
     with pytest.raises(LabError) as err:
         lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 40}, kills=3)
     assert "did not finish in 6 s (stopped)" in str(err.value)
-    wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30)
     lab.close()
     lab.close()  # twice is fine
     with pytest.raises(LabError, match="closed"):
@@ -198,7 +203,7 @@ def test_doctor_of_a_user_s_agent_returns_its_findings(tmp_path: Path):
     assert not result.passed and result.exit_code == 1  # pydantic-ai's defaults: a kill waits out a timeout
     assert result.findings and all(f["kind"] == "kill-costs-timeout" for f in result.findings)
     assert str(result).startswith(f"doctor: {len(result.findings)} finding(s)") and "fix: " in str(result)
-    wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30)
 
 
 def test_the_verdict_names_every_failing_run_and_coverage_round_and_survives_a_hostile_report(tmp_path: Path):

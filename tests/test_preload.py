@@ -102,11 +102,11 @@ def test_a_fork_runs_the_script_as_main_in_a_session_of_its_own(tmp_path: Path):
     )  # fmt: skip
     proc, ready = _preloader(tmp_path, script)
     try:
-        wait_until_sync(ready.exists, 30)
+        assert wait_until_sync(ready.exists, 30)
         assert json.loads(ready.read_text())["ok"] is True
         assert not out.exists()  # the script's body did not run in the preloader
         proc.send_signal(signal.SIGUSR1)  # a fork
-        wait_until_sync(out.exists, 10)
+        assert wait_until_sync(out.exists, 10)
         ran = json.loads(out.read_text())
         assert ran["main"] == "__main__" and ran["argv"] == [str(script)]
         assert ran["sid"] == ran["pid"] != proc.pid  # a session of its own: a group kill spares the preloader
@@ -129,7 +129,7 @@ def test_a_folder_the_script_puts_on_sys_path_is_where_its_imports_are_preloaded
     )  # fmt: skip
     proc, ready = _preloader(tmp_path, script)
     try:
-        wait_until_sync(ready.exists, 30)
+        assert wait_until_sync(ready.exists, 30)
         assert json.loads(ready.read_text())["ok"] is True and marker.exists()
     finally:
         proc.kill()
@@ -170,22 +170,22 @@ def test_what_a_fork_imports_later_the_preloader_imports_for_the_next_unless_it_
     proc, ready = _preloader(tmp_path, script)
     forks: list[int] = []
     try:
-        wait_until_sync(ready.exists, 30)
+        assert wait_until_sync(ready.exists, 30)
         assert proc.pid not in _importers(pids)  # not a top-level import: the script's main runs it
         proc.send_signal(signal.SIGUSR1)
-        wait_until_sync(lambda: len(_importers(pids)) >= 1, 10)
+        assert wait_until_sync(lambda: len(_importers(pids)) >= 1, 10)
         forks.append(_importers(pids)[0])
         # the fork says what it imported (LEARN_AT); a trial fork imports it first, then the preloader
         key = "not_learned" if starts_thread else "learned"
-        wait_until_sync(lambda: key in json.loads(ready.read_text()), 30)
+        assert wait_until_sync(lambda: key in json.loads(ready.read_text()), 30)
         said, importers = json.loads(ready.read_text()), _importers(pids)
         assert said["ok"] is True and said[key] >= 1 and proc.poll() is None  # still a spare either way
         assert len(importers) == (2 if starts_thread else 3) and importers[0] == forks[0]
         assert (importers[-1] == proc.pid) is not starts_thread  # the trial's import, then (clean) the preloader's
         proc.send_signal(signal.SIGUSR1)  # the next fork: it imports lazylib only where the preloader did not
-        wait_until_sync(lambda: (tmp_path / "p.ready.child").exists() and _child_pid(ready) not in forks, 10)
+        assert wait_until_sync(lambda: (tmp_path / "p.ready.child").exists() and _child_pid(ready) not in forks, 10)
         forks.append(_child_pid(ready))
-        wait_until_sync(lambda: forks[1] in _importers(tmp_path / "ran"), 10)  # its main ran past the import
+        assert wait_until_sync(lambda: forks[1] in _importers(tmp_path / "ran"), 10)  # its main ran past the import
         assert (forks[1] in _importers(pids)) is starts_thread
     finally:
         for pid in forks:
@@ -196,6 +196,13 @@ def test_what_a_fork_imports_later_the_preloader_imports_for_the_next_unless_it_
 
 def _settings(home: Settings, tmp_path: Path, cmd: tuple[str, ...]) -> Settings:
     return replace(home, worker_cmd=cmd, worker_cwd=tmp_path, task_queue_name=f"preload-{home.home.name}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _events(settings: Settings, kind: str) -> list:
@@ -223,7 +230,7 @@ async def test_a_killed_worker_is_replaced_by_a_fork_that_polls_and_stop_leaves_
         await wait_polling(client, settings, new, timeout=10)
         assert not _events(settings, "respawn")  # no cold start
     gone = [preloader.pid, new.pid]
-    wait_until_sync(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in gone), 10)
+    assert wait_until_sync(lambda: not any(_alive(p) for p in gone), 10)
     assert not list(settings.run_dir.glob("preloader-*.json"))
 
 
