@@ -5,6 +5,9 @@ anything starts; a timeout ending the command and everything it started; a close
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -17,6 +20,15 @@ from checkpoint_tui.waiting import wait_until_sync
 
 WORKER = Path(__file__).resolve().parents[1] / "examples" / "agents" / "pydantic_ai_mailer" / "worker.py"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _homes_stopped(tmp_path: Path) -> Iterator[None]:
+    """Whatever a failing test leaves in its homes is stopped (the session's leftover check is the net)."""
+    yield
+    for record in tmp_path.rglob("run/devserver.json"):
+        subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(record.parent.parent), "stop"],
+                       capture_output=True, timeout=120, check=False)  # fmt: skip
 
 
 def _running_in(home: Path) -> list[int]:
@@ -81,6 +93,8 @@ def test_a_usage_error_is_raised_with_the_cli_s_line_and_starts_nothing(tmp_path
     ("words", "why"),
     [({"args": ["--json", "/tmp/x.json"]}, "the Lab chooses where its reports go"),
      ({"args": ["--save-schedule=/tmp/s.json"]}, "the Lab chooses where its reports go"),
+     ({"args": ["--js", "/tmp/x.json"]}, "--js: the Lab chooses"),  # argparse takes an abbreviation
+     ({"global_args": ["--hom", "/tmp/elsewhere"]}, "--hom: the Lab chooses"),
      ({"global_args": "--no-spare"}, "lists of words, not one string")],
 )
 def test_flags_that_would_move_or_skip_the_report_are_refused(tmp_path: Path, words: dict, why: str):
@@ -122,8 +136,6 @@ def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_start
     SIGKILLed caller closes nothing: the kernel SIGTERMs the command (lab/bound.py), which stops what
     it started and then, orphaned, the home's dev server."""
     import signal
-    import subprocess
-    import sys
 
     home = tmp_path / "home"
     script = tmp_path / "run_lab.py"

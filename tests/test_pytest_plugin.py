@@ -7,6 +7,9 @@ call id, in pytest's failure message and in the JUnit XML."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -15,6 +18,16 @@ import pytest
 from checkpoint_tui.waiting import wait_until_sync
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def _homes_stopped(pytester: pytest.Pytester) -> Iterator[None]:
+    """Whatever a failing test leaves (an inner run's lab homes under pytester's folder) is stopped."""
+    yield
+    for record in pytester.path.rglob("chaos-lab*/run/devserver.json"):
+        home = record.parent.parent
+        subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(home), "stop"], capture_output=True,
+                       timeout=120, check=False)  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "pytest.md"
@@ -75,8 +88,9 @@ def test_a_scope_that_is_not_one_is_a_usage_error(pytester: pytest.Pytester):
     pytester.makeini("[pytest]\nchaos_lab_scope = forever\n")
     pytester.makepyfile(test_x="def test_x(chaos_lab):\n    pass\n")
     result = pytester.runpytest_subprocess(timeout=120)
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*chaos_lab_scope = 'forever': one of session, package, module, class, function*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*chaos_lab_scope = 'forever': one of session, package, module, class, function*"])
+    assert "TypeError" not in result.stdout.str() + result.stderr.str()
 
 
 @pytest.mark.parametrize("seeds", ["[]", "[-1]", "['one']"])
@@ -119,3 +133,19 @@ def test_x(chaos_lab, chaos_seed):
     result = pytester.runpytest_subprocess(timeout=120)
     result.assert_outcomes(passed=3)
     assert len({p.parent for p in pytester.path.rglob("seen-*")}) == homes  # nothing started: no command ran
+
+
+def test_a_class_s_seeds_and_a_method_s_words_are_merged_the_closest_winning(pytester: pytest.Pytester):
+    pytester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.chaos(seeds=[4, 5], kills=3, aim="tool")
+class TestMailer:
+    @pytest.mark.chaos(kills=5)
+    def test_x(self, chaos_lab, chaos_seed):
+        assert chaos_lab.seed == chaos_seed in (4, 5)
+        assert chaos_lab.defaults == {"kills": 5, "aim": "tool"}
+""")
+    result = pytester.runpytest_subprocess("-v", timeout=120)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_x?seed4?*PASSED*", "*test_x?seed5?*PASSED*"])

@@ -24,7 +24,7 @@ from checkpoint_tui.lab.result import LabError, Result, chaos_verdict, doctor_ve
 
 DEFAULT_TIMEOUT_S = 900.0  # one command, with the runs it starts; a CI job's step is usually capped above this
 MAX_TIMEOUT_S = 24 * 3600.0
-TERM_GRACE_S = 30.0  # after SIGTERM a command stops what it started (as on a CI timeout)
+TERM_GRACE_S = 40.0  # after SIGTERM a command stops what it started (lab/bound.py gives it 30 s, then SIGKILL)
 STOP_TIMEOUT_S = 120.0
 MAX_OUTPUT = 64 * 1024  # of the command's printed text kept in a result (all of it is in its log file)
 PYTHONS = frozenset({"python", "python3"})
@@ -177,37 +177,39 @@ class Lab:
         return shlex.join(argv)
 
     def _stop_argv(self) -> list[str]:
-        return [self.python, "-m", "checkpoint_tui", "--home", str(self.home),
+        return [self.python, "-P", "-m", "checkpoint_tui", "--home", str(self.home),
                 *_opt("--temporal-address", self.temporal_address), "stop"]  # fmt: skip
 
     def _run(self, name: str, front: list[str], words: list[str]) -> tuple[int, str]:
         """Run the CLI, bound to this process (the kernel SIGTERMs it if this process dies); (exit code,
         its output). Exit 2 or 3 raises LabError with its one line; a timeout or an interrupt ends it
         (SIGTERM, then SIGKILL) and stops the home's processes."""
-        if self._closed:
-            raise LabError("this lab is closed", Exit.USAGE)
-        log_path = self._output_dir() / f"{name}.log"
-        argv = [self.python, "-m", "checkpoint_tui.lab.bound", str(os.getpid()), *front, *words]
-        with self._lock, _new_file(log_path) as log:
-            proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        with self._lock:
+            if self._closed:  # checked under the lock: a close() while this call waited for it wins
+                raise LabError("this lab is closed", Exit.USAGE)
+            started_before, self._started[0] = self._started[0], True  # a close() from now on stops the home
+            # -P: the caller's folder (a project's root, its own `queue.py`...) is not on the command's path
+            argv = [self.python, "-P", "-m", "checkpoint_tui.lab.bound", str(os.getpid()),
+                    *(["--started"] if started_before else []), *front, *words]  # fmt: skip
+            log_path = self._output_dir() / f"{name}.log"
+            with _new_file(log_path) as log:
+                proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
             try:
                 proc.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
-                self._started[0] = True
                 _end(proc)
                 _stop_home(self._stop_argv(), self.cwd, self.env, self._started)  # the lab stays usable
                 raise LabError(f"{words[0] if words else 'verify'} did not finish in {self.timeout_s:g} s "
                                "(stopped)", Exit.FAILED) from None  # fmt: skip
             except BaseException:  # KeyboardInterrupt too: nothing of the run is left behind
-                self._started[0] = True
                 _end(proc)
                 _stop_home(self._stop_argv(), self.cwd, self.env, self._started)
                 raise
         output = _tail(log_path)
         if proc.returncode == Exit.USAGE:  # refused before it started anything: the home is not ours to stop
+            self._started[0] = started_before
             raise LabError(_one_line(output, proc.returncode), proc.returncode)
-        self._started[0] = True
         if proc.returncode not in (Exit.OK, Exit.FAILED):
             raise LabError(_one_line(output, proc.returncode), proc.returncode)
         return proc.returncode, output
@@ -264,10 +266,12 @@ def _one_line(output: str, code: int) -> str:
 
 
 def _checked(args: Sequence[str]) -> list[str]:
+    """The words, unless one names (or abbreviates, as argparse allows) a flag the Lab sets itself."""
     if isinstance(args, str):
         raise LabError("args and global_args are lists of words, not one string", Exit.USAGE)
     words = [str(a) for a in args]
-    taken = sorted({w.split("=", 1)[0] for w in words} & RESERVED)
+    flags = {w.split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2}
+    taken = sorted(f for f in flags if any(r.startswith(f) for r in RESERVED))
     if taken:
         raise LabError(f"{', '.join(taken)}: the Lab chooses where its reports go (see Result)", Exit.USAGE)
     return words

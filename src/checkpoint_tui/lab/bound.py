@@ -1,21 +1,33 @@
-"""`python -m checkpoint_tui.lab.bound PARENT_PID --home HOME [--temporal-address A] ARGS...`: runs
-`python -m checkpoint_tui ARGS...` as its child and ends it when the process that started this one (a
-Lab's, a pytest worker's) dies, however it dies: the kernel SIGTERMs this process then
+"""`python -m checkpoint_tui.lab.bound PARENT_PID [--started] --home HOME [--temporal-address A] ARGS...`:
+runs `python -m checkpoint_tui ARGS...` as its child and ends it when the process that started this
+one (a Lab's, a pytest worker's) dies, however it dies: the kernel SIGTERMs this process then
 (PR_SET_PDEATHSIG); it passes SIGTERM on (the command stops the workers and supervisors it started,
 as on a CI timeout), waits for it (SIGKILL after a grace), then runs `stop` on the home, since no Lab
-is left to close it: the dev server the home keeps between commands ends too. The Lab runs every
-command through it. A parent, not a wrapper in the same process: a SIGTERM that reaches the command
-before its own handler is set (starting the dev server) ends it at once, and `stop` must still run."""
+is left to close it: the dev server the home keeps between commands ends too. `--started`: an
+earlier command of the Lab ran there, so a caller found dead before this one starts still means a
+`stop`. The child is bound to this process in turn: if this one is killed alone, the command ends.
+
+A parent, not a wrapper in the same process: a SIGTERM that reaches the command before its own
+handler is set (while the dev server starts) ends it at once, and `stop` must still run."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 
-GRACE_S = 30.0  # as the Lab's own: a chaos ending on SIGTERM stops its processes in seconds
+GRACE_S = 30.0  # a chaos ending on SIGTERM stops its processes in seconds; the Lab waits longer than this
+STOP_TIMEOUT_S = 120.0
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """The kernel sends `sig` to this process when its parent goes (set in a child before exec too)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
 
 
 def stop_argv(args: list[str]) -> list[str]:
@@ -25,16 +37,22 @@ def stop_argv(args: list[str]) -> list[str]:
     return [*home, *address, "stop"]
 
 
-def main() -> None:
-    from checkpoint_tui.ops.procs import bind_to_parent
+def stop_home(args: list[str]) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        subprocess.run([sys.executable, "-P", "-m", "checkpoint_tui", *stop_argv(args)], stdin=subprocess.DEVNULL,
+                       timeout=STOP_TIMEOUT_S, check=False)  # fmt: skip
 
-    if len(sys.argv) < 4 or not sys.argv[1].isdigit() or sys.argv[2] != "--home":
-        sys.exit("usage: python -m checkpoint_tui.lab.bound PARENT_PID --home HOME ARGS...")
-    parent, args = int(sys.argv[1]), sys.argv[2:]
-    ended = []
+
+def run_bound(parent: int, started: bool, args: list[str]) -> int:
+    ended: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: ended.append(True))  # before the binding: no default death
-    bind_to_parent(parent, signal.SIGTERM)
-    child = subprocess.Popen([sys.executable, "-m", "checkpoint_tui", *args], stdin=subprocess.DEVNULL)
+    die_with_parent()
+    if os.getppid() != parent or ended:  # the caller died (or the Lab ended this) before the binding took
+        if started and os.getppid() != parent:
+            stop_home(args)
+        return 1
+    child = subprocess.Popen([sys.executable, "-P", "-m", "checkpoint_tui", *args], stdin=subprocess.DEVNULL,
+                             preexec_fn=die_with_parent)  # safe here: this process has no other thread
     while child.poll() is None and not ended:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=0.1)
@@ -47,9 +65,18 @@ def main() -> None:
                 child.kill()
                 child.wait()
         if os.getppid() != parent:  # orphaned: nobody will close its Lab
-            subprocess.run([sys.executable, "-m", "checkpoint_tui", *stop_argv(args)], stdin=subprocess.DEVNULL,
-                           timeout=120, check=False)  # fmt: skip
-    sys.exit(child.returncode if child.returncode is not None and child.returncode >= 0 else 1)
+            stop_home(args)
+    code = child.returncode
+    return code if code >= 0 else 128 - code  # a signal's death is not a verdict (the Lab raises on it)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    started = len(argv) > 1 and argv[1] == "--started"
+    args = argv[2:] if started else argv[1:]
+    if not argv or not argv[0].isdigit() or args[:1] != ["--home"] or len(args) < 2:
+        sys.exit("usage: python -m checkpoint_tui.lab.bound PARENT_PID [--started] --home HOME ARGS...")
+    sys.exit(run_bound(int(argv[0]), started, args))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # checked here, once: pytest evaluates a fixture's scope callable for every run, with or without
+    # the fixture, and would wrap an error there in a TypeError about the callable's signature
+    scope = str(config.getini("chaos_lab_scope")).strip()
+    if scope not in SCOPES:
+        raise pytest.UsageError(f"chaos_lab_scope = {scope[:40]!r}: one of {', '.join(SCOPES)}")
     config.addinivalue_line(
         "markers", "chaos(seeds=None, **words): run the test once per seed in `seeds`; the other words are "
         "defaults of chaos_lab.chaos() (checkpoint-tui)",
@@ -51,16 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _scope(fixture_name: str, config: pytest.Config) -> str:
     scope = str(config.getini("chaos_lab_scope")).strip()
-    if scope not in SCOPES:
-        raise pytest.UsageError(f"chaos_lab_scope = {scope[:40]!r}: one of {', '.join(SCOPES)}")
-    return scope
+    return scope if scope in SCOPES else "session"  # pytest_configure refused any other
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    marker = metafunc.definition.get_closest_marker("chaos")
-    if marker is None or "chaos_seed" not in metafunc.fixturenames or marker.kwargs.get("seeds") is None:
+    given = _words(metafunc.definition).get("seeds")
+    if given is None or "chaos_seed" not in metafunc.fixturenames:
         return
-    given = marker.kwargs["seeds"]
     seeds = list(itertools.islice(given, MAX_SEEDS + 1)) if isinstance(given, Iterable) else []
     if not seeds or len(seeds) > MAX_SEEDS or not all(type(s) is int and 0 <= s < 2**63 for s in seeds):
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: chaos(seeds=...) takes 1..{MAX_SEEDS} seeds >= 0")
@@ -93,9 +95,16 @@ def chaos_seed(request: pytest.FixtureRequest) -> int | None:
 @pytest.fixture
 def chaos_lab(request: pytest.FixtureRequest, chaos_lab_session: Lab, chaos_seed: int | None) -> ChaosLab:
     """The lab for this test: chaos(), verify() and doctor() with the marker's seed and defaults."""
-    marker = request.node.get_closest_marker("chaos")
-    defaults = {k: v for k, v in (marker.kwargs if marker is not None else {}).items() if k != "seeds"}
+    defaults = {k: v for k, v in _words(request.node).items() if k != "seeds"}
     return ChaosLab(chaos_lab_session, request.node, chaos_seed, defaults)
+
+
+def _words(node: pytest.Item) -> dict[str, Any]:
+    """Every `chaos` mark's words on the test, its class and module: the closest one's win."""
+    words: dict[str, Any] = {}
+    for marker in reversed(list(node.iter_markers("chaos"))):  # iter_markers: closest first
+        words.update(marker.kwargs)
+    return words
 
 
 class ChaosLab:
