@@ -108,8 +108,9 @@ def test_a_home_that_cannot_be_one_or_a_planted_link_for_its_reports_is_refused(
     with pytest.raises(LabError, match="not a folder") as err:
         Lab(tmp_path / "file")
     assert err.value.exit_code == 2
-    with pytest.raises(LabError, match="timeout_s"):
-        Lab(tmp_path / "home", timeout_s=float("nan"))
+    for bad in (float("nan"), float("inf"), -1, 0, True, "soon"):
+        with pytest.raises(LabError, match="timeout must be a number of seconds"):
+            Lab(tmp_path / "home", timeout_s=bad)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "home").mkdir()

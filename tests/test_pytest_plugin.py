@@ -93,6 +93,14 @@ def test_a_scope_that_is_not_one_is_a_usage_error(pytester: pytest.Pytester):
     assert "TypeError" not in result.stdout.str() + result.stderr.str()
 
 
+def test_a_timeout_that_is_not_one_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nchaos_lab_timeout = soon\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess(timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*chaos_lab_timeout: timeout must be a number of seconds*'soon'*"])
+
+
 @pytest.mark.parametrize("seeds", ["[]", "[-1]", "['one']"])
 def test_bad_seeds_are_a_usage_error(pytester: pytest.Pytester, seeds: str):
     pytester.makepyfile(test_x=f"import pytest\n@pytest.mark.chaos(seeds={seeds})\ndef test_x(chaos_lab):\n    pass\n")

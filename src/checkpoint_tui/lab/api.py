@@ -53,8 +53,7 @@ class Lab:
     ) -> None:  # fmt: skip
         from checkpoint_tui.files.home import resolve_home
 
-        if not isinstance(timeout_s, int | float) or not math.isfinite(timeout_s) or not 0 < timeout_s <= MAX_TIMEOUT_S:
-            raise LabError(f"timeout_s must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]", Exit.USAGE)
+        timeout_s = check_timeout(timeout_s)
         try:
             self.home = resolve_home(os.fspath(home), "Lab home")
             self.home.mkdir(parents=True, exist_ok=True)
@@ -64,7 +63,7 @@ class Lab:
             raise LabError(f"Lab home {self.home}: {err.strerror or err}", Exit.USAGE) from None
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         self.temporal_address, self.task_queue, self.timeout_s, self.python = (
-            temporal_address, task_queue, float(timeout_s), python)  # fmt: skip
+            temporal_address, task_queue, timeout_s, python)  # fmt: skip
         self.env = {k: v for k, v in (os.environ if env is None else env).items() if k not in LOCATION_ENV}
         if ledger_url is not None:  # through the environment: a password never lands on a command line
             self.env["CHECKPOINT_LEDGER_URL"] = ledger_url
@@ -222,6 +221,18 @@ class Lab:
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             raise LabError(f"{self._out} is not a folder of this user's (a link, or a file): remove it", Exit.USAGE)
         return self._out
+
+
+def check_timeout(value: object) -> float:
+    """A command's time limit: seconds in (0, MAX_TIMEOUT_S]; a number's text is taken (an ini value)."""
+    try:
+        seconds = float(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else math.nan
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_S:
+        raise LabError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not {str(value)[:40]!r}",
+                       Exit.USAGE)  # fmt: skip
+    return seconds
 
 
 def _stop_home(argv: list[str], cwd: Path, env: dict[str, str], started: list[bool]) -> None:

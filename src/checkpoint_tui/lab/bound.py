@@ -13,7 +13,6 @@ handler is set (while the dev server starts) ends it at once, and `stop` must st
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -21,13 +20,6 @@ import sys
 
 GRACE_S = 30.0  # a chaos ending on SIGTERM stops its processes in seconds; the Lab waits longer than this
 STOP_TIMEOUT_S = 120.0
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """The kernel sends `sig` to this process when its parent goes (set in a child before exec too)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
 
 
 def stop_argv(args: list[str]) -> list[str]:
@@ -44,15 +36,17 @@ def stop_home(args: list[str]) -> None:
 
 
 def run_bound(parent: int, started: bool, args: list[str]) -> int:
+    from checkpoint_tui.ops.procs import die_with_parent
+
     ended: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: ended.append(True))  # before the binding: no default death
-    die_with_parent()
+    die_with_parent(signal.SIGTERM)
     if os.getppid() != parent or ended:  # the caller died (or the Lab ended this) before the binding took
         if started and os.getppid() != parent:
             stop_home(args)
         return 1
     child = subprocess.Popen([sys.executable, "-P", "-m", "checkpoint_tui", *args], stdin=subprocess.DEVNULL,
-                             preexec_fn=die_with_parent)  # safe here: this process has no other thread
+                             preexec_fn=lambda: die_with_parent(signal.SIGTERM))  # safe: no other thread here
     while child.poll() is None and not ended:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=0.1)

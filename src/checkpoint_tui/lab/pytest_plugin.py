@@ -21,7 +21,6 @@ is pytest's own interpreter.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -29,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from checkpoint_tui.lab.api import MAX_TIMEOUT_S, Lab
-from checkpoint_tui.lab.result import Result
+from checkpoint_tui.lab.api import Lab, check_timeout
+from checkpoint_tui.lab.result import LabError, Result
 
 SCOPES = ("session", "package", "module", "class", "function")
 MAX_SEEDS = 1000
@@ -48,6 +47,10 @@ def pytest_configure(config: pytest.Config) -> None:
     scope = str(config.getini("chaos_lab_scope")).strip()
     if scope not in SCOPES:
         raise pytest.UsageError(f"chaos_lab_scope = {scope[:40]!r}: one of {', '.join(SCOPES)}")
+    try:
+        check_timeout(config.getini("chaos_lab_timeout"))
+    except LabError as err:
+        raise pytest.UsageError(f"chaos_lab_timeout: {err}") from None
     config.addinivalue_line(
         "markers", "chaos(seeds=None, **words): run the test once per seed in `seeds`; the other words are "
         "defaults of chaos_lab.chaos() (checkpoint-tui)",
@@ -72,13 +75,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope=_scope)
 def chaos_lab_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The Lab behind chaos_lab: its home, its dev server; stopped when its scope ends."""
-    raw = str(request.config.getini("chaos_lab_timeout"))
-    try:
-        timeout = float(raw)
-    except ValueError:
-        timeout = math.nan
-    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
-        raise pytest.UsageError(f"chaos_lab_timeout = {raw[:40]!r}: seconds in (0, {MAX_TIMEOUT_S:g}]")
+    timeout = check_timeout(request.config.getini("chaos_lab_timeout"))  # checked at configure
     lab = Lab(tmp_path_factory.mktemp("chaos-lab"), cwd=request.config.rootpath, timeout_s=timeout)
     try:
         yield lab

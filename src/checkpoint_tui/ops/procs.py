@@ -30,14 +30,34 @@ CREATE_TIME_SLACK_S = 0.05  # create_time (records without ticks) is rounded to 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_ticks(pid: int) -> int | None:
-    """When the process started, in clock ticks since boot (field 22 of /proc/PID/stat; the fields
-    after the command name, which may hold spaces and parentheses, are split from its last ')')."""
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, start time in clock ticks since boot) from /proc/PID/stat (fields 3 and 22; the
+    fields after the command name, which may hold spaces and parentheses, are split from its last
+    ')'), in one read; None if the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read(4096)
-        return int(data[data.rindex(b")") + 2 :].split()[19])
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode("ascii", "replace"), int(fields[19])
     except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_ticks(pid: int) -> int | None:
+    stat = proc_stat(pid)
+    return stat[1] if stat is not None else None
+
+
+def started_before(pid: int, other: ProcIdentity, slack_s: float) -> bool | None:
+    """Whether process `pid` started more than `slack_s` before `other` did (None: it is gone)."""
+    ticks = start_ticks(pid)
+    if ticks is None:
+        return None
+    if other.start_ticks is not None:
+        return ticks < other.start_ticks - slack_s * CLOCK_TICKS
+    try:
+        return psutil.Process(pid).create_time() < other.create_time - slack_s
+    except psutil.Error:
         return None
 
 
@@ -63,17 +83,14 @@ class ProcIdentity:
             return self.start_ticks == other.start_ticks
         return abs(other.create_time - self.create_time) < CREATE_TIME_SLACK_S
 
-    def started_before(self, pid: int, slack_s: float) -> bool | None:
-        """Whether process `pid` started more than `slack_s` before this one (None: it is gone)."""
-        ticks = start_ticks(pid)
-        if ticks is None:
-            return None
+    def _started_at(self, ticks: int) -> bool:
+        """Whether the pid's process, started at `ticks`, is the one recorded."""
         if self.start_ticks is not None:
-            return ticks < self.start_ticks - slack_s * CLOCK_TICKS
-        try:
-            return psutil.Process(pid).create_time() < self.create_time - slack_s
+            return ticks == self.start_ticks
+        try:  # a record without ticks: its create_time, compared as it always was
+            return abs(psutil.Process(self.pid).create_time() - self.create_time) < CREATE_TIME_SLACK_S
         except psutil.Error:
-            return None
+            return False
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -105,23 +122,19 @@ class ProcIdentity:
         return any(cmd[i : i + n] == args for i in range(len(cmd) - n + 1))
 
     def exists(self) -> bool:
-        """Still in the process table as the same process (not yet reaped, not a zombie)."""
-        now = ProcIdentity.of(self.pid)
-        try:
-            zombie = psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
-        return now is not None and self.same_start(now) and not zombie
+        """Still in the process table as the same process (not yet reaped, not a zombie): one read of
+        /proc/PID/stat (wait loops call it every few milliseconds)."""
+        stat = proc_stat(self.pid)
+        return stat is not None and stat[0] != "Z" and self._started_at(stat[1])
 
     def matches_live(self) -> bool:
         """Alive (not a zombie) and still the very process we recorded."""
-        try:
-            if psutil.Process(self.pid).status() == psutil.STATUS_ZOMBIE:
-                return False
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        if not self.exists():
             return False
-        now = ProcIdentity.of(self.pid)
-        return now is not None and self.same_start(now) and now.cmdline == self.cmdline
+        try:
+            return tuple(psutil.Process(self.pid).cmdline()) == self.cmdline
+        except psutil.Error:
+            return False
 
 
 def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcIdentity | None:
@@ -141,14 +154,19 @@ def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcI
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def bind_to_parent(parent: int, sig: int = signal.SIGKILL) -> None:
-    """Die (by `sig`) with the process that started this one: the kernel sends it when the parent
-    goes, however it goes (a SIGKILLed `chaos` or `replay` leaves nothing of its own behind). A parent
-    already gone before the binding took: exit now."""
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """The kernel sends `sig` to this process when its parent goes, however it goes (also usable as a
+    child's preexec_fn, before exec)."""
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+
+
+def bind_to_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Die (by `sig`) with the process that started this one (a SIGKILLed `chaos` or `replay` leaves
+    nothing of its own behind). A parent already gone before the binding took: exit now."""
+    die_with_parent(sig)
     if os.getppid() != parent:
         os._exit(1)
 

@@ -20,7 +20,14 @@ from pathlib import Path
 
 import psutil
 
-from checkpoint_tui.ops.procs import ProcIdentity, read_json, send_signal_if_ours, started_with, write_json
+from checkpoint_tui.ops.procs import (
+    ProcIdentity,
+    read_json,
+    send_signal_if_ours,
+    started_before,
+    started_with,
+    write_json,
+)
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until_sync
 
@@ -49,7 +56,7 @@ def members(settings: Settings, leader: ProcIdentity) -> list[ProcIdentity]:
                 continue
         except OSError:  # gone meanwhile
             continue
-        if leader.started_before(pid, CREATE_SLACK_S) is not False:  # older than the group (a reused pgid), or gone
+        if started_before(pid, leader, CREATE_SLACK_S) is not False:  # older than its group (a reused pgid), or gone
             continue
         if started_with(pid, "CHECKPOINT_HOME") != str(settings.home):
             continue
