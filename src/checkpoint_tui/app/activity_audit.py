@@ -93,6 +93,11 @@ class ActivityAudit:
     duplicated_detail: list[str] = field(default_factory=list)
     lost_work: dict = field(default_factory=dict)  # LostWork.to_dict() (app/lost_work.py); {}: history not read
     lost_work_count: int = 0  # units of work lost by the application (not what the lab's kills cost in waiting)
+    # Where the effects land (--effects; app/destination_audit.py): each destination's reading, the re-executed
+    # calls whose effect stood once there, and the ids the run put there more than once.
+    destinations: list[dict] = field(default_factory=list)
+    effect_once: list[dict] = field(default_factory=list)
+    destination_duplicates: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -113,16 +118,18 @@ class ActivityAudit:
             verdict = lost_verdict(self.workflow_status, self.lost_work.get("first") if self.lost_work_count else None)
             verdict += f" · {self.lost} effect(s) left claimed, never stamped" if self.lost else ""
         elif self.at_risk:
-            verdict += f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)})"
+            verdict += (f" ({len(self.at_risk)} re-executed at risk: {_names(self.at_risk)}; to prove them, name "
+                        "where their effects land with --effects, or make them through the effects library)")
         elif self.never_ran:
             verdict += f" ({len(self.never_ran)} never ran: {_names(self.never_ran)} · {self.never_ran[0]['why']})"
         elif self.lost or self.duplicated:
             verdict += f" (lost {self.lost}, duplicated {self.duplicated})"
         elif not self.ok and self.model_reruns:
             verdict += f" ({len(self.model_reruns)} model requests re-run, --strict-models)"
+        once = f", effect once {len(self.effect_once)}" if self.destinations else ""
         return (
             f"run {state} — {self.completed} of {self.activities} activities, re-executed {len(self.re_executed)} "
-            f"(guarded {len(self.guarded_re_executed)}, model {len(self.model_reruns)}) · {verdict}"
+            f"(guarded {len(self.guarded_re_executed)}{once}, model {len(self.model_reruns)}) · {verdict}"
         )
 
     def _effects_clean(self, unfinished: bool = False) -> bool:
@@ -290,10 +297,12 @@ def audit_lines(a: ActivityAudit) -> list[str]:
     ]
     for r in a.guarded_re_executed:
         lines.append(f"  re-executed, guarded: {_act(r)} · " + "; ".join(r["effects"]))
+    for r in a.effect_once:
+        lines.append(f"  re-executed · effect once at {', '.join(d['label'] for d in a.destinations)}: {_act(r)}")
     for r in a.at_risk:
         lines.append(
             f"  AT RISK: {_act(r)} ran {r['attempt']} times with no effect through the library: "
-            "what it did outside may have happened more than once"
+            "what it did outside may have happened more than once (name where it lands with --effects)"
         )
     if any(r["class"] == "other" for r in a.at_risk):  # unclassified: it may be a model request after all
         lines.append("  (an activity the lab cannot classify: if it is an agent's model request or tool call, "
@@ -319,6 +328,8 @@ def audit_lines(a: ActivityAudit) -> list[str]:
         lines += [f"  {r}" for r in a.re_entered[:10]]
     else:
         lines.append("probe log: none (no effect went through the library)")
+    lines += [f"destination {d['label']}: {d['new']} effect(s) landed · duplicates {d['duplicates']}"
+              for d in a.destinations]  # fmt: skip
     lines += lost_work_lines(a.lost_work) if a.lost_work else []
     work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
     lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")

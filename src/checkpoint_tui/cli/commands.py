@@ -318,11 +318,20 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
             return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
+    settings.ensure_dirs()
+    read_destinations(workload)  # one that cannot be read: exit 2 before anything starts
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     with lab(settings, "chaos", exclusive=True):
         return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
                                          json_out, outputs, runs=args.runs, max_kills=max_kills,
                                          rate=args.rate))  # fmt: skip
+
+
+def read_destinations(workload: Adapter) -> None:
+    from checkpoint_tui.ledger.destination import read_ids
+
+    for dest in getattr(workload, "destinations", ()):
+        read_ids(dest)
 
 
 def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:

@@ -20,6 +20,7 @@ from checkpoint_tui.settings import FleetMember, Settings
 
 if TYPE_CHECKING:
     from checkpoint_tui.app.frameworks.declared import Declared
+    from checkpoint_tui.ledger.destination import Destination
     from checkpoint_tui.workloads import Adapter
 
 MAX_CMD_CHARS = 4096
@@ -100,6 +101,11 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--framework", choices=FRAMEWORKS,
                    help="classify the workflow's activities with this agent framework's adapter (default: "
                    "recognised from the activity types)")  # fmt: skip
+    p.add_argument("--effects", action="append", default=None, metavar="SPEC", type=_destination,
+                   help="where your tools' effects land, read before and after each run (the verdict counts "
+                   "what it holds twice): sql:URL:QUERY (sqlite:PATH or postgresql://...; the query's first "
+                   "column is the effect's id) or file:PATH[:REGEX] (one effect per line; a file or a "
+                   "folder's files); repeatable; also `effects` in [tool.checkpoint-tui]")  # fmt: skip
     for kind in ("model", "tool"):
         p.add_argument(f"--{kind}-activities", action="append", default=None, metavar="GLOB", type=_glob,
                        help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
@@ -125,6 +131,15 @@ def _glob(text: str) -> str:
         return check_glob(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _destination(text: str) -> Destination:
+    from checkpoint_tui.ledger.destination import parse_destination
+
+    try:
+        return parse_destination(text)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--effects ")) from None
 
 
 def _aim(text: str) -> str:
@@ -199,6 +214,9 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
             raise UsageError(f"with --worker-cmd, {command} takes --workflow TYPE --input JSON")
     if (args.framework or args.model_activities or args.tool_activities) and not user:
         raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
+    if getattr(args, "effects", None) and not user:
+        raise UsageError("--effects names where a worker of yours puts its effects (give --worker-cmd too); "
+                         "checkpoint-tui's own loop is audited at its outbox already")  # fmt: skip
     if command == "chaos" and not user and (args.aim != "any" or args.strict_models):
         raise UsageError("--aim and --strict-models are for a user's workflow (--worker-cmd ... --workflow TYPE)")
 
@@ -228,11 +246,29 @@ def build_workload(args: argparse.Namespace) -> Adapter:
     after = command in RUN_COMMANDS  # --workflow/--input after the command (start, chaos, doctor)
     workflow = args.workflow if after else args.verify_workflow
     text = args.input_json if after else args.verify_input
-    declared = declaration(args)
+    declared, dests = declaration(args), destinations(args)
     if workflow is None:  # the app, status, doctor RUN: runs of whatever workflow the ledger names
-        return UserWorkflow(None, framework=args.framework, declared=declared)
+        return UserWorkflow(None, framework=args.framework, declared=declared, destinations=dests)
     workflow, arg = workflow_and_input(workflow, text)
-    return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False), declared)
+    return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False), declared, dests)
+
+
+def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
+    """Where the effects land: --effects, else `effects` in [tool.checkpoint-tui] of ./pyproject.toml."""
+    from checkpoint_tui.ledger.destination import MAX_DESTINATIONS, parse_destination
+
+    given = list(getattr(args, "effects", None) or [])
+    if not given:
+        specs = _pyproject_table(Path.cwd() / "pyproject.toml").get("effects", [])
+        specs = [specs] if isinstance(specs, str) else specs
+        if not isinstance(specs, list) or not all(isinstance(x, str) for x in specs):
+            raise UsageError("pyproject.toml [tool.checkpoint-tui] effects is a list of sql:... or file:... specs")
+        given = [parse_destination(x) for x in specs[: MAX_DESTINATIONS + 1]]
+    if len(given) > MAX_DESTINATIONS:
+        raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
+    if len({d.label for d in given}) < len(given):
+        raise UsageError("the same --effects destination twice")
+    return tuple(given)
 
 
 def declaration(args: argparse.Namespace) -> Declared | None:
@@ -252,18 +288,26 @@ def declaration(args: argparse.Namespace) -> Declared | None:
     return found or None
 
 
-def _pyproject_declaration(path: Path) -> tuple[list, list]:
+def _pyproject_table(path: Path) -> dict:
+    """[tool.checkpoint-tui] of the project's pyproject.toml ({} when there is none)."""
     import tomllib
 
     from checkpoint_tui.files import read_input
 
     if not path.is_file():
-        return [], []
+        return {}
     try:
         table = tomllib.loads(read_input(path, "pyproject.toml", PYPROJECT_LIMIT).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UsageError(f"{path}: not TOML ({str(err)[:120]})") from None
     ours = table.get("tool", {}).get("checkpoint-tui", {})
+    if not isinstance(ours, dict):
+        raise UsageError(f"{path}: [tool.checkpoint-tui] is not a table")
+    return ours
+
+
+def _pyproject_declaration(path: Path) -> tuple[list, list]:
+    ours = _pyproject_table(path)
     model, tool = ours.get("model-activities", []), ours.get("tool-activities", [])
     model, tool = ([x] if isinstance(x, str) else x for x in (model, tool))
     if not isinstance(model, list) or not isinstance(tool, list):

@@ -87,10 +87,11 @@ class Lab:
         resets: int | None = None, runs: int | None = None, schedule: str | os.PathLike[str] | None = None,
         strict_models: bool = False, until_covered: bool = False, junit: bool = True, proof: bool = False,
         workers: Iterable[tuple[str, WorkerCmd]] = (), framework: str | None = None,
-        args: Sequence[str] = (), global_args: Sequence[str] = (),
+        effects: Iterable[str] = (), args: Sequence[str] = (), global_args: Sequence[str] = (),
     ) -> Result:  # fmt: skip
         """`checkpoint-tui chaos` with these words (see its --help). `workers`: a fleet's (queue,
-        command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `args`: other chaos
+        command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `effects`: where the
+        tools' effects land (`--effects SPEC` each; relative paths from `cwd`); `args`: other chaos
         flags and `global_args` other global ones (before the command), as the CLI spells them.
         `schedule` is resolved against `cwd`, as the worker commands are."""
         name = self._name("chaos")
@@ -104,7 +105,7 @@ class Lab:
         words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
         words += _opt("--junit", junit_path and str(junit_path)) + _opt("--proof", proof_path and str(proof_path))
-        front = self._front(worker_cmd, task_queue, workers, framework, global_args)
+        front = self._front(worker_cmd, task_queue, workers, framework, global_args, effects)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
         passed = exit_code == Exit.OK
@@ -157,10 +158,13 @@ class Lab:
 
     def _front(
         self, worker_cmd: WorkerCmd | None, task_queue: str | None, workers: Iterable[tuple[str, WorkerCmd]],
-        framework: str | None = None, global_args: Sequence[str] = (),
+        framework: str | None = None, global_args: Sequence[str] = (), effects: Iterable[str] = (),
     ) -> list[str]:  # fmt: skip
         """The global flags: home, server, queue, the worker command(s), the framework, the rest."""
+        if isinstance(effects, str):  # one spec, not its characters
+            effects = [effects]
         front = ["--home", str(self.home)] + _opt("--temporal-address", self.temporal_address)
+        front += [w for spec in effects for w in ("--effects", str(spec))]
         front += _opt("--task-queue", task_queue or self.task_queue) + _opt("--framework", framework)
         front += _opt("--worker-cmd", None if worker_cmd is None else self.command_line(worker_cmd))
         for queue, cmd in workers:

@@ -26,6 +26,7 @@ from checkpoint_tui.app.timeline import Timeline
 from checkpoint_tui.app.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
 from checkpoint_tui.app.workload import StatusReport, Workload
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
@@ -48,6 +49,7 @@ class UserWorkflow(Adapter):
     framework: str | None = None  # forced (--framework); None: recognised from the activity types
     strict_models: bool = False  # a re-executed model request fails the verdict too (--strict-models)
     declared: Declared | None = None  # --model-activities / --tool-activities, or [tool.checkpoint-tui]
+    destinations: tuple[Destination, ...] = ()  # where its effects land (--effects), read around each run
     kind: ClassVar[str] = WORKFLOW
     unit: ClassVar[str] = "activity"
     units: ClassVar[str] = "activities"
@@ -62,7 +64,8 @@ class UserWorkflow(Adapter):
 
     def flags(self, units: int) -> tuple[list[str], list[str]]:
         framework = ["--framework", self.framework] if self.framework else []
-        return ["--worker-cmd", "...", *framework], ["--workflow", str(self.workflow)]
+        effects = [w for d in self.destinations for w in ("--effects", shlex.quote(d.label))]
+        return ["--worker-cmd", "...", *framework, *effects], ["--workflow", str(self.workflow)]
 
     def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:
         framework = ["--framework", self.framework] if self.framework else []

@@ -130,6 +130,7 @@ class Chaos:
     async def run(self) -> dict:
         started = time.monotonic()
         target = self.target
+        before = await asyncio.to_thread(target.read_destinations)  # where the effects land, before the run
         try:  # from the first process it starts on, whatever ends the run stops what chaos started
             address = await self.start_lab(target.header(self))
             settings = self.settings
@@ -162,6 +163,7 @@ class Chaos:
                 await self.proxy.close()
             await self.fleet.close(settings)
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
+        await asyncio.to_thread(target.at_destination, self, audits, before)  # every worker has stopped
         conn, probe = connect(settings.ledger), target.probe(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
             named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)

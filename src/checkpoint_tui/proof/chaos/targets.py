@@ -104,6 +104,14 @@ class ChaosTarget:
             self.lead_audit = audit
         return audit
 
+    def read_destinations(self) -> list:
+        """What each destination of the workload's effects (--effects) holds now, in its order: the run is
+        read against it afterwards. Our loop's outbox is audited by its own audit."""
+        return []
+
+    def at_destination(self, chaos: Chaos, audits: list, before: list) -> None:
+        """Each run's audit against what the destinations gained since `before`."""
+
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         """Fill in each fired event's restart_s / stalled_s / recovery_s from durable data."""
 

@@ -30,12 +30,14 @@ from temporalio.client import Client
 from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.audit import Audit
+from checkpoint_tui.app.destination_audit import apply, assign, diff
 from checkpoint_tui.app.frameworks import Framework, detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.proof.chaos import coverage_activities
@@ -214,6 +216,19 @@ class ActivityTarget(ChaosTarget):
         last event (a reset's new execution, the last activities) is where stalls and resets look."""
         await self.runs[run_id].refresh()
         return await super().audit(chaos, run_id, status)
+
+    def read_destinations(self) -> list:
+        return [read_ids(d) for d in self.workload.destinations]
+
+    def at_destination(self, chaos: Chaos, audits: list, before: list) -> None:
+        if not self.workload.destinations:
+            return
+        dests = self.workload.destinations
+        diffs = [diff(d.label, b, read_ids(d)) for d, b in zip(dests, before, strict=True)]
+        runs = {r: p.acts for r, p in self.runs.items()}
+        dups = assign(diffs, runs, chaos.run_ids[0])
+        for audit in audits:
+            apply(audit, diffs, dups.get(audit.run_id, []))
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1

@@ -1,0 +1,248 @@
+"""Where a user's effects land, read as the seed reads its outbox: one id per effect, so an effect
+done twice is an id seen twice (`COUNT(*) - COUNT(DISTINCT id)`).
+
+`--effects SPEC` names one destination:
+- `sql:URL:QUERY`: a SELECT (or WITH) over a SQLite file (`sqlite:PATH`) or a PostgreSQL database
+  (`postgresql://...`, its password from PGPASSWORD or ~/.pgpass, never the URL); one row per effect,
+  its first column the effect's id;
+- `file:PATH[:REGEX]`: one effect per line of a file, or of each regular file directly in a folder;
+  the whole line is the id, unless REGEX matches it and names it with its first group (a line it does
+  not match is no effect).
+
+Reading never writes: SQLite opens read-only (`mode=ro`, `query_only`), PostgreSQL in a read-only
+transaction. Every read is bounded (bytes, files, rows, id length, seconds), refuses links and
+anything but regular files, and fails with one line (`DestinationError`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import stat
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import read_input
+from checkpoint_tui.settings import is_postgres_url, postgres_label, postgres_parts
+
+MAX_SPEC = 4096
+MAX_DESTINATIONS = 8
+MAX_FILE_BYTES = 64 * 1024 * 1024  # one file, or a folder's files together
+MAX_FILES = 10_000  # files read in a folder
+MAX_IDS = 1_000_000  # effects (lines, rows) in one destination
+MAX_ID_CHARS = 1000  # a longer id is cut here: two effects equal that far are the same effect
+MAX_LINE_CHARS = 16_384  # a longer line is matched only this far (a regex cannot run away on a huge line)
+QUERY_TIMEOUT_S = 10.0
+_QUERY_START = re.compile(r":(?=\s*(?:select|with)\b)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class DestinationError(UsageError):
+    """A destination that cannot be read: one line, exit 2 (before anything starts)."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    kind: str  # "sql" or "file"
+    target: str  # the database URL, or the file's or folder's absolute path
+    query: str | None = None
+    pattern: str | None = None  # file: the regex whose first group names the id
+
+    @property
+    def label(self) -> str:
+        """The destination as reports name it: never a user name or password."""
+        if self.kind == "file":
+            return f"file:{self.target}" + (f":{self.pattern}" if self.pattern else "")
+        where = postgres_label(self.target) if is_postgres_url(self.target) else self.target
+        return f"sql:{where}"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "label": self.label}
+
+
+def parse_destination(text: str, cwd: Path | None = None) -> Destination:
+    """`--effects SPEC` checked (a DestinationError says what is wrong); nothing is read yet."""
+    if not text or len(text) > MAX_SPEC or _CONTROL.search(text):
+        raise DestinationError(f"--effects takes sql:URL:QUERY or file:PATH[:REGEX], one line of at most {MAX_SPEC}")
+    kind, _, rest = text.partition(":")
+    if kind == "file":
+        return _file_spec(rest, cwd or Path.cwd())
+    if kind == "sql":
+        return _sql_spec(rest, cwd or Path.cwd())
+    if kind == "http":
+        raise DestinationError("--effects http:DEPENDENCY:FIELD is not built yet; name a sql: or file: destination")
+    raise DestinationError(f"--effects {text[:40]!r}: takes sql:URL:QUERY or file:PATH[:REGEX]")
+
+
+def _file_spec(rest: str, cwd: Path) -> Destination:
+    path, pattern = rest, None
+    # A regex follows the last ':' only if what precedes it names something that exists or may come
+    # (its folder exists): a path with a ':' in it stays a path.
+    head, sep, tail = rest.rpartition(":")
+    if sep and head and _may_exist(cwd / head) and not (cwd / rest).exists():
+        path, pattern = head, tail
+    if not path:
+        raise DestinationError("--effects file:PATH: the path is empty")
+    if pattern is not None:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as err:
+            raise DestinationError(f"--effects file:{path}:REGEX: not a regular expression ({err})") from None
+        if len(pattern) > 512:
+            raise DestinationError("--effects file:PATH:REGEX: the regular expression is over 512 characters")
+        if compiled.groups < 1:
+            raise DestinationError("--effects file:PATH:REGEX: the regular expression needs a group: its first "
+                                   "group is the effect's id")  # fmt: skip
+    target = Path(os.path.abspath(cwd / Path(path).expanduser()))
+    return Destination("file", str(target), pattern=pattern)
+
+
+def _may_exist(p: Path) -> bool:
+    return p.exists() or p.parent.is_dir()
+
+
+def _sql_spec(rest: str, cwd: Path) -> Destination:
+    match = _QUERY_START.search(rest)
+    if match is None:
+        raise DestinationError("--effects sql:URL:QUERY: no query after the URL (a SELECT or WITH, whose first "
+                               "column is the effect's id)")  # fmt: skip
+    url, query = rest[: match.start()], rest[match.end() :].strip()
+    if ";" in query.rstrip(";"):
+        raise DestinationError("--effects sql:URL:QUERY: one statement, no ';' inside it")
+    query = query.rstrip(";").strip()
+    if is_postgres_url(url):
+        if postgres_parts(url).get("password"):
+            raise DestinationError("--effects: a password in the URL would sit on a command line and in reports; "
+                                   "give it in PGPASSWORD or ~/.pgpass")  # fmt: skip
+        return Destination("sql", url, query=query)
+    if url.startswith("sqlite:"):
+        path = url.removeprefix("sqlite:").removeprefix("//")
+        if not path:
+            raise DestinationError("--effects sql:sqlite:PATH:QUERY: the path is empty")
+        return Destination("sql", os.path.abspath(cwd / Path(path).expanduser()), query=query)
+    raise DestinationError(f"--effects sql:URL:QUERY: {url[:40]!r} is neither sqlite:PATH nor postgresql://...")
+
+
+def read_ids(dest: Destination) -> Counter[str]:
+    """Every effect the destination holds now, as id -> how many times it is there."""
+    if dest.kind == "file":
+        return _file_ids(dest)
+    if is_postgres_url(dest.target):
+        return _postgres_ids(dest)
+    return _sqlite_ids(dest)
+
+
+def _file_ids(dest: Destination) -> Counter[str]:
+    path = Path(dest.target)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if path.parent.is_dir():
+            return Counter()  # nothing landed there yet: an outbox the first effect creates
+        raise DestinationError(f"--effects {dest.label}: no folder {path.parent}") from None
+    except OSError as err:
+        raise DestinationError(f"--effects {dest.label}: {err.strerror or err}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise DestinationError(f"--effects {dest.label}: a symbolic link; name the file or folder itself")
+    if stat.S_ISDIR(st.st_mode):
+        files = _folder_files(path, dest)
+    elif stat.S_ISREG(st.st_mode):
+        files = [path]
+    else:
+        raise DestinationError(f"--effects {dest.label}: neither a regular file nor a folder")
+    pattern = re.compile(dest.pattern) if dest.pattern else None
+    ids: Counter[str] = Counter()
+    n, left = 0, MAX_FILE_BYTES
+    for f in files:
+        data = read_input(f, f"--effects {dest.kind}", left, follow=False)
+        left -= len(data)
+        for line in data.decode("utf-8", "replace").splitlines():
+            found = _line_id(line, pattern)
+            if found is not None:
+                ids[found] += 1
+                n += 1
+        if n > MAX_IDS:
+            raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")
+    return ids
+
+
+def _folder_files(path: Path, dest: Destination) -> list[Path]:
+    """The folder's regular files (not links, not sub-folders), by name; a link inside is refused."""
+    found: list[Path] = []
+    with os.scandir(path) as it:
+        for entry in it:
+            if entry.is_symlink():
+                raise DestinationError(f"--effects {dest.label}: {entry.name} is a symbolic link; refusing it")
+            if entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+            if len(found) > MAX_FILES:
+                raise DestinationError(f"--effects {dest.label}: over {MAX_FILES} files")
+    return sorted(found)
+
+
+def _line_id(line: str, pattern: re.Pattern[str] | None) -> str | None:
+    line = line[:MAX_LINE_CHARS]
+    if pattern is None:
+        return line[:MAX_ID_CHARS] if line.strip() else None
+    m = pattern.search(line)
+    if m is None or m.group(1) is None:
+        return None
+    return m.group(1)[:MAX_ID_CHARS]
+
+
+def _sqlite_ids(dest: Destination) -> Counter[str]:
+    path = Path(dest.target)
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        raise DestinationError(f"--effects {dest.label}: {err.strerror or err}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DestinationError(f"--effects {dest.label}: not a regular file (a link, a folder or a device)")
+    deadline = time.monotonic() + QUERY_TIMEOUT_S
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=QUERY_TIMEOUT_S)
+    except sqlite3.Error as err:
+        raise DestinationError(f"--effects {dest.label}: cannot open it read-only ({err})") from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        return _rows(conn.execute(dest.query or ""), dest)
+    except sqlite3.Error as err:
+        why = f"took over {QUERY_TIMEOUT_S:g} s" if time.monotonic() > deadline else str(err)
+        raise DestinationError(f"--effects {dest.label}: the query failed: {why[:200]}") from None
+    finally:
+        conn.close()
+
+
+def _postgres_ids(dest: Destination) -> Counter[str]:
+    import psycopg
+
+    options = f"-c default_transaction_read_only=on -c statement_timeout={int(QUERY_TIMEOUT_S * 1000)}"
+    try:
+        with psycopg.connect(dest.target, connect_timeout=5, options=options) as conn:
+            conn.read_only = True
+            with conn.cursor() as cur:
+                cur.execute(dest.query or "")  # type: ignore[arg-type]  # the user's own query, read-only
+                return _rows(cur, dest)
+    except psycopg.OperationalError as err:
+        first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+        raise DestinationError(f"--effects {dest.label}: {first}") from None
+    except psycopg.Error as err:
+        raise DestinationError(f"--effects {dest.label}: the query failed: {str(err).strip()[:200]}") from None
+
+
+def _rows(cur: object, dest: Destination) -> Counter[str]:
+    ids: Counter[str] = Counter()
+    n = 0
+    while batch := cur.fetchmany(1000):  # type: ignore[attr-defined]
+        for row in batch:
+            if not row:
+                raise DestinationError(f"--effects {dest.label}: the query returns no column (the first is the id)")
+            ids[str(row[0])[:MAX_ID_CHARS]] += 1
+        n += len(batch)
+        if n > MAX_IDS:
+            raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")
+    return ids

@@ -1,0 +1,163 @@
+"""The verdict read where a user's effects land (#48): `--effects SPEC` parsed and read (files, folders,
+SQLite, PostgreSQL; hostile and broken destinations one line and exit 2, nothing written), what a run
+added and which ids it added twice, which tool calls made them, and a real chaos run of the blind
+pydantic-ai mailer whose outbox is named."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections import Counter
+from itertools import count
+
+import pytest
+
+from checkpoint_tui.app.activity_history import ActivityExec
+from checkpoint_tui.app.destination_audit import assign, callers, diff
+from checkpoint_tui.app.frameworks import UnitInfo
+from checkpoint_tui.ledger.destination import DestinationError, parse_destination, read_ids
+from conftest import run_cli
+from test_agents_lab import TURNS, lab, sent
+from test_user_workflow_lab import stop_lab
+
+_homes = count()
+
+
+def test_file_lines_are_ids_and_a_regex_group_names_them(tmp_path):
+    out = tmp_path / "outbox.txt"
+    out.write_text("a 1\nb 2\na 1\n\nnoise\n")
+    assert read_ids(parse_destination(f"file:{out}")) == Counter({"a 1": 2, "b 2": 1, "noise": 1})
+    by_group = parse_destination(rf"file:{out}:^(\w) \d")
+    assert by_group.pattern == r"^(\w) \d" and read_ids(by_group) == Counter({"a": 2, "b": 1})
+
+
+def test_a_folder_is_its_regular_files_and_a_missing_outbox_is_empty(tmp_path):
+    (tmp_path / "one.txt").write_text("x\n")
+    (tmp_path / "two.txt").write_text("x\ny\n")
+    (tmp_path / "sub").mkdir()
+    assert read_ids(parse_destination(f"file:{tmp_path}")) == Counter({"x": 2, "y": 1})
+    assert read_ids(parse_destination(f"file:{tmp_path}/not-yet.txt")) == Counter()  # the first effect makes it
+
+
+@pytest.mark.parametrize("case", ["no folder", "link", "link inside", "fifo", "no group", "bad regex", "scheme",
+                                  "password", "no query", "two statements", "not sqlite"])  # fmt: skip
+def test_a_bad_destination_is_one_line(tmp_path, case):
+    (tmp_path / "real.txt").write_text("x\n")
+    spec = {
+        "no folder": f"file:{tmp_path}/nowhere/out.txt",
+        "link": f"file:{tmp_path}/link.txt",
+        "link inside": f"file:{tmp_path}",
+        "fifo": f"file:{tmp_path}/fifo",
+        "no group": f"file:{tmp_path}/real.txt:^x",
+        "bad regex": f"file:{tmp_path}/real.txt:(",
+        "scheme": "ftp:somewhere",
+        "password": "sql:postgresql://u:secret@127.0.0.1:5/db:SELECT 1",
+        "no query": f"sql:sqlite:{tmp_path}/db.sqlite",
+        "two statements": f"sql:sqlite:{tmp_path}/db.sqlite:SELECT 1; DROP TABLE t",
+        "not sqlite": f"sql:{tmp_path}/real.txt:SELECT 1",
+    }[case]
+    if case in ("link", "link inside"):
+        (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
+    if case == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(DestinationError) as err:
+        read_ids(parse_destination(spec))
+    assert "\n" not in str(err.value) and "secret" not in str(err.value)
+
+
+def test_sqlite_is_read_with_the_users_query_and_never_written(tmp_path, monkeypatch):
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE effects (id TEXT, body TEXT)")
+        conn.executemany("INSERT INTO effects VALUES (?, ?)", [("e1", "x"), ("e2", "y"), ("e1", "x")])
+    before = db.read_bytes()
+    spec = parse_destination(f"sql:sqlite:{db}:SELECT id FROM effects")
+    assert read_ids(spec) == Counter({"e1": 2, "e2": 1})
+    writes = parse_destination(f"sql:sqlite:{db}:WITH x AS (SELECT 1) DELETE FROM effects")
+    with pytest.raises(DestinationError, match="the query failed"):
+        read_ids(writes)
+    with pytest.raises(DestinationError, match="the query failed"):
+        read_ids(parse_destination(f"sql:sqlite:{db}:SELECT nope FROM effects"))
+    monkeypatch.setattr("checkpoint_tui.ledger.destination.QUERY_TIMEOUT_S", 0.3)
+    forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n WHERE i < 0"
+    with pytest.raises(DestinationError, match="took over"):
+        read_ids(parse_destination(f"sql:sqlite:{db}:{forever}"))
+    assert db.read_bytes() == before and not (tmp_path / "app.db-wal").exists()
+
+
+def test_postgresql_is_read_read_only(pg_url):
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE sent (id text)")
+        conn.execute("INSERT INTO sent VALUES ('m1'), ('m2'), ('m2')")
+    url = pg_url  # the test server trusts loopback: no password (one in the URL is refused above)
+    assert read_ids(parse_destination(f"sql:{url}:SELECT id FROM sent")) == Counter({"m1": 1, "m2": 2})
+    with pytest.raises(DestinationError, match="read-only"):
+        read_ids(parse_destination(f"sql:{url}:WITH d AS (DELETE FROM sent RETURNING id) SELECT id FROM d"))
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM sent").fetchone() == (3,)
+
+
+def test_what_a_run_added_twice_is_a_duplicate_and_what_was_there_is_not():
+    before = Counter({"old-twice": 2, "old-once": 1})
+    after = Counter({"old-twice": 2, "old-once": 2, "new": 1, "new-twice": 3})
+    d = diff("file:x", before, after)
+    assert d.new == 1 + 1 + 3 and d.extra == 1 + 2  # the seed's COUNT(*) - COUNT(DISTINCT id), for the run
+    assert [k for k, _, _ in d.duplicates] == ["new-twice", "old-once"]
+
+
+def _call(seq: int, body: str, attempt: int = 1) -> ActivityExec:
+    act = ActivityExec(seq, 0, "e", str(seq), "send_email", 0.0, attempt=attempt, status="completed")
+    act.args = [{"tool_name": "send_email", "args": json.dumps({"to": "ops@example.com", "body": body})}]
+    act.info = UnitInfo("tool", "send_email", f"call-{seq}", None, None, None, "tool · send_email")
+    return act
+
+
+def test_a_duplicate_is_named_with_the_tool_call_whose_arguments_it_holds():
+    calls = [_call(1, "turn 1"), _call(2, "turn 10", attempt=2), _call(3, "turn 11")]
+    assert callers("wf ops@example.com turn 10", calls) == [calls[1]]  # not turn 1, a prefix of it
+    assert callers("wf ops@example.com turn 11", calls) == [calls[2]]
+    assert callers("unrelated", calls) == []
+    d = diff("file:x", Counter(), Counter({"wf ops@example.com turn 10": 2, "zzz": 2}))
+    owned = assign([d], {"r1": calls, "r2": []}, lead="r1")
+    assert [x["calls"] for x in owned["r1"]] == [["send_email call call-2"], []] and owned["r2"] == []
+
+
+def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anything_starts(tmp_path):
+    out = run_cli("--home", str(tmp_path / "h"), "--effects", f"file:{tmp_path}/o.txt", "chaos", "--seed", "1")
+    assert out.returncode == 2 and "--worker-cmd" in out.stderr
+    out = run_cli("--home", str(tmp_path / "h"), "--effects", "nope:x", "status")
+    assert out.returncode == 2 and "file:PATH" in out.stderr
+    home = tmp_path / "h2"
+    out = run_cli("--home", str(home), "--worker-cmd", "true", "--effects", f"file:{tmp_path}/none/o.txt", "chaos",
+                  "--workflow", "W", "--seed", "1")  # fmt: skip
+    assert out.returncode == 2 and "no folder" in out.stderr, out.stderr
+    assert not (home / "run" / "temporal.pid").exists() and not list((home / "run").glob("*.log"))
+
+
+def test_a_blind_agent_is_judged_at_its_outbox(session_root):
+    """The blind pydantic-ai mailer with its outbox named: no call is left 'at risk'; each re-executed
+    call is either the maker of a line the outbox holds twice (DUPLICATED, named) or 'effect once'."""
+    home = session_root / f"dest-blind-{next(_homes)}"
+    report_path = home / "chaos.json"
+    try:
+        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
+                      "PydanticMailer", "--input", json.dumps({"turns": TURNS, "pace": 0.3}), "--seed", "3",
+                      "--kills", "3", "--aim", "tool", "--json", str(report_path), timeout=240)  # fmt: skip
+        report = json.loads(report_path.read_text())
+    finally:
+        stop_lab(home)
+    audit = report["audit"]
+    lines = sent(home, report["run_id"])
+    extra = sum(n - 1 for n in lines.values())
+    assert audit["at_risk"] == [] and audit["duplicated"] == extra, (audit["duplicated_detail"], lines)
+    assert out.returncode == (1 if extra else 0), out.stdout[-3000:]
+    named = {a for d in audit["destination_duplicates"] for a in d["activity_ids"]}
+    reran = {r["activity_id"] for r in audit["re_executed"] if r["class"] == "tool"}
+    assert reran == named | {r["activity_id"] for r in audit["effect_once"]}
+    dups = audit["destination_duplicates"]
+    assert all(d["calls"] and d["calls"][0].startswith("send_email call pyd_ai_") for d in dups)
+    assert audit["destinations"] == [{"label": f"file:{home}/example-out", "new": sum(lines.values()),
+                                      "duplicates": extra}]  # fmt: skip
