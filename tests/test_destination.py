@@ -161,3 +161,48 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     assert all(d["calls"] and d["calls"][0].startswith("send_email call pyd_ai_") for d in dups)
     assert audit["destinations"] == [{"label": f"file:{home}/example-out", "new": sum(lines.values()),
                                       "duplicates": extra}]  # fmt: skip
+
+
+def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(session_root):
+    """A one-line workflow and a kill 1.5 s after its only activity closed: the run is over by then.
+    The kill is not fired (said why), no window counts it, and the run says NOT EXERCISED (exit 1)
+    unless --allow-unexercised accepts it."""
+    from test_user_workflow_lab import lab_flags
+
+    home = session_root / f"dest-closed-{next(_homes)}"
+    home.mkdir(parents=True)
+    schedule = home / "s.json"
+    schedule.write_text(json.dumps({"steps": 2, "events": [
+        {"at_step": 1, "nemesis": "worker-between-activities", "target": "worker", "delay_ms": 1500}]}))
+    reports = []
+    try:
+        for extra in ([], ["--allow-unexercised"]):
+            path = home / f"r{len(reports)}.json"
+            out = run_cli(*lab_flags(home), "chaos", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}',
+                          "--schedule", str(schedule), "--json", str(path), *extra, timeout=180)  # fmt: skip
+            reports.append((out, json.loads(path.read_text())))
+    finally:
+        stop_lab(home)
+    for (out, report), code in zip(reports, (1, 0), strict=True):
+        assert out.returncode == code, out.stdout[-3000:] + out.stderr[-2000:]
+        assert report["kills"] == [] and report["windows"] == {}, report["kills"]
+        assert [n["why"] for n in report["not_fired"]] == ["the run closed before it fired"]
+        exercised = [c for c in report["checks"] if c["name"] == "chaos: a fault reached an aimed activity"]
+        assert exercised and "NOT EXERCISED" in exercised[0]["observed"]
+    assert "verdict: NOT EXERCISED" in reports[0][0].stdout and "verdict: PASS" in reports[1][0].stdout
+
+
+def test_a_signal_that_left_after_the_close_is_listed_not_counted():
+    from checkpoint_tui.proof.chaos.engine import Chaos
+    from checkpoint_tui.proof.nemeses.records import Fired
+
+    chaos = object.__new__(Chaos)
+    late, early = Fired("worker-in-activity", 3, 1, 110.25), Fired("worker-in-activity", 2, 1, 99.0)
+    chaos.kills, chaos.pauses, chaos.not_fired = [early, late], [], []
+    chaos._events = {id(late): {"at_step": 3, "nemesis": "worker-in-activity"}}
+    chaos._after_close(110.0)
+    assert chaos.kills == [early]
+    assert [n.to_json() for n in chaos.not_fired] == [
+        {"at_step": 3, "nemesis": "worker-in-activity", "why": "fired 0.25 s after the run closed: not counted"}]
+    chaos._after_close(None)  # a close not known (a run still open): nothing moved
+    assert chaos.kills == [early]

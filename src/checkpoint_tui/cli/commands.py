@@ -321,6 +321,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     settings.ensure_dirs()
     read_destinations(workload)  # one that cannot be read: exit 2 before anything starts
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
+    target.allow_unexercised = args.allow_unexercised
     with lab(settings, "chaos", exclusive=True):
         return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
                                          json_out, outputs, runs=args.runs, max_kills=max_kills,

@@ -236,6 +236,9 @@ def _proof_commands(sub) -> None:
                        "0.5-3 s, then unpause)")  # fmt: skip
     chaos.add_argument("--activity-resets", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also reset the activity in flight this many times (Temporal's activity reset)")
+    chaos.add_argument("--allow-unexercised", action="store_true",
+                       help="with --workflow: a run in which no fault reached an aimed activity passes (it says "
+                       "NOT EXERCISED and fails otherwise)")  # fmt: skip
     chaos.add_argument("--until-covered", action="store_true",
                        help="then keep killing, aimed at the windows no kill has landed in yet (model call, tool "
                        "call, the effect's claim/write/stamp, timer), until each has one; exit 1 naming any missed")

@@ -217,8 +217,9 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
     if getattr(args, "effects", None) and not user:
         raise UsageError("--effects names where a worker of yours puts its effects (give --worker-cmd too); "
                          "checkpoint-tui's own loop is audited at its outbox already")  # fmt: skip
-    if command == "chaos" and not user and (args.aim != "any" or args.strict_models):
-        raise UsageError("--aim and --strict-models are for a user's workflow (--worker-cmd ... --workflow TYPE)")
+    if command == "chaos" and not user and (args.aim != "any" or args.strict_models or args.allow_unexercised):
+        raise UsageError("--aim, --strict-models and --allow-unexercised are for a user's workflow (--worker-cmd ... "
+                         "--workflow TYPE)")  # fmt: skip
 
 
 def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:

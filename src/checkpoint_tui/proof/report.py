@@ -47,3 +47,8 @@ class Report:
     @property
     def failures(self) -> list[Check]:
         return [c for c in self.checks if not c.ok]
+
+
+# The check that a chaos run tried something: a fault reached what it was aimed at (printed NOT EXERCISED
+# when it is the only one that failed).
+EXERCISED = "chaos: a fault reached an aimed activity"

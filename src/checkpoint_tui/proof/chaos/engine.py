@@ -85,6 +85,7 @@ class Chaos:
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
         self._closed: set[str] = set()  # runs other than the lead seen ended
+        self._events: dict[int, dict] = {}  # each Fired's schedule event
         self._others_asked = 0.0
 
     async def spawn_supervisor(self) -> None:
@@ -165,10 +166,23 @@ class Chaos:
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
         await asyncio.to_thread(target.at_destination, self, audits, before)  # every worker has stopped
         conn, probe = connect(settings.ledger), target.probe(self)
+        ended = target.ended_at(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
             named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)
-            self.kill_windows += await windows.kill_windows(client, conn, r, named, deaths, probe)
+            placed = await windows.kill_windows(client, conn, r, named, deaths, probe)
+            self.kill_windows += [p for p in placed if ended is None or p.at <= ended]
+        self._after_close(ended)
         return self._report(run_id, audits, time.monotonic() - started)
+
+    def _after_close(self, ended: float | None) -> None:
+        """What fired after every run had closed (between the last look and the signal) did not happen to
+        the run: listed as not fired, with how late it came, never counted as a kill or a pause."""
+        if ended is None:
+            return
+        for fired in [f for f in (*self.kills, *self.pauses) if f.at > ended]:
+            (self.kills if fired in self.kills else self.pauses).remove(fired)
+            why = f"fired {fired.at - ended:.2f} s after the run closed: not counted"
+            self.not_fired.append(NotFired(self._events.get(id(fired), {"nemesis": fired.kind}), why))
 
     async def _worker_ready(self, client: Client, timeout: float = FIRST_WORKER_S) -> None:
         """The supervisor process's first worker can take a run (it may be between a death and a respawn)."""
@@ -210,6 +224,12 @@ class Chaos:
     async def fire(self, ev: ChaosEvent, run_id: str) -> None:
         """Fire the event now: what only the workload has is its target's, the rest the engine's. One that
         finds nothing to hit (between a death and its replacement, say) is listed as not fired, with why."""
+        # An event whose moment never came is not a kill (nor a pause). An in-activity one just saw its activity
+        # running: a history read now would only delay it (one that came too late is dropped after the run).
+        inside = ev.kind == "worker-in-activity" or ev.kind in ACTIVITY_NEMESES
+        if not inside and self.run_ids and await self._all_closed():
+            self.not_fired.append(NotFired(ev.to_json(), "the run closed before it fired"))
+            return
         done = await self.target.strike(self, ev, run_id)
         if done is Handled.NOT_MINE:
             done = await self._strike(ev, run_id)
@@ -273,6 +293,7 @@ class Chaos:
         record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", hit.pid, None, run_id, step,
                             json.dumps(detail), hit.at)  # fmt: skip
         fired = Fired(ev.kind, step, hit.pid, hit.at, extra)
+        self._events[id(fired)] = ev.to_json()
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
 
     async def _stop_supervisor(self) -> None:

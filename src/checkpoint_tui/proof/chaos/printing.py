@@ -8,6 +8,7 @@ from checkpoint_tui.proof.chaos.schedule import FORGE
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.report import EXERCISED
 
 
 def print_report(report: dict, target: ChaosTarget) -> None:
@@ -54,7 +55,8 @@ def print_report(report: dict, target: ChaosTarget) -> None:
     failed = [c for c in report["checks"] if not c["ok"]]
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
         print(f"FAIL  {c['name']}: {c['observed'][:600]}")
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
+    idle = bool(failed) and all(c["name"] == EXERCISED for c in failed)  # nothing else failed: nothing was tried
+    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 
 
 def _where(fired: dict, unit: str = "step") -> str:

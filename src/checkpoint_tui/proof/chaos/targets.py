@@ -104,6 +104,10 @@ class ChaosTarget:
             self.lead_audit = audit
         return audit
 
+    def ended_at(self, chaos: Chaos) -> float | None:
+        """When the last of the runs closed, from history (None: not known, or one is still open)."""
+        return None
+
     def read_destinations(self) -> list:
         """What each destination of the workload's effects (--effects) holds now, in its order: the run is
         read against it afterwards. Our loop's outbox is audited by its own audit."""

@@ -48,9 +48,9 @@ from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
-from checkpoint_tui.proof.nemeses.aim import Progress, aimed, until_activity
+from checkpoint_tui.proof.nemeses.aim import Progress, aimed, closed_at, until_activity
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
-from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report import EXERCISED, Check
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
@@ -120,6 +120,7 @@ class ActivityTarget(ChaosTarget):
         self._aimed_id: str | None = None  # the activity id the last arrival landed on
         self.resets: list[Fired] = []  # the lead run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
+        self.allow_unexercised = False  # --allow-unexercised: a run no fault reached passes
 
     def header(self, chaos: Chaos) -> str:
         return f"{self.workload.title()} aim={self.aim} ({chaos.steps} aimed activity starts)"
@@ -217,6 +218,10 @@ class ActivityTarget(ChaosTarget):
         await self.runs[run_id].refresh()
         return await super().audit(chaos, run_id, status)
 
+    def ended_at(self, chaos: Chaos) -> float | None:
+        ends = [closed_at(p.chain) for p in self.runs.values()]
+        return None if not ends or None in ends else max(e for e in ends if e is not None)
+
     def read_destinations(self) -> list:
         return [read_ids(d) for d in self.workload.destinations]
 
@@ -288,6 +293,8 @@ class ActivityTarget(ChaosTarget):
         acts = self.progress.acts if self.progress is not None else []
         if acts and not any(aimed(self.aim, a) for a in acts):  # a mistyped --aim fired nothing: not a pass
             self.more.append(aim_check(self.aim, acts))
+        self.more.append(exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim,
+                                         self.allow_unexercised))  # fmt: skip
         return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
@@ -311,6 +318,28 @@ class ActivityTarget(ChaosTarget):
             lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
                          f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
         return lines
+
+
+def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: bool) -> Check:
+    """Some fault reached an aimed activity: a kill inside one, an activity that ran again, a reset that re-ran
+    something, an activity paused or reset (a schedule aimed at none of them: some event fired). Else the run
+    proved nothing, and says so (NOT EXERCISED)."""
+    inside = sum(k.landed == "inside" for k in chaos.kills)
+    again = sum(a.re_executed for a in acts)
+    reran = sum(bool(r.detail.get("re_ran")) for r in chaos.resets)
+    acted = sum(p.kind in ACTIVITY_NEMESES for p in chaos.pauses)
+    seen = (f"kills inside an activity {inside} · activities run again {again} · resets that re-ran {reran} · "
+            f"activity pauses and resets {acted}")  # fmt: skip
+    fired = len(chaos.kills) + len(chaos.pauses) + len(chaos.resets)
+    aimed_in = any(ev.kind in (*IN_ACTIVITY, resets.RESET) for ev in chaos.schedule)
+    # Events aimed into activities must reach one; others (a fleet's, the supervisor's, the dev server's) must fire.
+    ok = bool(inside or again or reran or acted) if aimed_in else bool(fired or not chaos.schedule)
+    if not ok:
+        missed = [f"{n.event.get('nemesis', '?')}: {n.why}" for n in chaos.not_fired][:5]
+        seen = (f"NOT EXERCISED: no fault reached an activity aimed at ({aim}) · {seen} · fired {len(chaos.kills)} "
+                f"kill(s) and {len(chaos.pauses)} other(s)" + "".join(f"; not fired {m}" for m in missed))  # fmt: skip
+        seen += " · accepted by --allow-unexercised" if allowed else ""
+    return Check(EXERCISED, ok or allowed, seen)
 
 
 def aim_check(aim: str, acts: list) -> Check:

@@ -80,6 +80,14 @@ def _kind(act: ActivityExec) -> tuple[str, str | None]:
     return act.activity_type, act.info.name if act.info is not None else None
 
 
+def closed_at(chain: Chain) -> float | None:
+    """When the chain's last execution closed (its closing event's time), None while it is open."""
+    last = chain.executions[-1][1] if chain.executions else []
+    if not last or not _closes(last[-1]):
+        return None
+    return last[-1].event_time.seconds + last[-1].event_time.nanos / 1e9
+
+
 def _closes(ev) -> bool:
     return any(
         ev.HasField(f"workflow_execution_{what}_event_attributes")
