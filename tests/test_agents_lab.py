@@ -64,9 +64,13 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
     assert audit["at_risk"] == [], audit["re_executed"]
     assert all(r["class"] == "tool" and r["tool"].startswith("send_email") and r["call_id"]
                for r in audit["guarded_re_executed"])  # fmt: skip
-    worker_kills = [k for k in report["kills"] if k["kind"] == "worker-in-activity"]
+    # the seeded claim-window kill is the hop's crash point after the tool's effect (proof/nemeses/hop.py); a
+    # timed in-activity kill is placed over the tool's usual duration
+    worker_kills = [k for k in report["kills"] if k["kind"] in ("worker-in-activity", "worker-after-effect")]
     assert worker_kills and all(k["label"].startswith("tool · send_email") for k in worker_kills)
-    assert all(k.get("into_s") is not None and k.get("usual_s") for k in worker_kills)  # placed over its duration
+    assert any(k["kind"] == "worker-after-effect" and k["window"].startswith("after its effect") for k in worker_kills)
+    assert all(k.get("into_s") is not None and k.get("usual_s") for k in worker_kills
+               if k["kind"] == "worker-in-activity")  # fmt: skip
     # a kill that landed inside a tool call and made it run again re-ran it guarded (one that came as
     # it completed, or after it closed, re-ran nothing or hit the next activity)
     guarded = {r["seq"] for r in audit["guarded_re_executed"]}

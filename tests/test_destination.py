@@ -41,7 +41,8 @@ def test_a_folder_is_its_regular_files_and_a_missing_outbox_is_empty(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["no folder", "link", "link inside", "fifo", "no group", "bad regex", "scheme",
-                                  "password", "no query", "two statements", "not sqlite"])  # fmt: skip
+                                  "password", "no query", "two statements", "not sqlite", "password echo",
+                                  "password keywords"])  # fmt: skip
 def test_a_bad_destination_is_one_line(tmp_path, case):
     (tmp_path / "real.txt").write_text("x\n")
     spec = {
@@ -56,6 +57,8 @@ def test_a_bad_destination_is_one_line(tmp_path, case):
         "no query": f"sql:sqlite:{tmp_path}/db.sqlite",
         "two statements": f"sql:sqlite:{tmp_path}/db.sqlite:SELECT 1; DROP TABLE t",
         "not sqlite": f"sql:{tmp_path}/real.txt:SELECT 1",
+        "password echo": "postgresql://u:secret@h/db",
+        "password keywords": "sql:host=h password=secret dbname=x:SELECT id FROM t",
     }[case]
     if case in ("link", "link inside"):
         (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
@@ -64,6 +67,23 @@ def test_a_bad_destination_is_one_line(tmp_path, case):
     with pytest.raises(DestinationError) as err:
         read_ids(parse_destination(spec))
     assert "\n" not in str(err.value) and "secret" not in str(err.value)
+
+
+def test_a_regex_may_hold_a_colon_and_a_wal_database_is_read_from_a_copy(tmp_path):
+    out = tmp_path / "out.log"
+    out.write_text("ts=1:abc\nts=2:abc\n")
+    spec = parse_destination(rf"file:{out}:ts=\d+:(\w+)")
+    assert spec.target == str(out) and read_ids(spec) == Counter({"abc": 2})
+    db = tmp_path / "w.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE t (id TEXT)")
+    conn.execute("INSERT INTO t VALUES ('a'), ('a')")
+    conn.commit()
+    conn.close()  # checkpointed and its -wal removed at close
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert read_ids(parse_destination(f"sql:sqlite:{db}:SELECT id FROM t")) == Counter({"a": 2})
+    assert sorted(p.name for p in tmp_path.iterdir()) == names  # no -wal, no -shm left beside it
 
 
 def test_sqlite_is_read_with_the_users_query_and_never_written(tmp_path, monkeypatch):
@@ -94,7 +114,7 @@ def test_postgresql_is_read_read_only(pg_url):
         conn.execute("INSERT INTO sent VALUES ('m1'), ('m2'), ('m2')")
     url = pg_url  # the test server trusts loopback: no password (one in the URL is refused above)
     assert read_ids(parse_destination(f"sql:{url}:SELECT id FROM sent")) == Counter({"m1": 1, "m2": 2})
-    with pytest.raises(DestinationError, match="read-only"):
+    with pytest.raises(DestinationError, match="the query failed"):  # wrapped, then read-only: never runs
         read_ids(parse_destination(f"sql:{url}:WITH d AS (DELETE FROM sent RETURNING id) SELECT id FROM d"))
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM sent").fetchone() == (3,)
@@ -104,8 +124,8 @@ def test_what_a_run_added_twice_is_a_duplicate_and_what_was_there_is_not():
     before = Counter({"old-twice": 2, "old-once": 1})
     after = Counter({"old-twice": 2, "old-once": 2, "new": 1, "new-twice": 3})
     d = diff("file:x", before, after)
-    assert d.new == 1 + 1 + 3 and d.extra == 1 + 2  # the seed's COUNT(*) - COUNT(DISTINCT id), for the run
-    assert [k for k, _, _ in d.duplicates] == ["new-twice", "old-once"]
+    assert d.new == 1 + 1 + 3 and d.extra == 2  # the seed's COUNT(*) - COUNT(DISTINCT id), for what the run added
+    assert [k for k, _, _ in d.duplicates] == ["new-twice"] and d.again == ["old-once"]  # there before: not the run's
 
 
 def _call(seq: int, body: str, attempt: int = 1) -> ActivityExec:
@@ -125,6 +145,24 @@ def test_a_duplicate_is_named_with_the_tool_call_whose_arguments_it_holds():
     assert [x["calls"] for x in owned["r1"]] == [["send_email call call-2"], []] and owned["r2"] == []
 
 
+def test_a_call_whose_effect_never_reached_the_destination_stays_at_risk():
+    from checkpoint_tui.app.activity_audit import ActivityAudit
+    from checkpoint_tui.app.destination_audit import apply
+
+    calls = [_call(1, "turn 1", attempt=2), _call(2, "turn 2", attempt=2)]
+    risky = [{"activity_id": "1", "seq": 1}, {"activity_id": "2", "seq": 2}]
+    audit = ActivityAudit("r", "W", "COMPLETED", 2, 2, at_risk=list(risky))
+    landed = diff("file:x", Counter(), Counter({"wf ops@example.com turn 1": 1}))  # only turn 1's email
+    apply(audit, [landed], [], calls)
+    assert [r["activity_id"] for r in audit.effect_once] == ["1"] and audit.at_risk == [risky[1]]
+    assert not audit.ok  # a destination named wrong, or another place, proves nothing
+    failed = diff("file:x", Counter(), Counter())
+    failed.error = "--effects file:x: over 1000000 effects"
+    audit = ActivityAudit("r", "W", "COMPLETED", 2, 2, at_risk=list(risky))
+    apply(audit, [failed], [], calls)
+    assert audit.at_risk == risky and audit.destinations[0]["error"]
+
+
 def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anything_starts(tmp_path):
     out = run_cli("--home", str(tmp_path / "h"), "--effects", f"file:{tmp_path}/o.txt", "chaos", "--seed", "1")
     assert out.returncode == 2 and "--worker-cmd" in out.stderr
@@ -138,8 +176,9 @@ def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anyth
 
 
 def test_a_blind_agent_is_judged_at_its_outbox(session_root):
-    """The blind pydantic-ai mailer with its outbox named: no call is left 'at risk'; each re-executed
-    call is either the maker of a line the outbox holds twice (DUPLICATED, named) or 'effect once'."""
+    """The blind pydantic-ai mailer with its outbox named: it is shown duplicating (DUPLICATED = the outbox's
+    extra lines, each named with its call), no call is left 'at risk', each re-executed call is either the
+    maker of a line the outbox holds twice or 'effect once'."""
     home = session_root / f"dest-blind-{next(_homes)}"
     report_path = home / "chaos.json"
     try:
@@ -153,14 +192,15 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     lines = sent(home, report["run_id"])
     extra = sum(n - 1 for n in lines.values())
     assert audit["at_risk"] == [] and audit["duplicated"] == extra, (audit["duplicated_detail"], lines)
-    assert out.returncode == (1 if extra else 0), out.stdout[-3000:]
+    # the seeded claim-window kill is the hop's crash point after the tool's effect: certain to duplicate
+    assert extra >= 1 and out.returncode == 1, out.stdout[-3000:]
     named = {a for d in audit["destination_duplicates"] for a in d["activity_ids"]}
     reran = {r["activity_id"] for r in audit["re_executed"] if r["class"] == "tool"}
     assert reran == named | {r["activity_id"] for r in audit["effect_once"]}
     dups = audit["destination_duplicates"]
     assert all(d["calls"] and d["calls"][0].startswith("send_email call pyd_ai_") for d in dups)
     assert audit["destinations"] == [{"label": f"file:{home}/example-out", "new": sum(lines.values()),
-                                      "duplicates": extra}]  # fmt: skip
+                                      "duplicates": extra, "again": 0}]  # fmt: skip
 
 
 def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(session_root):
@@ -206,3 +246,33 @@ def test_a_signal_that_left_after_the_close_is_listed_not_counted():
         {"at_step": 3, "nemesis": "worker-in-activity", "why": "fired 0.25 s after the run closed: not counted"}]
     chaos._after_close(None)  # a close not known (a run still open): nothing moved
     assert chaos.kills == [early]
+
+
+def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
+    """The blind mailer with 1 ms sends and 1 ms model requests, a schedule of the hop's three crash points:
+    after the effect the email goes out twice (DUPLICATED, that call named); before it, the call runs again
+    with its email once; after Temporal recorded it, nothing runs again."""
+    home = session_root / f"dest-windows-{next(_homes)}"
+    home.mkdir(parents=True)
+    schedule = home / "s.json"
+    kinds = {2: "worker-after-effect", 3: "worker-before-effect", 4: "worker-after-record"}
+    schedule.write_text(json.dumps({"steps": 5, "events": [
+        {"at_step": k, "nemesis": kind, "target": "worker", "delay_ms": 0} for k, kind in kinds.items()]}))
+    try:
+        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
+                      "PydanticMailer", "--input", json.dumps({"turns": 5, "pace": 0.001, "think": 0.001}), "--aim",
+                      "tool", "--schedule", str(schedule), "--json", str(home / "r.json"), timeout=240)  # fmt: skip
+        report = json.loads((home / "r.json").read_text())
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
+    kills = {k["kind"]: k for k in report["kills"]}
+    assert set(kills) == set(kinds.values()), report["not_fired"]
+    audit = report["audit"]
+    again = {r["activity_id"] for r in audit["re_executed"]}
+    after, before, recorded = (str(kills[k]["activity_id"]) for k in kinds.values())
+    assert [d["activity_ids"] for d in audit["destination_duplicates"]] == [[after]]  # twice, and that call named
+    assert {r["activity_id"] for r in audit["effect_once"]} == {before}  # ran again, its email once
+    assert recorded not in again and again == {after, before}  # recorded: nothing ran again
+    assert audit["duplicated"] == 1 and sum(n - 1 for n in sent(home, report["run_id"]).values()) == 1
+    assert [kills[k]["landed"] for k in kinds.values()] == ["inside", "inside", "after it closed"]

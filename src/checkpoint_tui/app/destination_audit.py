@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from checkpoint_tui.app.activity_history import ActivityExec
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ledger.destination import Destination, read_ids
 
 if TYPE_CHECKING:
     from checkpoint_tui.app.activity_audit import ActivityAudit
 
 MAX_LEAVES = 64  # argument strings looked at per call
 MAX_NAMED = 200  # duplicate ids named per destination (the count is whole)
+MAX_MATCHED = 20_000  # ids the run added that are matched to the calls they came from
 _EFFECT_CLASSES = ("tool", "mcp", "other")  # what may have an effect (model requests have none of their own)
 
 
@@ -30,7 +33,10 @@ class DestinationDiff:
     label: str
     new: int = 0  # copies of effects the run added
     duplicates: list[tuple[str, int, int]] = field(default_factory=list)  # (id, copies now, copies beyond one)
-    extra: int = 0  # copies beyond one of the ids the run touched: the seed's COUNT(*) - COUNT(DISTINCT id)
+    extra: int = 0  # copies the run added beyond one: the seed's COUNT(*) - COUNT(DISTINCT id), for the run
+    added: list[str] = field(default_factory=list)  # every id the run added a copy of
+    again: list[str] = field(default_factory=list)  # ids there before the run that it added once more
+    error: str | None = None  # the read after the run failed: nothing is credited
 
 
 def diff(label: str, before: Counter[str], after: Counter[str]) -> DestinationDiff:
@@ -42,10 +48,12 @@ def diff(label: str, before: Counter[str], after: Counter[str]) -> DestinationDi
         if n <= was:
             continue
         d.new += n - was
-        extra = n - max(was, 1)
-        if extra > 0:
-            d.extra += extra
-            d.duplicates.append((key, n, extra))
+        d.added.append(key)
+        if n - was > 1:  # the run itself put it there twice or more
+            d.extra += n - was - 1
+            d.duplicates.append((key, n, n - was - 1))
+        elif was:  # there before the run, and once more now: another run's, or a re-run of the same input
+            d.again.append(key)
     d.duplicates.sort()
     return d
 
@@ -60,7 +68,7 @@ def _leaves(value: object, out: list[str], depth: int = 0) -> None:
             try:
                 _leaves(json.loads(text[:65536]), out, depth + 1)
                 return
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON after all, or nested past the stack: a plain string
                 pass
         if len(text) >= 3:
             out.append(text)
@@ -79,21 +87,29 @@ def _score(effect_id: str, leaves: list[str]) -> int:
     return held + holds
 
 
+class Calls:
+    """A run's calls that may have effects, each with its argument strings (read once)."""
+
+    def __init__(self, acts: Iterable[ActivityExec]) -> None:
+        self.calls: list[tuple[ActivityExec, list[str]]] = []
+        for act in acts:
+            if act.cls in _EFFECT_CLASSES:
+                leaves: list[str] = []
+                _leaves(act.args, leaves)
+                self.calls.append((act, leaves))
+
+    def callers(self, effect_id: str) -> list[ActivityExec]:
+        """The calls an id came from, by content: those whose arguments it holds most of."""
+        scored = [(s, act) for act, leaves in self.calls if (s := _score(effect_id, leaves)) > 0]
+        if not scored:
+            return []
+        best = max(s for s, _ in scored)
+        tied = [a for s, a in scored if s == best]
+        return [a for a in tied if a.re_executed] or tied  # a tie goes to the calls that ran more than once
+
+
 def callers(effect_id: str, acts: Iterable[ActivityExec]) -> list[ActivityExec]:
-    """The calls an id came from, by content: those whose arguments it holds most of."""
-    scored = []
-    for act in acts:
-        if act.cls not in _EFFECT_CLASSES:
-            continue
-        leaves: list[str] = []
-        _leaves(act.args, leaves)
-        if (s := _score(effect_id, leaves)) > 0:
-            scored.append((s, act))
-    if not scored:
-        return []
-    best = max(s for s, _ in scored)
-    tied = [a for s, a in scored if s == best]
-    return [a for a in tied if a.re_executed] or tied  # a tie goes to the calls that ran more than once
+    return Calls(acts).callers(effect_id)
 
 
 def call_name(act: ActivityExec) -> str:
@@ -105,18 +121,26 @@ def call_name(act: ActivityExec) -> str:
 
 
 def assign(diffs: list[DestinationDiff], runs: dict[str, list[ActivityExec]], lead: str) -> dict[str, list[dict]]:
-    """Each duplicate to the runs whose calls it came from (to the lead when none matches)."""
+    """Each duplicate to one run: the first whose calls it came from (the lead when none matches)."""
+    calls = {r: Calls(acts) for r, acts in runs.items()}
     out: dict[str, list[dict]] = {r: [] for r in runs}
     for d in diffs:
         for key, copies, extra in d.duplicates[:MAX_NAMED]:
-            found = {r: callers(key, acts) for r, acts in runs.items()}
-            owners = [r for r, calls in found.items() if calls] or [lead]
-            for r in owners:
-                calls = found.get(r) or []
-                out[r].append({"destination": d.label, "id": key[:200], "copies": copies, "extra": extra,
-                               "calls": [call_name(a) for a in calls[:5]],
-                               "activity_ids": [a.activity_id for a in calls]})  # fmt: skip
+            found = next(((r, c) for r in runs if (c := calls[r].callers(key))), (lead, []))
+            out.setdefault(found[0], []).append({
+                "destination": d.label, "id": key[:200], "copies": copies, "extra": extra,
+                "calls": [call_name(a) for a in found[1][:5]], "activity_ids": [a.activity_id for a in found[1]]})
     return out
+
+
+def effect_seen(diffs: list[DestinationDiff], acts: list[ActivityExec]) -> set[str]:
+    """The activity ids of the calls some id the run added came from (by the same match as a duplicate's):
+    only those are judged by the destination; a call none of whose effects landed there stays at risk."""
+    calls, seen = Calls(acts), set()
+    for d in diffs:
+        for key in d.added[:MAX_MATCHED]:
+            seen.update(a.activity_id for a in calls.callers(key))
+    return seen
 
 
 def destination_line(dup: dict) -> str:
@@ -124,14 +148,28 @@ def destination_line(dup: dict) -> str:
     return f"DUPLICATED at {dup['destination']}: {dup['id'][:120]!r} {dup['copies']} times{made}"
 
 
-def apply(audit: ActivityAudit, diffs: list[DestinationDiff], dups: list[dict]) -> None:
-    """The destinations' reading in the run's audit: its duplicates are DUPLICATED (the seed's number), and
-    every re-executed call at risk is judged by them: named by a duplicate, it is the duplicate's maker;
-    else its effect stood once at the destination ("effect once") and it passes."""
-    audit.destinations = [{"label": d.label, "new": d.new, "duplicates": d.extra} for d in diffs]
+def apply(audit: ActivityAudit, diffs: list[DestinationDiff], dups: list[dict], acts: list[ActivityExec]) -> None:
+    """The destinations' reading in the run's audit: its duplicates are DUPLICATED (the seed's number), and a
+    re-executed call at risk whose effect the destination shows once is "effect once" (it passes). One whose
+    effect is nowhere in the destinations (another place, or a destination named wrong) stays at risk; so do
+    all of them when a read after the run failed."""
+    audit.destinations = [{"label": d.label, "new": d.new, "duplicates": d.extra, "again": len(d.again),
+                           **({"error": d.error} if d.error else {})} for d in diffs]  # fmt: skip
+    if any(d.error for d in diffs):
+        return
     named = {aid for d in dups for aid in d["activity_ids"]}
-    audit.effect_once = [r for r in audit.at_risk if r["activity_id"] not in named]
-    audit.at_risk = []
+    seen = effect_seen(diffs, [a for a in acts if a.re_executed]) - named
+    audit.effect_once = [r for r in audit.at_risk if r["activity_id"] in seen]
+    audit.at_risk = [r for r in audit.at_risk if r["activity_id"] not in seen and r["activity_id"] not in named]
     audit.destination_duplicates = dups
     audit.duplicated_detail += [destination_line(d) for d in dups]
     audit.duplicated += sum(d["extra"] for d in dups)
+
+
+def read_after(dest: Destination, before: Counter[str]) -> DestinationDiff:
+    """The destination read again after the run, against `before`; a read that fails is said in the report
+    (nothing is credited to it) rather than losing the run's report."""
+    try:
+        return diff(dest.label, before, read_ids(dest))
+    except UsageError as err:
+        return DestinationDiff(dest.label, error=str(err)[:300])

@@ -267,7 +267,7 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
         given = [parse_destination(x) for x in specs[: MAX_DESTINATIONS + 1]]
     if len(given) > MAX_DESTINATIONS:
         raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
-    if len({d.label for d in given}) < len(given):
+    if len({(d.kind, d.target, d.query, d.pattern) for d in given}) < len(given):
         raise UsageError("the same --effects destination twice")
     return tuple(given)
 

@@ -19,6 +19,7 @@ import os
 import re
 import sqlite3
 import stat
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ MAX_IDS = 1_000_000  # effects (lines, rows) in one destination
 MAX_ID_CHARS = 1000  # a longer id is cut here: two effects equal that far are the same effect
 MAX_LINE_CHARS = 16_384  # a longer line is matched only this far (a regex cannot run away on a huge line)
 QUERY_TIMEOUT_S = 10.0
+MAX_SQLITE_COPY = 512 * 1024 * 1024  # a WAL database is read from a copy of it and its log
 _QUERY_START = re.compile(r":(?=\s*(?:select|with)\b)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -47,6 +49,7 @@ class DestinationError(UsageError):
 @dataclass(frozen=True)
 class Destination:
     kind: str  # "sql" or "file"
+    spec: str  # as given (it holds no password: one is refused), for a report's reproducing command
     target: str  # the database URL, or the file's or folder's absolute path
     query: str | None = None
     pattern: str | None = None  # file: the regex whose first group names the id
@@ -74,16 +77,11 @@ def parse_destination(text: str, cwd: Path | None = None) -> Destination:
         return _sql_spec(rest, cwd or Path.cwd())
     if kind == "http":
         raise DestinationError("--effects http:DEPENDENCY:FIELD is not built yet; name a sql: or file: destination")
-    raise DestinationError(f"--effects {text[:40]!r}: takes sql:URL:QUERY or file:PATH[:REGEX]")
+    raise DestinationError("--effects takes sql:URL:QUERY or file:PATH[:REGEX]")
 
 
 def _file_spec(rest: str, cwd: Path) -> Destination:
-    path, pattern = rest, None
-    # A regex follows the last ':' only if what precedes it names something that exists or may come
-    # (its folder exists): a path with a ':' in it stays a path.
-    head, sep, tail = rest.rpartition(":")
-    if sep and head and _may_exist(cwd / head) and not (cwd / rest).exists():
-        path, pattern = head, tail
+    path, pattern = _split_path(rest, cwd)
     if not path:
         raise DestinationError("--effects file:PATH: the path is empty")
     if pattern is not None:
@@ -97,11 +95,20 @@ def _file_spec(rest: str, cwd: Path) -> Destination:
             raise DestinationError("--effects file:PATH:REGEX: the regular expression needs a group: its first "
                                    "group is the effect's id")  # fmt: skip
     target = Path(os.path.abspath(cwd / Path(path).expanduser()))
-    return Destination("file", str(target), pattern=pattern)
+    return Destination("file", f"file:{rest}", str(target), pattern=pattern)
 
 
-def _may_exist(p: Path) -> bool:
-    return p.exists() or p.parent.is_dir()
+def _split_path(rest: str, cwd: Path) -> tuple[str, str | None]:
+    """PATH[:REGEX]: the path is the whole text if it exists, else the shortest text before a ':' that exists
+    (a regex may hold ':' too), else the shortest one whose folder exists (an outbox not made yet)."""
+    if (cwd / rest).exists() or ":" not in rest:
+        return rest, None
+    cuts = [i for i, ch in enumerate(rest) if ch == ":" and i > 0]
+    for test in (lambda p: p.exists(), lambda p: p.parent.is_dir()):
+        for i in cuts:
+            if test(cwd / Path(rest[:i]).expanduser()):
+                return rest[:i], rest[i + 1 :]
+    return rest, None
 
 
 def _sql_spec(rest: str, cwd: Path) -> Destination:
@@ -114,16 +121,18 @@ def _sql_spec(rest: str, cwd: Path) -> Destination:
         raise DestinationError("--effects sql:URL:QUERY: one statement, no ';' inside it")
     query = query.rstrip(";").strip()
     if is_postgres_url(url):
-        if postgres_parts(url).get("password"):
+        parts = postgres_parts(url)
+        if parts.get("password") or parts.get("sslpassword") or "password" in url.lower():
             raise DestinationError("--effects: a password in the URL would sit on a command line and in reports; "
                                    "give it in PGPASSWORD or ~/.pgpass")  # fmt: skip
-        return Destination("sql", url, query=query)
+        return Destination("sql", f"sql:{rest}", url, query=query)
     if url.startswith("sqlite:"):
-        path = url.removeprefix("sqlite:").removeprefix("//")
+        path = url.removeprefix("sqlite:")
+        path = path[3:] if path.startswith("///") else path[2:] if path.startswith("//") else path  # SQLAlchemy's
         if not path:
             raise DestinationError("--effects sql:sqlite:PATH:QUERY: the path is empty")
-        return Destination("sql", os.path.abspath(cwd / Path(path).expanduser()), query=query)
-    raise DestinationError(f"--effects sql:URL:QUERY: {url[:40]!r} is neither sqlite:PATH nor postgresql://...")
+        return Destination("sql", f"sql:{rest}", os.path.abspath(cwd / Path(path).expanduser()), query=query)
+    raise DestinationError("--effects sql:URL:QUERY: the URL is neither sqlite:PATH nor postgresql://...")
 
 
 def read_ids(dest: Destination) -> Counter[str]:
@@ -159,28 +168,36 @@ def _file_ids(dest: Destination) -> Counter[str]:
     for f in files:
         data = read_input(f, f"--effects {dest.kind}", left, follow=False)
         left -= len(data)
-        for line in data.decode("utf-8", "replace").splitlines():
-            found = _line_id(line, pattern)
+        for line in data.decode("utf-8", "replace").split("\n"):  # lines as the file has them, nothing else
+            found = _line_id(line.removesuffix("\r"), pattern)
             if found is not None:
                 ids[found] += 1
                 n += 1
-        if n > MAX_IDS:
-            raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")
+                if n > MAX_IDS:
+                    raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")
     return ids
 
 
 def _folder_files(path: Path, dest: Destination) -> list[Path]:
     """The folder's regular files (not links, not sub-folders), by name; a link inside is refused."""
     found: list[Path] = []
-    with os.scandir(path) as it:
-        for entry in it:
-            if entry.is_symlink():
-                raise DestinationError(f"--effects {dest.label}: {entry.name} is a symbolic link; refusing it")
-            if entry.is_file(follow_symlinks=False):
-                found.append(Path(entry.path))
-            if len(found) > MAX_FILES:
-                raise DestinationError(f"--effects {dest.label}: over {MAX_FILES} files")
+    try:
+        entries = _scan(path, MAX_FILES + 1)
+    except OSError as err:
+        raise DestinationError(f"--effects {dest.label}: {err.strerror or err}") from None
+    if len(entries) > MAX_FILES:
+        raise DestinationError(f"--effects {dest.label}: over {MAX_FILES} entries in the folder")
+    for entry in entries:
+        if entry.is_symlink():
+            raise DestinationError(f"--effects {dest.label}: {entry.name} is a symbolic link; refusing it")
+        if entry.is_file(follow_symlinks=False):
+            found.append(Path(entry.path))
     return sorted(found)
+
+
+def _scan(path: Path, limit: int) -> list[os.DirEntry]:
+    with os.scandir(path) as it:
+        return [e for _, e in zip(range(limit), it, strict=False)]
 
 
 def _line_id(line: str, pattern: re.Pattern[str] | None) -> str | None:
@@ -201,15 +218,48 @@ def _sqlite_ids(dest: Destination) -> Counter[str]:
         raise DestinationError(f"--effects {dest.label}: {err.strerror or err}") from None
     if not stat.S_ISREG(st.st_mode):
         raise DestinationError(f"--effects {dest.label}: not a regular file (a link, a folder or a device)")
+    if _wal_mode(path):  # read-only or not, SQLite leaves -wal and -shm beside a WAL database: read a copy
+        with tempfile.TemporaryDirectory(prefix="checkpoint-destination-") as tmp:
+            return _sqlite_query(_copy_wal_db(path, Path(tmp), dest), dest, "")
+    return _sqlite_query(path, dest, "?mode=ro")
+
+
+def _wal_mode(path: Path) -> bool:
+    """The database's header says WAL (file format versions 2 at offsets 18 and 19)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise DestinationError(f"--effects sql: cannot read {path}: {err.strerror or err}") from None
+    try:
+        head = os.read(fd, 100)
+    finally:
+        os.close(fd)
+    return len(head) >= 20 and head[18] == 2
+
+
+def _copy_wal_db(path: Path, tmp: Path, dest: Destination) -> Path:
+    """The database and its write-ahead log copied into `tmp` (bounded), where reading it writes nothing of
+    the user's."""
+    left = MAX_SQLITE_COPY
+    for src, name in ((path, "db"), (path.with_name(path.name + "-wal"), "db-wal")):
+        if name == "db-wal" and not os.path.lexists(src):
+            continue
+        data = read_input(src, f"--effects {dest.kind}", left, follow=False)
+        left -= len(data)
+        (tmp / name).write_bytes(data)
+    return tmp / "db"
+
+
+def _sqlite_query(path: Path, dest: Destination, mode: str) -> Counter[str]:
     deadline = time.monotonic() + QUERY_TIMEOUT_S
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=QUERY_TIMEOUT_S)
+        conn = sqlite3.connect(f"{path.as_uri()}{mode}", uri=True, timeout=QUERY_TIMEOUT_S)
     except sqlite3.Error as err:
         raise DestinationError(f"--effects {dest.label}: cannot open it read-only ({err})") from None
     try:
         conn.execute("PRAGMA query_only = ON")
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        return _rows(conn.execute(dest.query or ""), dest)
+        return _rows(conn.execute(_bounded(dest.query)), dest)
     except sqlite3.Error as err:
         why = f"took over {QUERY_TIMEOUT_S:g} s" if time.monotonic() > deadline else str(err)
         raise DestinationError(f"--effects {dest.label}: the query failed: {why[:200]}") from None
@@ -224,14 +274,20 @@ def _postgres_ids(dest: Destination) -> Counter[str]:
     try:
         with psycopg.connect(dest.target, connect_timeout=5, options=options) as conn:
             conn.read_only = True
-            with conn.cursor() as cur:
-                cur.execute(dest.query or "")  # type: ignore[arg-type]  # the user's own query, read-only
+            with conn.cursor(name="checkpoint_destination") as cur:  # server-side: rows come in batches
+                cur.execute(_bounded(dest.query))  # type: ignore[arg-type]  # the user's own query, read-only
                 return _rows(cur, dest)
     except psycopg.OperationalError as err:
         first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise DestinationError(f"--effects {dest.label}: {first}") from None
     except psycopg.Error as err:
-        raise DestinationError(f"--effects {dest.label}: the query failed: {str(err).strip()[:200]}") from None
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DestinationError(f"--effects {dest.label}: the query failed: {first[:200]}") from None
+
+
+def _bounded(query: str | None) -> str:
+    """The user's query with at most one row past the bound (the count is checked as rows come)."""
+    return f"SELECT * FROM ({query}) AS effects_read LIMIT {MAX_IDS + 1}"
 
 
 def _rows(cur: object, dest: Destination) -> Counter[str]:
@@ -241,7 +297,8 @@ def _rows(cur: object, dest: Destination) -> Counter[str]:
         for row in batch:
             if not row:
                 raise DestinationError(f"--effects {dest.label}: the query returns no column (the first is the id)")
-            ids[str(row[0])[:MAX_ID_CHARS]] += 1
+            value = row[0][:MAX_ID_CHARS] if isinstance(row[0], str | bytes | memoryview) else row[0]  # cut first
+            ids[str(value)[:MAX_ID_CHARS]] += 1
         n += len(batch)
         if n > MAX_IDS:
             raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")

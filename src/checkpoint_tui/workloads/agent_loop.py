@@ -121,7 +121,13 @@ class AgentLoopWorkload(Adapter):
         return make_schedule(seed, self.steps, **counts.as_kwargs()), self.steps
 
     def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
-        return load_schedule(path, self.steps)
+        from checkpoint_tui.proof.nemeses.hop import HOP_KINDS
+
+        events, steps, seed = load_schedule(path, self.steps)
+        if (hop := next((e for e in events if e.kind in HOP_KINDS), None)) is not None:  # ours has its hooks
+            raise UsageError(f"{path}: {hop.kind} is a crash point of a user's worker (--worker-cmd); checkpoint-tui's "
+                             "own loop crashes at its hooks (claim-window-crash, write-window-crash, ...)")  # fmt: skip
+        return events, steps, seed
 
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
         return StepTarget(self, self.pace)

@@ -64,7 +64,7 @@ class UserWorkflow(Adapter):
 
     def flags(self, units: int) -> tuple[list[str], list[str]]:
         framework = ["--framework", self.framework] if self.framework else []
-        effects = [w for d in self.destinations for w in ("--effects", shlex.quote(d.label))]
+        effects = [w for d in self.destinations for w in ("--effects", shlex.quote(d.spec))]
         return ["--worker-cmd", "...", *framework, *effects], ["--workflow", str(self.workflow)]
 
     def command_flags(self, settings: Settings) -> tuple[list[str], list[str]]:

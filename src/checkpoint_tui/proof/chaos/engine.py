@@ -44,6 +44,7 @@ from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.chaos.windows import Placement
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
@@ -84,6 +85,7 @@ class Chaos:
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
+        self.hop: Hop | None = None  # between the workers and Temporal, for crash points (nemeses/hop.py)
         self._closed: set[str] = set()  # runs other than the lead seen ended
         self._events: dict[int, dict] = {}  # each Fired's schedule event
         self._others_asked = 0.0
@@ -125,6 +127,9 @@ class Chaos:
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
+        if (hop := self.target.hop(self, self.settings.worker_address or address)) is not None:
+            self.hop = hop  # crash points: the workers reach Temporal (or the proxy) through the hop
+            self.settings = replace(self.settings, worker_address=await hop.start())
         await self.spawn_supervisor()
         return address
 
@@ -156,12 +161,14 @@ class Chaos:
             settings = self.settings
             await self._stop_supervisor()
             nemeses.reap_hung(self._hung)
-            if self.proxy is not None or not target.workload.keeps_workers:  # bound to the proxy; or a user's
+            if self.proxy or self.hop or not target.workload.keeps_workers:  # bound to the proxy or hop; a user's
                 for worker in worker_proc.load_all(settings):
                     worker_proc.stop(settings, worker)
                     worker_proc.forget(settings, worker.role, worker.slot)
             if self.proxy is not None:
                 await self.proxy.close()
+            if self.hop is not None:
+                await self.hop.close()
             await self.fleet.close(settings)
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
         await asyncio.to_thread(target.at_destination, self, audits, before)  # every worker has stopped
@@ -226,7 +233,7 @@ class Chaos:
         finds nothing to hit (between a death and its replacement, say) is listed as not fired, with why."""
         # An event whose moment never came is not a kill (nor a pause). An in-activity one just saw its activity
         # running: a history read now would only delay it (one that came too late is dropped after the run).
-        inside = ev.kind == "worker-in-activity" or ev.kind in ACTIVITY_NEMESES
+        inside = ev.kind in ("worker-in-activity", *HOP_KINDS) or ev.kind in ACTIVITY_NEMESES
         if not inside and self.run_ids and await self._all_closed():
             self.not_fired.append(NotFired(ev.to_json(), "the run closed before it fired"))
             return

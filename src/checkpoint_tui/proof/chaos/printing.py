@@ -67,7 +67,10 @@ def _where(fired: dict, unit: str = "step") -> str:
 
 
 def _landed(fired: dict) -> str:
-    """How far into its activity an in-activity kill landed, against the type's usual duration."""
+    """How far into its activity an in-activity kill landed, against the type's usual duration (a crash point
+    of the hop: the window it was held in)."""
+    if fired.get("window"):
+        return f" ({fired['window']})"
     if fired.get("into_s") is None:
         return ""
     usual = f" of ~{fired['usual_s']:.2f} s" if fired.get("usual_s") else ""

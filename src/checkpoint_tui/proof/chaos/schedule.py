@@ -30,6 +30,7 @@ from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof.chaos import fleet_events
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
+from checkpoint_tui.proof.nemeses.hop import HOP_KINDS
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
@@ -55,7 +56,7 @@ HOOK_CRASHES = {
 EFFECT_HOOKS = ("claim-window-crash", "write-window-crash")  # these name the effect kind they hit
 TARGETS = {
     PARTITION: "network",
-    **{k: "worker" for k in (*WORKER_MOMENTS, *HOOK_CRASHES, *PAUSES)},
+    **{k: "worker" for k in (*WORKER_MOMENTS, *HOOK_CRASHES, *PAUSES, *HOP_KINDS)},
     "supervisor": "supervisor",
     "temporal-server": "temporal-server",
     FORGE: "outbox",
@@ -260,8 +261,8 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where} is not an object")
     kind, step, at_s, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("at_s"), raw.get("delay_ms", 0)
     if not isinstance(kind, str) or kind not in TARGETS:
-        shown = ", ".join(k for k in TARGETS if k not in HOOK_CRASHES)  # the hook crashes: docs/chaos.md
-        raise UsageError(f"{where}: nemesis must be one of {shown} or a *-crash (docs/chaos.md)")
+        shown = ", ".join(k for k in TARGETS if k not in HOOK_CRASHES and k not in HOP_KINDS)  # in docs/chaos.md
+        raise UsageError(f"{where}: nemesis must be one of {shown}, a *-crash or a crash point (docs/chaos.md)")
     if raw.get("target", TARGETS[kind]) != TARGETS[kind]:
         raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {repr(raw.get('target'))[:60]}")
     if ("at_step" in raw) == ("at_s" in raw):

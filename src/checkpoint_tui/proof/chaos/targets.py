@@ -20,6 +20,7 @@ from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
+from checkpoint_tui.proof.nemeses.hop import Hop
 from checkpoint_tui.proof.nemeses.records import Hit, Miss
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.waiting import wait_until
@@ -103,6 +104,10 @@ class ChaosTarget:
         if run_id == chaos.run_ids[0]:
             self.lead_audit = audit
         return audit
+
+    def hop(self, chaos: Chaos, upstream: str) -> Hop | None:
+        """The gRPC hop between the workers and Temporal for crash points (proof/nemeses/hop.py), if needed."""
+        return None
 
     def ended_at(self, chaos: Chaos) -> float | None:
         """When the last of the runs closed, from history (None: not known, or one is still open)."""

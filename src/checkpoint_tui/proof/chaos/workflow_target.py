@@ -18,6 +18,7 @@ aimed activity (proof/nemeses/activities.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import Counter
@@ -30,36 +31,46 @@ from temporalio.client import Client
 from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.audit import Audit
-from checkpoint_tui.app.destination_audit import apply, assign, diff
+from checkpoint_tui.app.destination_audit import apply, assign, read_after
 from checkpoint_tui.app.frameworks import Framework, detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
-from checkpoint_tui.errors import UsageError
+from checkpoint_tui.errors import Failed, UsageError
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.proof.chaos import coverage_activities
 from checkpoint_tui.proof.chaos.coverage import Aims
-from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, ChaosEvent, make_schedule
+from checkpoint_tui.proof.chaos.schedule import FORGE, ChaosEvent, make_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled
+from checkpoint_tui.proof.chaos.workflow_checks import (
+    IN_ACTIVITY,
+    activity_checks,
+    aim_check,
+    exercised_check,
+    reset_check,
+)
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
-from checkpoint_tui.proof.nemeses.aim import Progress, aimed, closed_at, until_activity
+from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
+from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE, HOP_KINDS, RECORDED, Arming, Hop
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
-from checkpoint_tui.proof.report import EXERCISED, Check
+from checkpoint_tui.proof.report import Check
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
 
 # What a lab-loop moment means on a user's workflow: a hook crash (our loop's fault plan) is a kill in an
 # activity (--aim chooses which).
-MAPPED = {**dict.fromkeys(HOOK_CRASHES, "worker-in-activity"),
+# The effect protocol's crash points become the hop's (proof/nemeses/hop.py), which lands them for certain on
+# any worker: before the tool's effect, after it (before Temporal records it: where duplicates are born).
+MAPPED = {"tool-call-crash": BEFORE, "before-claim-crash": BEFORE, "claim-window-crash": AFTER,
+          "write-window-crash": AFTER, "stamped-crash": AFTER,
           "worker-in-timer": "worker-between-activities"}  # fmt: skip
-IN_ACTIVITY = ("worker-in-activity", *ACTIVITY_NEMESES)  # placed inside the aimed activity
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
 
@@ -99,6 +110,16 @@ def _landed(act: ActivityExec, fired: Fired) -> str:
     return "inside"
 
 
+def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
+    """A crash point's activity as history classifies it (its place in the run, a tool call's name and call id:
+    the hop saw one task alone)."""
+    d = fired.detail
+    act = by_id.get((d.get("execution"), d.get("activity_id"))) if d.get("workflow_id") == lead else None
+    if act is not None:
+        fired.step = act.seq
+        d.update(label=act.label, **{"class": act.cls})
+
+
 def _live_name(settings) -> str | None:
     live = worker_proc.load(settings, "active")
     return live.name if live is not None else None
@@ -118,6 +139,7 @@ class ActivityTarget(ChaosTarget):
         self.runs: dict[str, Progress] = {}  # every run's (--runs)
         self._landing: dict = {}
         self._aimed_id: str | None = None  # the activity id the last arrival landed on
+        self._arming: Arming | None = None  # the hop's, for the event being fired
         self.resets: list[Fired] = []  # the lead run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
         self.allow_unexercised = False  # --allow-unexercised: a run no fault reached passes
@@ -153,9 +175,44 @@ class ActivityTarget(ChaosTarget):
         landing = {k: v for k, v in self._landing.items() if k != "started_at"}
         return {**landing, "aimed": ev.step}
 
+    def hop(self, chaos: Chaos, upstream: str) -> Hop | None:
+        """The hop between the workers and Temporal, when an event needs a crash point of its (hop.py)."""
+        if not any(ev.kind in HOP_KINDS for ev in chaos.schedule):
+            return None
+        settings = chaos.settings
+        return Hop(upstream, self.aim, self.framework, lambda identity: nemeses.kill_worker_of(settings, identity))
+
+    async def _armed(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+        """Arm the hop for the event's aimed task and wait until it fired (None) or the run closed (why not)."""
+        assert self.progress is not None and chaos.hop is not None
+        # One run: every workflow on the lab's workers is the run's (its child workflows too), so the aim counts
+        # theirs; several: the lead's own.
+        arming = chaos.hop.arm(run_id if chaos.runs > 1 else None, ev.step or 1, ev.kind)
+        deadline = time.monotonic() + PROGRESS_TIMEOUT_S
+        while not arming.fired.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arming.fired.wait(), 0.25)
+            if arming.fired.is_set():
+                break
+            await self.progress.refresh()
+            if self.progress.closed:
+                chaos.hop.disarm(arming)
+                return (f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
+                        f"of them aimed ({self.aim})")  # fmt: skip
+            if time.monotonic() > deadline:
+                raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
+        self._arming = arming
+        task = arming.task
+        if task is not None:
+            step = int(task.activity_id) if task.activity_id.isdigit() else task.aimed_at
+            self._landing = {"step": step, "label": task.label, "class": task.cls}
+        return None
+
     async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
+        if ev.kind in HOP_KINDS:
+            return await self._armed(chaos, ev, run_id)
         between = ev.kind in ("worker-between-activities", resets.RESET)  # a reset: once the activity closed
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
@@ -187,6 +244,10 @@ class ActivityTarget(ChaosTarget):
         if ev.kind == resets.RESET:
             done = await self._reset(ev, run_id)
             return Hit(done.pop("at"), detail=done) if done is not None else Miss(NO_ACTIVITY_BACK)
+        if ev.kind in HOP_KINDS:  # fired by the hop as the task or its completion passed
+            arming = self._arming
+            assert arming is not None
+            return arming.hit if arming.hit is not None else Miss(arming.why or NO_WORKER)
         if ev.kind not in ("worker-in-activity", "worker-between-activities"):
             return Handled.NOT_MINE
         queue = self._landing.get("queue") if ev.kind == "worker-in-activity" else None  # its activity's worker
@@ -228,12 +289,11 @@ class ActivityTarget(ChaosTarget):
     def at_destination(self, chaos: Chaos, audits: list, before: list) -> None:
         if not self.workload.destinations:
             return
-        dests = self.workload.destinations
-        diffs = [diff(d.label, b, read_ids(d)) for d, b in zip(dests, before, strict=True)]
+        diffs = [read_after(d, b) for d, b in zip(self.workload.destinations, before, strict=True)]
         runs = {r: p.acts for r, p in self.runs.items()}
         dups = assign(diffs, runs, chaos.run_ids[0])
         for audit in audits:
-            apply(audit, diffs, dups.get(audit.run_id, []))
+            apply(audit, diffs, dups.get(audit.run_id, []), runs.get(audit.run_id, []))
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1
@@ -262,10 +322,18 @@ class ActivityTarget(ChaosTarget):
         chain = self.progress.chain if self.progress is not None else Chain(run_id)
         acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
         last_inside: dict[int, Fired] = {}
+        by_id = {(a.execution, a.activity_id): a for a in acts.values()}
+        lead = self.progress.run_id if self.progress is not None else None
         for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
-            act = acts.get(fired.step or 0) if fired.kind == "worker-in-activity" else None
+            if fired.kind in HOP_KINDS:  # a crash point of the hop landed where it was held, by construction
+                fired.landed = "after it closed" if fired.kind == RECORDED else "inside"
+                _named_from_history(fired, by_id, lead)
+            act = acts.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
+            if fired.detail.get("workflow_id", self.progress and self.progress.run_id) != (
+                    self.progress and self.progress.run_id):  # a child workflow's activity: not the parent's seq
+                act = None
             if act is not None:
-                fired.landed = _landed(act, fired)
+                fired.landed = fired.landed or _landed(act, fired)
                 if fired.landed == "inside":
                     last_inside[act.seq] = fired
         for seq, fired in last_inside.items():  # history keeps the start of an activity's last attempt only
@@ -318,69 +386,3 @@ class ActivityTarget(ChaosTarget):
             lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
                          f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
         return lines
-
-
-def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: bool) -> Check:
-    """Some fault reached an aimed activity: a kill inside one, an activity that ran again, a reset that re-ran
-    something, an activity paused or reset (a schedule aimed at none of them: some event fired). Else the run
-    proved nothing, and says so (NOT EXERCISED)."""
-    inside = sum(k.landed == "inside" for k in chaos.kills)
-    again = sum(a.re_executed for a in acts)
-    reran = sum(bool(r.detail.get("re_ran")) for r in chaos.resets)
-    acted = sum(p.kind in ACTIVITY_NEMESES for p in chaos.pauses)
-    seen = (f"kills inside an activity {inside} · activities run again {again} · resets that re-ran {reran} · "
-            f"activity pauses and resets {acted}")  # fmt: skip
-    fired = len(chaos.kills) + len(chaos.pauses) + len(chaos.resets)
-    aimed_in = any(ev.kind in (*IN_ACTIVITY, resets.RESET) for ev in chaos.schedule)
-    # Events aimed into activities must reach one; others (a fleet's, the supervisor's, the dev server's) must fire.
-    ok = bool(inside or again or reran or acted) if aimed_in else bool(fired or not chaos.schedule)
-    if not ok:
-        missed = [f"{n.event.get('nemesis', '?')}: {n.why}" for n in chaos.not_fired][:5]
-        seen = (f"NOT EXERCISED: no fault reached an activity aimed at ({aim}) · {seen} · fired {len(chaos.kills)} "
-                f"kill(s) and {len(chaos.pauses)} other(s)" + "".join(f"; not fired {m}" for m in missed))  # fmt: skip
-        seen += " · accepted by --allow-unexercised" if allowed else ""
-    return Check(EXERCISED, ok or allowed, seen)
-
-
-def aim_check(aim: str, acts: list) -> Check:
-    """The run's activities, none of which `aim` picks: chaos aimed at nothing proved nothing."""
-    seen = sorted({a.label for a in acts})
-    return Check("chaos: --aim picked an activity of the run", False,
-                 f"--aim {aim!r} matched none of the run's {len(acts)} activities: "
-                 f"{', '.join(seen[:12])[:400]}{' …' if len(seen) > 12 else ''}")  # fmt: skip
-
-
-def reset_check(fired: list[dict], strict_models: bool) -> Check:
-    """Every reset re-ran something, and nothing it re-ran was at risk (nor a model request, if strict)."""
-    reran = [e for r in fired for e in r.get("re_ran", [])]
-    n = Counter(e["verdict"] for e in reran)
-    idle = [r["step"] for r in fired if not r.get("re_ran")]
-    risky = "".join(f"; #{e['activity_id']} {e['label']}: {e['why']}" for e in reran if e["verdict"] == "at risk")
-    ok = not n["at risk"] and not idle and not (strict_models and n["model"])
-    return Check("chaos: a reset re-ran no tool call or activity at risk", ok,
-                 f"{len(fired)} reset(s) · re-ran {len(reran)} (guarded {n['guarded']}, AT RISK {n['at risk']}, model "
-                 f"{n['model']}) · resets that re-ran nothing {idle}{risky[:1500]}")  # fmt: skip
-
-
-def activity_checks(a: ActivityAudit) -> list[Check]:
-    """The verdict as checks: it passes exactly when all of them do (ActivityAudit.ok)."""
-    risky = "; ".join(f"#{r['seq']} {r.get('label') or r['type']} attempt {r['attempt']}" for r in a.at_risk[:10])
-    models = f"model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}"
-    return [
-        Check("chaos: workflow COMPLETED", a.workflow_status == "COMPLETED",
-              f"workflow {a.workflow_status} · activities {a.completed}/{a.activities}"),
-        Check("chaos: no lost effect", a.lost == 0, f"lost {a.lost}" + "".join(f"; {d}" for d in a.lost_detail[:10])),
-        Check("chaos: no duplicated effect", a.duplicated == 0,
-              f"duplicated {a.duplicated}" + "".join(f"; {d}" for d in a.duplicated_detail[:10])),
-        Check("chaos: no re-executed tool call or activity at risk", not a.at_risk,
-              f"re-executed {len(a.re_executed)} · guarded {len(a.guarded_re_executed)} · at risk {len(a.at_risk)}"
-              + (f": {risky}" if risky else "")),
-        Check("chaos: every activity's arguments decoded", not a.never_ran,
-              f"never ran (decode error) {len(a.never_ran)}"
-              + "".join(f"; #{r['seq']} {r['type']}" for r in a.never_ran[:5])),
-        Check("chaos: model requests re-run" + (" (--strict-models)" if a.strict_models else " (reported apart)"),
-              not (a.strict_models and a.model_reruns), models),
-        Check("chaos: no lost work (a task that sat out its timeout, a failed workflow, a workflow task failing)",
-              not a.lost_work_count, f"lost {a.lost_work_count}" + "".join(
-                  f"; {u}" for u in (a.lost_work or {}).get("units", [])[:10])),
-    ]  # fmt: skip

@@ -60,6 +60,19 @@ def kill_active_worker(settings: Settings, queue: str | None = None) -> Hit | No
     return None
 
 
+def kill_worker_of(settings: Settings, identity: str) -> Hit | None:
+    """SIGKILL the worker of this Temporal identity (an SDK's default `pid@host`) if it is one of this home's
+    workers (identity-checked), else None."""
+    head = identity.split("@", 1)[0]
+    if not head.isdigit():
+        return None
+    for worker in worker_proc.load_all(settings):
+        at = time.time()
+        if worker.pid == int(head) and worker.send(signal.SIGKILL):
+            return Hit(at, worker.pid, worker.name)
+    return None
+
+
 def kill_devserver(settings: Settings) -> Hit | None:
     ident, _ = devserver.recorded(settings)
     at = time.time()

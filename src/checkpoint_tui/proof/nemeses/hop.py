@@ -1,0 +1,210 @@
+"""Crash points that are certain: a gRPC hop between the workers and the Temporal frontend that sees
+each activity task handed out and each completion sent back, and kills the worker at the point an
+event names, whatever the worker's language and however fast its tool:
+
+- `worker-before-effect`: the aimed task, handed out by Temporal (its attempt started), is held while
+  its worker is killed: the attempt dies before its body ran, so before its effect;
+- `worker-after-effect`: the aimed attempt's completion is held while its worker is killed: the body
+  returned (its effect done), and Temporal never records it, so the activity runs again;
+- `worker-after-record`: the completion goes through, and once Temporal has answered, the worker is
+  killed: nothing may run again.
+
+The hop forwards every call as bytes (metadata and deadlines as they came), and decodes only what it
+needs with temporalio's own protobufs: the activity tasks of poll responses (and of eager activity
+starts in workflow task completions), and the task token of completions. An aimed task is the k-th
+first attempt of an activity the aim picks in the run's workflow, counted as tasks pass, so an event
+armed late still lands on the next one. Loopback only: it listens on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
+
+from checkpoint_tui.app.activity_history import ActivityExec, decode_payload, label
+from checkpoint_tui.app.frameworks import Framework
+from checkpoint_tui.proof.nemeses.aim import aimed
+from checkpoint_tui.proof.nemeses.records import Hit
+
+BEFORE, AFTER, RECORDED = "worker-before-effect", "worker-after-effect", "worker-after-record"
+HOP_KINDS = (BEFORE, AFTER, RECORDED)
+WINDOWS = {BEFORE: "inside the attempt, before its effect", AFTER: "after its effect, before Temporal recorded it",
+           RECORDED: "after Temporal recorded its completion"}  # fmt: skip
+_SERVICE = "/temporal.api.workflowservice.v1.WorkflowService/"
+_POLL, _EAGER, _DONE = (_SERVICE + m for m in ("PollActivityTaskQueue", "RespondWorkflowTaskCompleted",
+                                               "RespondActivityTaskCompleted"))  # fmt: skip
+_DROP = {"grpc-timeout", "content-type", "user-agent", "te", "grpc-accept-encoding", "grpc-encoding", "grpc-status",
+         "grpc-message"}  # fmt: skip
+_LIMIT = 128 * 1024 * 1024  # a workflow task with a long history is one message
+MAX_TOKENS = 100_000  # task tokens remembered (a long run's first attempts), oldest forgotten
+
+
+@dataclass
+class Task:
+    workflow_id: str
+    execution: str  # Temporal's run id of the workflow execution
+    activity_id: str
+    activity_type: str
+    attempt: int
+    label: str
+    cls: str  # model, tool, mcp or other (app/frameworks/)
+    aimed_at: int | None  # its ordinal among its workflow's aimed first attempts, None when not aimed
+    aimed_any: int | None = None  # its ordinal among every workflow's (the run's children count too)
+
+
+@dataclass
+class Arming:
+    """Kill at the `ordinal`-th aimed first attempt of `workflow_id`'s activities (None: of any workflow on the
+    lab's workers, the run's children included) or the next one, at `kind`."""
+
+    workflow_id: str | None
+    ordinal: int
+    kind: str
+    fired: asyncio.Event = field(default_factory=asyncio.Event)
+    hit: Hit | None = None
+    why: str | None = None  # fired, but could not kill (the poller is not a worker of ours)
+    task: Task | None = None  # the task it fired on
+
+
+class Hop(grpc.GenericRpcHandler):
+    def __init__(self, upstream: str, aim: str, framework: Framework, kill: Callable[[str], Hit | None]) -> None:
+        """`kill(identity)`: SIGKILL the worker of that identity if it is ours (a Hit), else None."""
+        self.upstream, self.aim, self.framework, self.kill = upstream, aim, framework, kill
+        self.armed: list[Arming] = []
+        self.tasks: dict[bytes, Task] = {}  # task token -> what it is
+        self.counts: dict[str, int] = {}  # workflow id -> aimed first attempts seen
+        self.any_count = 0  # aimed first attempts seen, of any workflow
+        self._channel: grpc.aio.Channel | None = None
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self) -> str:
+        """Listen on a free loopback port; returns its HOST:PORT for the workers."""
+        opts = [("grpc.max_receive_message_length", _LIMIT), ("grpc.max_send_message_length", _LIMIT)]
+        self._channel = grpc.aio.insecure_channel(self.upstream, options=opts)
+        self._server = grpc.aio.server(handlers=[self], options=[
+            *opts, ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_ping_strikes", 0),
+            ("grpc.http2.min_ping_interval_without_data_ms", 1000)])  # fmt: skip
+        port = self._server.add_insecure_port("127.0.0.1:0")
+        await self._server.start()
+        return f"127.0.0.1:{port}"
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.stop(grace=0)
+        if self._channel is not None:
+            await self._channel.close()
+
+    def arm(self, workflow_id: str | None, ordinal: int, kind: str) -> Arming:
+        arming = Arming(workflow_id, ordinal, kind)
+        self.armed.append(arming)
+        return arming
+
+    def disarm(self, arming: Arming) -> None:
+        if arming in self.armed:
+            self.armed.remove(arming)
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = details.method
+
+        async def forward(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            return await self._forward(method, request, context)
+
+        return grpc.unary_unary_rpc_method_handler(forward)
+
+    async def _forward(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        if method == _DONE and (held := self._take(request, AFTER)) is not None:
+            arming, identity = held
+            self._fire(arming, identity)  # the completion goes nowhere: the worker is dead
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker before its completion")
+        response = await self._call(method, request, context)
+        if method == _DONE and (held := self._take(request, RECORDED)) is not None:
+            self._fire(*held)  # Temporal has answered: the completion is recorded
+        elif method in (_POLL, _EAGER) and (held := self._handed_out(method, request, response)) is not None:
+            self._fire(*held)  # the task goes nowhere: its attempt started, its body never ran
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker as its task came")
+        return response
+
+    async def _call(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        assert self._channel is not None
+        metadata = [(k, v) for k, v in context.invocation_metadata() or () if not k.startswith(":") and k not in _DROP]
+        left = context.time_remaining()
+        try:
+            return await self._channel.unary_unary(method)(
+                request, metadata=metadata, timeout=None if left is None or left > 1e6 else left)  # fmt: skip
+        except grpc.aio.AioRpcError as err:  # Temporal's own answer, details (its -bin trailer) included
+            trailer = [(k, v) for k, v in err.trailing_metadata() or () if k not in _DROP]
+            context.set_trailing_metadata(trailer)
+            await context.abort(err.code(), err.details() or "")
+            raise  # abort raises; for the type checker
+
+    def _handed_out(self, method: str, request: bytes, response: bytes) -> tuple[Arming, str] | None:
+        """Learn the activity tasks a response hands out; the aimed one of an event armed before it comes."""
+        with contextlib.suppress(Exception):  # a message we cannot read is forwarded as it is
+            if method == _POLL:
+                identity, tasks = rr.PollActivityTaskQueueRequest.FromString(request).identity, [
+                    rr.PollActivityTaskQueueResponse.FromString(response)]  # fmt: skip
+            else:
+                identity = rr.RespondWorkflowTaskCompletedRequest.FromString(request).identity
+                tasks = list(rr.RespondWorkflowTaskCompletedResponse.FromString(response).activity_tasks)
+            for task in tasks:
+                seen = self._learn(task) if task.task_token else None
+                if seen is not None and (arming := self._due(seen, BEFORE)) is not None:
+                    return arming, identity
+        return None
+
+    def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task | None:
+        act = ActivityExec(0, 0, task.workflow_execution.run_id, task.activity_id, task.activity_type.name,
+                           time.time(), attempt=task.attempt)  # fmt: skip
+        act.args = [decode_payload(p) for p in list(task.input.payloads)[:16]]
+        label([act], self.framework)
+        workflow_id, ordinal, any_ordinal = task.workflow_execution.workflow_id, None, None
+        if task.attempt == 1 and aimed(self.aim, act):
+            ordinal = self.counts[workflow_id] = self.counts.get(workflow_id, 0) + 1
+            any_ordinal = self.any_count = self.any_count + 1
+        seen = Task(workflow_id, task.workflow_execution.run_id, task.activity_id, act.activity_type, task.attempt,
+                    act.label, act.cls, ordinal, any_ordinal)
+        if len(self.tasks) >= MAX_TOKENS:
+            self.tasks.pop(next(iter(self.tasks)))
+        self.tasks[task.task_token] = seen
+        return seen
+
+    def _take(self, request: bytes, kind: str) -> tuple[Arming, str] | None:
+        """The completion of an aimed attempt, for an event of `kind` armed for it."""
+        try:
+            done = rr.RespondActivityTaskCompletedRequest.FromString(request)
+        except Exception:  # noqa: BLE001 - not ours to read: forwarded as it is
+            return None
+        seen = self.tasks.get(done.task_token)
+        arming = self._due(seen, kind) if seen is not None else None
+        return (arming, done.identity) if arming is not None else None
+
+    def _due(self, seen: Task, kind: str) -> Arming | None:
+        """The armed event of `kind` this task is for: its workflow's, at its ordinal or past it."""
+        if seen.aimed_at is None or seen.aimed_any is None:
+            return None
+        for arming in self.armed:
+            ordinal = seen.aimed_any if arming.workflow_id is None else seen.aimed_at
+            mine = arming.workflow_id in (None, seen.workflow_id)
+            if arming.kind == kind and mine and ordinal >= arming.ordinal:
+                arming.task = seen
+                self.armed.remove(arming)  # one task each
+                return arming
+        return None
+
+    def _fire(self, arming: Arming, identity: str) -> None:
+        hit = self.kill(identity)
+        task = arming.task
+        assert task is not None
+        detail = {"window": WINDOWS[arming.kind], "activity_id": task.activity_id, "label": task.label,
+                  "class": task.cls, "workflow_id": task.workflow_id, "execution": task.execution,
+                  "aimed_at": task.aimed_any}  # fmt: skip
+        if hit is None:
+            arming.why = f"the worker {identity[:80]!r} that held it is not one of this lab's"
+        else:
+            arming.hit = Hit(hit.at, hit.pid, hit.identity, detail)
+        arming.fired.set()
