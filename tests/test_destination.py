@@ -186,9 +186,11 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
                       "PydanticMailer", "--input", json.dumps({"turns": TURNS, "pace": 0.3}), "--seed", "3",
                       "--kills", "3", "--aim", "tool", "--json", str(report_path), timeout=240)  # fmt: skip
         report = json.loads(report_path.read_text())
+        status = run_cli(*lab("pydantic-ai", home), "status", timeout=60)  # the same reading, read back
     finally:
         stop_lab(home)
     audit = report["audit"]
+    assert audit["verdict"] in status.stdout and "DUPLICATED at file:" in status.stdout, status.stdout[-2000:]
     lines = sent(home, report["run_id"])
     extra = sum(n - 1 for n in lines.values())
     assert audit["at_risk"] == [] and audit["duplicated"] == extra, (audit["duplicated_detail"], lines)
@@ -276,3 +278,44 @@ def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
     assert recorded not in again and again == {after, before}  # recorded: nothing ran again
     assert audit["duplicated"] == 1 and sum(n - 1 for n in sent(home, report["run_id"]).values()) == 1
     assert [kills[k]["landed"] for k in kinds.values()] == ["inside", "inside", "after it closed"]
+
+
+def test_every_window_kills_each_tool_once_in_each_window_and_tabulates_it(session_root):
+    """chaos --every-window on the blind mailer: a run per window, the table says what each kill did to
+    send_email's effect (before: effect once; after: DUPLICATED; recorded: nothing ran again); exit 1."""
+    home = session_root / f"dest-every-{next(_homes)}"
+    path = home / "r.json"
+    try:
+        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
+                      "PydanticMailer", "--input", json.dumps({"turns": 2, "pace": 0.05, "think": 0.05}),
+                      "--every-window", "--json", str(path), timeout=300)  # fmt: skip
+        report = json.loads(path.read_text())
+    finally:
+        stop_lab(home)
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
+    assert report["every_window"]["table"] == {"tool · send_email": {
+        "worker-before-effect": "effect once", "worker-after-effect": "DUPLICATED 1",
+        "worker-after-record": "held: nothing ran again"}}
+    assert "tool · send_email  effect once" in out.stdout and "verdict: FAIL" in out.stdout
+
+
+def test_a_tool_exactly_once_by_its_own_means_passes_when_its_file_is_read(session_root):
+    """SendLinesIdempotent appends a line only if the file lacks it, with no library: the seeded after-effect
+    crash point re-runs one send, the file holds each line once, and the verdict is PASS ('effect once'),
+    its kill's wait explained by the lab's crash point (no lost work)."""
+    from test_user_workflow_lab import lab_flags
+
+    home = session_root / f"dest-idem-{next(_homes)}"
+    path = home / "r.json"
+    try:
+        out = run_cli(*lab_flags(home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
+                      "SendLinesIdempotent", "--input", '{"count": 6, "pace": 0.05}', "--seed", "4", "--kills", "3",
+                      "--json", str(path), timeout=240)  # fmt: skip
+        report = json.loads(path.read_text())
+    finally:
+        stop_lab(home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    audit = report["audit"]
+    assert [k["kind"] for k in report["kills"] if k["kind"].startswith("worker-")] == ["worker-after-effect"]
+    assert len(audit["effect_once"]) == 1 and audit["at_risk"] == [] and audit["lost_work_count"] == 0
+    assert "re-executed · effect once at file:" in out.stdout and "verdict: PASS" in out.stdout

@@ -1,6 +1,7 @@
 """The activities: each sends one line to the workflow's output file. `send_line` goes through
 `checkpoint_tui.effects.exactly_once` (default key), `send_line_keyed` too with a business key, and
-`send_line_unguarded` is the same body without it."""
+`send_line_unguarded` is the same body without it; `send_line_idempotent` is exactly-once by its own means
+(a line is appended only if the file lacks it), with no library."""
 
 from __future__ import annotations
 
@@ -88,6 +89,15 @@ class LineActivities:
 
         line = line_text(inp.workflow_id, inp.index)
         return await exactly_once(kind="line", payload=line, write=send, key=f"{inp.workflow_id}:line:{inp.index}")
+
+    @activity.defn(name="send_line_idempotent")
+    async def send_line_idempotent(self, raw: RawValue = None) -> str:  # type: ignore[assignment]
+        """Exactly-once by its own means, without the library: the line is its own key, appended only if the
+        file does not hold it yet (under a lock). The lab proves it by reading the file (--effects)."""
+        inp = _check(raw)
+        async with _heartbeating():
+            await self._send(inp, line_text(inp.workflow_id, inp.index), True)
+        return "idempotent"
 
     @activity.defn(name="send_line_unguarded")
     async def send_line_unguarded(self, raw: RawValue = None) -> str:  # type: ignore[assignment]

@@ -72,3 +72,10 @@ class SendLinesUnguarded:
     @workflow.run
     async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
         return await _send_all(inp, LineActivities.send_line_unguarded)
+
+
+@workflow.defn(name="SendLinesIdempotent")
+class SendLinesIdempotent:
+    @workflow.run
+    async def run(self, inp: RawValue = None) -> dict[str, int]:  # type: ignore[assignment]
+        return await _send_all(inp, LineActivities.send_line_idempotent)

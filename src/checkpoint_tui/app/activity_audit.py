@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from checkpoint_tui.app import destination_audit
 from checkpoint_tui.app.activity_history import ActivityExec
 from checkpoint_tui.app.audit import lost_verdict
 from checkpoint_tui.app.chain import Chain
@@ -256,11 +257,15 @@ def audit_of(
 ) -> ActivityAudit:  # fmt: skip
     """The audit of a run of a user's workflow against this home's ledger and probe log (the one place
     `status`, the app and chaos get it from). With the run's `chain` (the history `acts` were read
-    from), its lost work too, each timeout against the lab's worker events of the ledger."""
+    from), its lost work too, each timeout against the lab's worker events of the ledger; with the
+    reading of where its effects land that chaos saved (app/destination_audit.py), that too."""
     conn = connect(settings.ledger)
     probes = probe_counts(settings.probe_log)
     lost = read_lost_work(conn, run_id, chain) if chain is not None else None
-    return audit_activities(conn, run_id, workflow_type, status, acts, probes, strict_models, lost)
+    audit = audit_activities(conn, run_id, workflow_type, status, acts, probes, strict_models, lost)
+    if (reading := destination_audit.load(settings.run_dir, run_id)) is not None:  # chaos read where effects land
+        destination_audit.apply(audit, *reading, acts)
+    return audit
 
 
 def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = None) -> LostWork:

@@ -9,14 +9,17 @@ call outside the library stays at risk (app/activity_audit.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from checkpoint_tui.app.activity_history import ActivityExec
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.files import read_input, write_output
 from checkpoint_tui.ledger.destination import Destination, read_ids
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 MAX_LEAVES = 64  # argument strings looked at per call
 MAX_NAMED = 200  # duplicate ids named per destination (the count is whole)
 MAX_MATCHED = 20_000  # ids the run added that are matched to the calls they came from
+MAX_ID = 1000  # an id as kept
 _EFFECT_CLASSES = ("tool", "mcp", "other")  # what may have an effect (model requests have none of their own)
 
 
@@ -173,3 +177,42 @@ def read_after(dest: Destination, before: Counter[str]) -> DestinationDiff:
         return diff(dest.label, before, read_ids(dest))
     except UsageError as err:
         return DestinationDiff(dest.label, error=str(err)[:300])
+
+
+# A run's reading is kept under run/ so that every verdict of it (chaos, `status`, the app) is the same one,
+# read back after every process has gone. It is an artifact file: read bounded, its shape checked.
+MAX_SAVED_BYTES = 8 * 1024 * 1024
+MAX_SAVED_ADDED = 5_000  # ids the run added, kept for matching (past it, calls stay at risk: never a false pass)
+
+
+def reading_path(run_dir: Path, run_id: str) -> Path:
+    return run_dir / f"destinations-{hashlib.sha256(run_id.encode('utf-8', 'replace')).hexdigest()[:16]}.json"
+
+
+def save(run_dir: Path, run_id: str, diffs: list[DestinationDiff], dups: list[dict]) -> None:
+    doc = {"run_id": run_id, "duplicates": dups, "diffs": [
+        {"label": d.label, "new": d.new, "extra": d.extra, "again": d.again[:MAX_NAMED], "error": d.error,
+         "added": [k[:MAX_ID] for k in d.added[:MAX_SAVED_ADDED]],
+         "duplicates": [[k[:MAX_ID], n, e] for k, n, e in d.duplicates[:MAX_NAMED]]} for d in diffs]}  # fmt: skip
+    write_output(reading_path(run_dir, run_id), json.dumps(doc), "a destination reading")
+
+
+def load(run_dir: Path, run_id: str) -> tuple[list[DestinationDiff], list[dict]] | None:
+    """The run's saved reading; None when there is none, or it is not one this lab wrote (said, not trusted)."""
+    path = reading_path(run_dir, run_id)
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(read_input(path, "a destination reading", MAX_SAVED_BYTES, follow=False))
+        if not isinstance(doc, dict) or doc.get("run_id") != run_id:
+            return None
+        diffs = [DestinationDiff(str(d["label"]), int(d["new"]), [(str(k), int(n), int(e)) for k, n, e in
+                                                                  d["duplicates"]], int(d["extra"]),
+                                 [str(k) for k in d["added"]], [str(k) for k in d["again"]],
+                                 None if d["error"] is None else str(d["error"])) for d in doc["diffs"]]  # fmt: skip
+        dups = [{"destination": str(x["destination"]), "id": str(x["id"]), "copies": int(x["copies"]),
+                 "extra": int(x["extra"]), "calls": [str(c) for c in x["calls"]],
+                 "activity_ids": [str(a) for a in x["activity_ids"]]} for x in doc["duplicates"]]  # fmt: skip
+    except (UsageError, ValueError, TypeError, KeyError, RecursionError):
+        return None
+    return diffs, dups

@@ -16,6 +16,13 @@ from typing import TYPE_CHECKING
 from temporalio.service import RPCError
 
 from checkpoint_tui.cli import workload_flags
+from checkpoint_tui.cli.chaos_flags import (
+    BUNDLES_OURS,
+    chaos_line,
+    check_chaos_flags,
+    read_destinations,
+    until_covered_bound,
+)
 from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
@@ -26,7 +33,6 @@ if TYPE_CHECKING:
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
-BUNDLES_OURS = "--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit"
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -292,7 +298,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     from checkpoint_tui.proof.chaos.schedule import save_schedule
     from checkpoint_tui.workloads import Counts
 
-    _check_chaos_flags(args, workload)
+    check_chaos_flags(args, workload)
     max_kills = until_covered_bound(args)  # flags that cannot go together, even when only saving
     seed = args.seed
     if args.chaos_schedule is not None:  # a file that cannot be read or run is a usage error
@@ -320,58 +326,19 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
     settings.ensure_dirs()
     read_destinations(workload)  # one that cannot be read: exit 2 before anything starts
+    if args.every_window:
+        from checkpoint_tui.proof.chaos.every_window import every_window_command
+
+        aim = "tool" if args.aim == "any" else args.aim  # every tool: model requests have no effect of their own
+        with lab(settings, "chaos", exclusive=True):
+            return asyncio.run(every_window_command(settings, seed, lambda: workload.chaos_target(seed, aim),
+                                                    json_out))  # fmt: skip
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     target.allow_unexercised = args.allow_unexercised
     with lab(settings, "chaos", exclusive=True):
         return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
                                          json_out, outputs, runs=args.runs, max_kills=max_kills,
                                          rate=args.rate))  # fmt: skip
-
-
-def read_destinations(workload: Adapter) -> None:
-    from checkpoint_tui.ledger.destination import read_ids
-
-    for dest in getattr(workload, "destinations", ()):
-        read_ids(dest)
-
-
-def _check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
-    if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
-        raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
-    if not workload.shrinkable and args.chaos_shrink is not None:
-        raise UsageError(f"--shrink reruns schedules of checkpoint-tui's own loop, not of {workload.title()}")
-    if args.chaos_proof is not None and not workload.bundles:
-        raise UsageError(BUNDLES_OURS)
-    if args.runs > 1 and (args.chaos_shrink is not None or args.chaos_proof is not None):
-        raise UsageError("--runs goes with a seeded or --schedule chaos (not --shrink or --proof)")
-    if until_covered_bound(args) is not None and (args.chaos_shrink is not None or args.runs > 1):
-        raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
-
-
-def chaos_line(args: argparse.Namespace, workload: Adapter, seed: int, steps: int) -> str:
-    """The command that runs this chaos again (a report's and a bundle's first line)."""
-    before, after = workload.flags(steps)  # `steps`: the units the events were placed over (a file's own)
-    line = " ".join(["checkpoint-tui", *before, "chaos", *after])
-    if args.chaos_schedule is not None:
-        line += f" --schedule {args.chaos_schedule}"
-    else:
-        line += f" --seed {seed} --kills {args.kills}"
-        for flag in ("pauses", "partitions", "resets", "activity_pauses", "activity_resets"):
-            line += f" --{flag.replace('_', '-')} {getattr(args, flag)}" if getattr(args, flag) else ""
-    line += f" --aim {args.aim}" if args.aim != "any" else ""
-    line += f" --runs {args.runs}" if args.runs > 1 else ""
-    return line + (" --until-covered" if args.until_covered else "")
-
-
-def until_covered_bound(args: argparse.Namespace) -> int | None:
-    """--until-covered's kill budget (None without it); --max-kills alone is a usage error."""
-    from checkpoint_tui.proof.chaos.coverage import DEFAULT_MAX_KILLS
-
-    if getattr(args, "max_kills", None) is not None and not getattr(args, "until_covered", False):
-        raise UsageError("--max-kills goes with --until-covered")
-    if not getattr(args, "until_covered", False):
-        return None
-    return args.max_kills if args.max_kills is not None else DEFAULT_MAX_KILLS
 
 
 def replay(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:

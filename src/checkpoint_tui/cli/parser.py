@@ -236,6 +236,9 @@ def _proof_commands(sub) -> None:
                        "0.5-3 s, then unpause)")  # fmt: skip
     chaos.add_argument("--activity-resets", type=_bounded_int(0, MAX_STEPS), default=0,
                        help="also reset the activity in flight this many times (Temporal's activity reset)")
+    chaos.add_argument("--every-window", action="store_true",
+                       help="with --workflow: kill every tool once in each crash point's window (before its "
+                       "effect, after it, after Temporal recorded it), a run per window, and print tool x window")
     chaos.add_argument("--allow-unexercised", action="store_true",
                        help="with --workflow: a run in which no fault reached an aimed activity passes (it says "
                        "NOT EXERCISED and fails otherwise)")  # fmt: skip

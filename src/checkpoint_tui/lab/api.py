@@ -87,11 +87,13 @@ class Lab:
         resets: int | None = None, runs: int | None = None, schedule: str | os.PathLike[str] | None = None,
         strict_models: bool = False, until_covered: bool = False, junit: bool = True, proof: bool = False,
         workers: Iterable[tuple[str, WorkerCmd]] = (), framework: str | None = None,
-        effects: Iterable[str] = (), args: Sequence[str] = (), global_args: Sequence[str] = (),
+        effects: Iterable[str] = (), every_window: bool = False, args: Sequence[str] = (),
+        global_args: Sequence[str] = (),
     ) -> Result:  # fmt: skip
         """`checkpoint-tui chaos` with these words (see its --help). `workers`: a fleet's (queue,
         command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `effects`: where the
-        tools' effects land (`--effects SPEC` each; relative paths from `cwd`); `args`: other chaos
+        tools' effects land (`--effects SPEC` each; relative paths from `cwd`); `every_window`: every tool
+        killed once in each crash point's window (`--every-window`); `args`: other chaos
         flags and `global_args` other global ones (before the command), as the CLI spells them.
         `schedule` is resolved against `cwd`, as the worker commands are."""
         name = self._name("chaos")
@@ -104,6 +106,7 @@ class Lab:
             words += _opt(flag, None if value is None else str(value))
         words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
+        words += ["--every-window"] if every_window else []
         words += _opt("--junit", junit_path and str(junit_path)) + _opt("--proof", proof_path and str(proof_path))
         front = self._front(worker_cmd, task_queue, workers, framework, global_args, effects)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])

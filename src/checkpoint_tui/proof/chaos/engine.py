@@ -88,6 +88,7 @@ class Chaos:
         self.hop: Hop | None = None  # between the workers and Temporal, for crash points (nemeses/hop.py)
         self._closed: set[str] = set()  # runs other than the lead seen ended
         self._events: dict[int, dict] = {}  # each Fired's schedule event
+        self.say_schedule = True  # each event printed before the run (--every-window says its rounds instead)
         self._others_asked = 0.0
 
     async def spawn_supervisor(self) -> None:
@@ -120,7 +121,7 @@ class Chaos:
         """Print the schedule, put the network proxy between workers and Temporal if a partition is
         planned, start the supervisor; returns the dev server's address."""
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
-        for ev in self.schedule:
+        for ev in self.schedule if self.say_schedule else []:
             print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
         address = devserver.recorded(self.settings)[1]["address"]
         self.settings = await self.fleet.start(self.settings)  # each --dependency behind its proxy
@@ -170,8 +171,8 @@ class Chaos:
             if self.hop is not None:
                 await self.hop.close()
             await self.fleet.close(settings)
+        await target.at_destination(self, before)  # every worker has stopped; the audits read it
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
-        await asyncio.to_thread(target.at_destination, self, audits, before)  # every worker has stopped
         conn, probe = connect(settings.ledger), target.probe(self)
         ended = target.ended_at(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts

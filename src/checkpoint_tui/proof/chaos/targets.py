@@ -118,8 +118,8 @@ class ChaosTarget:
         read against it afterwards. Our loop's outbox is audited by its own audit."""
         return []
 
-    def at_destination(self, chaos: Chaos, audits: list, before: list) -> None:
-        """Each run's audit against what the destinations gained since `before`."""
+    async def at_destination(self, chaos: Chaos, before: list) -> None:
+        """What the destinations gained since `before`, kept for each run's audit."""
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
         """Fill in each fired event's restart_s / stalled_s / recovery_s from durable data."""

@@ -31,7 +31,7 @@ from temporalio.client import Client
 from checkpoint_tui.app.activity_audit import ActivityAudit
 from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
 from checkpoint_tui.app.audit import Audit
-from checkpoint_tui.app.destination_audit import apply, assign, read_after
+from checkpoint_tui.app.destination_audit import assign, read_after, save
 from checkpoint_tui.app.frameworks import Framework, detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
@@ -140,9 +140,11 @@ class ActivityTarget(ChaosTarget):
         self._landing: dict = {}
         self._aimed_id: str | None = None  # the activity id the last arrival landed on
         self._arming: Arming | None = None  # the hop's, for the event being fired
+        self._armings: dict[int, Arming] = {}  # each crash point's (by its event), armed as the hop starts
         self.resets: list[Fired] = []  # the lead run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the lead run's checks of its activity pauses and resets
         self.allow_unexercised = False  # --allow-unexercised: a run no fault reached passes
+        self.fresh_tools = False  # --every-window: each crash point on the next tool not hit yet
 
     def header(self, chaos: Chaos) -> str:
         return f"{self.workload.title()} aim={self.aim} ({chaos.steps} aimed activity starts)"
@@ -180,25 +182,30 @@ class ActivityTarget(ChaosTarget):
         if not any(ev.kind in HOP_KINDS for ev in chaos.schedule):
             return None
         settings = chaos.settings
-        return Hop(upstream, self.aim, self.framework, lambda identity: nemeses.kill_worker_of(settings, identity))
+        hop = Hop(upstream, self.aim, self.framework, lambda identity: nemeses.kill_worker_of(settings, identity))
+        # Every crash point is armed before the run starts: each lands as its task passes, not after the events
+        # before it were done (a dev server's restart takes seconds; a run of fast tools may be over by then).
+        # The k-th aimed task of any workflow on the lab's workers: the run's (and its children's; the lead's and
+        # the others' with --runs).
+        self._armings = {id(ev): hop.arm(None, ev.step or 1, ev.kind, self.fresh_tools)
+                         for ev in chaos.schedule if ev.kind in HOP_KINDS}  # fmt: skip
+        return hop
 
     async def _armed(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
-        """Arm the hop for the event's aimed task and wait until it fired (None) or the run closed (why not)."""
+        """Wait until the hop fired the event's crash point (None), or the run closed first (why not)."""
         assert self.progress is not None and chaos.hop is not None
-        # One run: every workflow on the lab's workers is the run's (its child workflows too), so the aim counts
-        # theirs; several: the lead's own.
-        arming = chaos.hop.arm(run_id if chaos.runs > 1 else None, ev.step or 1, ev.kind)
+        arming = self._armings[id(ev)]
         deadline = time.monotonic() + PROGRESS_TIMEOUT_S
         while not arming.fired.is_set():
+            if self.progress.closed:  # seen closed (here, or by an earlier event's wait)
+                chaos.hop.disarm(arming)
+                return (f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
+                        f"of them aimed ({self.aim})")  # fmt: skip
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(arming.fired.wait(), 0.25)
             if arming.fired.is_set():
                 break
             await self.progress.refresh()
-            if self.progress.closed:
-                chaos.hop.disarm(arming)
-                return (f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
-                        f"of them aimed ({self.aim})")  # fmt: skip
             if time.monotonic() > deadline:
                 raise Failed("the run stopped making progress (see run/worker.log, run/temporal.log)")
         self._arming = arming
@@ -286,14 +293,16 @@ class ActivityTarget(ChaosTarget):
     def read_destinations(self) -> list:
         return [read_ids(d) for d in self.workload.destinations]
 
-    def at_destination(self, chaos: Chaos, audits: list, before: list) -> None:
+    async def at_destination(self, chaos: Chaos, before: list) -> None:
         if not self.workload.destinations:
             return
-        diffs = [read_after(d, b) for d, b in zip(self.workload.destinations, before, strict=True)]
-        runs = {r: p.acts for r, p in self.runs.items()}
-        dups = assign(diffs, runs, chaos.run_ids[0])
-        for audit in audits:
-            apply(audit, diffs, dups.get(audit.run_id, []), runs.get(audit.run_id, []))
+        for progress in self.runs.values():  # what each run made to the end
+            await progress.refresh()
+        diffs = [await asyncio.to_thread(read_after, d, b) for d, b in zip(self.workload.destinations, before,
+                                                                           strict=True)]  # fmt: skip
+        dups = assign(diffs, {r: p.acts for r, p in self.runs.items()}, chaos.run_ids[0])
+        for run_id in self.runs:  # each run's audit reads it back (app/activity_audit.audit_of): one verdict
+            save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1

@@ -55,6 +55,7 @@ class Task:
     cls: str  # model, tool, mcp or other (app/frameworks/)
     aimed_at: int | None  # its ordinal among its workflow's aimed first attempts, None when not aimed
     aimed_any: int | None = None  # its ordinal among every workflow's (the run's children count too)
+    key: str = ""  # what makes it a tool of its own: the tool's name, else the activity type
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Arming:
     hit: Hit | None = None
     why: str | None = None  # fired, but could not kill (the poller is not a worker of ours)
     task: Task | None = None  # the task it fired on
+    fresh: bool = False  # on the next aimed task of a tool not hit yet (chaos --every-window), whatever its ordinal
 
 
 class Hop(grpc.GenericRpcHandler):
@@ -79,6 +81,7 @@ class Hop(grpc.GenericRpcHandler):
         self.tasks: dict[bytes, Task] = {}  # task token -> what it is
         self.counts: dict[str, int] = {}  # workflow id -> aimed first attempts seen
         self.any_count = 0  # aimed first attempts seen, of any workflow
+        self.hit_keys: set[str] = set()  # the tools a kill has landed on
         self._channel: grpc.aio.Channel | None = None
         self._server: grpc.aio.Server | None = None
 
@@ -99,8 +102,8 @@ class Hop(grpc.GenericRpcHandler):
         if self._channel is not None:
             await self._channel.close()
 
-    def arm(self, workflow_id: str | None, ordinal: int, kind: str) -> Arming:
-        arming = Arming(workflow_id, ordinal, kind)
+    def arm(self, workflow_id: str | None, ordinal: int, kind: str, fresh: bool = False) -> Arming:
+        arming = Arming(workflow_id, ordinal, kind, fresh=fresh)
         self.armed.append(arming)
         return arming
 
@@ -167,7 +170,8 @@ class Hop(grpc.GenericRpcHandler):
             ordinal = self.counts[workflow_id] = self.counts.get(workflow_id, 0) + 1
             any_ordinal = self.any_count = self.any_count + 1
         seen = Task(workflow_id, task.workflow_execution.run_id, task.activity_id, act.activity_type, task.attempt,
-                    act.label, act.cls, ordinal, any_ordinal)
+                    act.label, act.cls, ordinal, any_ordinal,
+                    key=act.info.name if act.info is not None and act.info.name else act.activity_type)
         if len(self.tasks) >= MAX_TOKENS:
             self.tasks.pop(next(iter(self.tasks)))
         self.tasks[task.task_token] = seen
@@ -190,9 +194,11 @@ class Hop(grpc.GenericRpcHandler):
         for arming in self.armed:
             ordinal = seen.aimed_any if arming.workflow_id is None else seen.aimed_at
             mine = arming.workflow_id in (None, seen.workflow_id)
-            if arming.kind == kind and mine and ordinal >= arming.ordinal:
+            due = seen.key not in self.hit_keys if arming.fresh else ordinal >= arming.ordinal
+            if arming.kind == kind and mine and due:
                 arming.task = seen
                 self.armed.remove(arming)  # one task each
+                self.hit_keys.add(seen.key)
                 return arming
         return None
 

@@ -5,6 +5,7 @@ or Temporal, never from what this process remembers. Imports no Textual."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.files import write_output
+from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
@@ -43,6 +45,7 @@ async def run_verify(
     print(f"verify: {plan.header} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}",
           flush=True)  # fmt: skip
     ctx = VerifyContext(vhome, address, client, report, workload, framework=plan.framework)
+    ctx.readings = [await asyncio.to_thread(read_ids, d) for d in getattr(workload, "destinations", ())]
     try:
         for scenario in plan.scenarios:
             try:

@@ -36,6 +36,7 @@ class VerifyContext:
     completions: list[tuple[str, int, int]] = field(default_factory=list)  # (scenario, units done, of units)
     ready_s: float | None = None  # the slowest start of a worker until it could take a run
     framework: Framework = None  # what classifies its activities (VerifyPlan's)
+    readings: list = field(default_factory=list)  # each destination's ids after the last run's audit (--effects)
 
     async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
         """A fresh supervisor of the verify home, its workers started (or adopted) and ready: scenarios

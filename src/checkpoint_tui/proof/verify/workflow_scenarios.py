@@ -18,9 +18,18 @@ from Temporal and the ledger.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict
 
-from checkpoint_tui.app.activity_history import Chain, first_event_after, read_chain, workflow_task_failures
+from checkpoint_tui.app.activity_history import (
+    Chain,
+    first_event_after,
+    read_activities,
+    read_chain,
+    workflow_task_failures,
+)
+from checkpoint_tui.app.destination_audit import assign, read_after, save
+from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.proof.nemeses.aim import Progress, until_activity
 from checkpoint_tui.proof.verify import plan
 from checkpoint_tui.proof.verify.plan import Scenario, VerifyContext
@@ -40,6 +49,11 @@ async def _finish(ctx: VerifyContext, run_id: str) -> tuple[str | None, Chain]:
 
 
 async def _audit(ctx: VerifyContext, tag: str, run_id: str, status: str | None) -> None:
+    if dests := getattr(ctx.workload, "destinations", ()):  # what the run added where its effects land
+        diffs = [await asyncio.to_thread(read_after, d, b) for d, b in zip(dests, ctx.readings, strict=True)]
+        acts = await read_activities(ctx.client, run_id, None, ctx.framework)
+        save(ctx.settings.run_dir, run_id, diffs, assign(diffs, {run_id: acts}, run_id)[run_id])
+        ctx.readings = [await asyncio.to_thread(read_ids, d) for d in dests]  # the next run's baseline
     a = await ctx.workload.audit(ctx.settings, ctx.client, run_id, status)
     ctx.report.check(f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
                      f"status={status} {a.summary()}" + "".join(f"; {d}" for d in (a.lost_detail +
