@@ -27,7 +27,16 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 run: $(RUN_STAMP)
 	$(VENV)/bin/checkpoint-tui
 
-test: $(TEST_STAMP) postgres-binaries
+# The TypeScript mailer (examples/ts_mailer/): Temporal's TypeScript SDK from the npm registry, at the
+# versions package-lock.json pins. Where node or npm is missing, its tests skip and say why.
+TS_MAILER := examples/ts_mailer
+TS_STAMP := $(TS_MAILER)/node_modules/.checkpoint-stamp
+$(TS_STAMP): $(TS_MAILER)/package-lock.json
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	  cd $(TS_MAILER) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error && touch node_modules/.checkpoint-stamp; \
+	else echo "node or npm not found: the TypeScript worker tests skip"; fi
+
+test: $(TEST_STAMP) postgres-binaries $(TS_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mkdocs build --strict --quiet

@@ -144,8 +144,10 @@ def test_a_retried_heartbeat_timeout_the_labs_kill_caused_is_waited_out_not_lost
 
 def test_the_same_timeout_with_no_lab_event_in_its_window_is_the_applications_loss():
     chain = retried("HEARTBEAT", 7.2, start_to_close=60.0, heartbeat=5.0)
-    # a kill well before the attempt's window (0.5 s slack) and a `spawn`, which stops nothing, inside it
-    work = lost_work(chain, [lab(0.6, "kill"), lab(3.0, "spawn")])
+    # a kill before the attempt's window (0.5 s slack, and 1.5 s more before it: a dev server's timer fires a
+    # timeout late, so a kill 0.9 s before the estimated window was measured to be the cause) and a `spawn`,
+    # which stops nothing, inside it
+    work = lost_work(chain, [lab(-1.0, "kill"), lab(3.0, "spawn")])
     [t] = work.timeouts
     assert t.cause is None and t.lost and work.lost == 1
     assert work.first() == "send_email #1 waited out its HEARTBEAT timeout (5.0 s, attempt 1) with no lab event " \

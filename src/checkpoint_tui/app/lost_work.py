@@ -260,7 +260,7 @@ def _final(ev, scheduled: dict, started: dict) -> TimedOut | None:
 def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -> list[TimedOut]:
     """Each timeout with its cause: the latest lab event (kill, died, sigterm, exit, chaos:*) within its
     lost attempt's window (SLACK_S either side), one of the timeout's own worker first when it knows
-    that worker; None when there is none (the application's own)."""
+    that worker, then a crash point's on that activity; None when there is none (the application's own)."""
     events = sorted((e for e in worker_events if e.event in LAB_KINDS or e.event.startswith("chaos:")),
                     key=lambda e: e.at)  # fmt: skip
     times = [e.at for e in events]
@@ -270,7 +270,9 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
         hi = bisect.bisect_right(times, t.lost_at + SLACK_S)
         window = events[lo:hi]
         own = [e for e in window if t.identity is not None and e.who == t.identity]
-        pick = (own or window)[-1] if window else None
+        # a crash point names the activity it killed (proof/nemeses/hop.py): that one's cause, whatever came after
+        aimed = [e for e in window if str(e.detail.get("activity_id", "")) == t.activity_id and t.activity_id]
+        pick = (own or aimed or window)[-1] if window else None
         cause = pick.cause() if pick is not None else None
         if pick is not None and cause and not cause["nemesis"]:  # an exit after a rollout's SIGTERM: the rollout's
             named = [e for e in window if pick.who is not None and e.who == pick.who and e.detail.get("nemesis")]

@@ -19,6 +19,8 @@ def where(worker: WorkerProc) -> str:
 def adopt_or_start(
     settings: Settings, address: str, worker_args: tuple[str, ...], conn: Ledger, slot: int, required: bool
 ) -> WorkerProc | None:
+    if (dead := worker_proc.found_dead(settings, "active", slot)) is not None:  # it died between supervisors
+        record_worker_event(conn, "died", dead[0], dead[1], detail="found dead by the supervisor that took over")
     adopted = worker_proc.adoptable(settings, "active", slot)
     if adopted is not None:
         detail = f"active worker adopted ({where(adopted)})"

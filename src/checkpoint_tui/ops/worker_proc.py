@@ -230,6 +230,16 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd, queue=queue, exits=exits_path)
 
 
+def found_dead(settings: Settings, role: str = "active", slot: int = 0) -> tuple[int, str] | None:
+    """(pid, name) of the recorded worker of this role and slot if its process is gone: it died while no
+    supervisor watched (a new one finds the record), which its death's event must still say."""
+    rec = read_json(_record(settings, role, slot))
+    ident = ProcIdentity.from_record(rec)
+    if rec is None or ident is None or not isinstance(rec.get("name"), str) or ident.matches_live():
+        return None
+    return ident.pid, rec["name"][:200]
+
+
 def is_home_worker(settings: Settings, ident: ProcIdentity, user_cmd: bool = False) -> bool:
     """A record of ours names this home's worker command, not merely some process of this user (a
     forged record naming another process must not get it signalled). A user's worker command does not
