@@ -3,8 +3,8 @@
 Connects with the SDK's environment configuration (`TEMPORAL_ADDRESS`, default 127.0.0.1:7233;
 `TEMPORAL_NAMESPACE`, default `default`; TLS and API key variables as the SDK reads them), polls the
 task queue `CHECKPOINT_TASK_QUEUE` (default `user-worker-example`) with the SDK's default identity (pid@host),
-and serves the workflows `SendLines`, `SendLinesKeyed`, `SendLinesUnguarded` and `SendLinesIdempotent` until
-SIGTERM or SIGINT.
+and serves the workflows `SendLines`, `SendLinesKeyed`, `SendLinesUnguarded`, `SendLinesIdempotent` and
+`SendLinesNested` (with its child `SendLinesLevel`) until SIGTERM or SIGINT.
 The lines go to `EXAMPLE_OUT_DIR` (default `$CHECKPOINT_HOME/example-out`, else `./example-out`); the
 effects library finds its ledger through `CHECKPOINT_LEDGER_URL` or `CHECKPOINT_HOME`.
 """
@@ -27,7 +27,14 @@ import checkpoint_tui.effects as effects
 
 from activities import LineActivities  # the sibling modules: `python worker.py` puts this folder on sys.path
 from shared import DEFAULT_TASK_QUEUE
-from workflows import SendLines, SendLinesIdempotent, SendLinesKeyed, SendLinesUnguarded
+from workflows import (
+    SendLines,
+    SendLinesIdempotent,
+    SendLinesKeyed,
+    SendLinesLevel,
+    SendLinesNested,
+    SendLinesUnguarded,
+)
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 log = logging.getLogger("user_worker")
@@ -54,7 +61,8 @@ async def run() -> None:
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[SendLines, SendLinesKeyed, SendLinesUnguarded, SendLinesIdempotent],
+        workflows=[SendLines, SendLinesKeyed, SendLinesUnguarded, SendLinesIdempotent, SendLinesNested,
+                   SendLinesLevel],
         activities=[lines.send_line, lines.send_line_keyed, lines.send_line_unguarded, lines.send_line_idempotent],
         # A killed worker's sticky queue holds the workflow's next task this long before Temporal
         # gives it to another worker (the SDK's default is 10 s: every kill would cost that much).

@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 # The chain reader lives in app/chain.py; callers of this module import it from here too.
-from checkpoint_tui.app.chain import Chain, read_chain, reset_run  # noqa: F401
+from checkpoint_tui.app.chain import Chain, all_executions, read_chain, read_children, reset_run  # noqa: F401
 from checkpoint_tui.app.frameworks import ActivitySeen, Framework, UnitInfo, classify, detect, overridden
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
@@ -154,7 +154,7 @@ def _secs(duration) -> float | None:
 def activities(chain: Chain) -> list[ActivityExec]:
     """The chain's activity executions in scheduling order, with what history says about each."""
     found: list[ActivityExec] = []
-    for segment, (execution, events) in enumerate(chain.executions):
+    for segment, (execution, events) in enumerate(all_executions(chain)):  # child workflows' too, after
         by_sched: dict[int, ActivityExec] = {}
         for ev in events:
             if ev.HasField("activity_task_scheduled_event_attributes"):
@@ -270,9 +270,10 @@ async def read_activities(
 async def read_run(
     client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
 ) -> tuple[Chain, list[ActivityExec]]:
-    """The run's history (its chain) and its activities read from it, for an audit that needs both (lost
-    work is read from the chain: app/lost_work.py)."""
+    """The run's history (its chain, its child workflows' chains in `children`) and its activities read
+    from it, for an audit that needs both (lost work is read from the chain: app/lost_work.py)."""
     chain = await read_chain(client, workflow_id, first_execution)
+    await read_children(client, chain)
     acts = await with_pending(client, chain, activities(chain))
     if framework is not None:
         label(acts, framework)

@@ -27,10 +27,15 @@ class Chain:
     # it): the histories a replay must pass, each as Temporal holds it.
     as_read: list[tuple[str, list]] = field(default_factory=list)
     missing: bool = False  # Temporal answered NOT_FOUND (unknown, or past retention): the rest is unread
+    children: list[Chain] = field(default_factory=list)  # its child workflows' chains (read_children), in order
 
     @property
     def events(self) -> list:
         return [ev for _, events in self.executions for ev in events]
+
+
+MAX_CHILD_DEPTH = 6  # child workflows of child workflows ... read this far down
+MAX_CHILDREN = 64  # child workflows read per run (each a history read)
 
 
 async def read_chain(
@@ -57,6 +62,44 @@ async def read_chain(
             raise
         chain.missing = True
     return chain
+
+
+def all_executions(chain: Chain) -> list[tuple[str, list]]:
+    """The chain's executions, then each child workflow's (depth first): every activity of the run."""
+    return [*chain.executions, *(x for child in chain.children for x in all_executions(child))]
+
+
+async def read_children(
+    client: Client, chain: Chain, depth: int = 0, budget: list[int] | None = None, done: dict | None = None
+) -> None:
+    """Read the chain's child workflows (and theirs, MAX_CHILD_DEPTH down; MAX_CHILDREN in all), each with its
+    continue-as-new chain, into `chain.children`: a run's work done by its children is the run's. `done`: the
+    closed children read before (by workflow and run id), not read again (a poll reads only open ones)."""
+    budget = [MAX_CHILDREN] if budget is None else budget
+    if depth >= MAX_CHILD_DEPTH:
+        return
+    for _, events in chain.executions:
+        for ev in events:
+            if not ev.HasField("child_workflow_execution_started_event_attributes") or budget[0] <= 0:
+                continue
+            budget[0] -= 1
+            started = ev.child_workflow_execution_started_event_attributes.workflow_execution
+            key = f"{started.workflow_id}\n{started.run_id}"
+            child = done.get(key) if done is not None else None
+            if child is None:
+                child = await read_chain(client, started.workflow_id, started.run_id or None)
+                await read_children(client, child, depth + 1, budget, done)
+                if done is not None and _ended(child):
+                    done[key] = child
+            chain.children.append(child)
+
+
+def _ended(chain: Chain) -> bool:
+    """Its last execution closed for good (not continued as new), and so did every child it read."""
+    last = chain.executions[-1][1] if chain.executions else []
+    ends = ("completed", "failed", "timed_out", "canceled", "terminated")
+    closed = bool(last) and any(last[-1].HasField(f"workflow_execution_{e}_event_attributes") for e in ends)
+    return closed and all(_ended(c) for c in chain.children)
 
 
 async def _first_execution(client: Client, workflow_id: str) -> str | None:

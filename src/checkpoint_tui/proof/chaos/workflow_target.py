@@ -296,11 +296,10 @@ class ActivityTarget(ChaosTarget):
     async def at_destination(self, chaos: Chaos, before: list) -> None:
         if not self.workload.destinations:
             return
-        for progress in self.runs.values():  # what each run made to the end
-            await progress.refresh()
+        runs = {r: await read_activities(chaos.client, r, None, self.framework) for r in self.runs}  # children too
         diffs = [await asyncio.to_thread(read_after, d, b) for d, b in zip(self.workload.destinations, before,
                                                                            strict=True)]  # fmt: skip
-        dups = assign(diffs, {r: p.acts for r, p in self.runs.items()}, chaos.run_ids[0])
+        dups = assign(diffs, runs, chaos.run_ids[0])
         for run_id in self.runs:  # each run's audit reads it back (app/activity_audit.audit_of): one verdict
             save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))
 

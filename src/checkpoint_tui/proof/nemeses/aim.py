@@ -12,7 +12,15 @@ import time
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, label, read_chain, with_pending
+from checkpoint_tui.app.activity_history import (
+    ActivityExec,
+    Chain,
+    activities,
+    label,
+    read_chain,
+    read_children,
+    with_pending,
+)
 from checkpoint_tui.app.frameworks import Framework
 from checkpoint_tui.app.stuck import CHECK_EVERY_S, StuckTask, stuck_task
 from checkpoint_tui.errors import Failed, UsageError
@@ -46,12 +54,15 @@ class Progress:
     def __init__(self, client: Client, run_id: str, framework: Framework = None) -> None:
         self.client, self.run_id, self.framework = client, run_id, framework
         self.chain = Chain(run_id)
+        self._done: dict = {}  # child workflows seen closed (read once)
         self.acts: list[ActivityExec] = []
         self.closed = False
 
     async def refresh(self) -> None:
         try:
-            self.chain = await read_chain(self.client, self.run_id)
+            chain = await read_chain(self.client, self.run_id)
+            await read_children(self.client, chain, done=self._done)  # its children's work is the run's
+            self.chain = chain
             self.acts = await with_pending(self.client, self.chain, activities(self.chain))
             label(self.acts, self.framework)
             last = self.chain.executions[-1][1] if self.chain.executions else []

@@ -1,0 +1,39 @@
+"""Crash points that are certain (#48, proof/nemeses/hop.py) where timing cannot reach: a workflow of
+instant activities, and one whose activities run in child workflows three levels down (continue-as-new
+in the middle). Every aimed kill lands inside an activity, and the audit (which reads the children's
+histories too) judges what ran again by the file the sends land in."""
+
+from __future__ import annotations
+
+import json
+from itertools import count
+
+import pytest
+
+from conftest import run_cli
+from test_user_workflow_lab import lab_flags, stop_lab
+
+_homes = count()
+
+
+@pytest.mark.parametrize(("workflow", "pace"), [("SendLinesIdempotent", 0), ("SendLinesNested", 0.05)])
+def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root):
+    home = session_root / f"crash-{workflow}-{next(_homes)}"
+    path = home / "r.json"
+    try:
+        out = run_cli(*lab_flags(home), "--effects", f"file:{home}/example-out", "chaos", "--workflow", workflow,
+                      "--input", json.dumps({"count": 6, "pace": pace}), "--seed", "4", "--kills", "3",
+                      "--json", str(path), timeout=240)  # fmt: skip
+        report = json.loads(path.read_text())
+    finally:
+        stop_lab(home)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    audit = report["audit"]
+    assert report["not_fired"] == [] and {k["kind"] for k in report["kills"]} == {
+        "temporal-server", "supervisor", "worker-after-effect"}
+    [crash] = [k for k in report["kills"] if k["kind"] == "worker-after-effect"]
+    assert crash["landed"] == "inside" and crash["label"] == "send_line_idempotent"
+    assert audit["activities"] == audit["completed"] == 6  # the nested one's are its great-grandchild's
+    assert [r["activity_id"] for r in audit["effect_once"]] == [crash["activity_id"]]
+    lines = [line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines()]
+    assert len(lines) == len(set(lines)) == 6
