@@ -18,9 +18,7 @@ from checkpoint_tui.app.activity_history import is_reset_event, plain
 from checkpoint_tui.app.chain import Chain
 
 SLACK_S = 0.5  # a lab event this much outside a lost attempt's estimated window still counts (clocks, rounding)
-# A timeout fires late (the dev server's timer queue): a heartbeat timeout's retry started 0.92 s after the
-# timeout plus backoff after a kill (measured), so an attempt's estimated window starts that much too late.
-TIMER_LATE_S = 1.5
+TIMER_LATE_S = 1.5  # timers fire late: a retry came 0.92 s after timeout + backoff (measured); windows start early
 # Temporal's default retry policy (1 s after the first failure, x2 each time, at most 100 x the first), for a
 # scheduled event that holds no retry policy of its own.
 DEFAULT_BACKOFF_S, DEFAULT_MAX_FACTOR = 1.0, 100.0
@@ -266,8 +264,8 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
     times = [e.at for e in events]
     out = []
     for t in timeouts:
-        lo = bisect.bisect_left(times, t.lost_from - SLACK_S - (TIMER_LATE_S if not t.final else 0.0))
-        hi = bisect.bisect_right(times, t.lost_at + SLACK_S)
+        lo, hi = bisect.bisect_left(times, t.lost_from - SLACK_S - (0.0 if t.final else TIMER_LATE_S)), \
+            bisect.bisect_right(times, t.lost_at + SLACK_S)
         window = events[lo:hi]
         own = [e for e in window if t.identity is not None and e.who == t.identity]
         # a crash point names the activity it killed (proof/nemeses/hop.py): that one's cause, whatever came after
