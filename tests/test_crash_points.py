@@ -10,8 +10,8 @@ from itertools import count
 
 import pytest
 
-from conftest import run_cli
-from test_user_workflow_lab import lab_flags, stop_lab
+from test_user_workflow_chaos import chaos
+from test_user_workflow_lab import lab_flags
 
 _homes = count()
 
@@ -19,14 +19,9 @@ _homes = count()
 @pytest.mark.parametrize(("workflow", "pace"), [("SendLinesIdempotent", 0), ("SendLinesNested", 0.05)])
 def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root):
     home = session_root / f"crash-{workflow}-{next(_homes)}"
-    path = home / "r.json"
-    try:
-        out = run_cli(*lab_flags(home), "--effects", f"file:{home}/example-out", "chaos", "--workflow", workflow,
-                      "--input", json.dumps({"count": 6, "pace": pace}), "--seed", "4", "--kills", "3",
-                      "--json", str(path), timeout=240)  # fmt: skip
-        report = json.loads(path.read_text())
-    finally:
-        stop_lab(home)
+    home.mkdir(parents=True)
+    out, report = chaos([*lab_flags(home), "--effects", f"file:{home}/example-out"], home, "--workflow", workflow,
+                        "--input", json.dumps({"count": 6, "pace": pace}), "--seed", "4", "--kills", "3")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert report["not_fired"] == [] and {k["kind"] for k in report["kills"]} == {

@@ -303,17 +303,13 @@ def test_a_tool_exactly_once_by_its_own_means_passes_when_its_file_is_read(sessi
     """SendLinesIdempotent appends a line only if the file lacks it, with no library: the seeded after-effect
     crash point re-runs one send, the file holds each line once, and the verdict is PASS ('effect once'),
     its kill's wait explained by the lab's crash point (no lost work)."""
+    from test_user_workflow_chaos import chaos
     from test_user_workflow_lab import lab_flags
 
     home = session_root / f"dest-idem-{next(_homes)}"
-    path = home / "r.json"
-    try:
-        out = run_cli(*lab_flags(home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
-                      "SendLinesIdempotent", "--input", '{"count": 6, "pace": 0.05}', "--seed", "4", "--kills", "3",
-                      "--json", str(path), timeout=240)  # fmt: skip
-        report = json.loads(path.read_text())
-    finally:
-        stop_lab(home)
+    home.mkdir(parents=True)
+    out, report = chaos([*lab_flags(home), "--effects", f"file:{home}/example-out"], home, "--workflow",
+                        "SendLinesIdempotent", "--input", '{"count": 6, "pace": 0.05}', "--seed", "4", "--kills", "3")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert [k["kind"] for k in report["kills"] if k["kind"].startswith("worker-")] == ["worker-after-effect"]
