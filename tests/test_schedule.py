@@ -249,7 +249,7 @@ def test_a_schedule_seed_is_a_whole_number_or_null(tmp_path, seed):
 
 def test_a_schedule_holds_at_most_max_events_seeded_or_from_a_file(tmp_path):
     from checkpoint_tui.proof.chaos.schedule import MAX_EVENTS
-    from checkpoint_tui.proof.chaos.workflow_target import workload_schedule
+    from checkpoint_tui.proof.chaos.workflow_schedule import workload_schedule
 
     with pytest.raises(UsageError, match=f"add up to {MAX_EVENTS + 1} events; a schedule holds at most {MAX_EVENTS}"):
         make_schedule(1, 100_000, MAX_EVENTS + 1)

@@ -34,7 +34,8 @@ from checkpoint_tui.ops.user_worker import wait_polling, wait_recorded
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
-from checkpoint_tui.proof.chaos.workflow_target import ActivityTarget, map_event, workload_schedule
+from checkpoint_tui.proof.chaos.workflow_schedule import map_event, workload_schedule
+from checkpoint_tui.proof.chaos.workflow_target import ActivityTarget
 from checkpoint_tui.proof.replay.command import user_workflow_note
 from checkpoint_tui.proof.verify import workflow_scenarios
 from checkpoint_tui.proof.verify.plan import VerifyPlan

@@ -29,13 +29,13 @@ def schedule_for(kind: str) -> list[ChaosEvent]:
 
 def outcome(kill: dict, audit: dict) -> str:
     """What the kill did to its call's effect, from the round's audit (the destination's and the library's)."""
-    aid = str(kill.get("activity_id"))
-    dups = [d for d in audit.get("destination_duplicates", []) if aid in d["activity_ids"]]
-    if dups:
+    aid = (str(kill.get("execution")), str(kill.get("activity_id")))  # activity ids repeat across workflows
+    dups = [d for d in audit.get("destination_duplicates", []) if aid[1] in d["activity_ids"]]
+    if dups and any(aid == (str(r["execution"]), str(r["activity_id"])) for r in audit.get("re_executed", [])):
         return f"DUPLICATED {sum(d['extra'] for d in dups)}"
     if audit.get("workflow_status") != "COMPLETED":
         return "lost"
-    ids = {key: {str(r["activity_id"]) for r in audit.get(key, [])} for key in
+    ids = {key: {(str(r["execution"]), str(r["activity_id"])) for r in audit.get(key, [])} for key in
            ("at_risk", "effect_once", "guarded_re_executed", "re_executed")}  # fmt: skip
     if aid in ids["at_risk"]:
         return "AT RISK"

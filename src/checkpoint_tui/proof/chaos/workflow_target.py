@@ -23,7 +23,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
@@ -36,14 +35,14 @@ from checkpoint_tui.app.frameworks import Framework, detect
 from checkpoint_tui.app.windows import MODEL, TOOL
 from checkpoint_tui.app.workload import Workload
 from checkpoint_tui.effects import read_probe_records
-from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.proof.chaos import coverage_activities
 from checkpoint_tui.proof.chaos.coverage import Aims
-from checkpoint_tui.proof.chaos.schedule import FORGE, ChaosEvent, make_schedule
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled
 from checkpoint_tui.proof.chaos.workflow_checks import (
     IN_ACTIVITY,
@@ -57,46 +56,15 @@ from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
-from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE, HOP_KINDS, RECORDED, Arming, Hop
+from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, RECORDED, Arming, Hop
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
 
-# What a lab-loop moment means on a user's workflow: a hook crash (our loop's fault plan) is a kill in an
-# activity (--aim chooses which).
-# The effect protocol's crash points become the hop's (proof/nemeses/hop.py), which lands them for certain on
-# any worker: before the tool's effect, after it (before Temporal records it: where duplicates are born).
-MAPPED = {"tool-call-crash": BEFORE, "before-claim-crash": BEFORE, "claim-window-crash": AFTER,
-          "write-window-crash": AFTER, "stamped-crash": AFTER,
-          "worker-in-timer": "worker-between-activities"}  # fmt: skip
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
-
-
-def workload_schedule(
-    seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0, activity_pauses: int = 0,
-    activity_resets: int = 0,
-) -> tuple[list[ChaosEvent], int]:  # fmt: skip
-    """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
-    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
-    if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)
-        raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
-    more = (pauses, partitions, resets, activity_pauses, activity_resets)
-    span = kills + sum(more) + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
-
-
-def map_event(ev: ChaosEvent, source: Path | None = None) -> ChaosEvent:
-    """Our loop's event as it applies to a user's workflow; `source`: the schedule file it came from."""
-    if ev.kind == FORGE:
-        where = f"{source}: " if source is not None else ""
-        at = f"the event at step {ev.step}" if ev.step is not None else "an event"
-        raise UsageError(f"{where}{at} is {FORGE}, which forges our own outbox; a user's workflow has none")
-    if ev.kind in MAPPED:
-        return replace(ev, kind=MAPPED[ev.kind], effect_kind=None)
-    return ev
 
 
 def _landed(act: ActivityExec, fired: Fired) -> str:
@@ -108,6 +76,10 @@ def _landed(act: ActivityExec, fired: Fired) -> str:
     if act.attempt == 1 and act.identity is not None and act.identity == fired.identity:
         return "as it completed"
     return "inside"
+
+
+def _workflow_ids(chain: Chain) -> set[str]:
+    return {chain.workflow_id, *(w for child in chain.children for w in _workflow_ids(child))}
 
 
 def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
@@ -211,7 +183,7 @@ class ActivityTarget(ChaosTarget):
         self._arming = arming
         task = arming.task
         if task is not None:
-            step = int(task.activity_id) if task.activity_id.isdigit() else task.aimed_at
+            step = int(task.activity_id) if task.activity_id.isascii() and task.activity_id.isdigit() else task.aimed_at
             self._landing = {"step": step, "label": task.label, "class": task.cls}
         return None
 
@@ -332,9 +304,11 @@ class ActivityTarget(ChaosTarget):
         last_inside: dict[int, Fired] = {}
         by_id = {(a.execution, a.activity_id): a for a in acts.values()}
         lead = self.progress.run_id if self.progress is not None else None
+        ours = {w for p in self.runs.values() for w in _workflow_ids(p.chain)}  # the runs' and their children's
         for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
             if fired.kind in HOP_KINDS:  # a crash point of the hop landed where it was held, by construction
-                fired.landed = "after it closed" if fired.kind == RECORDED else "inside"
+                fired.landed = ("in another workflow" if fired.detail.get("workflow_id") not in ours else
+                                "after it closed" if fired.kind == RECORDED else "inside")  # fmt: skip
                 _named_from_history(fired, by_id, lead)
             act = acts.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
             if fired.detail.get("workflow_id", self.progress and self.progress.run_id) != (

@@ -88,7 +88,10 @@ class Hop(grpc.GenericRpcHandler):
     async def start(self) -> str:
         """Listen on a free loopback port; returns its HOST:PORT for the workers."""
         opts = [("grpc.max_receive_message_length", _LIMIT), ("grpc.max_send_message_length", _LIMIT)]
-        self._channel = grpc.aio.insecure_channel(self.upstream, options=opts)
+        # After a dev server's restart, reconnect within 0.1-1 s (gRPC's default backoff grows to 120 s)
+        backoff = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000)]  # fmt: skip
+        self._channel = grpc.aio.insecure_channel(self.upstream, options=opts + backoff)
         self._server = grpc.aio.server(handlers=[self], options=[
             *opts, ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_ping_strikes", 0),
             ("grpc.http2.min_ping_interval_without_data_ms", 1000)])  # fmt: skip
@@ -120,15 +123,14 @@ class Hop(grpc.GenericRpcHandler):
         return grpc.unary_unary_rpc_method_handler(forward)
 
     async def _forward(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        if method == _DONE and (held := self._take(request, AFTER)) is not None:
-            arming, identity = held
-            self._fire(arming, identity)  # the completion goes nowhere: the worker is dead
+        # A call is dropped only when its worker was killed: one that could not be (not ours) goes on as it came.
+        if method == _DONE and (held := self._take(request, AFTER)) is not None and self._fire(*held):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker before its completion")
         response = await self._call(method, request, context)
         if method == _DONE and (held := self._take(request, RECORDED)) is not None:
             self._fire(*held)  # Temporal has answered: the completion is recorded
-        elif method in (_POLL, _EAGER) and (held := self._handed_out(method, request, response)) is not None:
-            self._fire(*held)  # the task goes nowhere: its attempt started, its body never ran
+        elif method in (_POLL, _EAGER) and (held := self._handed_out(method, request, response)) and self._fire(*held):
+            # the task goes nowhere: its attempt started, its body never ran
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker as its task came")
         return response
 
@@ -149,15 +151,14 @@ class Hop(grpc.GenericRpcHandler):
         """Learn the activity tasks a response hands out; the aimed one of an event armed before it comes."""
         with contextlib.suppress(Exception):  # a message we cannot read is forwarded as it is
             if method == _POLL:
-                identity, tasks = rr.PollActivityTaskQueueRequest.FromString(request).identity, [
-                    rr.PollActivityTaskQueueResponse.FromString(response)]  # fmt: skip
-            else:
-                identity = rr.RespondWorkflowTaskCompletedRequest.FromString(request).identity
+                tasks = [rr.PollActivityTaskQueueResponse.FromString(response)]
+            else:  # eager starts: the (large) request is read only when the response holds tasks
                 tasks = list(rr.RespondWorkflowTaskCompletedResponse.FromString(response).activity_tasks)
-            for task in tasks:
-                seen = self._learn(task) if task.task_token else None
-                if seen is not None and (arming := self._due(seen, BEFORE)) is not None:
-                    return arming, identity
+            seen = [t for task in tasks if task.task_token and (t := self._learn(task)) is not None]  # every one
+            due = next(((a, t) for t in seen if (a := self._due(t, BEFORE)) is not None), None)
+            if due is not None:
+                asked = rr.PollActivityTaskQueueRequest if method == _POLL else rr.RespondWorkflowTaskCompletedRequest
+                return due[0], asked.FromString(request).identity
         return None
 
     def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task | None:
@@ -198,19 +199,24 @@ class Hop(grpc.GenericRpcHandler):
             if arming.kind == kind and mine and due:
                 arming.task = seen
                 self.armed.remove(arming)  # one task each
-                self.hit_keys.add(seen.key)
                 return arming
         return None
 
-    def _fire(self, arming: Arming, identity: str) -> None:
-        hit = self.kill(identity)
+    def _fire(self, arming: Arming, identity: str) -> bool:
+        """Kill the worker of `identity` for the armed event; True when it was killed (the call is dropped)."""
+        try:
+            hit = self.kill(identity)
+        except Exception as err:  # noqa: BLE001 - a kill that raised is a miss, said; the call goes on
+            hit, arming.why = None, f"the kill failed: {type(err).__name__}"
         task = arming.task
         assert task is not None
         detail = {"window": WINDOWS[arming.kind], "activity_id": task.activity_id, "label": task.label,
                   "class": task.cls, "workflow_id": task.workflow_id, "execution": task.execution,
                   "aimed_at": task.aimed_any}  # fmt: skip
         if hit is None:
-            arming.why = f"the worker {identity[:80]!r} that held it is not one of this lab's"
+            arming.why = arming.why or f"the worker {identity[:80]!r} that held it is not one of this lab's"
         else:
             arming.hit = Hit(hit.at, hit.pid, hit.identity, detail)
+            self.hit_keys.add(task.key)  # a tool a kill landed on (a miss leaves it to the next call)
         arming.fired.set()
+        return hit is not None

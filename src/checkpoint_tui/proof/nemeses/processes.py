@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import statistics
 import time
@@ -64,11 +65,16 @@ def kill_worker_of(settings: Settings, identity: str) -> Hit | None:
     """SIGKILL the worker of this Temporal identity (an SDK's default `pid@host`) if it is one of this home's
     workers (identity-checked), else None."""
     head = identity.split("@", 1)[0]
-    if not head.isdigit():
+    if not (head.isascii() and head.isdigit()) or len(head) > 10:
         return None
+    pid = int(head)
+    try:  # a worker command run through a wrapper (npm run, uv run, sh -c): the SDK's process is in its group
+        group = os.getpgid(pid)
+    except OSError:
+        group = None
     for worker in worker_proc.load_all(settings):
         at = time.time()
-        if worker.pid == int(head) and worker.send(signal.SIGKILL):
+        if (worker.pid == pid or group == worker.pid) and worker.send(signal.SIGKILL):  # a group it leads
             return Hit(at, worker.pid, worker.name)
     return None
 
