@@ -168,6 +168,8 @@ def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anyth
     assert out.returncode == 2 and "--worker-cmd" in out.stderr
     out = run_cli("--home", str(tmp_path / "h"), "--effects", "nope:x", "status")
     assert out.returncode == 2 and "file:PATH" in out.stderr
+    out = run_cli("--home", str(tmp_path / "h"), "--worker-cmd", "true", "--effects", "http:MAIL:id", "status")
+    assert out.returncode == 2 and "--dependency MAIL=HOST:PORT" in out.stderr, out.stderr
     home = tmp_path / "h2"
     out = run_cli("--home", str(home), "--worker-cmd", "true", "--effects", f"file:{tmp_path}/none/o.txt", "chaos",
                   "--workflow", "W", "--seed", "1")  # fmt: skip
@@ -315,3 +317,63 @@ def test_a_tool_exactly_once_by_its_own_means_passes_when_its_file_is_read(sessi
     assert [k["kind"] for k in report["kills"] if k["kind"].startswith("worker-")] == ["worker-after-effect"]
     assert len(audit["effect_once"]) == 1 and audit["at_risk"] == [] and audit["lost_work_count"] == 0
     assert "re-executed · effect once at file:" in out.stdout and "verdict: PASS" in out.stdout
+
+
+def test_a_dependency_s_2xx_answers_are_its_effects(tmp_path):
+    """http:NAME:FIELD: a real HTTP server behind the dependency proxy; each request answered 2xx is one
+    effect, by its header or JSON body field, on kept-alive connections; a 5xx is none; bytes that are not
+    HTTP are forwarded and not logged."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from checkpoint_tui.proof.nemeses.dependency import DependencyProxy
+    from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
+
+    class Mail(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            code = 500 if body.get("fail") else 201
+            self.send_response(code)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Mail)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def drive() -> int:
+        proxy = DependencyProxy("MAIL", f"127.0.0.1:{server.server_port}",
+                                HttpLog(log_path(tmp_path, "MAIL"), "message_id"))  # fmt: skip
+        address = await proxy.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"http://{address}") as client:  # one kept-alive connection
+                for body in ({"message_id": "m1"}, {"message_id": "m1"}, {"message_id": "m2", "fail": True},
+                             {"message_id": "m3", "to": "x"}):  # fmt: skip
+                    await client.post("/send", json=body)
+                await client.post("/send", json={"x": 1}, headers={"Message_Id": "h1"})  # a header, any case
+            reader, writer = await asyncio.open_connection(*address.split(":"))
+            writer.write(b"\x16\x03\x01 not http\r\n\r\n")  # garbage: forwarded, never logged
+            await writer.drain()
+            writer.close()
+            return proxy.counts["connections"]
+        finally:
+            await proxy.close()
+
+    try:
+        assert asyncio.run(drive()) == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+    spec = parse_destination("http:MAIL:message_id")
+    assert spec.label == "http:MAIL:message_id"
+    assert read_ids(spec, tmp_path) == Counter({"m1": 2, "m3": 1, "h1": 1})
+    with pytest.raises(DestinationError, match="--dependency"):
+        read_ids(spec)  # outside chaos there is no proxy to read

@@ -170,11 +170,11 @@ def apply(audit: ActivityAudit, diffs: list[DestinationDiff], dups: list[dict], 
     audit.duplicated += sum(d["extra"] for d in dups)
 
 
-def read_after(dest: Destination, before: Counter[str]) -> DestinationDiff:
+def read_after(dest: Destination, before: Counter[str], run_dir: Path | None = None) -> DestinationDiff:
     """The destination read again after the run, against `before`; a read that fails is said in the report
     (nothing is credited to it) rather than losing the run's report."""
     try:
-        return diff(dest.label, before, read_ids(dest))
+        return diff(dest.label, before, read_ids(dest, run_dir))
     except UsageError as err:
         return DestinationDiff(dest.label, error=str(err)[:300])
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from checkpoint_tui.errors import UsageError
@@ -14,11 +15,11 @@ if TYPE_CHECKING:
 BUNDLES_OURS = "--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit"
 
 
-def read_destinations(workload: Adapter) -> None:
+def read_destinations(workload: Adapter, run_dir: Path) -> None:
     from checkpoint_tui.ledger.destination import read_ids
 
     for dest in getattr(workload, "destinations", ()):
-        read_ids(dest)
+        read_ids(dest, run_dir)
 
 
 def check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:

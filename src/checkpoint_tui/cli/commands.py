@@ -325,7 +325,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
     settings.ensure_dirs()
-    read_destinations(workload)  # one that cannot be read: exit 2 before anything starts
+    read_destinations(workload, settings.run_dir)  # one that cannot be read: exit 2 before anything starts
     if args.every_window:
         from checkpoint_tui.proof.chaos.every_window import every_window_command
 

@@ -104,8 +104,10 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--effects", action="append", default=None, metavar="SPEC", type=_destination,
                    help="where your tools' effects land, read before and after each run (the verdict counts "
                    "what it holds twice): sql:URL:QUERY (sqlite:PATH or postgresql://...; the query's first "
-                   "column is the effect's id) or file:PATH[:REGEX] (one effect per line; a file or a "
-                   "folder's files); repeatable; also `effects` in [tool.checkpoint-tui]")  # fmt: skip
+                   "column is the effect's id), file:PATH[:REGEX] (one effect per line; a file or a "
+                   "folder's files) or http:NAME:FIELD (the requests chaos's proxy of --dependency NAME saw "
+                   "answered 2xx, by header or JSON field); repeatable; also `effects` in "
+                   "[tool.checkpoint-tui]")  # fmt: skip
     for kind in ("model", "tool"):
         p.add_argument(f"--{kind}-activities", action="append", default=None, metavar="GLOB", type=_glob,
                        help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
@@ -265,6 +267,10 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
         if not isinstance(specs, list) or not all(isinstance(x, str) for x in specs):
             raise UsageError("pyproject.toml [tool.checkpoint-tui] effects is a list of sql:... or file:... specs")
         given = [parse_destination(x) for x in specs[: MAX_DESTINATIONS + 1]]
+    deps = {name for name, _ in getattr(args, "dependency", None) or []}
+    if (http := next((d for d in given if d.kind == "http" and d.target not in deps), None)) is not None:
+        raise UsageError(f"--effects {http.label}: give --dependency {http.target}=HOST:PORT too (chaos logs what "
+                         "its proxy forwards)")  # fmt: skip
     if len(given) > MAX_DESTINATIONS:
         raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
     if len({(d.kind, d.target, d.query, d.pattern) for d in given}) < len(given):

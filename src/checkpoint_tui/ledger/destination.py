@@ -7,7 +7,9 @@ done twice is an id seen twice (`COUNT(*) - COUNT(DISTINCT id)`).
   its first column the effect's id;
 - `file:PATH[:REGEX]`: one effect per line of a file, or of each regular file directly in a folder;
   the whole line is the id, unless REGEX matches it and names it with its first group (a line it does
-  not match is no effect).
+  not match is no effect);
+- `http:NAME:FIELD`: each request chaos's proxy of `--dependency NAME` forwarded and saw answered 2xx,
+  identified by its header or JSON body field FIELD (run/dependency-NAME.log, written by the proxy).
 
 Reading never writes: SQLite opens read-only (`mode=ro`, `query_only`), PostgreSQL in a read-only
 transaction. Every read is bounded (bytes, files, rows, id length, seconds), refuses links and
@@ -15,6 +17,7 @@ anything but regular files, and fails with one line (`DestinationError`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -40,6 +43,8 @@ QUERY_TIMEOUT_S = 10.0
 MAX_SQLITE_COPY = 512 * 1024 * 1024  # a WAL database is read from a copy of it and its log
 _QUERY_START = re.compile(r":(?=\s*(?:select|with)\b)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DEPENDENCY = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")  # as --dependency NAME= takes it
+_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
 class DestinationError(UsageError):
@@ -59,6 +64,8 @@ class Destination:
         """The destination as reports name it: never a user name or password."""
         if self.kind == "file":
             return f"file:{self.target}" + (f":{self.pattern}" if self.pattern else "")
+        if self.kind == "http":
+            return f"http:{self.target}:{self.pattern}"
         where = postgres_label(self.target) if is_postgres_url(self.target) else self.target
         return f"sql:{where}"
 
@@ -76,7 +83,11 @@ def parse_destination(text: str, cwd: Path | None = None) -> Destination:
     if kind == "sql":
         return _sql_spec(rest, cwd or Path.cwd())
     if kind == "http":
-        raise DestinationError("--effects http:DEPENDENCY:FIELD is not built yet; name a sql: or file: destination")
+        name, sep, field_name = rest.partition(":")
+        if not sep or not _DEPENDENCY.fullmatch(name) or not _FIELD.fullmatch(field_name):
+            raise DestinationError("--effects http:NAME:FIELD: NAME a --dependency's name, FIELD a request header "
+                                   "or a JSON body field (letters, digits, _ . -; at most 128)")  # fmt: skip
+        return Destination("http", f"http:{rest}", name, pattern=field_name)
     raise DestinationError("--effects takes sql:URL:QUERY or file:PATH[:REGEX]")
 
 
@@ -135,10 +146,13 @@ def _sql_spec(rest: str, cwd: Path) -> Destination:
     raise DestinationError("--effects sql:URL:QUERY: the URL is neither sqlite:PATH nor postgresql://...")
 
 
-def read_ids(dest: Destination) -> Counter[str]:
-    """Every effect the destination holds now, as id -> how many times it is there."""
+def read_ids(dest: Destination, run_dir: Path | None = None) -> Counter[str]:
+    """Every effect the destination holds now, as id -> how many times it is there. `run_dir`: the home's
+    run/, where a dependency's proxy logs what it forwarded (http:)."""
     if dest.kind == "file":
         return _file_ids(dest)
+    if dest.kind == "http":
+        return _http_ids(dest, run_dir)
     if is_postgres_url(dest.target):
         return _postgres_ids(dest)
     return _sqlite_ids(dest)
@@ -175,6 +189,24 @@ def _file_ids(dest: Destination) -> Counter[str]:
                 n += 1
                 if n > MAX_IDS:
                     raise DestinationError(f"--effects {dest.label}: over {MAX_IDS} effects")
+    return ids
+
+
+def _http_ids(dest: Destination, run_dir: Path | None) -> Counter[str]:
+    """The ids of the requests the dependency's proxy logged as answered 2xx (proof/nemeses/http_log.py)."""
+    if run_dir is None:
+        raise DestinationError(f"--effects {dest.label}: only chaos routes a --dependency through its proxy")
+    path = run_dir / f"dependency-{dest.target}.log"
+    if not os.path.lexists(path):
+        return Counter()  # nothing forwarded yet
+    ids: Counter[str] = Counter()
+    for line in read_input(path, "--effects http", MAX_FILE_BYTES, follow=False).decode("utf-8", "replace").split("\n"):
+        try:
+            doc = json.loads(line) if line.strip() else None
+        except (ValueError, RecursionError):
+            continue  # a torn last line (the proxy killed mid-write)
+        if isinstance(doc, dict) and isinstance(doc.get("id"), str):
+            ids[doc["id"][:MAX_ID_CHARS]] += 1
     return ids
 
 

@@ -124,7 +124,7 @@ class Chaos:
         for ev in self.schedule if self.say_schedule else []:
             print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
         address = devserver.recorded(self.settings)[1]["address"]
-        self.settings = await self.fleet.start(self.settings)  # each --dependency behind its proxy
+        self.settings = await self.fleet.start(self.settings, self.target.http_logs(self))  # --dependency proxies
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
@@ -137,7 +137,7 @@ class Chaos:
     async def run(self) -> dict:
         started = time.monotonic()
         target = self.target
-        before = await asyncio.to_thread(target.read_destinations)  # where the effects land, before the run
+        before = await asyncio.to_thread(target.read_destinations, self)  # where the effects land, before the run
         try:  # from the first process it starts on, whatever ends the run stops what chaos started
             address = await self.start_lab(target.header(self))
             settings = self.settings

@@ -24,6 +24,7 @@ from checkpoint_tui.proof.measure.backlog import BacklogSampler, read_samples
 from checkpoint_tui.proof.measure.backlog import summary as backlog_summary
 from checkpoint_tui.proof.nemeses import fleet as fleet_nemeses
 from checkpoint_tui.proof.nemeses.dependency import DependencyProxy
+from checkpoint_tui.proof.nemeses.http_log import HttpLog
 from checkpoint_tui.proof.nemeses.processes import ended_at
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.settings import Settings
@@ -45,12 +46,13 @@ class FleetLab:
         # (two describes per queue every 0.5 s are not free for a plain kill schedule).
         self.sampled = any(ev.kind in (*FLEET_KINDS, DEPENDENCY) for ev in schedule)
 
-    async def start(self, settings: Settings) -> Settings:
-        """Before the supervisor: a clean fleet state, and each dependency behind its proxy."""
+    async def start(self, settings: Settings, logs: dict[str, HttpLog] | None = None) -> Settings:
+        """Before the supervisor: a clean fleet state, and each dependency behind its proxy (`logs`: those
+        whose 2xx answers are effects, --effects http:NAME:FIELD)."""
         fleet.clear(settings)
         routed = []
         for name, upstream in settings.dependencies:
-            proxy = self.proxies[name] = DependencyProxy(name, upstream)
+            proxy = self.proxies[name] = DependencyProxy(name, upstream, (logs or {}).get(name))
             routed.append((name, await proxy.start()))
         return replace(settings, dependencies=tuple(routed)) if routed else settings
 

@@ -21,6 +21,7 @@ from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
 from checkpoint_tui.proof.nemeses.hop import Hop
+from checkpoint_tui.proof.nemeses.http_log import HttpLog
 from checkpoint_tui.proof.nemeses.records import Hit, Miss
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.waiting import wait_until
@@ -109,11 +110,15 @@ class ChaosTarget:
         """The gRPC hop between the workers and Temporal for crash points (proof/nemeses/hop.py), if needed."""
         return None
 
+    def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
+        """{dependency name: its proxy's log} for the http: destinations (--effects http:NAME:FIELD)."""
+        return {}
+
     def ended_at(self, chaos: Chaos) -> float | None:
         """When the last of the runs closed, from history (None: not known, or one is still open)."""
         return None
 
-    def read_destinations(self) -> list:
+    def read_destinations(self, chaos: Chaos) -> list:
         """What each destination of the workload's effects (--effects) holds now, in its order: the run is
         read against it afterwards. Our loop's outbox is audited by its own audit."""
         return []

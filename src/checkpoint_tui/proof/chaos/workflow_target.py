@@ -57,6 +57,7 @@ from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, RECORDED, Arming, Hop
+from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 
@@ -262,15 +263,19 @@ class ActivityTarget(ChaosTarget):
         ends = [closed_at(p.chain) for p in self.runs.values()]
         return None if not ends or None in ends else max(e for e in ends if e is not None)
 
-    def read_destinations(self) -> list:
-        return [read_ids(d) for d in self.workload.destinations]
+    def read_destinations(self, chaos: Chaos) -> list:
+        return [read_ids(d, chaos.settings.run_dir) for d in self.workload.destinations]
+
+    def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
+        return {d.target: HttpLog(log_path(chaos.settings.run_dir, d.target), d.pattern or "")
+                for d in self.workload.destinations if d.kind == "http"}  # fmt: skip
 
     async def at_destination(self, chaos: Chaos, before: list) -> None:
         if not self.workload.destinations:
             return
         runs = {r: await read_activities(chaos.client, r, None, self.framework) for r in self.runs}  # children too
-        diffs = [await asyncio.to_thread(read_after, d, b) for d, b in zip(self.workload.destinations, before,
-                                                                           strict=True)]  # fmt: skip
+        diffs = [await asyncio.to_thread(read_after, d, b, chaos.settings.run_dir)
+                 for d, b in zip(self.workload.destinations, before, strict=True)]  # fmt: skip
         dups = assign(diffs, runs, chaos.run_ids[0])
         for run_id in self.runs:  # each run's audit reads it back (app/activity_audit.audit_of): one verdict
             save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))

@@ -19,8 +19,10 @@ import ipaddress
 import re
 import socket
 import struct
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+
+from checkpoint_tui.proof.nemeses.http_log import HttpLog
 
 FAULTS = ("latency", "errors", "blackhole")
 CHUNK = 64 * 1024
@@ -103,8 +105,9 @@ class _Link:
 
 
 class DependencyProxy:
-    def __init__(self, name: str, upstream: str) -> None:
-        self.name = name
+    def __init__(self, name: str, upstream: str, log: HttpLog | None = None) -> None:
+        """`log`: what the dependency answered 2xx is logged there (--effects http:NAME:FIELD; http_log.py)."""
+        self.name, self.log = name, log
         self.upstream = split_host_port(upstream)
         self.address: str | None = None
         self.fault_kind: str | None = None  # the fault now in force
@@ -202,8 +205,10 @@ class DependencyProxy:
             return
         if link.client.is_closing():  # a fault closed it while we connected
             return
-        await self._run(link, [self._pipe(reader, link.upstream, link, "bytes_up"),
-                               self._pipe(up_reader, link.client, link, "bytes_down")])  # fmt: skip
+        watch = self.log.exchange() if self.log is not None else None
+        up, down = (watch.up, watch.down) if watch is not None else (None, None)
+        await self._run(link, [self._pipe(reader, link.upstream, link, "bytes_up", up),
+                               self._pipe(up_reader, link.client, link, "bytes_down", down)])  # fmt: skip
 
     async def _run(self, link: _Link, pipes: list[Coroutine[object, object, None]]) -> None:
         link.tasks = [self._spawn(p) for p in pipes]
@@ -216,7 +221,7 @@ class DependencyProxy:
         return task
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None, link: _Link,
-                    counter: str) -> None:  # fmt: skip
+                    counter: str, seen: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(CHUNK):
                 if writer is None or self.fault_kind == "blackhole" or link.held:
@@ -226,6 +231,8 @@ class DependencyProxy:
                     await asyncio.sleep(self.latency_s)
                 if writer.is_closing():
                     return
+                if seen is not None:  # read before it goes on: a request is parsed before its answer can come
+                    seen(data)
                 writer.write(data)
                 await writer.drain()
                 self.counts[counter] += len(data)

@@ -45,7 +45,7 @@ async def run_verify(
     print(f"verify: {plan.header} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}",
           flush=True)  # fmt: skip
     ctx = VerifyContext(vhome, address, client, report, workload, framework=plan.framework)
-    ctx.readings = [await asyncio.to_thread(read_ids, d) for d in getattr(workload, "destinations", ())]
+    ctx.readings = [await asyncio.to_thread(read_ids, d, vhome.run_dir) for d in getattr(workload, "destinations", ())]
     try:
         for scenario in plan.scenarios:
             try:

@@ -50,10 +50,11 @@ async def _finish(ctx: VerifyContext, run_id: str) -> tuple[str | None, Chain]:
 
 async def _audit(ctx: VerifyContext, tag: str, run_id: str, status: str | None) -> None:
     if dests := getattr(ctx.workload, "destinations", ()):  # what the run added where its effects land
-        diffs = [await asyncio.to_thread(read_after, d, b) for d, b in zip(dests, ctx.readings, strict=True)]
+        run_dir = ctx.settings.run_dir
+        diffs = [await asyncio.to_thread(read_after, d, b, run_dir) for d, b in zip(dests, ctx.readings, strict=True)]
         acts = await read_activities(ctx.client, run_id, None, ctx.framework)
         save(ctx.settings.run_dir, run_id, diffs, assign(diffs, {run_id: acts}, run_id)[run_id])
-        ctx.readings = [await asyncio.to_thread(read_ids, d) for d in dests]  # the next run's baseline
+        ctx.readings = [await asyncio.to_thread(read_ids, d, run_dir) for d in dests]  # the next run's baseline
     a = await ctx.workload.audit(ctx.settings, ctx.client, run_id, status)
     ctx.report.check(f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
                      f"status={status} {a.summary()}" + "".join(f"; {d}" for d in (a.lost_detail +
