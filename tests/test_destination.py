@@ -377,3 +377,14 @@ def test_a_dependency_s_2xx_answers_are_its_effects(tmp_path):
     assert read_ids(spec, tmp_path) == Counter({"m1": 2, "m3": 1, "h1": 1})
     with pytest.raises(DestinationError, match="--dependency"):
         read_ids(spec)  # outside chaos there is no proxy to read
+
+
+def test_the_fixture_s_default_for_a_user_workflow_is_every_window():
+    from checkpoint_tui.lab.pytest_plugin import chaos_words
+
+    plain = {"worker_cmd": "python w.py", "workflow": "W"}
+    assert chaos_words({}, plain, None) == {**plain, "every_window": True}
+    assert chaos_words({"kills": 4}, plain, None) == {**plain, "kills": 4, "seed": 1}  # the marker's words
+    assert chaos_words({}, plain, 3) == {**plain, "seed": 3}  # seeds=
+    assert chaos_words({}, {**plain, "every_window": False}, None) == {**plain, "every_window": False, "seed": 1}
+    assert chaos_words({}, {"steps": 6}, None) == {"steps": 6, "seed": 1}  # our own loop: a seeded schedule

@@ -13,9 +13,10 @@ Nothing starts unless a test asks for `chaos_lab`. Its lab lives on a home under
 directory: one per session by default (one dev server, reused by every test of a pytest-xdist
 worker: each worker has its own), or one per test with `chaos_lab_scope = function` in the ini file.
 `@pytest.mark.chaos(seeds=...)` runs the test once per seed (ids `seed1`, ...); its other keywords are
-defaults for `chaos_lab.chaos(...)`. Each result's verdict and report path go into the test's
-properties (`--junitxml` carries them). Worker commands run from pytest's rootdir; a bare `python`
-is pytest's own interpreter.
+defaults for `chaos_lab.chaos(...)`; a user's workflow with no seed and no schedule words (kills, steps,
+...) is killed once per tool in every crash point's window (`every_window`). Each result's verdict and
+report path go into the test's properties (`--junitxml` carries them). Worker commands run from
+pytest's rootdir; a bare `python` is pytest's own interpreter.
 """
 
 from __future__ import annotations
@@ -104,6 +105,21 @@ def _words(node: pytest.Item) -> dict[str, Any]:
     return words
 
 
+SEEDED = ("kills", "steps", "pauses", "partitions", "resets", "runs", "schedule", "until_covered", "seed", "args")
+
+
+def chaos_words(defaults: dict[str, Any], words: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """The words of a test's chaos: the marker's defaults, then its own. A user's workflow with neither a
+    seed (the marker's seeds=) nor a schedule's words is killed in every crash point's window, each tool
+    once (`every_window`): the fixture's default proof. Else a seeded schedule (seed 1 without seeds=)."""
+    words = {**defaults, **words}
+    if words.get("workflow") and seed is None and not any(k in words for k in SEEDED) and "every_window" not in words:
+        words["every_window"] = True
+        return words
+    words.setdefault("seed", seed if seed is not None else 1)
+    return words
+
+
 class ChaosLab:
     """A test's view of the lab: its seed and the marker's words filled in, each result recorded in
     the test's properties."""
@@ -117,9 +133,7 @@ class ChaosLab:
 
     def chaos(self, **words: Any) -> Result:
         """`checkpoint-tui chaos` with these words (worker_cmd, workflow, input, aim, seed, kills, ...)."""
-        words = {**self.defaults, **words}
-        words.setdefault("seed", self.seed if self.seed is not None else 1)
-        return self._record(self.lab.chaos(**words))
+        return self._record(self.lab.chaos(**chaos_words(self.defaults, words, self.seed)))
 
     def verify(self, **words: Any) -> Result:
         return self._record(self.lab.verify(**words))
