@@ -70,7 +70,7 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
     assert worker_kills and all(k["label"].startswith("tool · send_email") for k in worker_kills)
     assert any(k["kind"] == "worker-after-effect" and k["window"].startswith("after its effect") for k in worker_kills)
     assert all(k.get("into_s") is not None and k.get("usual_s") for k in worker_kills
-               if k["kind"] == "worker-in-activity")  # fmt: skip
+               if k["kind"] == "worker-in-activity")
     # a kill that landed inside a tool call and made it run again re-ran it guarded (one that came as
     # it completed, or after it closed, re-ran nothing or hit the next activity)
     guarded = {r["seq"] for r in audit["guarded_re_executed"]}

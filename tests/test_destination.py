@@ -42,7 +42,7 @@ def test_a_folder_is_its_regular_files_and_a_missing_outbox_is_empty(tmp_path):
 
 @pytest.mark.parametrize("case", ["no folder", "link", "link inside", "fifo", "no group", "bad regex", "scheme",
                                   "password", "no query", "two statements", "not sqlite", "password echo",
-                                  "password keywords"])  # fmt: skip
+                                  "password keywords"])
 def test_a_bad_destination_is_one_line(tmp_path, case):
     (tmp_path / "real.txt").write_text("x\n")
     spec = {
@@ -172,7 +172,7 @@ def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anyth
     assert out.returncode == 2 and "--dependency MAIL=HOST:PORT" in out.stderr, out.stderr
     home = tmp_path / "h2"
     out = run_cli("--home", str(home), "--worker-cmd", "true", "--effects", f"file:{tmp_path}/none/o.txt", "chaos",
-                  "--workflow", "W", "--seed", "1")  # fmt: skip
+                  "--workflow", "W", "--seed", "1")
     assert out.returncode == 2 and "no folder" in out.stderr, out.stderr
     assert not (home / "run" / "temporal.pid").exists() and not list((home / "run").glob("*.log"))
 
@@ -186,7 +186,7 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     try:
         out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
                       "PydanticMailer", "--input", json.dumps({"turns": TURNS, "pace": 0.3}), "--seed", "3",
-                      "--kills", "3", "--aim", "tool", "--json", str(report_path), timeout=240)  # fmt: skip
+                      "--kills", "3", "--aim", "tool", "--json", str(report_path), timeout=240)
         report = json.loads(report_path.read_text())
         status = run_cli(*lab("pydantic-ai", home), "status", timeout=60)  # the same reading, read back
     finally:
@@ -204,7 +204,7 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     dups = audit["destination_duplicates"]
     assert all(d["calls"] and d["calls"][0].startswith("send_email call pyd_ai_") for d in dups)
     assert audit["destinations"] == [{"label": f"file:{home}/example-out", "new": sum(lines.values()),
-                                      "duplicates": extra, "again": 0}]  # fmt: skip
+                                      "duplicates": extra, "again": 0}]
 
 
 def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(session_root):
@@ -223,7 +223,7 @@ def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_no
         for extra in ([], ["--allow-unexercised"]):
             path = home / f"r{len(reports)}.json"
             out = run_cli(*lab_flags(home), "chaos", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}',
-                          "--schedule", str(schedule), "--json", str(path), *extra, timeout=180)  # fmt: skip
+                          "--schedule", str(schedule), "--json", str(path), *extra, timeout=180)
             reports.append((out, json.loads(path.read_text())))
     finally:
         stop_lab(home)
@@ -265,7 +265,7 @@ def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
     try:
         out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
                       "PydanticMailer", "--input", json.dumps({"turns": 5, "pace": 0.001, "think": 0.001}), "--aim",
-                      "tool", "--schedule", str(schedule), "--json", str(home / "r.json"), timeout=240)  # fmt: skip
+                      "tool", "--schedule", str(schedule), "--json", str(home / "r.json"), timeout=240)
         report = json.loads((home / "r.json").read_text())
     finally:
         stop_lab(home)
@@ -290,7 +290,7 @@ def test_every_window_kills_each_tool_once_in_each_window_and_tabulates_it(sessi
     try:
         out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
                       "PydanticMailer", "--input", json.dumps({"turns": 2, "pace": 0.05, "think": 0.05}),
-                      "--every-window", "--json", str(path), timeout=300)  # fmt: skip
+                      "--every-window", "--json", str(path), timeout=300)
         report = json.loads(path.read_text())
     finally:
         stop_lab(home)
@@ -351,12 +351,12 @@ def test_a_dependency_s_2xx_answers_are_its_effects(tmp_path):
 
     async def drive() -> int:
         proxy = DependencyProxy("MAIL", f"127.0.0.1:{server.server_port}",
-                                HttpLog(log_path(tmp_path, "MAIL"), "message_id"))  # fmt: skip
+                                HttpLog(log_path(tmp_path, "MAIL"), "message_id"))
         address = await proxy.start()
         try:
             async with httpx.AsyncClient(base_url=f"http://{address}") as client:  # one kept-alive connection
                 for body in ({"message_id": "m1"}, {"message_id": "m1"}, {"message_id": "m2", "fail": True},
-                             {"message_id": "m3", "to": "x"}):  # fmt: skip
+                             {"message_id": "m3", "to": "x"}):
                     await client.post("/send", json=body)
                 await client.post("/send", json={"x": 1}, headers={"Message_Id": "h1"})  # a header, any case
             reader, writer = await asyncio.open_connection(*address.split(":"))

@@ -334,7 +334,7 @@ def audit_lines(a: ActivityAudit) -> list[str]:
     else:
         lines.append("probe log: none (no effect went through the library)")
     lines += [f"destination {d['label']}: {d['new']} effect(s) landed · duplicates {d['duplicates']}"
-              for d in a.destinations]  # fmt: skip
+              for d in a.destinations]
     lines += lost_work_lines(a.lost_work) if a.lost_work else []
     work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
     lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")

@@ -158,7 +158,7 @@ def apply(audit: ActivityAudit, diffs: list[DestinationDiff], dups: list[dict], 
     effect is nowhere in the destinations (another place, or a destination named wrong) stays at risk; so do
     all of them when a read after the run failed."""
     audit.destinations = [{"label": d.label, "new": d.new, "duplicates": d.extra, "again": len(d.again),
-                           **({"error": d.error} if d.error else {})} for d in diffs]  # fmt: skip
+                           **({"error": d.error} if d.error else {})} for d in diffs]
     if any(d.error for d in diffs):
         return
     named = {aid for d in dups for aid in d["activity_ids"]}
@@ -193,7 +193,7 @@ def save(run_dir: Path, run_id: str, diffs: list[DestinationDiff], dups: list[di
     doc = {"run_id": run_id, "duplicates": dups, "diffs": [
         {"label": d.label, "new": d.new, "extra": d.extra, "again": d.again[:MAX_NAMED], "error": d.error,
          "added": [k[:MAX_ID] for k in d.added[:MAX_SAVED_ADDED]],
-         "duplicates": [[k[:MAX_ID], n, e] for k, n, e in d.duplicates[:MAX_NAMED]]} for d in diffs]}  # fmt: skip
+         "duplicates": [[k[:MAX_ID], n, e] for k, n, e in d.duplicates[:MAX_NAMED]]} for d in diffs]}
     write_output(reading_path(run_dir, run_id), json.dumps(doc), "a destination reading")
 
 
@@ -209,10 +209,10 @@ def load(run_dir: Path, run_id: str) -> tuple[list[DestinationDiff], list[dict]]
         diffs = [DestinationDiff(str(d["label"]), int(d["new"]), [(str(k), int(n), int(e)) for k, n, e in
                                                                   d["duplicates"]], int(d["extra"]),
                                  [str(k) for k in d["added"]], [str(k) for k in d["again"]],
-                                 None if d["error"] is None else str(d["error"])) for d in doc["diffs"]]  # fmt: skip
+                                 None if d["error"] is None else str(d["error"])) for d in doc["diffs"]]
         dups = [{"destination": str(x["destination"]), "id": str(x["id"]), "copies": int(x["copies"]),
                  "extra": int(x["extra"]), "calls": [str(c) for c in x["calls"]],
-                 "activity_ids": [str(a) for a in x["activity_ids"]]} for x in doc["duplicates"]]  # fmt: skip
+                 "activity_ids": [str(a) for a in x["activity_ids"]]} for x in doc["duplicates"]]
     except (UsageError, ValueError, TypeError, KeyError, RecursionError):
         return None
     return diffs, dups

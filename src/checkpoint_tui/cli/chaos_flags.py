@@ -36,7 +36,7 @@ def check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
     others = (args.chaos_schedule, args.chaos_save, args.chaos_shrink, args.until_covered or None, args.chaos_proof)
     if args.every_window and (workload.kind != WORKFLOW or args.runs > 1 or any(x is not None for x in others)):
         raise UsageError("--every-window goes with --workflow of your worker, alone (not --schedule, --save-schedule, "
-                         "--shrink, --until-covered, --proof or --runs)")  # fmt: skip
+                         "--shrink, --until-covered, --proof or --runs)")
     if until_covered_bound(args) is not None and (args.chaos_shrink is not None or args.runs > 1):
         raise UsageError("--until-covered goes with a seeded or --schedule chaos of one run (not --shrink or --runs)")
 

@@ -332,7 +332,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
         aim = "tool" if args.aim == "any" else args.aim  # every tool: model requests have no effect of their own
         with lab(settings, "chaos", exclusive=True):
             return asyncio.run(every_window_command(settings, seed, lambda: workload.chaos_target(seed, aim),
-                                                    json_out))  # fmt: skip
+                                                    json_out))
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     target.allow_unexercised = args.allow_unexercised
     with lab(settings, "chaos", exclusive=True):

@@ -241,7 +241,7 @@ def _proof_commands(sub) -> None:
                        "effect, after it, after Temporal recorded it), a run per window, and print tool x window")
     chaos.add_argument("--allow-unexercised", action="store_true",
                        help="with --workflow: a run in which no fault reached an aimed activity passes (it says "
-                       "NOT EXERCISED and fails otherwise)")  # fmt: skip
+                       "NOT EXERCISED and fails otherwise)")
     chaos.add_argument("--until-covered", action="store_true",
                        help="then keep killing, aimed at the windows no kill has landed in yet (model call, tool "
                        "call, the effect's claim/write/stamp, timer), until each has one; exit 1 naming any missed")

@@ -107,7 +107,7 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
                    "column is the effect's id), file:PATH[:REGEX] (one effect per line; a file or a "
                    "folder's files) or http:NAME:FIELD (the requests chaos's proxy of --dependency NAME saw "
                    "answered 2xx, by header or JSON field); repeatable; also `effects` in "
-                   "[tool.checkpoint-tui]")  # fmt: skip
+                   "[tool.checkpoint-tui]")
     for kind in ("model", "tool"):
         p.add_argument(f"--{kind}-activities", action="append", default=None, metavar="GLOB", type=_glob,
                        help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
@@ -218,10 +218,10 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
         raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
     if getattr(args, "effects", None) and not user:
         raise UsageError("--effects names where a worker of yours puts its effects (give --worker-cmd too); "
-                         "checkpoint-tui's own loop is audited at its outbox already")  # fmt: skip
+                         "checkpoint-tui's own loop is audited at its outbox already")
     if command == "chaos" and not user and (args.aim != "any" or args.strict_models or args.allow_unexercised):
         raise UsageError("--aim, --strict-models and --allow-unexercised are for a user's workflow (--worker-cmd ... "
-                         "--workflow TYPE)")  # fmt: skip
+                         "--workflow TYPE)")
 
 
 def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:
@@ -270,7 +270,7 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
     deps = {name for name, _ in getattr(args, "dependency", None) or []}
     if (http := next((d for d in given if d.kind == "http" and d.target not in deps), None)) is not None:
         raise UsageError(f"--effects {http.label}: give --dependency {http.target}=HOST:PORT too (chaos logs what "
-                         "its proxy forwards)")  # fmt: skip
+                         "its proxy forwards)")
     if len(given) > MAX_DESTINATIONS:
         raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
     if len({(d.kind, d.target, d.query, d.pattern) for d in given}) < len(given):

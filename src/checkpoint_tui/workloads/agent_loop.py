@@ -126,7 +126,7 @@ class AgentLoopWorkload(Adapter):
         events, steps, seed = load_schedule(path, self.steps)
         if (hop := next((e for e in events if e.kind in HOP_KINDS), None)) is not None:  # ours has its hooks
             raise UsageError(f"{path}: {hop.kind} is a crash point of a user's worker (--worker-cmd); checkpoint-tui's "
-                             "own loop crashes at its hooks (claim-window-crash, write-window-crash, ...)")  # fmt: skip
+                             "own loop crashes at its hooks (claim-window-crash, write-window-crash, ...)")
         return events, steps, seed
 
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:

@@ -27,7 +27,7 @@ def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: b
     reran = sum(bool(r.detail.get("re_ran")) for r in chaos.resets)
     acted = sum(p.kind in ACTIVITY_NEMESES for p in chaos.pauses)
     seen = (f"kills inside an activity {inside} · activities run again {again} · resets that re-ran {reran} · "
-            f"activity pauses and resets {acted}")  # fmt: skip
+            f"activity pauses and resets {acted}")
     fired = len(chaos.kills) + len(chaos.pauses) + len(chaos.resets)
     aimed_in = any(ev.kind in (*IN_ACTIVITY, resets.RESET) for ev in chaos.schedule)
     # Events aimed into activities must reach one; others (a fleet's, the supervisor's, the dev server's) must fire.
@@ -35,7 +35,7 @@ def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: b
     if not ok:
         missed = [f"{n.event.get('nemesis', '?')}: {n.why}" for n in chaos.not_fired][:5]
         seen = (f"NOT EXERCISED: no fault reached an activity aimed at ({aim}) · {seen} · fired {len(chaos.kills)} "
-                f"kill(s) and {len(chaos.pauses)} other(s)" + "".join(f"; not fired {m}" for m in missed))  # fmt: skip
+                f"kill(s) and {len(chaos.pauses)} other(s)" + "".join(f"; not fired {m}" for m in missed))
         seen += " · accepted by --allow-unexercised" if allowed else ""
     return Check(EXERCISED, ok or allowed, seen)
 
@@ -45,7 +45,7 @@ def aim_check(aim: str, acts: list) -> Check:
     seen = sorted({a.label for a in acts})
     return Check("chaos: --aim picked an activity of the run", False,
                  f"--aim {aim!r} matched none of the run's {len(acts)} activities: "
-                 f"{', '.join(seen[:12])[:400]}{' …' if len(seen) > 12 else ''}")  # fmt: skip
+                 f"{', '.join(seen[:12])[:400]}{' …' if len(seen) > 12 else ''}")
 
 
 def reset_check(fired: list[dict], strict_models: bool) -> Check:
@@ -57,7 +57,7 @@ def reset_check(fired: list[dict], strict_models: bool) -> Check:
     ok = not n["at risk"] and not idle and not (strict_models and n["model"])
     return Check("chaos: a reset re-ran no tool call or activity at risk", ok,
                  f"{len(fired)} reset(s) · re-ran {len(reran)} (guarded {n['guarded']}, AT RISK {n['at risk']}, model "
-                 f"{n['model']}) · resets that re-ran nothing {idle}{risky[:1500]}")  # fmt: skip
+                 f"{n['model']}) · resets that re-ran nothing {idle}{risky[:1500]}")
 
 
 def activity_checks(a: ActivityAudit) -> list[Check]:
@@ -81,4 +81,4 @@ def activity_checks(a: ActivityAudit) -> list[Check]:
         Check("chaos: no lost work (a task that sat out its timeout, a failed workflow, a workflow task failing)",
               not a.lost_work_count, f"lost {a.lost_work_count}" + "".join(
                   f"; {u}" for u in (a.lost_work or {}).get("units", [])[:10])),
-    ]  # fmt: skip
+    ]

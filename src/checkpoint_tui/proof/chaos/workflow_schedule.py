@@ -14,13 +14,13 @@ from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE
 # any worker: before the tool's effect, after it (before Temporal records it: where duplicates are born).
 MAPPED = {"tool-call-crash": BEFORE, "before-claim-crash": BEFORE, "claim-window-crash": AFTER,
           "write-window-crash": AFTER, "stamped-crash": AFTER,
-          "worker-in-timer": "worker-between-activities"}  # fmt: skip
+          "worker-in-timer": "worker-between-activities"}
 
 
 def workload_schedule(
     seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0, activity_pauses: int = 0,
     activity_resets: int = 0,
-) -> tuple[list[ChaosEvent], int]:  # fmt: skip
+) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
     span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
     if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)

@@ -90,7 +90,7 @@ def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
     act = by_id.get((d.get("execution"), d.get("activity_id"))) if d.get("workflow_id") == lead else None
     if act is not None:
         fired.step = act.seq
-        d.update(label=act.label, **{"class": act.cls})
+        d["label"], d["class"] = act.label, act.cls
 
 
 def _live_name(settings) -> str | None:
@@ -161,7 +161,7 @@ class ActivityTarget(ChaosTarget):
         # The k-th aimed task of any workflow on the lab's workers: the run's (and its children's; the lead's and
         # the others' with --runs).
         self._armings = {id(ev): hop.arm(None, ev.step or 1, ev.kind, self.fresh_tools)
-                         for ev in chaos.schedule if ev.kind in HOP_KINDS}  # fmt: skip
+                         for ev in chaos.schedule if ev.kind in HOP_KINDS}
         return hop
 
     async def _armed(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
@@ -173,7 +173,7 @@ class ActivityTarget(ChaosTarget):
             if self.progress.closed:  # seen closed (here, or by an earlier event's wait)
                 chaos.hop.disarm(arming)
                 return (f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
-                        f"of them aimed ({self.aim})")  # fmt: skip
+                        f"of them aimed ({self.aim})")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(arming.fired.wait(), 0.25)
             if arming.fired.is_set():
@@ -268,14 +268,14 @@ class ActivityTarget(ChaosTarget):
 
     def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
         return {d.target: HttpLog(log_path(chaos.settings.run_dir, d.target), d.pattern or "")
-                for d in self.workload.destinations if d.kind == "http"}  # fmt: skip
+                for d in self.workload.destinations if d.kind == "http"}
 
     async def at_destination(self, chaos: Chaos, before: list) -> None:
         if not self.workload.destinations:
             return
         runs = {r: await read_activities(chaos.client, r, None, self.framework) for r in self.runs}  # children too
         diffs = [await asyncio.to_thread(read_after, d, b, chaos.settings.run_dir)
-                 for d, b in zip(self.workload.destinations, before, strict=True)]  # fmt: skip
+                 for d, b in zip(self.workload.destinations, before, strict=True)]
         dups = assign(diffs, runs, chaos.run_ids[0])
         for run_id in self.runs:  # each run's audit reads it back (app/activity_audit.audit_of): one verdict
             save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))
@@ -313,7 +313,7 @@ class ActivityTarget(ChaosTarget):
         for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
             if fired.kind in HOP_KINDS:  # a crash point of the hop landed where it was held, by construction
                 fired.landed = ("in another workflow" if fired.detail.get("workflow_id") not in ours else
-                                "after it closed" if fired.kind == RECORDED else "inside")  # fmt: skip
+                                "after it closed" if fired.kind == RECORDED else "inside")
                 _named_from_history(fired, by_id, lead)
             act = acts.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
             if fired.detail.get("workflow_id", self.progress and self.progress.run_id) != (
@@ -349,7 +349,7 @@ class ActivityTarget(ChaosTarget):
         if acts and not any(aimed(self.aim, a) for a in acts):  # a mistyped --aim fired nothing: not a pass
             self.more.append(aim_check(self.aim, acts))
         self.more.append(exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim,
-                                         self.allow_unexercised))  # fmt: skip
+                                         self.allow_unexercised))
         return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:

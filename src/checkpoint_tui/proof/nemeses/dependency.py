@@ -208,7 +208,7 @@ class DependencyProxy:
         watch = self.log.exchange() if self.log is not None else None
         up, down = (watch.up, watch.down) if watch is not None else (None, None)
         await self._run(link, [self._pipe(reader, link.upstream, link, "bytes_up", up),
-                               self._pipe(up_reader, link.client, link, "bytes_down", down)])  # fmt: skip
+                               self._pipe(up_reader, link.client, link, "bytes_down", down)])
 
     async def _run(self, link: _Link, pipes: list[Coroutine[object, object, None]]) -> None:
         link.tasks = [self._spawn(p) for p in pipes]
@@ -221,7 +221,7 @@ class DependencyProxy:
         return task
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None, link: _Link,
-                    counter: str, seen: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
+                    counter: str, seen: Callable[[bytes], None] | None = None) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(CHUNK):
                 if writer is None or self.fault_kind == "blackhole" or link.held:
