@@ -38,6 +38,7 @@ $(TS_STAMP): $(TS_MAILER)/package-lock.json
 
 test: $(TEST_STAMP) postgres-binaries $(TS_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mkdocs build --strict --quiet
 	@# The suite starts over a thousand Python processes (CLI runs, workers, spares). Where the

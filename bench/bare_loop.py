@@ -47,10 +47,15 @@ async def serve(address: str, task_queue: str, sticky_timeout: float) -> None:
     client = await Client.connect(address)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    # the worker settings our own worker runs with (engine/worker.py), so only the loop's bodies differ
-    async with Worker(client, task_queue=task_queue, workflows=[BareLoop], activities=[bare_noop],
-                      sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
-                      graceful_shutdown_timeout=timedelta(seconds=1)):  # fmt: skip
+    # the worker settings our own worker runs with (loop_worker/worker.py), so only the loop's bodies differ
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[BareLoop],
+        activities=[bare_noop],
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+        graceful_shutdown_timeout=timedelta(seconds=1),
+    ):
         print("ready", flush=True)
         await stop.wait()
 

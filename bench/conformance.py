@@ -35,17 +35,38 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "agents"
 ROWS = [
     ("pydantic-ai", f"pydantic-ai-slim {version('pydantic-ai-slim')}", "pydantic_ai_mailer", "PydanticMailer"),
-    ("openai-agents", f"openai-agents {version('openai-agents')} + temporalio-openai-agents "
-     f"{version('temporalio-openai-agents')}", "openai_agents_mailer", "OpenAIMailer"),
-    ("langgraph", f"langgraph {version('langgraph')} + temporalio-langgraph {version('temporalio-langgraph')}",
-     "langgraph_mailer", "LangGraphMailer"),
-    ("strands", f"strands-agents {version('strands-agents')} + temporalio-strands-agents "
-     f"{version('temporalio-strands-agents')}", "strands_mailer", "StrandsMailer"),
-    ("google-adk", f"google-adk {version('google-adk')} + temporalio-google-adk {version('temporalio-google-adk')}",
-     "google_adk_mailer", "GoogleAdkMailer"),
-    ("deepagents", f"deepagents {version('deepagents')} + temporalio-deepagents {version('temporalio-deepagents')}",
-     "deepagents_mailer", "DeepAgentsMailer"),
-]  # fmt: skip
+    (
+        "openai-agents",
+        f"openai-agents {version('openai-agents')} + temporalio-openai-agents {version('temporalio-openai-agents')}",
+        "openai_agents_mailer",
+        "OpenAIMailer",
+    ),
+    (
+        "langgraph",
+        f"langgraph {version('langgraph')} + temporalio-langgraph {version('temporalio-langgraph')}",
+        "langgraph_mailer",
+        "LangGraphMailer",
+    ),
+    (
+        "strands",
+        f"strands-agents {version('strands-agents')} + temporalio-strands-agents "
+        f"{version('temporalio-strands-agents')}",
+        "strands_mailer",
+        "StrandsMailer",
+    ),
+    (
+        "google-adk",
+        f"google-adk {version('google-adk')} + temporalio-google-adk {version('temporalio-google-adk')}",
+        "google_adk_mailer",
+        "GoogleAdkMailer",
+    ),
+    (
+        "deepagents",
+        f"deepagents {version('deepagents')} + temporalio-deepagents {version('temporalio-deepagents')}",
+        "deepagents_mailer",
+        "DeepAgentsMailer",
+    ),
+]
 
 
 def chaos(folder: str, workflow: str, home: Path, flags: list[str], chaos_args: list[str]) -> tuple[int, dict]:
@@ -54,8 +75,12 @@ def chaos(folder: str, workflow: str, home: Path, flags: list[str], chaos_args: 
     report_path = home / "chaos.json"
     base = [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "--worker-cmd", cmd, *flags]
     try:
-        out = subprocess.run([*base, "chaos", "--workflow", workflow, *chaos_args, "--json", str(report_path)],
-                             capture_output=True, text=True, timeout=900)  # fmt: skip
+        out = subprocess.run(
+            [*base, "chaos", "--workflow", workflow, *chaos_args, "--json", str(report_path)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:
         subprocess.run([*base, "stop"], capture_output=True, timeout=60)
     if not report_path.exists():
@@ -65,9 +90,22 @@ def chaos(folder: str, workflow: str, home: Path, flags: list[str], chaos_args: 
 
 def run_row(folder: str, workflow: str, args: argparse.Namespace, home: Path) -> dict:
     started = time.monotonic()
-    returncode, report = chaos(folder, workflow, home, [], [
-        "--input", json.dumps({"turns": args.turns}), "--aim", "tool", "--seed", str(args.seed),
-        "--kills", str(args.kills)])  # fmt: skip
+    returncode, report = chaos(
+        folder,
+        workflow,
+        home,
+        [],
+        [
+            "--input",
+            json.dumps({"turns": args.turns}),
+            "--aim",
+            "tool",
+            "--seed",
+            str(args.seed),
+            "--kills",
+            str(args.kills),
+        ],
+    )
     audit, run_id = report["audit"], report["run_id"]
     lines = Counter((home / "example-out" / f"{run_id}.txt").read_text().splitlines())
     by_class: dict[str, list[float]] = defaultdict(list)
@@ -76,32 +114,48 @@ def run_row(folder: str, workflow: str, args: argparse.Namespace, home: Path) ->
             where = k.get("class", "?") if k.get("landed") != "after it closed" else "next activity"
             by_class[where].append(k["restart_s"])
     return {
-        "workflow": workflow, "exit": returncode, "wall_s": round(time.monotonic() - started, 1),
+        "workflow": workflow,
+        "exit": returncode,
+        "wall_s": round(time.monotonic() - started, 1),
         "tools_re_executed": sum(r["class"] in ("tool", "mcp") for r in audit["re_executed"]),
-        "duplicated_emails": sum(n - 1 for n in lines.values() if n > 1), "emails": sum(lines.values()),
-        "at_risk": len(audit["at_risk"]), "model_requests_re_run": len(audit["model_reruns"]),
+        "duplicated_emails": sum(n - 1 for n in lines.values() if n > 1),
+        "emails": sum(lines.values()),
+        "at_risk": len(audit["at_risk"]),
+        "model_requests_re_run": len(audit["model_reruns"]),
         "recovery_s": {c: round(statistics.median(v), 2) for c, v in sorted(by_class.items())},
-    }  # fmt: skip
+    }
 
 
 def recovery_row(folder: str, workflow: str, args: argparse.Namespace, home: Path, cold: bool) -> dict:
     """The guarded mailer under worker kills inside activities: kill -> the activity's next attempt."""
     home.mkdir(parents=True)
     turns = (3 * args.recovery_kills + 3) // 2  # 2 * turns + 1 activities: room for a kill every third
-    events = [{"at_step": 2 + 3 * i, "nemesis": "worker-in-activity", "target": "worker", "delay_ms": 60}
-              for i in range(args.recovery_kills)]  # fmt: skip
+    events = [
+        {"at_step": 2 + 3 * i, "nemesis": "worker-in-activity", "target": "worker", "delay_ms": 60}
+        for i in range(args.recovery_kills)
+    ]
     schedule = home / "schedule.json"
     schedule.write_text(json.dumps({"steps": 2 * turns + 1, "seed": None, "events": events}))
     started = time.monotonic()
-    returncode, report = chaos(folder, workflow, home, ["--no-spare"] if cold else [], [
-        "--input", json.dumps({"turns": turns}), "--aim", "any", "--schedule", str(schedule)])  # fmt: skip
+    returncode, report = chaos(
+        folder,
+        workflow,
+        home,
+        ["--no-spare"] if cold else [],
+        ["--input", json.dumps({"turns": turns}), "--aim", "any", "--schedule", str(schedule)],
+    )
     by_class: dict[str, list[float]] = defaultdict(list)
     for k in report["kills"]:
         if k.get("retry_s") is not None:
             by_class[k.get("class", "?")].append(k["retry_s"])
-    return {"workflow": workflow, "cold": cold, "exit": returncode, "wall_s": round(time.monotonic() - started, 1),
-            "retry_s": dict(sorted(by_class.items())),
-            "landed": dict(Counter(str(k.get("landed")) for k in report["kills"]))}  # fmt: skip
+    return {
+        "workflow": workflow,
+        "cold": cold,
+        "exit": returncode,
+        "wall_s": round(time.monotonic() - started, 1),
+        "retry_s": dict(sorted(by_class.items())),
+        "landed": dict(Counter(str(k.get("landed")) for k in report["kills"])),
+    }
 
 
 def _fmt(values: list[float]) -> str:
@@ -111,8 +165,10 @@ def _fmt(values: list[float]) -> str:
 
 
 def print_recovery(rows: list[dict], args: argparse.Namespace) -> None:
-    print(f"\nkill -> the killed activity's next attempt started ({args.recovery_kills} worker kills inside "
-          "activities of the guarded mailer, each mode; assisted failover on)")  # fmt: skip
+    print(
+        f"\nkill -> the killed activity's next attempt started ({args.recovery_kills} worker kills inside "
+        "activities of the guarded mailer, each mode; assisted failover on)"
+    )
     print("| framework | class | preloaded spare | cold start (--no-spare) | ratio |")
     print("|---|---|---|---|---|")
     for name in dict.fromkeys(r["framework"] for r in rows):
@@ -130,14 +186,18 @@ def print_recovery(rows: list[dict], args: argparse.Namespace) -> None:
 
 def print_table(results: list[dict], args: argparse.Namespace) -> None:
     print(f"seed {args.seed}, --kills {args.kills}, --aim tool, {args.turns} turns ({2 * args.turns + 1} activities)")
-    print("| framework | workflow | verdict | tool calls re-executed | emails duplicated | at risk | "
-          "model requests re-run | recovery, median (by class killed) |")
+    print(
+        "| framework | workflow | verdict | tool calls re-executed | emails duplicated | at risk | "
+        "model requests re-run | recovery, median (by class killed) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         rec = ", ".join(f"{c} {s:.2f} s" for c, s in r["recovery_s"].items()) or "—"
-        print(f"| {r['version']} | {r['workflow']} | {'PASS' if r['exit'] == 0 else 'FAIL'} | "
-              f"{r['tools_re_executed']} | {r['duplicated_emails']} of {r['emails']} | {r['at_risk']} | "
-              f"{r['model_requests_re_run']} | {rec} |")
+        print(
+            f"| {r['version']} | {r['workflow']} | {'PASS' if r['exit'] == 0 else 'FAIL'} | "
+            f"{r['tools_re_executed']} | {r['duplicated_emails']} of {r['emails']} | {r['at_risk']} | "
+            f"{r['model_requests_re_run']} | {rec} |"
+        )
 
 
 def main() -> None:
@@ -161,15 +221,23 @@ def main() -> None:
             for cold in (False, True) if args.part != "table" else ():
                 row = recovery_row(folder, workflow + "Guarded", args, Path(root) / f"r{i}{'c' if cold else 'w'}", cold)
                 recovery.append({"framework": name, "version": label, **row})
-                print(f"  {workflow}Guarded {'cold' if cold else 'preloaded'}: exit {row['exit']} in {row['wall_s']} s "
-                      f"{row['landed']}", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"  {workflow}Guarded {'cold' if cold else 'preloaded'}: exit {row['exit']} in {row['wall_s']} s "
+                    f"{row['landed']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if results:
         print_table(results, args)
     if recovery:
         print_recovery(recovery, args)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"seed": args.seed, "kills": args.kills, "turns": args.turns, "rows": results,
-                                     "recovery": recovery}, indent=2))  # fmt: skip
+    args.json.write_text(
+        json.dumps(
+            {"seed": args.seed, "kills": args.kills, "turns": args.turns, "rows": results, "recovery": recovery},
+            indent=2,
+        )
+    )
     print(f"wrote {args.json}")
 
 

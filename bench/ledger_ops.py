@@ -88,8 +88,10 @@ def main() -> None:
     print(f"{'ledger':<12} {'ms/step (median)':>16}   runs")
     for k, v in med.items():
         print(f"{k:<12} {v:>16.2f}   {', '.join(f'{x:.2f}' for x in runs[k])}")
-    path = write_result("ledger_ops", {"args": {**vars(args), "ledger": bool(args.ledger)}, "ms_per_step": runs,
-                                       "median_ms_per_step": med})  # fmt: skip
+    path = write_result(
+        "ledger_ops",
+        {"args": {**vars(args), "ledger": bool(args.ledger)}, "ms_per_step": runs, "median_ms_per_step": med},
+    )
     print(f"wrote {path}")
 
 

@@ -19,7 +19,7 @@ from temporalio.converter import DataConverter
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_result  # noqa: E402
-from checkpoint_tui.engine.shared import EffectInput, LlmInput, LlmOutput, ModelRef, StepInput  # noqa: E402
+from checkpoint_tui.loop_worker.shared import EffectInput, LlmInput, LlmOutput, ModelRef, StepInput  # noqa: E402
 from checkpoint_tui.model.decision import Decision  # noqa: E402
 
 RUN = "run-20260101-000000-beef"

@@ -1,5 +1,5 @@
 """What one PostgreSQL statement costs the calling process: `SELECT 1` on a blocking psycopg
-connection (the app, the CLI) and on asyncio ones (the worker's activities: engine/activity_ledger.py),
+connection (the app, the CLI) and on asyncio ones (the worker's activities: loop_worker/activity_ledger.py),
 one connection and four at once. The CPU is this process's: what a worker spends a statement.
 
     .venv/bin/python bench/pg_statement.py postgresql://... [--statements 2000] [--repeats 3]

@@ -30,25 +30,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import bench_home, connect, summary, write_result  # noqa: E402
-from checkpoint_tui.app.runs import start_run, wait_for_run  # noqa: E402
-from checkpoint_tui.engine.shared import timer_ms  # noqa: E402
+from checkpoint_tui.core.runs import start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.ledger.faults import FaultSpec  # noqa: E402
 from checkpoint_tui.ledger.latency import measure  # noqa: E402
 from checkpoint_tui.ledger.queries import activity_logged, first_activity_after  # noqa: E402
 from checkpoint_tui.ledger.store import connect as db  # noqa: E402
+from checkpoint_tui.loop_worker.shared import timer_ms  # noqa: E402
 from checkpoint_tui.ops.procs import send_signal_if_ours  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 from checkpoint_tui.settings import Settings  # noqa: E402
 from checkpoint_tui.waiting import wait_until  # noqa: E402
 
 MODES = {
-    "baseline": dict(assist=False, spare=False, worker_args=("--sticky-timeout", "10"), heartbeat=5.0, retry=1.0,
-                     task_timeout=timedelta(seconds=10)),
+    "baseline": dict(
+        assist=False,
+        spare=False,
+        worker_args=("--sticky-timeout", "10"),
+        heartbeat=5.0,
+        retry=1.0,
+        task_timeout=timedelta(seconds=10),
+    ),
     "tuned": dict(assist=False, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
     "assisted": dict(assist=True, spare=False, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
     "spare": dict(assist=True, spare=True, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
     "stop": dict(assist=True, spare=True, worker_args=(), heartbeat=None, retry=None, task_timeout=None),
-}  # fmt: skip
+}
 DEFAULT_MODES = ("baseline", "tuned", "assisted", "spare")
 
 
@@ -65,14 +71,25 @@ async def run_mode(name: str, address: str, steps: int, kills: int, pace: float)
     async with sup.running(stop_workers=True):
         plan = [] if name == "stop" else [FaultSpec("kill_at", s) for s in sorted(set(kill_steps))]
         run_id = await start_run(
-            home, client, steps, pace, plan,
-            heartbeat_timeout_s=cfg["heartbeat"], retry_initial_s=cfg["retry"], task_timeout=cfg["task_timeout"],
-        )  # fmt: skip
+            home,
+            client,
+            steps,
+            pace,
+            plan,
+            heartbeat_timeout_s=cfg["heartbeat"],
+            retry_initial_s=cfg["retry"],
+            task_timeout=cfg["task_timeout"],
+        )
         stops = await stop_at(home, sup, run_id, sorted(set(kill_steps))) if name == "stop" else []
         status = await wait_for_run(home, client, run_id, timeout=1800)
     extra = stop_figures(home, run_id, stops) if name == "stop" else {}
-    return {"mode": name, "status": status, "wall_s": time.monotonic() - started, **figures(home, run_id, pace),
-            **extra}  # fmt: skip
+    return {
+        "mode": name,
+        "status": status,
+        "wall_s": time.monotonic() - started,
+        **figures(home, run_id, pace),
+        **extra,
+    }
 
 
 async def stop_at(home: Settings, sup: Supervisor, run_id: str, steps: list[int]) -> list[tuple[int, float]]:
@@ -125,8 +142,13 @@ def figures(home: Settings, run_id: str, pace: float) -> dict:
             restart.append(lat.restart_s)
         if lat.next_step_s is not None:
             stall.append(max(0.0, lat.next_step_s - work - timer_ms(k["step"] or 0, pace) / 1000))
-    return {"kills": len(kills), "killed_steps": sorted(killed), "step_work_s": work,
-            "restart_s": summary(restart), "next_step_stall_s": summary(stall)}  # fmt: skip
+    return {
+        "kills": len(kills),
+        "killed_steps": sorted(killed),
+        "step_work_s": work,
+        "restart_s": summary(restart),
+        "next_step_stall_s": summary(stall),
+    }
 
 
 async def main() -> None:
@@ -153,18 +175,24 @@ async def main() -> None:
 
 def report(results: list[dict]) -> None:
     base = next((r for r in results if r["mode"] == "baseline"), None)
-    print(f"{'mode':<10} {'kills':>5}  {'restart min/median/max (s)':<28} {'ratio':>6}  "
-          f"{'next-step stall min/median/max (s)':<36} {'ratio':>6}  status")  # fmt: skip
+    print(
+        f"{'mode':<10} {'kills':>5}  {'restart min/median/max (s)':<28} {'ratio':>6}  "
+        f"{'next-step stall min/median/max (s)':<36} {'ratio':>6}  status"
+    )
     for r in results:
         rs, ns = r["restart_s"], r["next_step_stall_s"]
         r["restart_ratio_to_baseline"] = ratio(rs["median"], base and base["restart_s"]["median"])
         r["stall_ratio_to_baseline"] = ratio(ns["median"], base and base["next_step_stall_s"]["median"])
-        print(f"{r['mode']:<10} {r['kills']:>5}  {triple(rs):<28} {fmt(r['restart_ratio_to_baseline']):>6}  "
-              f"{triple(ns):<36} {fmt(r['stall_ratio_to_baseline']):>6}  {r['status']}")  # fmt: skip
+        print(
+            f"{r['mode']:<10} {r['kills']:>5}  {triple(rs):<28} {fmt(r['restart_ratio_to_baseline']):>6}  "
+            f"{triple(ns):<36} {fmt(r['stall_ratio_to_baseline']):>6}  {r['status']}"
+        )
     for r in results:
         if r["mode"] == "stop":
-            print(f"stop: {r['stops']} SIGSTOPs; stop -> watchdog kill {triple(r['stop_to_kill_s'])} s; "
-                  f"stop -> next activity {triple(r['stop_to_next_activity_s'])} s (target median <= 4 s)")  # fmt: skip
+            print(
+                f"stop: {r['stops']} SIGSTOPs; stop -> watchdog kill {triple(r['stop_to_kill_s'])} s; "
+                f"stop -> next activity {triple(r['stop_to_next_activity_s'])} s (target median <= 4 s)"
+            )
     print("for context: the TypeScript predecessor measured ~12 s kill -> next step")
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import bench_home, connect, write_result  # noqa: E402
 from bare_loop import BareInput  # noqa: E402
-from checkpoint_tui.app.runs import new_run_id, start_run, wait_for_run  # noqa: E402
-from checkpoint_tui.engine.shared import AgentInput, ModelRef  # noqa: E402
+from checkpoint_tui.core.runs import new_run_id, start_run, wait_for_run  # noqa: E402
+from checkpoint_tui.loop_worker.shared import AgentInput, ModelRef  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 
@@ -68,8 +68,10 @@ async def main() -> None:
     script = str(Path(__file__).with_name("bare_loop.py"))
     bare = subprocess.Popen(
         [sys.executable, script, "--address", address, "--task-queue", bare_queue],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert bare.stdout is not None and bare.stdout.readline().strip() == "ready"
         while not sup.primary.ready(home):

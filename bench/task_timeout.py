@@ -30,7 +30,7 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import bench_home, connect, summary, write_result  # noqa: E402
-from checkpoint_tui.app.runs import start_run, wait_for_run  # noqa: E402
+from checkpoint_tui.core.runs import start_run, wait_for_run  # noqa: E402
 from checkpoint_tui.ledger.faults import FaultSpec  # noqa: E402
 from checkpoint_tui.ops.supervisor import Supervisor  # noqa: E402
 
@@ -75,8 +75,7 @@ async def task_figures(client, run_id: str) -> dict:
             timeouts.append((ev.event_id, holder))
     spurious = sum(1 for at, holder in timeouts if last_completed.get(holder, 0) > at)
     expected = len(timeouts) - spurious
-    return {"durations": durations, "replays": replays, "spurious": spurious, "expected": expected,
-            "sticky": sticky}  # fmt: skip
+    return {"durations": durations, "replays": replays, "spurious": spurious, "expected": expected, "sticky": sticky}
 
 
 async def one_timeout(address: str, timeout_s: float, runs: int, steps: int, kills: int) -> dict:
@@ -91,9 +90,13 @@ async def one_timeout(address: str, timeout_s: float, runs: int, steps: int, kil
         for _ in range(runs):
             kill_steps = [steps - 1 - 2 * i for i in range(kills)]  # late in the segment: most to replay
             run_id = await start_run(
-                home, client, steps, 0.0, [FaultSpec("kill_at", s) for s in kill_steps],
+                home,
+                client,
+                steps,
+                0.0,
+                [FaultSpec("kill_at", s) for s in kill_steps],
                 task_timeout=timedelta(seconds=timeout_s),
-            )  # fmt: skip
+            )
             statuses.append(await wait_for_run(home, client, run_id, timeout=600))
             figs = await task_figures(client, run_id)
             durations += figs["durations"]
@@ -102,10 +105,17 @@ async def one_timeout(address: str, timeout_s: float, runs: int, steps: int, kil
             expected += figs["expected"]
             sticky += figs["sticky"]
     return {
-        "timeout_s": timeout_s, "runs": runs, "statuses": statuses, "wall_s": time.monotonic() - started,
-        "task_s": summary(durations), "replay_s": summary(replays), "replays": sorted(replays),
-        "timeouts_spurious": spurious, "timeouts_after_kill": expected, "sticky_timeouts": sticky,
-    }  # fmt: skip
+        "timeout_s": timeout_s,
+        "runs": runs,
+        "statuses": statuses,
+        "wall_s": time.monotonic() - started,
+        "task_s": summary(durations),
+        "replay_s": summary(replays),
+        "replays": sorted(replays),
+        "timeouts_spurious": spurious,
+        "timeouts_after_kill": expected,
+        "sticky_timeouts": sticky,
+    }
 
 
 async def main() -> None:
@@ -121,16 +131,20 @@ async def main() -> None:
     results = []
     for t in (float(x) for x in args.timeouts.split(",")):
         results.append(await one_timeout(address, t, args.runs, args.steps, args.kills))
-    print(f"{'timeout':>7}  {'replay min/median/max (s)':<26} {'p90':>5}  {'task median':>11}  "
-          f"{'start-to-close timeouts: spurious / of a killed worker':<56} {'sticky':>6}  statuses")  # fmt: skip
+    print(
+        f"{'timeout':>7}  {'replay min/median/max (s)':<26} {'p90':>5}  {'task median':>11}  "
+        f"{'start-to-close timeouts: spurious / of a killed worker':<56} {'sticky':>6}  statuses"
+    )
     for r in results:
         rs = r["replay_s"]
         p90 = statistics.quantiles(r["replays"], n=10)[-1] if len(r["replays"]) >= 2 else None
         triple = "/".join("-" if v is None else f"{v:.2f}" for v in (rs["min"], rs["median"], rs["max"]))
-        print(f"{r['timeout_s']:>6g}s  {triple:<26} {'-' if p90 is None else f'{p90:.2f}':>5}  "
-              f"{r['task_s']['median'] or 0:>10.3f}s  {r['timeouts_spurious']:>30} / {r['timeouts_after_kill']:<23} "
-              f"{r['sticky_timeouts']:>6}  "
-              f"{','.join(sorted(set(r['statuses'])))}")  # fmt: skip
+        print(
+            f"{r['timeout_s']:>6g}s  {triple:<26} {'-' if p90 is None else f'{p90:.2f}':>5}  "
+            f"{r['task_s']['median'] or 0:>10.3f}s  {r['timeouts_spurious']:>30} / {r['timeouts_after_kill']:<23} "
+            f"{r['sticky_timeouts']:>6}  "
+            f"{','.join(sorted(set(r['statuses'])))}"
+        )
     path = write_result("task_timeout", {"args": vars(args), "results": results})
     print(f"wrote {path}")
     if args.temporal_address is None:

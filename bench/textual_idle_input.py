@@ -103,8 +103,11 @@ def measure(mode: str, patched_dir: Path, seconds: float, work: Path) -> dict:
     cmd += f" --tid-file {tid_file}"
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "30", cmd], check=True)
     try:
-        pid = int(subprocess.run(["tmux", "display", "-p", "-t", name, "#{pane_pid}"], capture_output=True,
-                                 text=True, check=True).stdout)  # fmt: skip
+        pid = int(
+            subprocess.run(
+                ["tmux", "display", "-p", "-t", name, "#{pane_pid}"], capture_output=True, text=True, check=True
+            ).stdout
+        )
         deadline = time.monotonic() + 60
         while not (tid_file.exists() and tid_file.read_text()):
             if time.monotonic() > deadline:
@@ -170,13 +173,17 @@ def main() -> None:
             for mode in DRIVERS:
                 results[mode].append(measure(mode, patched, args.seconds, work))
     print(f"idle {args.seconds:.0f} s, median of {args.repeats}: input thread / whole process")
-    print(f"{'driver':<8} {'thread CPU %':>13} {'thread wake/s':>14} {'process CPU %':>14} {'process wake/s':>15}"
-          f" {'Esc s':>6} {'quit s':>7}")  # fmt: skip
+    print(
+        f"{'driver':<8} {'thread CPU %':>13} {'thread wake/s':>14} {'process CPU %':>14} {'process wake/s':>15}"
+        f" {'Esc s':>6} {'quit s':>7}"
+    )
     for mode, rs in results.items():
         m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-        print(f"{mode:<8} {m['thread_cpu_pct']:>13.3f} {m['thread_wakeups_per_s']:>14.1f}"
-              f" {m['process_cpu_pct']:>14.3f} {m['process_wakeups_per_s']:>15.1f}"
-              f" {m['escape_s']:>6.2f} {m['quit_s']:>7.2f}")  # fmt: skip
+        print(
+            f"{mode:<8} {m['thread_cpu_pct']:>13.3f} {m['thread_wakeups_per_s']:>14.1f}"
+            f" {m['process_cpu_pct']:>14.3f} {m['process_wakeups_per_s']:>15.1f}"
+            f" {m['escape_s']:>6.2f} {m['quit_s']:>7.2f}"
+        )
 
 
 if __name__ == "__main__":

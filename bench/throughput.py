@@ -41,7 +41,7 @@ from temporalio.api.enums.v1 import EventType  # noqa: E402
 
 from _common import bench_home, connect, machine, write_result  # noqa: E402
 from bare_loop import BareInput  # noqa: E402
-from checkpoint_tui.app.runs import new_run_id, start_run  # noqa: E402
+from checkpoint_tui.core.runs import new_run_id, start_run  # noqa: E402
 from checkpoint_tui.ledger import queries  # noqa: E402
 from checkpoint_tui.ledger.store import connect as connect_ledger  # noqa: E402
 from checkpoint_tui.model.offline import offline_decision  # noqa: E402
@@ -88,8 +88,9 @@ async def bare(client, task_queue: str, runs: int, steps: int) -> tuple[float, l
         with_tool = [offline_decision(run, s, steps, None)[0].action == "compute" for s in range(1, steps + 1)]
         inputs.append((f"bare-{run}", BareInput(steps, with_tool)))
     t = time.monotonic()
-    await asyncio.gather(*(client.execute_workflow("BareLoop", inp, id=wid, task_queue=task_queue)
-                           for wid, inp in inputs))  # fmt: skip
+    await asyncio.gather(
+        *(client.execute_workflow("BareLoop", inp, id=wid, task_queue=task_queue) for wid, inp in inputs)
+    )
     return time.monotonic() - t, [wid for wid, _ in inputs]
 
 
@@ -140,8 +141,12 @@ class Pools:
         self.sup.ensure_worker()
         script = str(Path(__file__).with_name("bare_loop.py"))
         for _ in range(self.workers):
-            proc = subprocess.Popen([sys.executable, script, "--address", self.address, "--task-queue", self.queue],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, script, "--address", self.address, "--task-queue", self.queue],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             self.bare.append(proc)
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 60
@@ -203,25 +208,33 @@ async def point(home, address, client, runs: int, steps: int, workers: int, repe
         ledger_wall, ledger_cpu = cost_per_step(str(home.ledger), home.run_dir / "ledger-ops", total, "throughput")
     pg_cpu = server.spent["postgresql"] * 1000 / total if home.ledger_url else None
     return {
-        "runs": runs, "steps": steps, "workers": workers, "walls_s": walls,
-        "ours_steps_per_s": total / med["ours"], "bare_steps_per_s": total / med["bare"],
-        "ratio": med["ours"] / med["bare"], "harness_share": 1 - med["bare"] / med["ours"],
+        "runs": runs,
+        "steps": steps,
+        "workers": workers,
+        "walls_s": walls,
+        "ours_steps_per_s": total / med["ours"],
+        "bare_steps_per_s": total / med["bare"],
+        "ratio": med["ours"] / med["bare"],
+        "harness_share": 1 - med["bare"] / med["ours"],
         "schedule_to_start_s": {k: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for k, v in waits.items()},
         "cpu_ms_per_step": cpu_ms,
         "ledger_ms_per_step": {"wall": ledger_wall, "cpu": ledger_cpu, "postgresql_cpu": pg_cpu},
         "ledger_share": ledger_cpu / cpu_ms["ours"]["worker"] if cpu_ms["ours"]["worker"] > 0 else None,
-    }  # fmt: skip
+    }
 
 
 def show(p: dict) -> None:
     sts = p["schedule_to_start_s"]
     ms = lambda v: "—" if v is None else f"{v * 1000:.0f}"  # noqa: E731
-    print(f"{p['runs']:>4} runs x {p['steps']} steps, {p['workers']} worker(s): ours {p['ours_steps_per_s']:7.1f} "
-          f"steps/s · bare {p['bare_steps_per_s']:7.1f} · ratio {p['ratio']:.2f} (walls ours "
-          f"{', '.join(f'{w:.2f}' for w in p['walls_s']['ours'])} s; bare "
-          f"{', '.join(f'{w:.2f}' for w in p['walls_s']['bare'])} s) · schedule-to-start p50/p99 ours "
-          f"{ms(sts['ours']['p50'])}/{ms(sts['ours']['p99'])} ms, bare {ms(sts['bare']['p50'])}/"
-          f"{ms(sts['bare']['p99'])} ms · harness share of a step {p['harness_share'] * 100:.0f} %", flush=True)
+    print(
+        f"{p['runs']:>4} runs x {p['steps']} steps, {p['workers']} worker(s): ours {p['ours_steps_per_s']:7.1f} "
+        f"steps/s · bare {p['bare_steps_per_s']:7.1f} · ratio {p['ratio']:.2f} (walls ours "
+        f"{', '.join(f'{w:.2f}' for w in p['walls_s']['ours'])} s; bare "
+        f"{', '.join(f'{w:.2f}' for w in p['walls_s']['bare'])} s) · schedule-to-start p50/p99 ours "
+        f"{ms(sts['ours']['p50'])}/{ms(sts['ours']['p99'])} ms, bare {ms(sts['bare']['p50'])}/"
+        f"{ms(sts['bare']['p99'])} ms · harness share of a step {p['harness_share'] * 100:.0f} %",
+        flush=True,
+    )
     for side, spent in p["cpu_ms_per_step"].items():
         parts = " + ".join(f"{name} {v:.1f}" for name, v in spent.items())
         print(f"      CPU a step, {side}: {parts} = {sum(spent.values()):.1f} ms", flush=True)
@@ -229,8 +242,11 @@ def show(p: dict) -> None:
     pct_of = "—" if share is None else f"{share * 100:.0f} %"
     pg = led["postgresql_cpu"]
     server = "" if pg is None else f" (+ {pg:.2f} ms in PostgreSQL's server, not in it)"
-    print(f"      the ledger's writes for a step, alone: {led['wall']:.2f} ms wall, {led['cpu']:.2f} ms CPU in the "
-          f"writing process = {pct_of} of our worker's CPU a step{server}", flush=True)
+    print(
+        f"      the ledger's writes for a step, alone: {led['wall']:.2f} ms wall, {led['cpu']:.2f} ms CPU in the "
+        f"writing process = {pct_of} of our worker's CPU a step{server}",
+        flush=True,
+    )
 
 
 def fresh_home(address: str | None, ledger: str | None):
@@ -268,8 +284,11 @@ async def main() -> None:
         if args.temporal_address is None:
             stop_devserver(home)
     print(f"ledger: {home.ledger_label}")
-    result = {"args": {**vars(args), "json_path": str(args.json_path or ""), "ledger": home.ledger_label},
-              **points[0], "points": points}  # fmt: skip
+    result = {
+        "args": {**vars(args), "json_path": str(args.json_path or ""), "ledger": home.ledger_label},
+        **points[0],
+        "points": points,
+    }
     path = write_result("throughput", result)
     print(f"wrote {path}")
     if args.json_path is not None:

@@ -259,10 +259,13 @@ def report(result: dict) -> None:
         print(f"{name:<8} {cpu:>15.2f} {tick:>8.2f} {sql:>5.0f} {rows:>5.0f} {req:>5.1f} {lines:>6.0f}   {each}")
         result[f"{name}_cpu_pct"], result[f"{name}_tick_ms"] = cpu, tick
     if result["idle"] is not None:
-        print(f"{'idle':<8} {m['idle_cpu_pct']:>15.2f} {m['idle_tick_ms']:>8.2f} {m['idle_sql_per_tick']:>5.0f}"
-              f"   {m['idle_wakeups_per_s']:.0f} wake-ups/s")  # fmt: skip
-        print(f"opening the finished run: caught up in {m['idle_catch_up_s']:.1f} s,"
-              f" {m['idle_catch_up_cpu_s']:.2f} s CPU")  # fmt: skip
+        print(
+            f"{'idle':<8} {m['idle_cpu_pct']:>15.2f} {m['idle_tick_ms']:>8.2f} {m['idle_sql_per_tick']:>5.0f}"
+            f"   {m['idle_wakeups_per_s']:.0f} wake-ups/s"
+        )
+        print(
+            f"opening the finished run: caught up in {m['idle_catch_up_s']:.1f} s, {m['idle_catch_up_cpu_s']:.2f} s CPU"
+        )
     if len(configs) > 1:
         print()
         print_configs(configs)
@@ -299,8 +302,14 @@ def main() -> None:
     p.add_argument("--idle-seconds", "--seconds", type=float, default=20.0)
     p.add_argument("--phase-steps", type=int, default=90, help="steps measured early and late (default 90)")
     p.add_argument("--temporal-address", help="an existing server (default: the bench home's own dev server)")
-    p.add_argument("--per-trick", nargs="?", const=",".join(TRICKS), default="", metavar="NAMES",
-                   help="also each trick of tui/render/ switched off alone (default every one; or a comma list)")
+    p.add_argument(
+        "--per-trick",
+        nargs="?",
+        const=",".join(TRICKS),
+        default="",
+        metavar="NAMES",
+        help="also each trick of tui/render/ switched off alone (default every one; or a comma list)",
+    )
     p.add_argument("--no-idle", action="store_true", help="live phases only")
     p.add_argument("--no-stock", action="store_true", help="only the tricks' path, not Textual's stock path too")
     p.add_argument("--refresh", type=float, help="the app's refresh interval in seconds (default: the app's own)")
@@ -319,8 +328,11 @@ def main() -> None:
             for config in configs:  # in turn: a drift of the machine falls on every configuration alike
                 live = live_repeat(home, i, config, args.steps, args.pace, args.phase_steps)
                 runs[config]["repeats"].append(live)
-                print(f"repeat {i + 1} {config}: early {live['early']['cpu_pct']:.1f} %"
-                      f" · late {live['late']['cpu_pct']:.1f} % of a core", flush=True)  # fmt: skip
+                print(
+                    f"repeat {i + 1} {config}: early {live['early']['cpu_pct']:.1f} %"
+                    f" · late {live['late']['cpu_pct']:.1f} % of a core",
+                    flush=True,
+                )
         if not args.no_idle:
             idle_run(home, args.idle_steps)
         for i in range(0 if args.no_idle else args.repeats):

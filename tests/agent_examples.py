@@ -25,7 +25,7 @@ from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.testing import ActivityEnvironment
 
-from checkpoint_tui.app.frameworks import ActivitySeen, UnitInfo, classify
+from checkpoint_tui.core.frameworks import ActivitySeen, UnitInfo, classify
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings
@@ -163,8 +163,9 @@ class ExampleWorker:
 
     async def start(self, workflow_type: str, inp: object) -> WorkflowHandle:
         client = await Client.connect(self.address)
-        return await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                           task_queue=self.queue)  # fmt: skip
+        return await client.start_workflow(
+            workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}", task_queue=self.queue
+        )
 
     async def run(self, workflow_type: str, inp: object) -> tuple[WorkflowHandle, str, list[ActivitySeen]]:
         """Start a run and wait for it: its handle, its result, its activities."""
@@ -177,11 +178,15 @@ class ExampleWorker:
         activity type `model_type`); the new run's handle."""
         client = await Client.connect(self.address)
         before = await handle.fetch_history()
-        reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-            namespace="default", workflow_execution=WorkflowExecution(workflow_id=handle.id),
-            workflow_task_finish_event_id=first_model_done_task(before, model_type),
-            request_id=str(uuid.uuid4()), reason=reason,
-        ))  # fmt: skip
+        reset = await client.workflow_service.reset_workflow_execution(
+            ResetWorkflowExecutionRequest(
+                namespace="default",
+                workflow_execution=WorkflowExecution(workflow_id=handle.id),
+                workflow_task_finish_event_id=first_model_done_task(before, model_type),
+                request_id=str(uuid.uuid4()),
+                reason=reason,
+            )
+        )
         return client.get_workflow_handle(handle.id, run_id=reset.run_id)
 
 
@@ -232,28 +237,51 @@ class UnderTheLab:
         flags = ["--home", str(home), *more, "--worker-cmd", cmd, "--task-queue", f"{self.queue_prefix}-{home.name}"]
         return flags + (["--ledger", ledger] if ledger else [])
 
-    def chaos(self, home: Path, workflow: str, inp: dict, *extra: str, ledger: str | None = None,
-              timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict]:  # fmt: skip
+    def chaos(
+        self, home: Path, workflow: str, inp: dict, *extra: str, ledger: str | None = None, timeout: float = 240
+    ) -> tuple[subprocess.CompletedProcess, dict]:
         """`chaos --kills 4` on its own home (it kills the dev server too) and its JSON report; the home
         stopped and proved gone even on failure."""
         report_path = home / "chaos.json"
         try:
-            out = run_cli(*self.flags(home, ledger=ledger), "chaos", "--workflow", workflow, "--input", json.dumps(inp),
-                          "--kills", "4", "--json", str(report_path), *extra, timeout=timeout)  # fmt: skip
+            out = run_cli(
+                *self.flags(home, ledger=ledger),
+                "chaos",
+                "--workflow",
+                workflow,
+                "--input",
+                json.dumps(inp),
+                "--kills",
+                "4",
+                "--json",
+                str(report_path),
+                *extra,
+                timeout=timeout,
+            )
             report = json.loads(report_path.read_text()) if report_path.exists() else None
         finally:
             stop_lab(home)
         assert report is not None, out.stdout[-3000:] + out.stderr[-2000:]
         return out, report
 
-    def verify(self, home: Path, workflow: str, inp: dict, *more: str,
-               timeout: float) -> tuple[subprocess.CompletedProcess, dict]:  # fmt: skip
+    def verify(
+        self, home: Path, workflow: str, inp: dict, *more: str, timeout: float
+    ) -> tuple[subprocess.CompletedProcess, dict]:
         """`--verify --workflow` on its own home and its JSON report; nothing of the home, or of the
         verify home inside it, left running even on failure."""
         report_path = home / "verify.json"
         try:
-            out = run_cli(*self.flags(home, *more), "--verify", "--workflow", workflow, "--input", json.dumps(inp),
-                          "--json", str(report_path), timeout=timeout)  # fmt: skip
+            out = run_cli(
+                *self.flags(home, *more),
+                "--verify",
+                "--workflow",
+                workflow,
+                "--input",
+                json.dumps(inp),
+                "--json",
+                str(report_path),
+                timeout=timeout,
+            )
         finally:
             stop_lab(home / "run" / "verify")
             stop_lab(home)
@@ -300,8 +328,9 @@ def classify_in_time(framework: str, batch: list[ActivitySeen], seconds: float =
     return units
 
 
-def assert_bounded(units: Iterable[UnitInfo], classes: tuple[str, ...] = ("model", "tool", "other"),
-                   name_max: int = 48) -> None:  # fmt: skip
+def assert_bounded(
+    units: Iterable[UnitInfo], classes: tuple[str, ...] = ("model", "tool", "other"), name_max: int = 48
+) -> None:
     """Every unit one of `classes`, its texts short and printable, its tokens sane."""
     for u in units:
         assert isinstance(u, UnitInfo) and u.cls in classes

@@ -13,8 +13,16 @@ from junitparser import Failure, JUnitXml
 
 from conftest import run_cli
 
-FILES = ("README.md", "report.json", "junit.xml", "ledger/runs.csv", "ledger/effects.csv",
-         "ledger/effect_outcomes.csv", "worker_events.csv", "screen.svg")  # fmt: skip
+FILES = (
+    "README.md",
+    "report.json",
+    "junit.xml",
+    "ledger/runs.csv",
+    "ledger/effects.csv",
+    "ledger/effect_outcomes.csv",
+    "worker_events.csv",
+    "screen.svg",
+)
 
 
 def assert_junit_matches(path: Path, checks: list[dict]) -> None:
@@ -66,8 +74,11 @@ def assert_bundle(bundle: Path, checks: list[dict], cases: list[dict] | None = N
 def assert_kill_pictures(bundle: Path, main_run: str, readme: str) -> None:
     """Each kill or death of a worker in the main run is pictured: `kill-N.svg` shows the history pane at
     the red marker line the live app draws (naming the dead pid), and the README quotes those lines."""
-    deaths = [r for r in csv.DictReader((bundle / "worker_events.csv").open())
-              if r["run_id"] == main_run and r["event"] in ("kill", "died")]  # fmt: skip
+    deaths = [
+        r
+        for r in csv.DictReader((bundle / "worker_events.csv").open())
+        if r["run_id"] == main_run and r["event"] in ("kill", "died")
+    ]
     pictures = sorted(bundle.glob("kill-*.svg"))
     if not deaths:
         assert pictures == []

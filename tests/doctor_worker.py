@@ -56,11 +56,14 @@ class SingleAttempt:
     async def run(self, n: int = 1) -> list[str]:
         return [
             await workflow.execute_activity(
-                send_note, i, start_to_close_timeout=timedelta(seconds=5), heartbeat_timeout=timedelta(seconds=2),
+                send_note,
+                i,
+                start_to_close_timeout=timedelta(seconds=5),
+                heartbeat_timeout=timedelta(seconds=2),
                 retry_policy=RetryPolicy(maximum_attempts=1),
             )
             for i in range(n)
-        ]  # fmt: skip
+        ]
 
 
 @workflow.defn

@@ -111,5 +111,12 @@ def start_script(argv: list[str], env: dict[str, str], cwd: Path, log_path: Path
     """A worker script of an example started by hand (no lab): its output to `log_path`, in a session of
     its own (no terminal signal reaches it; only the test stops it, by its Popen)."""
     with open(log_path, "wb") as log:  # the child keeps its own copy
-        return subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )

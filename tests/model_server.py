@@ -30,9 +30,10 @@ def completion(content: object, finish: object = "stop", usage: object = _DEFAUL
     """A chat completion body whose fields may be anything (`usage=None` leaves usage out)."""
     body: dict = {
         "id": "x",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish,
-                     **choice}],
-    }  # fmt: skip
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish, **choice}
+        ],
+    }
     if usage is _DEFAULT:
         body["usage"] = USAGE
     elif usage is not None:

@@ -52,18 +52,50 @@ class PgServer:
             self.user = "postgres"
             pw = pwd.getpwnam(self.user)
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
-        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "checkpoint", "-E", "UTF8",
-                  "--no-sync")  # fmt: skip
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "checkpoint",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
         self.port = free_port()
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"),
-                  "-o", options, "-w", "-t", "60", "start")  # fmt: skip
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def crash_restart(self) -> None:
         """The server dies the hard way (`-m immediate`: no shutdown checkpoint, crash recovery at the
         next start) and comes back on the same port."""
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "-t", "60", "restart",
-                  "-l", str(self.root / "server.log"))  # fmt: skip
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-m",
+            "immediate",
+            "-w",
+            "-t",
+            "60",
+            "restart",
+            "-l",
+            str(self.root / "server.log"),
+        )
 
     def postmaster_pid(self) -> int:
         return int((self.data / "postmaster.pid").read_text().split()[0])

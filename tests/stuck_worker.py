@@ -37,9 +37,11 @@ class NeverRuns:
     @workflow.run
     async def run(self) -> str:
         return await workflow.execute_activity(
-            act_on_last_message, {"messages": []}, start_to_close_timeout=timedelta(seconds=5),
+            act_on_last_message,
+            {"messages": []},
+            start_to_close_timeout=timedelta(seconds=5),
             retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=100)),
-        )  # fmt: skip
+        )
 
 
 async def main() -> None:
@@ -49,10 +51,13 @@ async def main() -> None:
         loop.add_signal_handler(sig, stop.set)
     client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
     worker = Worker(
-        client, task_queue=os.environ["CHECKPOINT_TASK_QUEUE"], workflows=[Stuck, NeverRuns],
-        activities=[act_on_last_message], workflow_runner=UnsandboxedWorkflowRunner(),
+        client,
+        task_queue=os.environ["CHECKPOINT_TASK_QUEUE"],
+        workflows=[Stuck, NeverRuns],
+        activities=[act_on_last_message],
+        workflow_runner=UnsandboxedWorkflowRunner(),
         graceful_shutdown_timeout=timedelta(seconds=1),
-    )  # fmt: skip
+    )
     async with worker:
         await stop.wait()
 

@@ -1,7 +1,7 @@
-"""The ledger as the worker's activities reach it (engine/activity_ledger.py): the same writes and
+"""The ledger as the worker's activities reach it (loop_worker/activity_ledger.py): the same writes and
 answers as the plain functions on both backends, and on PostgreSQL statements that wait without
 holding the event loop, finish when their task is cancelled, and survive a dropped connection. Also
-the activities' heartbeat rhythm (engine/heartbeat.py)."""
+the activities' heartbeat rhythm (loop_worker/heartbeat.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import time
 import psycopg
 import pytest
 
-from checkpoint_tui.engine import heartbeat
-from checkpoint_tui.engine.activity_ledger import ActivityLedger
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import faults
 from checkpoint_tui.ledger.effects import (
@@ -25,6 +23,8 @@ from checkpoint_tui.ledger.effects import (
 )
 from checkpoint_tui.ledger.plans import PlanError, drive, on, stmt
 from checkpoint_tui.ledger.store import connect, upsert_step
+from checkpoint_tui.loop_worker import heartbeat
+from checkpoint_tui.loop_worker.activity_ledger import ActivityLedger
 from checkpoint_tui.waiting import to_the_end
 
 RUN = "run-20260101-000000-cafe"
@@ -169,8 +169,15 @@ async def test_an_activity_heartbeats_only_once_it_has_run_an_interval(monkeypat
 
 def test_the_blocking_and_awaited_paths_share_one_plan() -> None:
     """Each function the activities await has a plan, the SQL both paths run."""
-    for fn in (faults.touch_step_planned, faults.consume, faults.consume_from, upsert_step, claim_effect,
-               stamp_effect, add_note):  # fmt: skip
+    for fn in (
+        faults.touch_step_planned,
+        faults.consume,
+        faults.consume_from,
+        upsert_step,
+        claim_effect,
+        stamp_effect,
+        add_note,
+    ):
         assert callable(getattr(fn, "plan", None)), fn.__name__
 
 

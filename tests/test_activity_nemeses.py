@@ -37,18 +37,21 @@ def test_activity_nemeses_come_from_their_own_streams_and_leave_a_seed_s_schedul
         make_schedule(7, 15, 4, pauses=2, partitions=1, resets=2, activity_pauses=3, activity_resets=2)
 
 
-@pytest.mark.parametrize(("event", "said"), [
-    ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": 0}, "duration_s must be"),
-    ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": 61}, "duration_s must be"),
-    ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": "2"}, "duration_s must be"),
-    ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": float("nan")}, "duration_s must be"),
-    ({"at_s": 2.0, "nemesis": ACTIVITY_PAUSE, "duration_s": 1}, "give it at_step"),
-    ({"at_s": 2.0, "nemesis": ACTIVITY_RESET}, "give it at_step"),
-    ({"at_step": 3, "nemesis": ACTIVITY_RESET, "target": "worker"}, "targets the activity"),
-    ({"at_step": 3, "nemesis": ACTIVITY_RESET, "delay_ms": -1}, "delay_ms must be"),
-    ({"at_step": 0, "nemesis": ACTIVITY_RESET}, "at_step must be"),
-    ({"at_step": 3, "nemesis": "activity-unpause"}, "nemesis must be one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": 0}, "duration_s must be"),
+        ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": 61}, "duration_s must be"),
+        ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": "2"}, "duration_s must be"),
+        ({"at_step": 3, "nemesis": ACTIVITY_PAUSE, "duration_s": float("nan")}, "duration_s must be"),
+        ({"at_s": 2.0, "nemesis": ACTIVITY_PAUSE, "duration_s": 1}, "give it at_step"),
+        ({"at_s": 2.0, "nemesis": ACTIVITY_RESET}, "give it at_step"),
+        ({"at_step": 3, "nemesis": ACTIVITY_RESET, "target": "worker"}, "targets the activity"),
+        ({"at_step": 3, "nemesis": ACTIVITY_RESET, "delay_ms": -1}, "delay_ms must be"),
+        ({"at_step": 0, "nemesis": ACTIVITY_RESET}, "at_step must be"),
+        ({"at_step": 3, "nemesis": "activity-unpause"}, "nemesis must be one of"),
+    ],
+)
 def test_a_hostile_activity_event_is_one_usage_error(tmp_path, event, said):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"steps": 6, "events": [event]}))
@@ -58,17 +61,30 @@ def test_a_hostile_activity_event_is_one_usage_error(tmp_path, event, said):
 
 def test_activity_events_round_trip_and_a_bad_file_or_flag_starts_nothing(tmp_path):
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"steps": 6, "events": [{"at_step": 2, "nemesis": ACTIVITY_PAUSE},
-                                                       {"at_step": 4, "nemesis": ACTIVITY_RESET, "delay_ms": 30}]}))
-    (pause, reset), steps, _ = load_schedule(path)  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "steps": 6,
+                "events": [
+                    {"at_step": 2, "nemesis": ACTIVITY_PAUSE},
+                    {"at_step": 4, "nemesis": ACTIVITY_RESET, "delay_ms": 30},
+                ],
+            }
+        )
+    )
+    (pause, reset), steps, _ = load_schedule(path)
     assert (pause.duration_s, pause.target, reset.duration_s, steps) == (1.0, "activity", None, 6)
     assert reset.to_json() == {"at_step": 4, "nemesis": ACTIVITY_RESET, "target": "activity", "delay_ms": 30}
     home = tmp_path / "never"
     path.write_text(json.dumps({"steps": 6, "events": [{"at_step": 2, "nemesis": ACTIVITY_PAUSE, "duration_s": -2}]}))
     user = ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines"]
-    for argv in (["chaos", "--activity-pauses", "-1"], ["chaos", "--activity-resets", "x"],
-                 ["chaos", "--steps", "6", "--kills", "3", "--activity-pauses", "3"],  # 3 + 3 events over 6 steps
-                 ["chaos", "--schedule", str(path)], [*user, "--schedule", str(path)]):  # fmt: skip
+    for argv in (
+        ["chaos", "--activity-pauses", "-1"],
+        ["chaos", "--activity-resets", "x"],
+        ["chaos", "--steps", "6", "--kills", "3", "--activity-pauses", "3"],  # 3 + 3 events over 6 steps
+        ["chaos", "--schedule", str(path)],
+        [*user, "--schedule", str(path)],
+    ):
         out = run_cli("--home", str(home), *argv)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stderr)
         assert "Traceback" not in out.stderr
@@ -79,15 +95,33 @@ def test_our_loop_under_activity_pauses_and_resets_keeps_exactly_once(session_ro
     home = Settings(home=session_root / "activity-nemeses")  # its own dev server: chaos kills it
     report_path = home.home / "r.json"
     try:
-        out = run_cli("chaos", "--seed", "3", "--steps", "10", "--kills", "3", "--activity-pauses", "2",
-                      "--activity-resets", "2", "--json", str(report_path), home=home, timeout=240)  # fmt: skip
+        out = run_cli(
+            "chaos",
+            "--seed",
+            "3",
+            "--steps",
+            "10",
+            "--kills",
+            "3",
+            "--activity-pauses",
+            "2",
+            "--activity-resets",
+            "2",
+            "--json",
+            str(report_path),
+            home=home,
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
     finally:
         run_cli("stop", home=home)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert audit["workflow_status"] == "COMPLETED" and (audit["lost"], audit["duplicated"], audit["step_gaps"]) == (
-        0, 0, [])  # fmt: skip
+        0,
+        0,
+        [],
+    )
     fired = [p for p in report["pauses"] if p["kind"] in ACTIVITY_KINDS]
     missed = [e for e in report["not_fired"] if e["nemesis"] in ACTIVITY_KINDS]
     assert len(fired) + len(missed) == 4 and fired, (fired, missed)
@@ -105,12 +139,15 @@ def test_our_loop_under_activity_pauses_and_resets_keeps_exactly_once(session_ro
 # a quarter of the 2 s heartbeat timeout apart; the SDK sends the first at once and throttles the
 # rest to 80 % of the timeout), placed 0.3 s into it.
 SLOW = json.dumps({"count": 5, "pace": 2.0})
-EVENTS = [{"at_step": 2, "nemesis": ACTIVITY_PAUSE, "delay_ms": 300, "duration_s": 1.5},
-          {"at_step": 4, "nemesis": ACTIVITY_RESET, "delay_ms": 300}]  # fmt: skip
+EVENTS = [
+    {"at_step": 2, "nemesis": ACTIVITY_PAUSE, "delay_ms": 300, "duration_s": 1.5},
+    {"at_step": 4, "nemesis": ACTIVITY_RESET, "delay_ms": 300},
+]
 
 
-@pytest.mark.parametrize(("workflow", "backend"), [("SendLines", "sqlite"), ("SendLines", "postgresql"),
-                                                   ("SendLinesUnguarded", "sqlite")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("workflow", "backend"), [("SendLines", "sqlite"), ("SendLines", "postgresql"), ("SendLinesUnguarded", "sqlite")]
+)
 def test_a_user_s_activity_paused_or_reset_re_runs_guarded_or_at_risk(workflow, backend, session_root, request):
     home = session_root / f"uw-activity-{next(_homes)}"
     home.mkdir(parents=True)
@@ -118,8 +155,19 @@ def test_a_user_s_activity_paused_or_reset_re_runs_guarded_or_at_risk(workflow, 
     (home / "s.json").write_text(json.dumps({"steps": 6, "events": EVENTS}))
     report_path = home / "r.json"
     try:
-        out = run_cli(*lab_flags(home, ledger), "chaos", "--workflow", workflow, "--input", SLOW, "--schedule",
-                      str(home / "s.json"), "--json", str(report_path), timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab_flags(home, ledger),
+            "chaos",
+            "--workflow",
+            workflow,
+            "--input",
+            SLOW,
+            "--schedule",
+            str(home / "s.json"),
+            "--json",
+            str(report_path),
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
     finally:
         stop_lab(home)

@@ -1,5 +1,5 @@
 """The agent examples (examples/agents) run for real on the session's dev server, and their histories
-are classified by `checkpoint_tui.app.frameworks`: model requests and tool calls counted, tool names
+are classified by `checkpoint_tui.core.frameworks`: model requests and tool calls counted, tool names
 and call ids read, tokens from usage; the guarded variants write each line once, keyed by workflow
 id + call id (`checkpoint_tui.integrations`), and a reset between a model request and its tool call
 keeps that call's key. Plus hostile payloads the classifiers must survive without raising."""
@@ -28,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agent_examples import OPENAI_WORKER, PYDANTIC_WORKER, Workers, activities_seen, first_model_done_task
-from checkpoint_tui.app.frameworks import FRAMEWORKS, ActivitySeen, UnitInfo, classify, detect, overridden
+from checkpoint_tui.core.frameworks import FRAMEWORKS, ActivitySeen, UnitInfo, classify, detect, overridden
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations._keys import call_key
 from checkpoint_tui.integrations.openai_agents import ToolCall, guarded_activity_as_tool, tool_call_key
@@ -53,10 +53,22 @@ class Example:
         return self.tools[workflow_type == self.guarded]
 
 
-PYDANTIC = Example("pydantic-ai", PYDANTIC_WORKER, "PydanticMailer", "PydanticMailerGuarded",
-                   ("send_email", "send_email"), "agent__mailer_guarded__model_request")  # fmt: skip
-OPENAI = Example("openai-agents", OPENAI_WORKER, "OpenAIMailer", "OpenAIMailerGuarded",
-                 ("send_email", "send_email_guarded"), "invoke_model_activity")  # fmt: skip
+PYDANTIC = Example(
+    "pydantic-ai",
+    PYDANTIC_WORKER,
+    "PydanticMailer",
+    "PydanticMailerGuarded",
+    ("send_email", "send_email"),
+    "agent__mailer_guarded__model_request",
+)
+OPENAI = Example(
+    "openai-agents",
+    OPENAI_WORKER,
+    "OpenAIMailer",
+    "OpenAIMailerGuarded",
+    ("send_email", "send_email_guarded"),
+    "invoke_model_activity",
+)
 EXAMPLES = pytest.mark.parametrize("example", [PYDANTIC, OPENAI], ids=["pydantic-ai", "openai-agents"])
 
 
@@ -105,8 +117,9 @@ async def finished(handle: WorkflowHandle) -> tuple[str, list[ActivitySeen]]:
 
 async def start(lab: Lab, example: Example, workflow_type: str, inp: dict) -> WorkflowHandle:
     client = await Client.connect(lab.address)
-    return await client.start_workflow(workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}",
-                                       task_queue=lab.queues[example.framework])  # fmt: skip
+    return await client.start_workflow(
+        workflow_type, inp, id=f"{workflow_type}-{uuid.uuid4().hex[:8]}", task_queue=lab.queues[example.framework]
+    )
 
 
 def calls_in_model_results(framework: str, seen: list[ActivitySeen]) -> list[str]:
@@ -178,11 +191,15 @@ async def test_a_reset_after_a_model_request_keeps_its_call_and_the_model_makes_
     before = await handle.fetch_history()
     old = [u.call_id for u in classify(example.framework, activities_seen(before)) if u.cls == "tool"]
     client = await Client.connect(lab.address)
-    reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-        namespace="default", workflow_execution=WorkflowExecution(workflow_id=handle.id),
-        workflow_task_finish_event_id=first_model_done_task(before, example.model_type),
-        request_id=str(uuid.uuid4()), reason="test: reset between a model request and its tool call",
-    ))  # fmt: skip
+    reset = await client.workflow_service.reset_workflow_execution(
+        ResetWorkflowExecutionRequest(
+            namespace="default",
+            workflow_execution=WorkflowExecution(workflow_id=handle.id),
+            workflow_task_finish_event_id=first_model_done_task(before, example.model_type),
+            request_id=str(uuid.uuid4()),
+            reason="test: reset between a model request and its tool call",
+        )
+    )
     _, seen = await finished(client.get_workflow_handle(handle.id, run_id=reset.run_id))
     new = [u.call_id for u in classify(example.framework, seen) if u.cls == "tool"]
     assert new[0] == old[0] and new[1] != old[1]
@@ -268,8 +285,16 @@ def test_detect_names_a_framework_by_its_activity_types_only() -> None:
     # prebuilt node's name is taken for it, and with payloads only the plugin's shapes
     assert detect(["payments.charge", "billing.tools.v2"]) is None
     assert detect([ActivitySeen("payments.charge", [{"amount": 3}], {"ok": True}, None)]) is None
-    assert detect([ActivitySeen("mailer.send", [{"args": [{"messages": []}], "kwargs": {}, "langgraph_config": {}}],
-                                None, None)]) == "langgraph"  # fmt: skip
+    assert (
+        detect(
+            [
+                ActivitySeen(
+                    "mailer.send", [{"args": [{"messages": []}], "kwargs": {}, "langgraph_config": {}}], None, None
+                )
+            ]
+        )
+        == "langgraph"
+    )
 
 
 def test_a_forced_framework_that_names_none_of_the_activities_gives_way_to_the_one_that_does() -> None:
@@ -287,12 +312,15 @@ def test_pydantic_ai_mcp_and_other_activities() -> None:
     mcp_args = [
         {"name": "search", "tool_args": {"q": 1}, "serialized_run_context": {"tool_call_id": "pyd_ai_abcdef12"}}
     ]
-    units = classify("pydantic-ai", [
-        seen("agent__a__mcp_server__docs__call_tool", mcp_args),
-        seen("agent__a__mcp_server__docs__get_tools"),
-        seen("agent__a__model_request", result=None, summary="request model: openai:gpt-x"),  # still running
-        seen("agent__a__toolset__<a>__validate_args"),
-    ])  # fmt: skip
+    units = classify(
+        "pydantic-ai",
+        [
+            seen("agent__a__mcp_server__docs__call_tool", mcp_args),
+            seen("agent__a__mcp_server__docs__get_tools"),
+            seen("agent__a__model_request", result=None, summary="request model: openai:gpt-x"),  # still running
+            seen("agent__a__toolset__<a>__validate_args"),
+        ],
+    )
     assert [u.cls for u in units] == ["mcp", "other", "model", "other"]
     assert units[0].label == "mcp · docs · search · call abcdef…" and units[0].call_id == "pyd_ai_abcdef12"
     assert units[2].name == "openai:gpt-x" and units[2].tokens is None
@@ -305,14 +333,19 @@ def test_openai_calls_match_by_name_then_order_and_fall_back_to_the_next_input()
         return {"type": "function_call", "call_id": cid, "name": name, "arguments": arguments}
 
     model = "invoke_model_activity"
-    units = classify("openai-agents", [
-        seen(model, [{"model_name": "m", "input": []}], {"output": [call("c1", "b"), call("c2", "a")]}),
-        seen("a"), seen("b"), seen("renamed"),
-        seen(model, [{"input": []}], None),  # its result did not decode: the next input tells
-        seen("a"),
-        seen(model, [{"input": [call("c1", "b"), call("c3", "a", '{"y": 2, "x": 1}')]}]),
-        seen("srv-call-tool", [{"tool_name": "lookup"}]),
-    ])  # fmt: skip
+    units = classify(
+        "openai-agents",
+        [
+            seen(model, [{"model_name": "m", "input": []}], {"output": [call("c1", "b"), call("c2", "a")]}),
+            seen("a"),
+            seen("b"),
+            seen("renamed"),
+            seen(model, [{"input": []}], None),  # its result did not decode: the next input tells
+            seen("a"),
+            seen(model, [{"input": [call("c1", "b"), call("c3", "a", '{"y": 2, "x": 1}')]}]),
+            seen("srv-call-tool", [{"tool_name": "lookup"}]),
+        ],
+    )
     assert [u.call_id for u in units if u.cls == "tool"] == ["c2", "c1", None, "c3"]
     assert units[7].cls == "mcp" and units[7].label == "mcp · srv · lookup"
     same = classify("openai-agents", [seen(model, result={"output": [call("z", "a", '{"x":1,"y":2}')]}), seen("a")])
@@ -327,7 +360,7 @@ def deep(levels: int) -> object:
 
 
 def test_args_digest_is_of_canonical_json_within_a_budget() -> None:
-    from checkpoint_tui.app.frameworks.units import digest
+    from checkpoint_tui.core.frameworks.units import digest
 
     assert digest({"a": 1, "b": [1.5, None]}) == digest({"b": [1.5, None], "a": 1}) != digest({"a": 2})
     assert len(digest("x") or "") == 12
@@ -337,20 +370,45 @@ def test_args_digest_is_of_canonical_json_within_a_budget() -> None:
 
 HUGE = "x" * 20_000_000
 HOSTILE_VALUES: list[object] = [
-    None, 12, -1, 10**5000, float("nan"), True, "str", HUGE, b"bytes", [], {}, deep(200_000), [deep(5000)] * 3,
-    {1: "int key"}, {"parts": HUGE}, {"parts": [None, 1, {"part_kind": "tool-call"}] * 10_000},
+    None,
+    12,
+    -1,
+    10**5000,
+    float("nan"),
+    True,
+    "str",
+    HUGE,
+    b"bytes",
+    [],
+    {},
+    deep(200_000),
+    [deep(5000)] * 3,
+    {1: "int key"},
+    {"parts": HUGE},
+    {"parts": [None, 1, {"part_kind": "tool-call"}] * 10_000},
     {"output": [{"type": "function_call", "call_id": HUGE, "name": HUGE, "arguments": "[" * 100_000}]},
     {"output": [{"type": "function_call", "call_id": "c", "arguments": "9" * 5000}]},
-    {"usage": {"input_tokens": 10**5000, "output_tokens": True}}, {"model_name": "\x1b[31m[bold]red\n" * 1000},
+    {"usage": {"input_tokens": 10**5000, "output_tokens": True}},
+    {"model_name": "\x1b[31m[bold]red\n" * 1000},
     {"name": ["not", "a", "str"], "serialized_run_context": {"tool_call_id": 5}, "tool_args": deep(100)},
     {"input": [{"type": "function_call", "call_id": str(i), "name": "t"} for i in range(50_000)]},
-    object(), {"call_id": "c", "tool_name": HUGE},
-]  # fmt: skip
+    object(),
+    {"call_id": "c", "tool_name": HUGE},
+]
 HOSTILE_TYPES: list[object] = [
-    "invoke_model_activity", "agent__a__model_request", "agent__a__toolset__<a>__call_tool",
-    "agent__a__mcp_server__s__call_tool", "s-call-tool", "send_email", None, 7, "", "agent__" * 100_000,
-    "\x00\x1b[2J", "a" * 10**6 + "-call-tool",
-]  # fmt: skip
+    "invoke_model_activity",
+    "agent__a__model_request",
+    "agent__a__toolset__<a>__call_tool",
+    "agent__a__mcp_server__s__call_tool",
+    "s-call-tool",
+    "send_email",
+    None,
+    7,
+    "",
+    "agent__" * 100_000,
+    "\x00\x1b[2J",
+    "a" * 10**6 + "-call-tool",
+]
 
 
 @pytest.mark.parametrize("framework", [None, *FRAMEWORKS, "no-such-framework"])

@@ -33,13 +33,27 @@ def lab(framework: str, home: Path, ledger: str | None = None) -> list[str]:
     return flags + (["--ledger", ledger] if ledger else [])
 
 
-def chaos(framework: str, home: Path, workflow: str, *extra: str, ledger: str | None = None,
-          think: float = 0.2) -> tuple:  # fmt: skip
+def chaos(
+    framework: str, home: Path, workflow: str, *extra: str, ledger: str | None = None, think: float = 0.2
+) -> tuple:
     report_path = home / "chaos.json"
     try:
-        out = run_cli(*lab(framework, home, ledger), "chaos", "--workflow", workflow, "--input",
-                      json.dumps({"turns": TURNS, "pace": 0.3, "think": think}), "--seed", "3", "--kills", "4",
-                      "--json", str(report_path), *extra, timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab(framework, home, ledger),
+            "chaos",
+            "--workflow",
+            workflow,
+            "--input",
+            json.dumps({"turns": TURNS, "pace": 0.3, "think": think}),
+            "--seed",
+            "3",
+            "--kills",
+            "4",
+            "--json",
+            str(report_path),
+            *extra,
+            timeout=240,
+        )
         report = json.loads(report_path.read_text()) if report_path.exists() else None
     finally:
         stop_lab(home)
@@ -52,8 +66,9 @@ def sent(home: Path, run_id: str) -> Counter:
 
 
 @pytest.mark.parametrize(("framework", "backend"), [("pydantic-ai", "sqlite"), ("openai-agents", "postgresql")])
-def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(framework, backend, session_root,
-                                                                                 request):  # fmt: skip
+def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
+    framework, backend, session_root, request
+):
     home = session_root / f"agents-guarded-{next(_homes)}"  # its own dev server: chaos kills it
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     out, report = chaos(framework, home, WORKFLOWS[framework] + "Guarded", "--aim", "tool", ledger=ledger)
@@ -62,15 +77,18 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
     assert audit["framework"] == framework and audit["tool_calls"] == TURNS and audit["model_requests"] == TURNS + 1
     assert audit["at_risk"] == [], audit["re_executed"]
-    assert all(r["class"] == "tool" and r["tool"].startswith("send_email") and r["call_id"]
-               for r in audit["guarded_re_executed"])  # fmt: skip
+    assert all(
+        r["class"] == "tool" and r["tool"].startswith("send_email") and r["call_id"]
+        for r in audit["guarded_re_executed"]
+    )
     # the seeded claim-window kill is the hop's crash point after the tool's effect (proof/nemeses/hop.py); a
     # timed in-activity kill is placed over the tool's usual duration
     worker_kills = [k for k in report["kills"] if k["kind"] in ("worker-in-activity", "worker-after-effect")]
     assert worker_kills and all(k["label"].startswith("tool · send_email") for k in worker_kills)
     assert any(k["kind"] == "worker-after-effect" and k["window"].startswith("after its effect") for k in worker_kills)
-    assert all(k.get("into_s") is not None and k.get("usual_s") for k in worker_kills
-               if k["kind"] == "worker-in-activity")
+    assert all(
+        k.get("into_s") is not None and k.get("usual_s") for k in worker_kills if k["kind"] == "worker-in-activity"
+    )
     # a kill that landed inside a tool call and made it run again re-ran it guarded (one that came as
     # it completed, or after it closed, re-ran nothing or hit the next activity)
     guarded = {r["seq"] for r in audit["guarded_re_executed"]}
@@ -125,7 +143,7 @@ def test_model_requests_re_run_are_reported_apart_and_fail_only_when_strict(sess
 
 
 def test_strict_models_fails_the_verdict_from_the_same_audit():
-    from checkpoint_tui.app.activity_audit import ActivityAudit
+    from checkpoint_tui.core.activity_audit import ActivityAudit
 
     rerun = {"seq": 3, "type": "agent__m__model_request", "attempt": 2, "class": "model", "label": "model · m"}
     lenient = ActivityAudit("r", "W", "COMPLETED", 3, 3, model_reruns=[rerun], re_executed=[rerun])
@@ -135,12 +153,13 @@ def test_strict_models_fails_the_verdict_from_the_same_audit():
 
 
 def test_an_activity_whose_arguments_never_decoded_never_ran_and_is_not_at_risk(tmp_path):
-    from checkpoint_tui.app.activity_audit import audit_activities
-    from checkpoint_tui.app.activity_history import ActivityExec
+    from checkpoint_tui.core.activity_audit import audit_activities
+    from checkpoint_tui.core.activity_history import ActivityExec
     from checkpoint_tui.ledger.store import connect
 
-    broken = ActivityExec(1, 0, "e", "1", "takes_tool_context", 0.0, attempt=7, status="running",
-                          last_failure="Failed decoding arguments")  # fmt: skip
+    broken = ActivityExec(
+        1, 0, "e", "1", "takes_tool_context", 0.0, attempt=7, status="running", last_failure="Failed decoding arguments"
+    )
     ok = ActivityExec(2, 0, "e", "2", "send_email", 0.0, attempt=1, status="completed")
     conn = connect(tmp_path / "ledger.db")
     a = audit_activities(conn, "r", "W", "FAILED", [broken, ok], None)
@@ -151,16 +170,20 @@ def test_an_activity_whose_arguments_never_decoded_never_ran_and_is_not_at_risk(
 async def test_the_app_names_the_agents_tool_and_marks_where_a_kill_resumed(session_root, temporal_address):
     """The app on the pydantic-ai mailer: model and tool rows by what they are, the worker pid and the
     resumed marker beside them, tokens from the model's usage, the inspector on a tool call."""
-    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.core.session import LabSession
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
     from checkpoint_tui.workloads import UserWorkflow
     from test_tui_live import cell_text, wait_for
 
     worker = WORKERS["pydantic-ai"]
-    home = Settings(home=session_root / f"agents-app-{next(_homes)}", temporal_address=temporal_address,
-                    task_queue_name=f"agents-app-{next(_homes)}", worker_cmd=(sys.executable, str(worker)),
-                    worker_cwd=worker.parent)  # fmt: skip
+    home = Settings(
+        home=session_root / f"agents-app-{next(_homes)}",
+        temporal_address=temporal_address,
+        task_queue_name=f"agents-app-{next(_homes)}",
+        worker_cmd=(sys.executable, str(worker)),
+        worker_cwd=worker.parent,
+    )
     home.ensure_dirs()
     workload = UserWorkflow("PydanticMailerGuarded", {"turns": 4, "pace": 0.6})
     session = LabSession(home, workload)
@@ -198,26 +221,37 @@ async def test_the_app_names_the_agents_tool_and_marks_where_a_kill_resumed(sess
         await session.shutdown(stop_everything=True)
 
 
-ALL_WORKERS = {**WORKERS, "langgraph": EXAMPLES / "langgraph_mailer" / "worker.py",
-               "strands": EXAMPLES / "strands_mailer" / "worker.py"}  # fmt: skip
-GUARDED = {"pydantic-ai": "PydanticMailerGuarded", "openai-agents": "OpenAIMailerGuarded",
-           "langgraph": "LangGraphMailerGuarded", "strands": "StrandsMailerGuarded"}  # fmt: skip
+ALL_WORKERS = {
+    **WORKERS,
+    "langgraph": EXAMPLES / "langgraph_mailer" / "worker.py",
+    "strands": EXAMPLES / "strands_mailer" / "worker.py",
+}
+GUARDED = {
+    "pydantic-ai": "PydanticMailerGuarded",
+    "openai-agents": "OpenAIMailerGuarded",
+    "langgraph": "LangGraphMailerGuarded",
+    "strands": "StrandsMailerGuarded",
+}
 
 
 @pytest.mark.parametrize("framework", sorted(ALL_WORKERS))
 async def test_the_app_at_200x50_names_the_tool_for_every_framework(framework, session_root, temporal_address):
     """#38's line: the timeline names the tool call (and the model request) for each framework the lab
     knows, recognised from history with no --framework given."""
-    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.core.session import LabSession
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
     from checkpoint_tui.workloads import UserWorkflow
     from test_tui_live import cell_text, wait_for
 
     worker = ALL_WORKERS[framework]
-    home = Settings(home=session_root / f"agents-tui-{framework}", temporal_address=temporal_address,
-                    task_queue_name=f"agents-tui-{framework}", worker_cmd=(sys.executable, str(worker)),
-                    worker_cwd=worker.parent)  # fmt: skip
+    home = Settings(
+        home=session_root / f"agents-tui-{framework}",
+        temporal_address=temporal_address,
+        task_queue_name=f"agents-tui-{framework}",
+        worker_cmd=(sys.executable, str(worker)),
+        worker_cwd=worker.parent,
+    )
     home.ensure_dirs()
     session = LabSession(home, UserWorkflow(GUARDED[framework], {"turns": 2, "pace": 0}))
     app = CheckpointApp(session, poll_interval=0.1)

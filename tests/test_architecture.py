@@ -61,7 +61,7 @@ def test_the_sql_detector_sees_sql():  # the test above must be able to fail
 def test_no_environment_reads_outside_settings_and_cli():
     offenders = []
     for p in modules():
-        if rel(p) == "settings.py" or rel(p).startswith(("cli/", "lab/")):  # lab/: the Python API, an entry point
+        if rel(p).startswith(("settings/", "cli/", "lab/")):  # lab/: the Python API, an entry point
             continue
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
@@ -116,27 +116,47 @@ def test_import_contracts_hold():
 
 
 # What asks "is this our loop or a user's workflow": allowed only in the adapters (workloads/), where a
-# process is spawned (ops/) and where the settings are read (settings.py). docs/architecture.md says why
+# process is spawned (ops/) and where the settings are read (settings/). docs/architecture.md says why
 # each of those places asks.
 KIND_QUESTION = re.compile(
     r"isinstance\([^)]*(UserWorkflow|AgentLoopWorkload)|is_user_workflow|\buser_worker\b|\buser_cmd\b|unit == .step."
 )
-MAY_ASK = ("workloads/", "ops/", "settings.py")
+MAY_ASK = ("workloads/", "ops/", "settings/")
 
 
 def test_only_the_adapters_ask_which_workload_runs():
-    offenders = [f"{rel(p)}:{n}: {line.strip()}" for p in modules() if not rel(p).startswith(MAY_ASK)
-                 for n, line in enumerate(p.read_text().splitlines(), 1) if KIND_QUESTION.search(line)]  # fmt: skip
+    offenders = [
+        f"{rel(p)}:{n}: {line.strip()}"
+        for p in modules()
+        if not rel(p).startswith(MAY_ASK)
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if KIND_QUESTION.search(line)
+    ]
     assert offenders == []
     assert KIND_QUESTION.search("if isinstance(workload, UserWorkflow):")
     assert KIND_QUESTION.search("if settings.user_worker:")
 
 
-FRAMEWORK_MODULES = ("pydantic_ai", "agents", "openai", "temporalio.contrib.openai_agents",
-                     "temporalio.openai_agents", "temporalio.contrib.pydantic", "langgraph", "langchain_core",
-                     "temporalio.langgraph", "temporalio.contrib.langgraph", "strands", "temporalio.strands_agents",
-                     "temporalio.contrib.strands", "google.adk", "google.genai", "temporalio.google_adk",
-                     "deepagents", "temporalio.deepagents")  # fmt: skip
+FRAMEWORK_MODULES = (
+    "pydantic_ai",
+    "agents",
+    "openai",
+    "temporalio.contrib.openai_agents",
+    "temporalio.openai_agents",
+    "temporalio.contrib.pydantic",
+    "langgraph",
+    "langchain_core",
+    "temporalio.langgraph",
+    "temporalio.contrib.langgraph",
+    "strands",
+    "temporalio.strands_agents",
+    "temporalio.contrib.strands",
+    "google.adk",
+    "google.genai",
+    "temporalio.google_adk",
+    "deepagents",
+    "temporalio.deepagents",
+)
 
 
 def imported_names(tree: ast.AST) -> list[str]:
@@ -151,9 +171,15 @@ def imported_names(tree: ast.AST) -> list[str]:
 
 def test_only_the_integrations_import_an_agent_framework():
     """import-linter checks root packages only: the frameworks' Temporal modules live inside temporalio."""
-    offenders = [f"{rel(p)}: {name}" for p in modules() if p.relative_to(PKG).parts[0] != "integrations"
-                 for name in imported_names(ast.parse(p.read_text()))
-                 if any(name == m or name.startswith(m + ".") for m in FRAMEWORK_MODULES)]  # fmt: skip
+    offenders = [
+        f"{rel(p)}: {name}"
+        for p in modules()
+        if p.relative_to(PKG).parts[0] != "integrations"
+        for name in imported_names(ast.parse(p.read_text()))
+        if any(name == m or name.startswith(m + ".") for m in FRAMEWORK_MODULES)
+    ]
     assert offenders == []
-    assert any(n.startswith("temporalio.contrib.openai_agents") for n in imported_names(ast.parse(
-        "from temporalio.contrib.openai_agents import workflow"))), "the detector sees the import"
+    assert any(
+        n.startswith("temporalio.contrib.openai_agents")
+        for n in imported_names(ast.parse("from temporalio.contrib.openai_agents import workflow"))
+    ), "the detector sees the import"

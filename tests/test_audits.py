@@ -1,11 +1,11 @@
-"""One Audit protocol for both workloads (app/audit.py): each workload audits its run from durable data
+"""One Audit protocol for both workloads (core/audit.py): each workload audits its run from durable data
 and says one verdict. Here the ledger alone (no Temporal: the client is None), for our loop and for a
 user's workflow: a claim that was never stamped is lost once the workflow is over, and the sentence,
 the lines and the JSON all say so; while the workflow runs there is no verdict yet."""
 
 from __future__ import annotations
 
-from checkpoint_tui.app.runs import record_run
+from checkpoint_tui.core.runs import record_run
 from checkpoint_tui.ledger.effects import EffectSpec, claim_effect
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import Settings
@@ -43,7 +43,7 @@ async def test_an_unstamped_claim_is_lost_in_either_workloads_one_verdict(lab, t
 async def test_a_run_that_ended_unfinished_is_lost_work_not_an_exactly_once_failure(lab, tmp_path):
     """A workflow that failed (a task that sat out its timeout, say) with nothing duplicated or at risk
     lost its work: the verdict says so, and does not blame exactly-once (it said "NOT exactly once")."""
-    from checkpoint_tui.app.stuck import STUCK
+    from checkpoint_tui.core.stuck import STUCK
 
     settings = Settings(home=tmp_path / "h")
     settings.ensure_dirs()

@@ -44,8 +44,9 @@ async def test_a_queue_nobody_polls_backs_up_and_drains_when_a_worker_comes(clie
     async with BacklogSampler(client, home.namespace, [queue], path, every_s=0.2) as sampler:
         started = time.time()
         # An execution timeout: should the test fail before a worker polls, the server drops it by itself.
-        handle = await client.start_workflow(BacklogTiny.run, id=f"backlog-{uuid.uuid4().hex}", task_queue=queue,
-                                             execution_timeout=timedelta(seconds=60))  # fmt: skip
+        handle = await client.start_workflow(
+            BacklogTiny.run, id=f"backlog-{uuid.uuid4().hex}", task_queue=queue, execution_timeout=timedelta(seconds=60)
+        )
         await wait_until(lambda: peak(read_samples(path), queue)[0] >= 1, 20, what="a backlog of 1")
         seen_after = peak(read_samples(path), queue)[1] - started  # type: ignore[operator]
         async with Worker(client, task_queue=queue, workflows=[BacklogTiny]):
@@ -65,8 +66,10 @@ async def test_a_queue_nobody_polls_backs_up_and_drains_when_a_worker_comes(clie
     # Measured on the dev server (temporal CLI 1.9.1, Server 1.32; three runs): the backlog showed 0.01
     # or 5.0 s after the start and drained 4.8-4.9 s after the worker started, which took the task within
     # 0.1 s: the server caches the answer for 5 s (matching.TaskQueueInfoByBuildIdTTL), see backlog.py.
-    print(f"backlog seen {seen_after:.2f} s after the start; completed {done_at - workers_at:.2f} s and "
-          f"drained (two zeros) {drained:.2f} s after the worker started")  # fmt: skip
+    print(
+        f"backlog seen {seen_after:.2f} s after the start; completed {done_at - workers_at:.2f} s and "
+        f"drained (two zeros) {drained:.2f} s after the worker started"
+    )
 
 
 class FakeService:
@@ -83,13 +86,16 @@ class FakeService:
 
 
 def answer(backlog: int, *pollers: str) -> DescribeTaskQueueResponse:
-    return DescribeTaskQueueResponse(stats=TaskQueueStats(approximate_backlog_count=backlog, tasks_add_rate=1.5),
-                                     pollers=[PollerInfo(identity=p) for p in pollers])  # fmt: skip
+    return DescribeTaskQueueResponse(
+        stats=TaskQueueStats(approximate_backlog_count=backlog, tasks_add_rate=1.5),
+        pollers=[PollerInfo(identity=p) for p in pollers],
+    )
 
 
 async def test_a_failed_describe_or_one_without_stats_is_skipped(tmp_path: Path) -> None:
-    service = FakeService([RuntimeError("server restarting"), DescribeTaskQueueResponse(), answer(4, "a", "a", "b"),
-                           answer(0)])  # fmt: skip
+    service = FakeService(
+        [RuntimeError("server restarting"), DescribeTaskQueueResponse(), answer(4, "a", "a", "b"), answer(0)]
+    )
     sampler = BacklogSampler(SimpleNamespace(workflow_service=service), "ns", ["q"], tmp_path / "s.jsonl")
     assert await sampler.sample_once() == []
     got = await sampler.sample_once()
@@ -129,7 +135,11 @@ def sample(t: float, backlog: int, queue: str = "q", kind: str = "workflow") -> 
 def test_hostile_lines_are_skipped_and_good_ones_read_in_time_order(tmp_path: Path) -> None:
     good = [sample(2.0, 3), sample(1.0, 1)]
     hostile = [
-        b"not json", b"[1, 2]", b'"text"', b"[" * 5000 + b"]" * 5000, b"\xff\xfe",
+        b"not json",
+        b"[1, 2]",
+        b'"text"',
+        b"[" * 5000 + b"]" * 5000,
+        b"\xff\xfe",
         b'{"t": NaN, "queue": "q", "type": "workflow", "backlog": 1, "age_s": 0, "add_rate": 0,'
         b' "dispatch_rate": 0, "pollers": 0}',
         b'{"t": 1, "queue": "q", "type": "workflow", "backlog": true, "age_s": 0, "add_rate": 0,'
@@ -142,7 +152,7 @@ def test_hostile_lines_are_skipped_and_good_ones_read_in_time_order(tmp_path: Pa
         b' "dispatch_rate": 0, "pollers": 0}',
         b'{"t": 1, "queue": "q", "type": "workflow", "backlog": ' + b"9" * 5000 + b', "age_s": 0}',
         b'{"queue": "' + b"x" * 9000 + b'"}',
-    ]  # fmt: skip
+    ]
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"\n".join([sample_line(good[0]).strip(), *hostile, sample_line(good[1])]))
     assert read_samples(path) == sorted(good, key=lambda s: s.t)
@@ -166,13 +176,20 @@ def test_reading_is_bounded_and_refuses_links_and_fifos(tmp_path: Path) -> None:
 
 def test_peak_and_drain_sum_the_series_and_need_two_zeros() -> None:
     samples = [
-        sample(0, 0), sample(0, 0, kind="activity"),
-        sample(1, 2), sample(1, 1, kind="activity"), sample(1, 5, queue="other"),
-        sample(2, 4), sample(2, 0, kind="activity"), sample(2, 0, queue="other"),
+        sample(0, 0),
+        sample(0, 0, kind="activity"),
+        sample(1, 2),
+        sample(1, 1, kind="activity"),
+        sample(1, 5, queue="other"),
+        sample(2, 4),
+        sample(2, 0, kind="activity"),
+        sample(2, 0, queue="other"),
         sample(3, 0),  # one zero: the activity series still 0, but a single zero is not drained
         sample(4, 1),
-        sample(5, 0), sample(6, 0), sample(7, 0),
-    ]  # fmt: skip
+        sample(5, 0),
+        sample(6, 0),
+        sample(7, 0),
+    ]
     assert peak(samples) == (8, 1) and peak(samples, "q") == (4, 2) and peak(samples, "other") == (5, 1)
     assert peak([]) == (0, None)
     assert drain_s(samples, since=1.5, queue="q") == 3.5  # from 1.5 to the zeros at 5 and 6
@@ -180,7 +197,13 @@ def test_peak_and_drain_sum_the_series_and_need_two_zeros() -> None:
     assert drain_s(samples[:-2], since=1.5) is None
     report = summary(samples, [("kill all", 0.5, 1.5), ("later", 6.5, 7.0)])
     assert report["peak"] == 8 and report["samples"] == len(samples)
-    assert report["events"][0] == {"name": "kill all", "start": 0.5, "end": 1.5, "peak": 8, "peak_at": 1,
-                                   "drain_s": 3.5}  # fmt: skip
+    assert report["events"][0] == {
+        "name": "kill all",
+        "start": 0.5,
+        "end": 1.5,
+        "peak": 8,
+        "peak_at": 1,
+        "drain_s": 3.5,
+    }
     assert report["events"][1]["drain_s"] is None and report["events"][1]["peak"] == 0
     assert report["queues"] == {"other": {"peak": 5, "peak_at": 1}, "q": {"peak": 4, "peak_at": 2}}

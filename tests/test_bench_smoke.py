@@ -20,8 +20,11 @@ def run_bench(script: str, *args: str, out: Path, address: str) -> dict:
     env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(out)}
     proc = subprocess.run(
         [sys.executable, str(BENCH / script), "--temporal-address", address, *args],
-        capture_output=True, text=True, timeout=240, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return json.loads((out / f"{Path(script).stem}.json").read_text())
 
@@ -78,8 +81,11 @@ def test_ledger_ops_bench_runs_on_both_backends(tmp_path, pg_url):
     env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, str(BENCH / "ledger_ops.py"), "--steps", "3", "--repeats", "1", "--ledger", pg_url],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "ledger_ops.json").read_text())
     assert set(result["median_ms_per_step"]) == {"sqlite", "postgresql"}
@@ -88,10 +94,13 @@ def test_ledger_ops_bench_runs_on_both_backends(tmp_path, pg_url):
 
 def test_payload_decode_and_pg_statement_benches_run(tmp_path, pg_url):
     env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(tmp_path)}
-    for script, args in (("payload_decode.py", ["--decodes", "20", "--repeats", "1"]),
-                         ("pg_statement.py", [pg_url, "--statements", "8", "--repeats", "1"])):  # fmt: skip
-        proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
-                              timeout=120, env=env)  # fmt: skip
+    for script, args in (
+        ("payload_decode.py", ["--decodes", "20", "--repeats", "1"]),
+        ("pg_statement.py", [pg_url, "--statements", "8", "--repeats", "1"]),
+    ):
+        proc = subprocess.run(
+            [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=120, env=env
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     decodes = json.loads((tmp_path / "payload_decode.json").read_text())["us_per_decode"]
     assert set(decodes) == {"LlmInput", "LlmOutput", "EffectInput", "StepInput"}

@@ -103,8 +103,16 @@ def test_a_hostile_schedule_is_exit_2_in_one_line(tmp_path, kind):
 
 def test_a_deep_schedule_under_a_users_worker_command_is_exit_2(tmp_path):
     path = hostile(tmp_path, "deep")
-    out, took, peak = cli_measured(tmp_path, "--worker-cmd", f"{sys.executable} -c pass", "chaos",
-                                   "--workflow", "SendLines", "--schedule", str(path))  # fmt: skip
+    out, took, peak = cli_measured(
+        tmp_path,
+        "--worker-cmd",
+        f"{sys.executable} -c pass",
+        "chaos",
+        "--workflow",
+        "SendLines",
+        "--schedule",
+        str(path),
+    )
     assert out.returncode == 2 and "nests deeper than" in one_clean_line(out)
     assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB
 
@@ -121,8 +129,9 @@ def test_a_hostile_history_named_alone_is_one_fail_line(tmp_path, kind):
     else:
         assert out.returncode == 1, out.stdout + out.stderr
         (fail,) = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
-        assert f"replay {kind}.json" in fail and ("nests deeper" in fail or "refusing to read" in fail
-                                                  or "over the limit" in fail), fail  # fmt: skip
+        assert f"replay {kind}.json" in fail and (
+            "nests deeper" in fail or "refusing to read" in fail or "over the limit" in fail
+        ), fail
     assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (took, peak)
 
 
@@ -147,8 +156,11 @@ def test_a_schedule_that_would_parse_into_millions_of_objects_is_refused_unparse
     868 MB and 15 s as a 16 MiB file. Its values are counted before parsing instead."""
     path = wide(tmp_path / "wide.json", "{}", SCHEDULE_LIMIT)
     worker = ["--worker-cmd", f"{sys.executable} -c pass"]
-    for flags in (["chaos", "--schedule", str(path)], ["chaos", "--shrink", str(path)],
-                  [*worker, "chaos", "--workflow", "SendLines", "--schedule", str(path)]):  # fmt: skip
+    for flags in (
+        ["chaos", "--schedule", str(path)],
+        ["chaos", "--shrink", str(path)],
+        [*worker, "chaos", "--workflow", "SendLines", "--schedule", str(path)],
+    ):
         out, took, peak = cli_measured(tmp_path, *flags)
         assert out.returncode == 2 and f"holds over {MAX_ITEMS} JSON values" in one_clean_line(out), out.stderr
         assert took < TIME_LIMIT_S and peak < MEMORY_LIMIT_MB, (flags, took, peak)
@@ -160,10 +172,18 @@ def heavy_history(path: Path, events: int, payloads: int, workflow_type: str = "
     first three an activity scheduled with `payloads` payloads: the most protobuf per JSON value."""
     evs = good_history(workflow_type)["events"][:3]
     payload = {"metadata": {"e": "", "f": ""}, "data": ""}
-    evs += [{"eventId": str(k), "eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED",
-             "activityTaskScheduledEventAttributes": {"activityId": str(k), "activityType": {"name": "a"},
-                                                      "input": {"payloads": [payload] * payloads}}}
-            for k in range(4, events + 1)]  # fmt: skip
+    evs += [
+        {
+            "eventId": str(k),
+            "eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED",
+            "activityTaskScheduledEventAttributes": {
+                "activityId": str(k),
+                "activityType": {"name": "a"},
+                "input": {"payloads": [payload] * payloads},
+            },
+        }
+        for k in range(4, events + 1)
+    ]
     path.write_text(json.dumps({"events": evs}, separators=(",", ":")))
     return path
 
@@ -186,9 +206,12 @@ def test_the_costliest_files_within_the_caps_stay_in_bounds(tmp_path):
         (["chaos", "--schedule", str(at_cap(tmp_path / "s.json", SCHEDULE_LIMIT))], 2, "a schedule holds at most"),
         (["replay", "--from", str(at_cap(tmp_path / "h.json", HISTORY_LIMIT))], 1, "a history file holds at most"),
         (["replay", "--from", str(heavy_history(tmp_path / "run-x.01.json", MAX_EVENTS, 3))], 1, "core panicked"),
-        (["replay", "--from", str(heavy_history(tmp_path / "more.json", MAX_EVENTS + 1, 0))], 1,
-         f"{MAX_EVENTS + 1} events; a history file holds at most"),
-    ]  # fmt: skip
+        (
+            ["replay", "--from", str(heavy_history(tmp_path / "more.json", MAX_EVENTS + 1, 0))],
+            1,
+            f"{MAX_EVENTS + 1} events; a history file holds at most",
+        ),
+    ]
     for args, code, said in cases:
         out, took, peak = cli_measured(tmp_path, *args)
         assert out.returncode == code and said in out.stdout + out.stderr, (args[-1], out.stdout, out.stderr)

@@ -1,4 +1,4 @@
-"""The chain reader (app/chain.py) with a fake Temporal: the snapshot (`read_chain`), `replay`'s
+"""The chain reader (core/chain.py) with a fake Temporal: the snapshot (`read_chain`), `replay`'s
 `fetch_chain` and the history pane's follower take the same way through a continue-as-new and a
 reset. Real dev servers cover the happy paths (test_replay, test_resets, test_tui_live); this one
 pins the shared way, the NOT_FOUND split and the event bound without a server."""
@@ -26,8 +26,8 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.app.chain import read_chain
-from checkpoint_tui.app.history import HistoryFollower
+from checkpoint_tui.core.chain import read_chain
+from checkpoint_tui.core.history import HistoryFollower
 from checkpoint_tui.proof.replay.histories import NoHistory, fetch_chain
 
 WF = "wf-1"
@@ -35,20 +35,37 @@ WF = "wf-1"
 
 def _ev(event_id: int, kind: str, **attrs) -> HistoryEvent:
     types = {
-        "started": (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, "workflow_execution_started_event_attributes",
-                    WorkflowExecutionStartedEventAttributes),
-        "task": (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, "workflow_task_scheduled_event_attributes",
-                 WorkflowTaskScheduledEventAttributes),
-        "reset": (EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, "workflow_task_failed_event_attributes",
-                  WorkflowTaskFailedEventAttributes),
-        "continued": (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
-                      "workflow_execution_continued_as_new_event_attributes",
-                      WorkflowExecutionContinuedAsNewEventAttributes),
-        "terminated": (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
-                       "workflow_execution_terminated_event_attributes", WorkflowExecutionTerminatedEventAttributes),
-        "completed": (EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
-                      "workflow_execution_completed_event_attributes", WorkflowExecutionCompletedEventAttributes),
-    }  # fmt: skip
+        "started": (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+            "workflow_execution_started_event_attributes",
+            WorkflowExecutionStartedEventAttributes,
+        ),
+        "task": (
+            EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+            "workflow_task_scheduled_event_attributes",
+            WorkflowTaskScheduledEventAttributes,
+        ),
+        "reset": (
+            EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+            "workflow_task_failed_event_attributes",
+            WorkflowTaskFailedEventAttributes,
+        ),
+        "continued": (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+            "workflow_execution_continued_as_new_event_attributes",
+            WorkflowExecutionContinuedAsNewEventAttributes,
+        ),
+        "terminated": (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+            "workflow_execution_terminated_event_attributes",
+            WorkflowExecutionTerminatedEventAttributes,
+        ),
+        "completed": (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+            "workflow_execution_completed_event_attributes",
+            WorkflowExecutionCompletedEventAttributes,
+        ),
+    }
     event_type, field, cls = types[kind]
     return HistoryEvent(event_id=event_id, event_type=event_type, **{field: cls(**attrs)})
 
@@ -64,10 +81,13 @@ HISTORIES = {
     "e1": [_started("e1"), _ev(2, "task"), _ev(3, "continued", new_execution_run_id="e2")],
     "e2": [_started("e2"), _ev(2, "task"), _ev(3, "task"), _ev(4, "terminated", reason="reset")],
     "e2r": [
-        _started("e2r"), _ev(2, "task"), _ev(3, "reset", cause=RESET), _ev(4, "continued", new_execution_run_id="e3")
+        _started("e2r"),
+        _ev(2, "task"),
+        _ev(3, "reset", cause=RESET),
+        _ev(4, "continued", new_execution_run_id="e3"),
     ],
     "e3": [_started("e3"), _ev(2, "task"), _ev(3, "completed")],
-}  # fmt: skip
+}
 RESETS = {"e2": "e2r"}
 
 
@@ -118,8 +138,11 @@ async def test_the_snapshot_reads_through_continue_as_new_and_a_reset():
 async def test_replay_fetches_every_execution_the_snapshot_read():
     recorded = await fetch_chain(FakeClient(HISTORIES), WF, "e1")
     assert [(r.index, r.execution, len(r.history.events)) for r in recorded] == [
-        (1, "e1", 3), (2, "e2", 4), (3, "e2r", 4), (4, "e3", 3)
-    ]  # fmt: skip
+        (1, "e1", 3),
+        (2, "e2", 4),
+        (3, "e2r", 4),
+        (4, "e3", 3),
+    ]
     assert {r.workflow_id for r in recorded} == {WF}
 
 

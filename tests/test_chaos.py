@@ -32,8 +32,11 @@ def test_schedule_is_reproducible_and_covers_every_process(lab):
 # A user's workflow on SQLite only: its PostgreSQL path is the same store (a user's workflow runs chaos
 # on PostgreSQL in test_user_workflow_chaos.py and test_agents_lab.py), and each of these is most of a
 # minute of the suite's twelve.
-@pytest.mark.parametrize(("lab", "ledger_target"), [("agent-loop", "sqlite"), ("agent-loop", "postgresql"),
-                                                    ("workflow", "sqlite")], indirect=True)  # fmt: skip
+@pytest.mark.parametrize(
+    ("lab", "ledger_target"),
+    [("agent-loop", "sqlite"), ("agent-loop", "postgresql"), ("workflow", "sqlite")],
+    indirect=True,
+)
 def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, session_root):
     """A seeded schedule of six SIGKILLs (inside units of work, between them, the supervisor, the dev
     server), on each workload and each ledger: the run completes with nothing lost or duplicated, the
@@ -43,8 +46,21 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, s
     junit, bundle, path = home / "chaos.xml", home / "proof", home / "chaos.json"
     proof = ["--proof", str(bundle)] if lab.bundles else []
     try:
-        out = run_cli(*lab.flags(home, pg), "chaos", *lab.run_flags(12), "--seed", "3", "--kills", "6", "--junit",
-                      str(junit), "--json", str(path), *proof, timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab.flags(home, pg),
+            "chaos",
+            *lab.run_flags(12),
+            "--seed",
+            "3",
+            "--kills",
+            "6",
+            "--junit",
+            str(junit),
+            "--json",
+            str(path),
+            *proof,
+            timeout=240,
+        )
         report = json.loads(path.read_text())
         status = run_cli(*lab.flags(home, pg), "status", report["run_id"], "--json")
         text = run_cli(*lab.flags(home, pg), "status", report["run_id"])
@@ -82,8 +98,20 @@ def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(lab, session_ro
     home = lab.home(session_root, "chaos-runs")  # its own dev server: chaos kills it
     report_path = home / "r.json"
     try:
-        out = run_cli(*lab.flags(home), "chaos", *lab.run_flags(12), "--seed", "9", "--kills", "5", "--runs", "4",
-                      "--json", str(report_path), timeout=300)  # fmt: skip
+        out = run_cli(
+            *lab.flags(home),
+            "chaos",
+            *lab.run_flags(12),
+            "--seed",
+            "9",
+            "--kills",
+            "5",
+            "--runs",
+            "4",
+            "--json",
+            str(report_path),
+            timeout=300,
+        )
         report = json.loads(report_path.read_text())
         conn = connect(Settings(home=home).ledger)
         dup = conn.execute("SELECT COUNT(*) - COUNT(DISTINCT id) FROM effects").fetchone()[0]
@@ -120,12 +148,18 @@ async def test_an_event_with_nothing_to_hit_is_reported_not_fired(lab, tmp_path)
 
     workload = AgentLoopWorkload(6, 0.3) if lab.kind == "agent-loop" else UserWorkflow("SendLines")
     chaos = Chaos(Settings(home=tmp_path / "empty"), 1, 6, [], workload.chaos_target(1))  # nothing of this home runs
-    events = [ChaosEvent(2, "worker-in-activity", 0), ChaosEvent(3, "pause", 0, duration_s=0.5),
-              ChaosEvent(4, "hang", 0), ChaosEvent(5, "temporal-server", 0)]  # fmt: skip
+    events = [
+        ChaosEvent(2, "worker-in-activity", 0),
+        ChaosEvent(3, "pause", 0, duration_s=0.5),
+        ChaosEvent(4, "hang", 0),
+        ChaosEvent(5, "temporal-server", 0),
+    ]
     for ev in events:
         await chaos.fire(ev, "run-20261202-120000-abcd")
     assert [(e.event["at_step"], e.why) for e in chaos.not_fired] == [
-        (2, "no live worker at that moment"), (3, "no live worker at that moment"),
-        (4, "no live worker at that moment"), (5, "no dev server of this home was running"),
-    ]  # fmt: skip
+        (2, "no live worker at that moment"),
+        (3, "no live worker at that moment"),
+        (4, "no live worker at that moment"),
+        (5, "no dev server of this home was running"),
+    ]
     assert chaos.kills == chaos.pauses == []

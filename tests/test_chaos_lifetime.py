@@ -35,9 +35,25 @@ def home_processes(home: Path) -> list[psutil.Process]:
 def start_chaos(home: Path) -> subprocess.Popen:
     home.mkdir(parents=True)
     log = open(home / "chaos.out", "wb")  # noqa: SIM115 - closed by the caller's stop
-    return subprocess.Popen([sys.executable, "-m", "checkpoint_tui", "--home", str(home), "chaos", "--seed", "2",
-                             "--steps", STEPS, "--kills", "3"], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(home),
+            "chaos",
+            "--seed",
+            "2",
+            "--steps",
+            STEPS,
+            "--kills",
+            "3",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def supervisor_pid(home: Path) -> int | None:
@@ -119,8 +135,16 @@ def test_stop_ends_a_worker_no_record_names_and_only_one_started_for_the_home(tm
     CHECKPOINT_HOME; one that only looks like it (no such environment) is left alone."""
     home = tmp_path / "h"
     (home / "run").mkdir(parents=True)
-    cmd = [sys.executable, "-c", "import time; time.sleep(120)", "-m", "checkpoint_tui.worker", "--home", str(home),
-           "--standby"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "import time; time.sleep(120)",
+        "-m",
+        "checkpoint_tui.worker",
+        "--home",
+        str(home),
+        "--standby",
+    ]
     bare_env = {k: v for k, v in os.environ.items() if k != "CHECKPOINT_HOME"}
     orphan = subprocess.Popen(cmd, env={**bare_env, "CHECKPOINT_HOME": str(home)}, start_new_session=True)
     lookalike = subprocess.Popen(cmd, env=bare_env, start_new_session=True)

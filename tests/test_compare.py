@@ -3,7 +3,7 @@ workload the lab runs)."""
 
 from __future__ import annotations
 
-from checkpoint_tui.app.comparison import read_comparison
+from checkpoint_tui.core.comparison import read_comparison
 from checkpoint_tui.proof.measure.compare import compare_command
 from conftest import run_cli
 

@@ -41,9 +41,18 @@ def test_api_key_alone_implies_tls(monkeypatch, tmp_path):
 
 def test_bad_certificate_path_is_a_clear_error(tmp_path):
     out = run_cli(
-        "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}",
-        "--tls-cert", "/nonexistent/client.pem", "--tls-key", "/nonexistent/client.key", "start", "--steps", "1",
-    )  # fmt: skip
+        "--home",
+        str(tmp_path),
+        "--temporal-address",
+        f"127.0.0.1:{free_port()}",
+        "--tls-cert",
+        "/nonexistent/client.pem",
+        "--tls-key",
+        "/nonexistent/client.key",
+        "start",
+        "--steps",
+        "1",
+    )
     assert out.returncode == 2  # a flag naming a file that cannot be read: usage
     assert "cannot read --tls-cert /nonexistent/client.pem" in out.stderr and "Traceback" not in out.stderr
 
@@ -54,9 +63,16 @@ def test_cert_without_key_is_a_clear_error(tmp_path):
     out = run_cli("--home", str(tmp_path), "--temporal-address", "127.0.0.1:1", "--tls-cert", str(cert), "status")
     assert out.returncode == 0 and "no runs yet" in out.stdout  # status needs no connection to say so
     out = run_cli(
-        "--home", str(tmp_path), "--temporal-address", f"127.0.0.1:{free_port()}", "--tls-cert", str(cert),
-        "start", "--steps", "1",
-    )  # fmt: skip
+        "--home",
+        str(tmp_path),
+        "--temporal-address",
+        f"127.0.0.1:{free_port()}",
+        "--tls-cert",
+        str(cert),
+        "start",
+        "--steps",
+        "1",
+    )
     assert out.returncode == 2 and "needs both --tls-cert and --tls-key" in out.stderr
 
 

@@ -7,22 +7,42 @@ import json
 
 from junitparser import JUnitXml
 
-from checkpoint_tui.app import windows as w
+from checkpoint_tui.core import windows as w
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 from test_user_workflow_lab import WORKER_CMD
 
 # what each fault hook's death must be classified as: exact, since the worker kills itself there
-HOOKED = {"before-claim-crash": w.BEFORE_CLAIM, "claim-window-crash": w.CLAIM_WRITE,
-          "write-window-crash": w.WRITE_STAMP, "stamped-crash": w.STAMPED}  # fmt: skip
+HOOKED = {
+    "before-claim-crash": w.BEFORE_CLAIM,
+    "claim-window-crash": w.CLAIM_WRITE,
+    "write-window-crash": w.WRITE_STAMP,
+    "stamped-crash": w.STAMPED,
+}
 
 
 def test_until_covered_hits_every_window_and_each_hook_lands_where_it_aims(session_root):
     home = Settings(home=session_root / "coverage-home")
     report_path, junit = home.home / "r.json", home.home / "r.xml"
     try:
-        out = run_cli("chaos", "--seed", "5", "--steps", "6", "--kills", "3", "--until-covered", "--max-kills", "20",
-                      "--json", str(report_path), "--junit", str(junit), home=home, timeout=240)  # fmt: skip
+        out = run_cli(
+            "chaos",
+            "--seed",
+            "5",
+            "--steps",
+            "6",
+            "--kills",
+            "3",
+            "--until-covered",
+            "--max-kills",
+            "20",
+            "--json",
+            str(report_path),
+            "--junit",
+            str(junit),
+            home=home,
+            timeout=240,
+        )
     finally:
         run_cli("stop", home=home)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
@@ -46,11 +66,13 @@ def test_until_covered_hits_every_window_and_each_hook_lands_where_it_aims(sessi
 def test_max_kills_alone_and_until_covered_with_runs_are_usage_errors(tmp_path):
     home = Settings(home=tmp_path / "h")
     user = ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines"]
-    for argv, said in ((["chaos", "--max-kills", "5"], "--max-kills goes with --until-covered"),
-                       ([*user, "--max-kills", "5"], "--max-kills goes with --until-covered"),
-                       (["chaos", "--until-covered", "--runs", "2"], "--until-covered goes with"),
-                       ([*user, "--until-covered", "--runs", "2"], "--until-covered goes with"),
-                       ([*user, "--until-covered", "--max-kills", "0"], "--max-kills")):  # fmt: skip
+    for argv, said in (
+        (["chaos", "--max-kills", "5"], "--max-kills goes with --until-covered"),
+        ([*user, "--max-kills", "5"], "--max-kills goes with --until-covered"),
+        (["chaos", "--until-covered", "--runs", "2"], "--until-covered goes with"),
+        ([*user, "--until-covered", "--runs", "2"], "--until-covered goes with"),
+        ([*user, "--until-covered", "--max-kills", "0"], "--max-kills"),
+    ):
         out = run_cli(*argv, home=home)
         assert out.returncode == 2 and said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert not home.home.exists()

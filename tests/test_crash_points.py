@@ -20,8 +20,18 @@ _homes = count()
 def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root):
     home = session_root / f"crash-{workflow}-{next(_homes)}"
     home.mkdir(parents=True)
-    out, report = chaos([*lab_flags(home), "--effects", f"file:{home}/example-out"], home, "--workflow", workflow,
-                        "--input", json.dumps({"count": 6, "pace": pace}), "--seed", "4", "--kills", "3")
+    out, report = chaos(
+        [*lab_flags(home), "--effects", f"file:{home}/example-out"],
+        home,
+        "--workflow",
+        workflow,
+        "--input",
+        json.dumps({"count": 6, "pace": pace}),
+        "--seed",
+        "4",
+        "--kills",
+        "3",
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     # the crash point always lands; the dev server's and the supervisor's kills wait on history, and a run of

@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 
-from checkpoint_tui.app.frameworks import ActivitySeen, Declared, classify
-from checkpoint_tui.app.frameworks.declared import check_glob
 from checkpoint_tui.cli.workload_flags import declaration
+from checkpoint_tui.core.frameworks import ActivitySeen, Declared, classify
+from checkpoint_tui.core.frameworks.declared import check_glob
 from checkpoint_tui.errors import UsageError
 from conftest import run_cli
 from test_agents_lab import lab, sent
@@ -27,8 +27,15 @@ def seen(kind: str, args: list | None = None, result: object = None) -> Activity
 
 def test_a_declaration_classes_by_glob_and_leaves_the_rest_other() -> None:
     d = Declared(model=("invoke_model_*",), tool=("send_*",))
-    units = classify(d, [seen("invoke_model_activity", result={"usage": {"input_tokens": 3, "output_tokens": 4}}),
-                         seen("send_email", ["a@b", "hi"]), seen("audit_log"), seen("x" * 10**6)])  # fmt: skip
+    units = classify(
+        d,
+        [
+            seen("invoke_model_activity", result={"usage": {"input_tokens": 3, "output_tokens": 4}}),
+            seen("send_email", ["a@b", "hi"]),
+            seen("audit_log"),
+            seen("x" * 10**6),
+        ],
+    )
     assert [u.cls for u in units] == ["model", "tool", "other", "other"]
     assert units[0].tokens == 7 and units[1].name == "send_email" and units[1].args_digest
     assert units[1].label == "tool · send_email" and len(units[3].label) <= 200
@@ -43,15 +50,16 @@ def test_the_declaration_comes_from_the_flags_else_the_projects_pyproject(tmp_pa
     monkeypatch.chdir(tmp_path)
     none = Namespace(model_activities=None, tool_activities=None)
     assert declaration(none) is None  # no flags, no pyproject.toml
-    (tmp_path / "pyproject.toml").write_text('[tool.checkpoint-tui]\nmodel-activities = ["llm_*"]\n'
-                                             'tool-activities = "do_*"\n')  # fmt: skip
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.checkpoint-tui]\nmodel-activities = ["llm_*"]\ntool-activities = "do_*"\n'
+    )
     assert declaration(none) == Declared(("llm_*",), ("do_*",))
     flags = Namespace(model_activities=["m"], tool_activities=None)
     assert declaration(flags) == Declared(("m",), ())  # the flags win
     (tmp_path / "pyproject.toml").write_text("[tool.checkpoint-tui\n")
     with pytest.raises(UsageError, match="not TOML"):
         declaration(none)
-    (tmp_path / "pyproject.toml").write_text('[tool.checkpoint-tui]\nmodel-activities = {a = 1}\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.checkpoint-tui]\nmodel-activities = {a = 1}\n")
     with pytest.raises(UsageError, match="lists of globs"):
         declaration(none)
 
@@ -61,9 +69,24 @@ def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
     home = session_root / f"declared-{workflow}"  # its own dev server: chaos kills it
     report_path = home / "chaos.json"
     try:
-        out = run_cli(*lab("openai-agents", home), *DECLARED, "chaos", "--workflow", workflow, "--input",
-                      json.dumps({"turns": 4, "pace": 0.3, "think": 0.2}), "--seed", "3", "--kills", "3",
-                      "--aim", "tool", "--json", str(report_path), timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab("openai-agents", home),
+            *DECLARED,
+            "chaos",
+            "--workflow",
+            workflow,
+            "--input",
+            json.dumps({"turns": 4, "pace": 0.3, "think": 0.2}),
+            "--seed",
+            "3",
+            "--kills",
+            "3",
+            "--aim",
+            "tool",
+            "--json",
+            str(report_path),
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
     finally:
         stop_lab(home)

@@ -1,5 +1,5 @@
 """LangChain Deep Agents under `temporalio.deepagents` as history shows it, classified by
-`checkpoint_tui.app.frameworks.deepagents`: payloads cut down from a real run of
+`checkpoint_tui.core.frameworks.deepagents`: payloads cut down from a real run of
 examples/agents/deepagents_mailer, hostile ones, and the example run for real on the session's dev
 server: 21 activities for 10 turns, the tool named with the plugin's call id, each line once, a guarded
 call keyed by workflow id + that id, and what a reset between a model request and its tool call does
@@ -27,8 +27,8 @@ from agent_examples import (
     nested,
     seen,
 )
-from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.app.frameworks.deepagents import owns, recognises
+from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.core.frameworks.deepagents import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.deepagents import tool_call_key
 
@@ -44,21 +44,45 @@ def lc(kind: str, **kwargs: object) -> dict:
 
 HUMAN = lc("HumanMessage", content=PLAN, type="human", id="a43fd29b")
 ARGS = {"to": "ops@example.com", "body": "hello, this is turn 1", "pace": 0.1}
-ASKS = lc("AIMessage", content="", type="ai", id="msg_f99fca2d", response_metadata={"model_name": "scripted-mailer"},
-          tool_calls=[{"name": "send_email", "args": ARGS, "id": "call_e41d7f4f", "type": "tool_call"}],
-          usage_metadata={"input_tokens": 41, "output_tokens": 41, "total_tokens": 82},
-          invalid_tool_calls=[])  # fmt: skip
-MODEL_IN = {"model_name": "scripted-mailer", "messages": [HUMAN], "tool_schemas": [], "bind_kwargs": {}, "config": {},
-            "streaming_topic": None}  # fmt: skip
-TOOL_IN = {"tool_name": "send_email", "tool_call_id": "a491eb62d41d4270",
-           "args": {**ARGS, "tool_call_id": "call_e41d7f4f"}, "config": {}}  # fmt: skip
-SENT = lc("ToolMessage", content="sent to ops@example.com (applied)", type="tool", name="send_email",
-          tool_call_id="a491eb62d41d4270", status="success")  # fmt: skip
+ASKS = lc(
+    "AIMessage",
+    content="",
+    type="ai",
+    id="msg_f99fca2d",
+    response_metadata={"model_name": "scripted-mailer"},
+    tool_calls=[{"name": "send_email", "args": ARGS, "id": "call_e41d7f4f", "type": "tool_call"}],
+    usage_metadata={"input_tokens": 41, "output_tokens": 41, "total_tokens": 82},
+    invalid_tool_calls=[],
+)
+MODEL_IN = {
+    "model_name": "scripted-mailer",
+    "messages": [HUMAN],
+    "tool_schemas": [],
+    "bind_kwargs": {},
+    "config": {},
+    "streaming_topic": None,
+}
+TOOL_IN = {
+    "tool_name": "send_email",
+    "tool_call_id": "a491eb62d41d4270",
+    "args": {**ARGS, "tool_call_id": "call_e41d7f4f"},
+    "config": {},
+}
+SENT = lc(
+    "ToolMessage",
+    content="sent to ops@example.com (applied)",
+    type="tool",
+    name="send_email",
+    tool_call_id="a491eb62d41d4270",
+    status="success",
+)
 
 
 def test_a_turn_is_a_model_request_and_a_tool_call_named_with_the_plugins_call_id() -> None:
-    batch = [seen("deepagents.invoke_model", [MODEL_IN], {"message": ASKS}, "invoke_model[scripted-mailer]"),
-             seen("deepagents.invoke_tool", [TOOL_IN], {"message": SENT}, "tool:send_email")]  # fmt: skip
+    batch = [
+        seen("deepagents.invoke_model", [MODEL_IN], {"message": ASKS}, "invoke_model[scripted-mailer]"),
+        seen("deepagents.invoke_tool", [TOOL_IN], {"message": SENT}, "tool:send_email"),
+    ]
     assert detect(batch) == "deepagents" and all(recognises(s) for s in batch)
     model, tool = classify("deepagents", batch)
     assert (model.cls, model.name, model.tokens, model.label) == (
@@ -74,8 +98,13 @@ def test_a_turn_is_a_model_request_and_a_tool_call_named_with_the_plugins_call_i
         "deepagents", [seen("deepagents.invoke_model", [MODEL_IN]), seen("deepagents.invoke_tool", [TOOL_IN])]
     )
     assert [u.label for u in pending] == [model.label, tool.label]
-    bare = classify("deepagents", [seen("deepagents.invoke_model_streaming", [None], None, "invoke_model[m]"),
-                                   seen("deepagents.invoke_tool", [None], None, "tool:t")])  # fmt: skip
+    bare = classify(
+        "deepagents",
+        [
+            seen("deepagents.invoke_model_streaming", [None], None, "invoke_model[m]"),
+            seen("deepagents.invoke_tool", [None], None, "tool:t"),
+        ],
+    )
     assert [(u.cls, u.name, u.call_id) for u in bare] == [("model", "m", None), ("tool", "t", None)]
 
 
@@ -84,8 +113,12 @@ def test_backend_ops_that_change_the_world_are_tools_reads_are_other() -> None:
         return seen("deepagents.backend_op", [{"backend_ref": "backend:1", "op": name, "args": ["/a"], "kwargs": {}}])
 
     units = classify("deepagents", [op("write"), op("aexecute"), op("read"), op("als")])
-    assert [(u.cls, u.name) for u in units] == [("tool", "backend:write"), ("tool", "backend:aexecute"),
-                                                ("other", "backend:read"), ("other", "backend:als")]  # fmt: skip
+    assert [(u.cls, u.name) for u in units] == [
+        ("tool", "backend:write"),
+        ("tool", "backend:aexecute"),
+        ("other", "backend:read"),
+        ("other", "backend:als"),
+    ]
     assert units[0].label == "tool · backend:write" and units[2].label == "backend · read"
 
 
@@ -100,10 +133,20 @@ def deep(levels: int) -> object:
 
 
 BAD: list[object] = [
-    None, 12, 10**5000, float("nan"), True, HUGE, [], {}, deep(100_000), {1: "int key"}, object(),
+    None,
+    12,
+    10**5000,
+    float("nan"),
+    True,
+    HUGE,
+    [],
+    {},
+    deep(100_000),
+    {1: "int key"},
+    object(),
     {"kwargs": {"usage_metadata": {"input_tokens": 2**60, "output_tokens": -1}, "response_metadata": HUGE}},
     {"kwargs": {"name": "\x1b[31m[bold]red\n" * 1000, "tool_call_id": "\x00" * 10}},
-]  # fmt: skip
+]
 
 
 def hostile() -> list[ActivitySeen]:

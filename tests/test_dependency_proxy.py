@@ -187,38 +187,44 @@ async def test_a_non_loopback_upstream_is_refused_before_listening() -> None:
     await proxy.close()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("PAYMENTS_API=127.0.0.1:8080", ("PAYMENTS_API", "127.0.0.1", 8080)),
-    ("DB=localhost:5432", ("DB", "localhost", 5432)),
-    ("_V6=[::1]:1", ("_V6", "::1", 1)),
-    ("X=127.8.9.10:65535", ("X", "127.8.9.10", 65535)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PAYMENTS_API=127.0.0.1:8080", ("PAYMENTS_API", "127.0.0.1", 8080)),
+        ("DB=localhost:5432", ("DB", "localhost", 5432)),
+        ("_V6=[::1]:1", ("_V6", "::1", 1)),
+        ("X=127.8.9.10:65535", ("X", "127.8.9.10", 65535)),
+    ],
+)
 def test_parse_dependency_accepts_loopback(text: str, expected: tuple[str, str, int]) -> None:
     assert parse_dependency(text) == expected
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("API=192.0.2.1:80", "not loopback"),
-    ("API=0.0.0.0:80", "not loopback"),
-    ("API=[2001:db8::1]:80", "not loopback"),
-    ("API=no-such-host.invalid:80", "does not resolve"),
-    ("TEMPORAL_ADDRESS=127.0.0.1:7233", "lab or the worker's runtime"),
-    ("CHECKPOINT_HOME=127.0.0.1:1", "lab or the worker's runtime"),
-    ("PATH=127.0.0.1:1", "lab or the worker's runtime"),
-    ("HOME=127.0.0.1:1", "lab or the worker's runtime"),
-    ("LD_PRELOAD=127.0.0.1:1", "lab or the worker's runtime"),
-    ("PYTHONPATH=127.0.0.1:1", "lab or the worker's runtime"),
-    ("api=127.0.0.1:1", "not an environment variable name"),
-    ("1API=127.0.0.1:1", "not an environment variable name"),
-    ("A" * 65 + "=127.0.0.1:1", "not an environment variable name"),
-    ("API=127.0.0.1:0", "from 1 to 65535"),
-    ("API=127.0.0.1:65536", "from 1 to 65535"),
-    ("API=127.0.0.1:http", "from 1 to 65535"),
-    ("API=127.0.0.1:٣", "from 1 to 65535"),  # a digit, but not an ASCII one
-    ("API=127.0.0.1", "not HOST:PORT"),
-    ("API=::1:80", "in brackets"),
-    ("127.0.0.1:80", "not NAME=HOST:PORT"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("API=192.0.2.1:80", "not loopback"),
+        ("API=0.0.0.0:80", "not loopback"),
+        ("API=[2001:db8::1]:80", "not loopback"),
+        ("API=no-such-host.invalid:80", "does not resolve"),
+        ("TEMPORAL_ADDRESS=127.0.0.1:7233", "lab or the worker's runtime"),
+        ("CHECKPOINT_HOME=127.0.0.1:1", "lab or the worker's runtime"),
+        ("PATH=127.0.0.1:1", "lab or the worker's runtime"),
+        ("HOME=127.0.0.1:1", "lab or the worker's runtime"),
+        ("LD_PRELOAD=127.0.0.1:1", "lab or the worker's runtime"),
+        ("PYTHONPATH=127.0.0.1:1", "lab or the worker's runtime"),
+        ("api=127.0.0.1:1", "not an environment variable name"),
+        ("1API=127.0.0.1:1", "not an environment variable name"),
+        ("A" * 65 + "=127.0.0.1:1", "not an environment variable name"),
+        ("API=127.0.0.1:0", "from 1 to 65535"),
+        ("API=127.0.0.1:65536", "from 1 to 65535"),
+        ("API=127.0.0.1:http", "from 1 to 65535"),
+        ("API=127.0.0.1:٣", "from 1 to 65535"),  # a digit, but not an ASCII one
+        ("API=127.0.0.1", "not HOST:PORT"),
+        ("API=::1:80", "in brackets"),
+        ("127.0.0.1:80", "not NAME=HOST:PORT"),
+    ],
+)
 def test_parse_dependency_refuses(text: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason) as caught:
         parse_dependency(text)

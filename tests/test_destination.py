@@ -13,9 +13,9 @@ from itertools import count
 
 import pytest
 
-from checkpoint_tui.app.activity_history import ActivityExec
-from checkpoint_tui.app.destination_audit import assign, callers, diff
-from checkpoint_tui.app.frameworks import UnitInfo
+from checkpoint_tui.core.activity_history import ActivityExec
+from checkpoint_tui.core.destination_audit import assign, callers, diff
+from checkpoint_tui.core.frameworks import UnitInfo
 from checkpoint_tui.ledger.destination import DestinationError, parse_destination, read_ids
 from conftest import run_cli
 from test_agents_lab import TURNS, lab, sent
@@ -40,9 +40,24 @@ def test_a_folder_is_its_regular_files_and_a_missing_outbox_is_empty(tmp_path):
     assert read_ids(parse_destination(f"file:{tmp_path}/not-yet.txt")) == Counter()  # the first effect makes it
 
 
-@pytest.mark.parametrize("case", ["no folder", "link", "link inside", "fifo", "no group", "bad regex", "scheme",
-                                  "password", "no query", "two statements", "not sqlite", "password echo",
-                                  "password keywords"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no folder",
+        "link",
+        "link inside",
+        "fifo",
+        "no group",
+        "bad regex",
+        "scheme",
+        "password",
+        "no query",
+        "two statements",
+        "not sqlite",
+        "password echo",
+        "password keywords",
+    ],
+)
 def test_a_bad_destination_is_one_line(tmp_path, case):
     (tmp_path / "real.txt").write_text("x\n")
     spec = {
@@ -146,8 +161,8 @@ def test_a_duplicate_is_named_with_the_tool_call_whose_arguments_it_holds():
 
 
 def test_a_call_whose_effect_never_reached_the_destination_stays_at_risk():
-    from checkpoint_tui.app.activity_audit import ActivityAudit
-    from checkpoint_tui.app.destination_audit import apply
+    from checkpoint_tui.core.activity_audit import ActivityAudit
+    from checkpoint_tui.core.destination_audit import apply
 
     calls = [_call(1, "turn 1", attempt=2), _call(2, "turn 2", attempt=2)]
     risky = [{"activity_id": "1", "seq": 1}, {"activity_id": "2", "seq": 2}]
@@ -171,8 +186,19 @@ def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anyth
     out = run_cli("--home", str(tmp_path / "h"), "--worker-cmd", "true", "--effects", "http:MAIL:id", "status")
     assert out.returncode == 2 and "--dependency MAIL=HOST:PORT" in out.stderr, out.stderr
     home = tmp_path / "h2"
-    out = run_cli("--home", str(home), "--worker-cmd", "true", "--effects", f"file:{tmp_path}/none/o.txt", "chaos",
-                  "--workflow", "W", "--seed", "1")
+    out = run_cli(
+        "--home",
+        str(home),
+        "--worker-cmd",
+        "true",
+        "--effects",
+        f"file:{tmp_path}/none/o.txt",
+        "chaos",
+        "--workflow",
+        "W",
+        "--seed",
+        "1",
+    )
     assert out.returncode == 2 and "no folder" in out.stderr, out.stderr
     assert not (home / "run" / "temporal.pid").exists() and not list((home / "run").glob("*.log"))
 
@@ -184,9 +210,25 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     home = session_root / f"dest-blind-{next(_homes)}"
     report_path = home / "chaos.json"
     try:
-        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
-                      "PydanticMailer", "--input", json.dumps({"turns": TURNS, "pace": 0.3}), "--seed", "3",
-                      "--kills", "3", "--aim", "tool", "--json", str(report_path), timeout=240)
+        out = run_cli(
+            *lab("pydantic-ai", home),
+            "--effects",
+            f"file:{home}/example-out",
+            "chaos",
+            "--workflow",
+            "PydanticMailer",
+            "--input",
+            json.dumps({"turns": TURNS, "pace": 0.3}),
+            "--seed",
+            "3",
+            "--kills",
+            "3",
+            "--aim",
+            "tool",
+            "--json",
+            str(report_path),
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
         status = run_cli(*lab("pydantic-ai", home), "status", timeout=60)  # the same reading, read back
     finally:
@@ -203,8 +245,9 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     assert reran == named | {r["activity_id"] for r in audit["effect_once"]}
     dups = audit["destination_duplicates"]
     assert all(d["calls"] and d["calls"][0].startswith("send_email call pyd_ai_") for d in dups)
-    assert audit["destinations"] == [{"label": f"file:{home}/example-out", "new": sum(lines.values()),
-                                      "duplicates": extra, "again": 0}]
+    assert audit["destinations"] == [
+        {"label": f"file:{home}/example-out", "new": sum(lines.values()), "duplicates": extra, "again": 0}
+    ]
 
 
 def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(session_root):
@@ -216,14 +259,34 @@ def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_no
     home = session_root / f"dest-closed-{next(_homes)}"
     home.mkdir(parents=True)
     schedule = home / "s.json"
-    schedule.write_text(json.dumps({"steps": 2, "events": [
-        {"at_step": 1, "nemesis": "worker-between-activities", "target": "worker", "delay_ms": 1500}]}))
+    schedule.write_text(
+        json.dumps(
+            {
+                "steps": 2,
+                "events": [
+                    {"at_step": 1, "nemesis": "worker-between-activities", "target": "worker", "delay_ms": 1500}
+                ],
+            }
+        )
+    )
     reports = []
     try:
         for extra in ([], ["--allow-unexercised"]):
             path = home / f"r{len(reports)}.json"
-            out = run_cli(*lab_flags(home), "chaos", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}',
-                          "--schedule", str(schedule), "--json", str(path), *extra, timeout=180)
+            out = run_cli(
+                *lab_flags(home),
+                "chaos",
+                "--workflow",
+                "SendLines",
+                "--input",
+                '{"count": 1, "pace": 0}',
+                "--schedule",
+                str(schedule),
+                "--json",
+                str(path),
+                *extra,
+                timeout=180,
+            )
             reports.append((out, json.loads(path.read_text())))
     finally:
         stop_lab(home)
@@ -247,7 +310,8 @@ def test_a_signal_that_left_after_the_close_is_listed_not_counted():
     chaos._after_close(110.0)
     assert chaos.kills == [early]
     assert [n.to_json() for n in chaos.not_fired] == [
-        {"at_step": 3, "nemesis": "worker-in-activity", "why": "fired 0.25 s after the run closed: not counted"}]
+        {"at_step": 3, "nemesis": "worker-in-activity", "why": "fired 0.25 s after the run closed: not counted"}
+    ]
     chaos._after_close(None)  # a close not known (a run still open): nothing moved
     assert chaos.kills == [early]
 
@@ -260,12 +324,34 @@ def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
     home.mkdir(parents=True)
     schedule = home / "s.json"
     kinds = {2: "worker-after-effect", 3: "worker-before-effect", 4: "worker-after-record"}
-    schedule.write_text(json.dumps({"steps": 5, "events": [
-        {"at_step": k, "nemesis": kind, "target": "worker", "delay_ms": 0} for k, kind in kinds.items()]}))
+    schedule.write_text(
+        json.dumps(
+            {
+                "steps": 5,
+                "events": [
+                    {"at_step": k, "nemesis": kind, "target": "worker", "delay_ms": 0} for k, kind in kinds.items()
+                ],
+            }
+        )
+    )
     try:
-        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
-                      "PydanticMailer", "--input", json.dumps({"turns": 5, "pace": 0.001, "think": 0.001}), "--aim",
-                      "tool", "--schedule", str(schedule), "--json", str(home / "r.json"), timeout=240)
+        out = run_cli(
+            *lab("pydantic-ai", home),
+            "--effects",
+            f"file:{home}/example-out",
+            "chaos",
+            "--workflow",
+            "PydanticMailer",
+            "--input",
+            json.dumps({"turns": 5, "pace": 0.001, "think": 0.001}),
+            "--aim",
+            "tool",
+            "--schedule",
+            str(schedule),
+            "--json",
+            str(home / "r.json"),
+            timeout=240,
+        )
         report = json.loads((home / "r.json").read_text())
     finally:
         stop_lab(home)
@@ -288,16 +374,31 @@ def test_every_window_kills_each_tool_once_in_each_window_and_tabulates_it(sessi
     home = session_root / f"dest-every-{next(_homes)}"
     path = home / "r.json"
     try:
-        out = run_cli(*lab("pydantic-ai", home), "--effects", f"file:{home}/example-out", "chaos", "--workflow",
-                      "PydanticMailer", "--input", json.dumps({"turns": 2, "pace": 0.05, "think": 0.05}),
-                      "--every-window", "--json", str(path), timeout=300)
+        out = run_cli(
+            *lab("pydantic-ai", home),
+            "--effects",
+            f"file:{home}/example-out",
+            "chaos",
+            "--workflow",
+            "PydanticMailer",
+            "--input",
+            json.dumps({"turns": 2, "pace": 0.05, "think": 0.05}),
+            "--every-window",
+            "--json",
+            str(path),
+            timeout=300,
+        )
         report = json.loads(path.read_text())
     finally:
         stop_lab(home)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
-    assert report["every_window"]["table"] == {"tool · send_email": {
-        "worker-before-effect": "effect once", "worker-after-effect": "DUPLICATED 1",
-        "worker-after-record": "held: nothing ran again"}}
+    assert report["every_window"]["table"] == {
+        "tool · send_email": {
+            "worker-before-effect": "effect once",
+            "worker-after-effect": "DUPLICATED 1",
+            "worker-after-record": "held: nothing ran again",
+        }
+    }
     assert "tool · send_email  effect once" in out.stdout and "verdict: FAIL" in out.stdout
 
 
@@ -310,8 +411,18 @@ def test_a_tool_exactly_once_by_its_own_means_passes_when_its_file_is_read(sessi
 
     home = session_root / f"dest-idem-{next(_homes)}"
     home.mkdir(parents=True)
-    out, report = chaos([*lab_flags(home), "--effects", f"file:{home}/example-out"], home, "--workflow",
-                        "SendLinesIdempotent", "--input", '{"count": 6, "pace": 0.05}', "--seed", "4", "--kills", "3")
+    out, report = chaos(
+        [*lab_flags(home), "--effects", f"file:{home}/example-out"],
+        home,
+        "--workflow",
+        "SendLinesIdempotent",
+        "--input",
+        '{"count": 6, "pace": 0.05}',
+        "--seed",
+        "4",
+        "--kills",
+        "3",
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert [k["kind"] for k in report["kills"] if k["kind"].startswith("worker-")] == ["worker-after-effect"]
@@ -350,13 +461,18 @@ def test_a_dependency_s_2xx_answers_are_its_effects(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
     async def drive() -> int:
-        proxy = DependencyProxy("MAIL", f"127.0.0.1:{server.server_port}",
-                                HttpLog(log_path(tmp_path, "MAIL"), "message_id"))
+        proxy = DependencyProxy(
+            "MAIL", f"127.0.0.1:{server.server_port}", HttpLog(log_path(tmp_path, "MAIL"), "message_id")
+        )
         address = await proxy.start()
         try:
             async with httpx.AsyncClient(base_url=f"http://{address}") as client:  # one kept-alive connection
-                for body in ({"message_id": "m1"}, {"message_id": "m1"}, {"message_id": "m2", "fail": True},
-                             {"message_id": "m3", "to": "x"}):
+                for body in (
+                    {"message_id": "m1"},
+                    {"message_id": "m1"},
+                    {"message_id": "m2", "fail": True},
+                    {"message_id": "m3", "to": "x"},
+                ):
                     await client.post("/send", json=body)
                 await client.post("/send", json={"x": 1}, headers={"Message_Id": "h1"})  # a header, any case
             reader, writer = await asyncio.open_connection(*address.split(":"))

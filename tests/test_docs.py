@@ -285,8 +285,9 @@ def test_code_blocks_wrap_on_the_site_and_screens_keep_their_columns():
         names.append(name)
         if isinstance(ext, dict) and ext[name]:
             configs[name] = ext[name]
-    html = markdown.markdown("```sh\nmake run\n```\n\n```{.text .screen}\n| a |\n```\n", extensions=names,
-                             extension_configs=configs)  # fmt: skip
+    html = markdown.markdown(
+        "```sh\nmake run\n```\n\n```{.text .screen}\n| a |\n```\n", extensions=names, extension_configs=configs
+    )
     assert re.search(r'<div class="highlight"><pre><span></span><code>make', html), html
     assert re.search(r'<div class="[^"]*\bscreen\b[^"]*"><pre>', html), html
 
@@ -420,8 +421,10 @@ def test_the_reference_takes_a_default_out_of_the_help_as_written():
     assert split("the seconds (default 0.5; 1.0 costs less CPU)") == ("the seconds (1.0 costs less CPU)", "0.5")
     assert split("a queue (env Q; default: one per home)") == ("a queue (env Q)", "one per home")
     assert split("wait (default 15, 1-600)") == ("wait (1-600)", "15")
-    assert split("a server (env U; key from K); default: the offline one") == ("a server (env U; key from K)",
-                                                                               "the offline one")  # fmt: skip
+    assert split("a server (env U; key from K); default: the offline one") == (
+        "a server (env U; key from K)",
+        "the offline one",
+    )
     assert split("the default route is kept") == ("the default route is kept", None)
 
 

@@ -39,12 +39,18 @@ def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(
     finally:
         stop_lab(home)
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "send_note: a worker killed under it is retried only after its start-to-close (no heartbeat timeout) " \
-           "of 30 s" in bad.stdout  # fmt: skip
+    assert (
+        "send_note: a worker killed under it is retried only after its start-to-close (no heartbeat timeout) "
+        "of 30 s" in bad.stdout
+    )
     assert "fix: heartbeat from the activity" in bad.stdout and "heartbeat_timeout=" in bad.stdout
     (kind,) = report["activity_types"]
     assert (kind["activity_type"], kind["count"], kind["heartbeat_timeout_s"], kind["start_to_close_s"]) == (
-        "send_note", 2, None, 30.0)  # fmt: skip
+        "send_note",
+        2,
+        None,
+        30.0,
+    )
     assert kind["predicted_unassisted_restart_s"] == 31.0 and report["ok"] is False
     assert [f["kind"] for f in report["findings"]] == ["kill-costs-timeout"]
     assert good.returncode == 0, good.stdout + good.stderr
@@ -58,18 +64,33 @@ def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(
     assert json.loads((home / "again.json").read_text()) == report
 
 
-@pytest.mark.parametrize(("worker", "workflow", "tool"), [
-    (PYDANTIC_WORKER, "PydanticMailerGuarded", "send_email"),
-    (OPENAI_WORKER, "OpenAIMailerGuarded", "send_email_guarded"),
-], ids=["pydantic-ai", "openai-agents"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("worker", "workflow", "tool"),
+    [
+        (PYDANTIC_WORKER, "PydanticMailerGuarded", "send_email"),
+        (OPENAI_WORKER, "OpenAIMailerGuarded", "send_email_guarded"),
+    ],
+    ids=["pydantic-ai", "openai-agents"],
+)
 def test_doctor_on_the_agent_examples_names_the_tools_missing_heartbeat(
     worker, workflow, tool, temporal_address, session_root
 ):
     home = session_root / f"doctor-{worker.parent.name}"
     try:
-        out = run_cli(*flags(home, temporal_address, worker), "doctor", "--workflow", workflow, "--input",
-                      '{"turns": 2, "pace": 0.6}', "--measure", "--kill-cap", "2", "--json", str(home / "r.json"),
-                      timeout=180)  # fmt: skip
+        out = run_cli(
+            *flags(home, temporal_address, worker),
+            "doctor",
+            "--workflow",
+            workflow,
+            "--input",
+            '{"turns": 2, "pace": 0.6}',
+            "--measure",
+            "--kill-cap",
+            "2",
+            "--json",
+            str(home / "r.json"),
+            timeout=180,
+        )
     finally:
         stop_lab(home)
     assert out.returncode == 1, out.stdout + out.stderr
@@ -90,8 +111,19 @@ def test_doctor_on_the_agent_examples_names_the_tools_missing_heartbeat(
 def test_doctor_on_our_own_loop_finds_nothing_and_measures_its_model_call(temporal_address, session_root):
     home = session_root / "doctor-ours"
     try:
-        out = run_cli("--home", str(home), "--temporal-address", temporal_address, "doctor", "--steps", "2",
-                      "--measure", "--json", str(home / "r.json"), timeout=120)  # fmt: skip
+        out = run_cli(
+            "--home",
+            str(home),
+            "--temporal-address",
+            temporal_address,
+            "doctor",
+            "--steps",
+            "2",
+            "--measure",
+            "--json",
+            str(home / "r.json"),
+            timeout=120,
+        )
     finally:
         run_cli("--home", str(home), "stop")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -109,8 +141,18 @@ def test_doctor_on_our_own_loop_finds_nothing_and_measures_its_model_call(tempor
 def test_doctor_measure_kills_under_a_2s_heartbeat_and_finds_it_near_the_prediction(temporal_address, session_root):
     home = session_root / "doctor-measure"
     try:
-        out = run_cli(*flags(home, temporal_address, WORKER), "doctor", "--workflow", "Heartbeat2s", "--input", "3",
-                      "--measure", "--json", str(home / "r.json"), timeout=120)  # fmt: skip
+        out = run_cli(
+            *flags(home, temporal_address, WORKER),
+            "doctor",
+            "--workflow",
+            "Heartbeat2s",
+            "--input",
+            "3",
+            "--measure",
+            "--json",
+            str(home / "r.json"),
+            timeout=120,
+        )
     finally:
         stop_lab(home)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -131,8 +173,20 @@ def test_doctor_measure_stops_at_the_cap_and_says_so(temporal_address, session_r
     """No heartbeat timeout and a 30 s start-to-close: the kill is not waited out; "≥ cap", honestly."""
     home = session_root / "doctor-cap"
     try:
-        out = run_cli(*flags(home, temporal_address, WORKER), "doctor", "--workflow", "NoHeartbeat", "--input", "2",
-                      "--measure", "--kill-cap", "2", "--json", str(home / "r.json"), timeout=120)  # fmt: skip
+        out = run_cli(
+            *flags(home, temporal_address, WORKER),
+            "doctor",
+            "--workflow",
+            "NoHeartbeat",
+            "--input",
+            "2",
+            "--measure",
+            "--kill-cap",
+            "2",
+            "--json",
+            str(home / "r.json"),
+            timeout=120,
+        )
     finally:
         stop_lab(home)
     assert out.returncode == 1, out.stdout + out.stderr
@@ -146,8 +200,10 @@ def test_doctor_measure_stops_at_the_cap_and_says_so(temporal_address, session_r
     assert "had not ended" not in out.stdout  # the run went on once the dead worker's attempt was failed
     # the acceptance of #28 holds with --measure: the activity and its missing heartbeat are named
     assert [f["kind"] for f in report["findings"]] == ["kill-costs-timeout"]
-    assert "send_note: a worker killed under it is retried only after its start-to-close (no heartbeat timeout)" \
-        in out.stdout  # fmt: skip
+    assert (
+        "send_note: a worker killed under it is retried only after its start-to-close (no heartbeat timeout)"
+        in out.stdout
+    )
 
 
 def test_doctor_measure_refuses_a_home_another_supervisor_owns(temporal_address, tmp_path):
@@ -199,7 +255,7 @@ def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 
     from temporalio.api.enums.v1 import EventType
     from temporalio.api.history.v1 import HistoryEvent
 
-    from checkpoint_tui.app.activity_history import Chain
+    from checkpoint_tui.core.activity_history import Chain
 
     def at(s: float) -> Timestamp:
         return Timestamp(seconds=int(1_700_000_000 + s), nanos=int((s % 1) * 1e9))
@@ -211,8 +267,13 @@ def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 
         if local:
             ev = HistoryEvent(event_id=n, event_time=at(i), event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
             ev.marker_recorded_event_attributes.marker_name = "core_local_activity"
-            ev.marker_recorded_event_attributes.details["data"].CopyFrom(Payloads(payloads=[Payload(
-                metadata={"encoding": b"json/plain"}, data=b'{"activity_type": "send_note", "seq": 1}')]))
+            ev.marker_recorded_event_attributes.details["data"].CopyFrom(
+                Payloads(
+                    payloads=[
+                        Payload(metadata={"encoding": b"json/plain"}, data=b'{"activity_type": "send_note", "seq": 1}')
+                    ]
+                )
+            )
             events.append(ev)
             n += 1
             continue
@@ -224,10 +285,14 @@ def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 
         if heartbeat:
             a.heartbeat_timeout.CopyFrom(Duration(seconds=int(heartbeat)))
         a.retry_policy.CopyFrom(RetryPolicy(maximum_attempts=attempts, initial_interval=Duration(seconds=1)))
-        start = HistoryEvent(event_id=n + 1, event_time=at(i + 0.1), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)  # noqa: E501
+        start = HistoryEvent(
+            event_id=n + 1, event_time=at(i + 0.1), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        )  # noqa: E501
         start.activity_task_started_event_attributes.scheduled_event_id = n
         start.activity_task_started_event_attributes.attempt = 1
-        done = HistoryEvent(event_id=n + 2, event_time=at(i + 0.6), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)  # noqa: E501
+        done = HistoryEvent(
+            event_id=n + 2, event_time=at(i + 0.6), event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        )  # noqa: E501
         done.activity_task_completed_event_attributes.scheduled_event_id = n
         done.activity_task_completed_event_attributes.started_event_id = n + 1
         events += [sched, start, done]
@@ -236,7 +301,7 @@ def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 
 
 
 def test_diagnose_reads_timeouts_and_retries_from_history_alone():
-    from checkpoint_tui.app.doctor import diagnose
+    from checkpoint_tui.core.doctor import diagnose
 
     bad = diagnose(_history(heartbeat=None, start_to_close=30))
     (t,) = bad.types
@@ -256,7 +321,7 @@ def test_diagnose_reads_timeouts_and_retries_from_history_alone():
 
 
 def test_next_attempt_reads_what_temporal_did_after_the_kill():
-    from checkpoint_tui.app.activity_history import ActivityExec
+    from checkpoint_tui.core.activity_history import ActivityExec
     from checkpoint_tui.proof.measure.doctor import next_attempt
 
     def act(**kw) -> ActivityExec:
@@ -267,15 +332,19 @@ def test_next_attempt_reads_what_temporal_did_after_the_kill():
     assert next_attempt(act(attempt=2, status="scheduled"), 1, killed) is None  # timed out, not picked up yet
     assert next_attempt(act(attempt=2, status="running", started_at=104.0), 1, killed) == ("retried", 104.0)
     assert next_attempt(act(attempt=2, status="completed", started_at=104.0, closed_at=104.5), 1, killed) == (
-        "retried", 104.0)  # fmt: skip
+        "retried",
+        104.0,
+    )
     assert next_attempt(act(attempt=1, status="completed", started_at=100.5, closed_at=100.9), 1, killed) == "missed"
     assert next_attempt(act(attempt=1, status="timed-out", started_at=100.5, closed_at=103.0), 1, killed) == (
-        "failed", 103.0)  # fmt: skip
+        "failed",
+        103.0,
+    )
     assert next_attempt(act(attempt=3, status="completed", started_at=110.0, closed_at=111.0), 1, killed) == "unseen"
 
 
 def test_a_measurement_confirms_or_questions_the_finding():
-    from checkpoint_tui.app.doctor import Measurement, diagnose
+    from checkpoint_tui.core.doctor import Measurement, diagnose
 
     slow = diagnose(_history(heartbeat=None, start_to_close=30))
     capped = Measurement("send_note", "capped", 15.0, attempt=1)
@@ -288,8 +357,9 @@ def test_a_measurement_confirms_or_questions_the_finding():
     assert "the cap is under the predicted 31 s" in "\n".join(short_cap.lines())
     good = diagnose(_history(heartbeat=2, start_to_close=30))
     good.with_measured({"send_note": Measurement("send_note", "retried", 2.4, attempt=1)}, "run-2", 15.0)
-    assert good.findings == [] and "measured 2.40 s (attempt 2 started)  · confirms no kill-costs-timeout" in \
-        "\n".join(good.lines())  # fmt: skip
+    assert good.findings == [] and "measured 2.40 s (attempt 2 started)  · confirms no kill-costs-timeout" in "\n".join(
+        good.lines()
+    )
     late = diagnose(_history(heartbeat=2, start_to_close=30))  # predicted 3 s, measured 12 s: a finding of its own
     late.with_measured({"send_note": Measurement("send_note", "retried", 12.0, attempt=1)}, "run-2", 15.0)
     assert [f.kind for f in late.findings] == ["kill-measured-slow"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.core.runs import start_run, wait_for_run
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.waiting import wait_until
 from conftest import run_cli
@@ -52,10 +52,10 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
     The reader takes a finished chain at once: its pace between polls (here 30 s) is for a live run's
     new events, not for pages of a backlog (the dev server returns 512 events a page) nor for the empty
     page after an execution's last event."""
-    from checkpoint_tui.app.history import HistoryFollower
-    from checkpoint_tui.app.runs import new_run_id
-    from checkpoint_tui.engine.shared import AgentInput
+    from checkpoint_tui.core.history import HistoryFollower
+    from checkpoint_tui.core.runs import new_run_id
     from checkpoint_tui.ledger.store import create_run
+    from checkpoint_tui.loop_worker.shared import AgentInput
 
     conn = connect(home.db_path)
     run_id = new_run_id()  # the only kind of run id a worker accepts
@@ -76,7 +76,7 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
 
 
 async def test_cancel_ends_the_run_cancelled(home, client, supervisor):
-    from checkpoint_tui.app.runs import cancel_run
+    from checkpoint_tui.core.runs import cancel_run
 
     run_id = await start_run(home, client, steps=10, pace=0.5)
     conn = connect(home.db_path)
@@ -97,15 +97,18 @@ async def test_hostile_allow_steps_signals_wedge_no_run(home, client, supervisor
     neither fail a workflow task (a raising handler would, on every replay) nor move a gate."""
     from temporalio.api.enums.v1 import EventType
 
-    from checkpoint_tui.app.runs import WORKFLOW_TASK_TIMEOUT, model_label, record_run
-    from checkpoint_tui.engine.shared import ALLOW_STEPS_SIGNAL, WORKFLOW_NAME, AgentInput, ModelRef
+    from checkpoint_tui.core.runs import WORKFLOW_TASK_TIMEOUT, model_label, record_run
+    from checkpoint_tui.loop_worker.shared import ALLOW_STEPS_SIGNAL, WORKFLOW_NAME, AgentInput, ModelRef
 
     free = await start_run(home, client, steps=2, pace=0)
     gated_id = record_run(home, 2, 0.0, (), model_label(ModelRef()))
     gated = await client.start_workflow(
-        WORKFLOW_NAME, AgentInput(gated_id, 2, 0.0, ModelRef(), allowed_steps=0), id=gated_id,
-        task_queue=home.task_queue, task_timeout=WORKFLOW_TASK_TIMEOUT,
-    )  # fmt: skip
+        WORKFLOW_NAME,
+        AgentInput(gated_id, 2, 0.0, ModelRef(), allowed_steps=0),
+        id=gated_id,
+        task_queue=home.task_queue,
+        task_timeout=WORKFLOW_TASK_TIMEOUT,
+    )
     for handle in (client.get_workflow_handle(free), gated):
         await handle.signal(ALLOW_STEPS_SIGNAL)
         await handle.signal(ALLOW_STEPS_SIGNAL, args=[1, 2])
@@ -127,12 +130,12 @@ async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(hom
     from temporalio.api.enums.v1 import EventType
     from temporalio.worker import Replayer
 
-    from checkpoint_tui.app.history import HistoryFollower
-    from checkpoint_tui.app.runs import new_run_id
-    from checkpoint_tui.engine.shared import AgentInput
-    from checkpoint_tui.engine.workflow import AgentLoop
+    from checkpoint_tui.core.history import HistoryFollower
+    from checkpoint_tui.core.runs import new_run_id
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import create_run
+    from checkpoint_tui.loop_worker.shared import AgentInput
+    from checkpoint_tui.loop_worker.workflow import AgentLoop
     from checkpoint_tui.proof.nemeses.resets import reset_workflow
     from checkpoint_tui.proof.replay.histories import fetch_chain
 
@@ -156,6 +159,8 @@ async def test_the_history_reader_follows_a_reset_into_the_execution_it_made(hom
 
     chain = await fetch_chain(client, run_id, handle.result_run_id)  # what `replay RUN` replays: both
     assert [r.history.events[-1].event_type for r in chain] == [
-        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED]
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    ]
     for recorded in chain:
         await Replayer(workflows=[AgentLoop]).replay_workflow(recorded.history)

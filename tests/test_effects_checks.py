@@ -77,14 +77,19 @@ async def test_a_ledger_of_another_user_is_refused(tmp_path: Path, monkeypatch: 
 @pytest.mark.parametrize("api", ["async", "sync"])
 @pytest.mark.parametrize("where", ["/dev/null", "a folder"])
 async def test_a_probe_log_that_cannot_be_fsynced_is_refused_before_the_claim(
-    lab: Lab, api: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    lab: Lab,  # noqa: F811 - the fixture's name
+    api: str,
+    where: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     probe = Path(where) if where.startswith("/") else tmp_path / "probe-folder"
     probe.mkdir(exist_ok=True) if not where.startswith("/") else None
     monkeypatch.setenv("CHECKPOINT_PROBE_LOG", str(probe))
     good = tmp_path / "probe.jsonl"
-    await refused_then_applied(lab, api, f"k-probe-{api}", "probe log", lambda: monkeypatch.setenv(
-        "CHECKPOINT_PROBE_LOG", str(good)))  # fmt: skip
+    await refused_then_applied(
+        lab, api, f"k-probe-{api}", "probe log", lambda: monkeypatch.setenv("CHECKPOINT_PROBE_LOG", str(good))
+    )
     assert good.stat().st_size > 0
 
 
@@ -119,7 +124,11 @@ HOMES = {
 @pytest.mark.parametrize("api", ["async", "sync"])
 @pytest.mark.parametrize("case", list(HOMES))
 async def test_a_home_that_cannot_be_resolved_or_made_is_one_config_error_line(
-    lab: Lab, api: str, case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    lab: Lab,  # noqa: F811 - the fixture's name
+    api: str,
+    case: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     """Issue 39, finding 4: not a RuntimeError from pathlib, nor a line of thousands of characters or
     several lines: one EffectsConfigError line naming what is wrong; nothing claimed."""

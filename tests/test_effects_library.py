@@ -83,8 +83,8 @@ async def call(api: str, **kwargs) -> str:
 IMPORTS = """
 import sys
 import checkpoint_tui.effects
-lab = ("textual", "checkpoint_tui.app", "checkpoint_tui.ops", "checkpoint_tui.proof", "checkpoint_tui.tui",
-       "checkpoint_tui.cli", "checkpoint_tui.engine", "checkpoint_tui.model")
+lab = ("textual", "checkpoint_tui.core", "checkpoint_tui.ops", "checkpoint_tui.proof", "checkpoint_tui.tui",
+       "checkpoint_tui.cli", "checkpoint_tui.loop_worker", "checkpoint_tui.model")
 print(sorted(m for m in sys.modules if m.split(".")[0] == "textual" or m.startswith(lab)))
 """
 
@@ -228,7 +228,7 @@ def test_probe_reader_tolerates_a_torn_last_line_and_foreign_lines(tmp_path: Pat
     path = tmp_path / "probe.jsonl"
     assert read_probe_log(path) == {}  # no file: no writes
     good = probe_line(record("a")) + probe_line(record("b")) + probe_line(record("a"))
-    foreign = b"not json\n[1, 2]\n{\"kind\": \"no key\"}\n" + b"[" * 100_000 + b"\n"
+    foreign = b'not json\n[1, 2]\n{"kind": "no key"}\n' + b"[" * 100_000 + b"\n"
     torn = probe_line(record("b"))[:-1]  # a complete record whose newline never made it: torn
     path.write_bytes(good + foreign + probe_line(record("c", attempt=float("nan"))) + torn)
     assert read_probe_log(path) == {"a": 2, "b": 1, "c": 1}
@@ -264,13 +264,23 @@ def test_probe_lines_stay_under_4_kib_whatever_the_ids() -> None:
     each as JSON escapes) and lone surrogates, at the largest attempt a PostgreSQL step can count."""
     from checkpoint_tui.effects.identity import Identity, effect_key
 
-    hostile = Identity("\u2603\n\"\\" * 1000, "r" * 300, "9" * 300, 3)
+    hostile = Identity('\u2603\n"\\' * 1000, "r" * 300, "9" * 300, 3)
     key = effect_key("email", hostile)
     assert key.startswith("act:sha256:") and key.endswith(":email") and len(key) < 100
     worst_key = effect_key("k" * 64, Identity("", "", "", 1), key="\U0001f600" * effects.KEY_LIMIT)
     for ids in ("\x01", "\ud800", "\U0001f600", '"'):
-        line = probe_line(record(worst_key, kind="k" * 64, workflow_id=ids * 1000, run_id=ids * 1000,
-                                 activity_id=ids * 1000, attempt=2**31 - 1, pid=2**22, t=time.time()))  # fmt: skip
+        line = probe_line(
+            record(
+                worst_key,
+                kind="k" * 64,
+                workflow_id=ids * 1000,
+                run_id=ids * 1000,
+                activity_id=ids * 1000,
+                attempt=2**31 - 1,
+                pid=2**22,
+                t=time.time(),
+            )
+        )
         assert len(line) < 4000 and line.startswith(b"\n") and line.endswith(b"\n") and line.count(b"\n") == 2
         assert json.loads(line)["key"] == worst_key
         assert json.loads(line)["workflow_id"].startswith(ids * 10)  # cut, but informative
@@ -310,8 +320,9 @@ async def test_a_business_key_equal_to_a_lab_effect_id_is_its_own_effect(lab: La
     same text is another effect, not `skipped` because of it."""
     from checkpoint_tui.ledger.effects import EffectSpec, apply_effect_once
 
-    spec = EffectSpec(run_id="run-x", step=3, kind="email", payload="lab", attempt=1, worker_pid=os.getpid(),
-                      workflow_id="run-x")  # fmt: skip
+    spec = EffectSpec(
+        run_id="run-x", step=3, kind="email", payload="lab", attempt=1, worker_pid=os.getpid(), workflow_id="run-x"
+    )
     assert apply_effect_once(lab.conn, spec, lambda s, r: None) == "applied"
     sent: list[str] = []
     assert await exactly_once(kind="email", payload="user", write=sent.append, key=spec.id) == "applied"
@@ -546,11 +557,16 @@ class LibraryProbe:
 async def test_in_real_activities_keys_retries_and_heartbeats(lab: Lab, temporal_address: str) -> None:
     client = await Client.connect(temporal_address)
     queue = f"lib-{uuid.uuid4().hex[:8]}"
-    inputs = [ProbeInput("slow", 2.5), ProbeInput("sync-slow", 2.5), ProbeInput("fail-after"),
-              ProbeInput("raise-in-write")]  # fmt: skip
+    inputs = [
+        ProbeInput("slow", 2.5),
+        ProbeInput("sync-slow", 2.5),
+        ProbeInput("fail-after"),
+        ProbeInput("raise-in-write"),
+    ]
     with ThreadPoolExecutor(4) as pool:
-        async with Worker(client, task_queue=queue, workflows=[LibraryProbe], activities=[lib_async, lib_sync],
-                          activity_executor=pool):  # fmt: skip
+        async with Worker(
+            client, task_queue=queue, workflows=[LibraryProbe], activities=[lib_async, lib_sync], activity_executor=pool
+        ):
             wf = f"lib-{uuid.uuid4().hex}"
             handle = await client.start_workflow(LibraryProbe.run, inputs, id=wf, task_queue=queue)
             results = await asyncio.wait_for(handle.result(), 90)
@@ -586,9 +602,12 @@ class HostileIds:
     @workflow.run
     async def run(self) -> str:
         return await workflow.execute_activity(
-            lib_hostile_ids, "k" * 64, activity_id=CONTROL * 1000, start_to_close_timeout=timedelta(seconds=30),
+            lib_hostile_ids,
+            "k" * 64,
+            activity_id=CONTROL * 1000,
+            start_to_close_timeout=timedelta(seconds=30),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=2),
-        )  # fmt: skip
+        )
 
 
 async def test_the_longest_key_with_hostile_ids_in_a_real_activity(lab: Lab, temporal_address: str) -> None:

@@ -108,7 +108,9 @@ def old_pool() -> Iterator[ThreadPoolExecutor]:
 
 @pytest.mark.parametrize("api", ["async", "sync"])
 async def test_a_pool_job_whose_result_the_write_waits_for_is_refused(
-    lab: Lab, api: str, old_pool: ThreadPoolExecutor  # noqa: F811
+    lab: Lab,  # noqa: F811 - the fixture's name
+    api: str,
+    old_pool: ThreadPoolExecutor,  # noqa: F811
 ) -> None:
     """The job runs on a thread the write did not start; the write waits for its result."""
     key = f"k-old-pool-{api}"
@@ -149,7 +151,8 @@ async def test_a_wait_for_a_turn_is_bounded(lab: Lab, api: str, monkeypatch: pyt
 
 
 def test_a_write_that_raises_timeout_error_fails_the_heartbeating_call(
-    lab: Lab, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    lab: Lab,  # noqa: F811 - the fixture's name
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     """A sync write's own TimeoutError (socket.timeout is one) was taken for the heartbeat interval
     passing: the sync twin, heartbeating inside an activity, waited on its done future forever."""
@@ -198,7 +201,9 @@ def in_new_thread(key):
     return out[0]
 """
 
-FORK_IN_WRITE = PRELUDE + """
+FORK_IN_WRITE = (
+    PRELUDE
+    + """
 def write(payload):
     pid = os.fork()
     if pid == 0:
@@ -213,11 +218,13 @@ def write(payload):
         time.sleep(0.01)
 say("parent: " + exactly_once_sync(kind="email", payload="parent", write=write, key="k-fork-write"))
 """
+)
 
 
 def _run(script: str, timeout: float = 60) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
-                         env=os.environ)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout, env=os.environ
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.splitlines()
 
@@ -233,7 +240,9 @@ def test_a_child_forked_by_the_write_is_refused_on_its_key(lab: Lab) -> None:  #
     assert lab.outcomes("k-fork-write") == ["applied"] and lab.writes() == {"k-fork-write": 1}
 
 
-FORK_BESIDE = PRELUDE + """
+FORK_BESIDE = (
+    PRELUDE
+    + """
 import select
 writing, release = threading.Event(), threading.Event()
 def write(payload):
@@ -262,6 +271,7 @@ holder.join(20)
 say("child: " + reader.readline().strip())
 os.waitpid(pid, 0)
 """
+)
 
 
 def test_a_child_forked_beside_a_running_call_waits_for_it(lab: Lab) -> None:  # noqa: F811
@@ -272,7 +282,9 @@ def test_a_child_forked_beside_a_running_call_waits_for_it(lab: Lab) -> None:  #
     assert lab.outcomes("k-fork-beside") == ["applied", "skipped"] and lab.writes() == {"k-fork-beside": 1}
 
 
-FORK_HOLDER_DIES = PRELUDE + """
+FORK_HOLDER_DIES = (
+    PRELUDE
+    + """
 writing = threading.Event()
 def write(payload):
     writing.set()
@@ -292,11 +304,13 @@ os.close(w)
 assert os.read(r, 100) == b"calling\\n"
 os.kill(os.getpid(), signal.SIGKILL)  # the holder dies mid-write: its claim is now truly interrupted
 """
+)
 
 
 def test_a_child_whose_holder_died_recovers(lab: Lab) -> None:  # noqa: F811
-    out = subprocess.run([sys.executable, "-c", FORK_HOLDER_DIES], capture_output=True, text=True, timeout=60,
-                         env=os.environ)  # fmt: skip  (the pipe closes when the orphaned child exits)
+    out = subprocess.run(
+        [sys.executable, "-c", FORK_HOLDER_DIES], capture_output=True, text=True, timeout=60, env=os.environ
+    )  # (the pipe closes when the orphaned child exits)
     assert out.returncode == -9, out.stderr[-3000:]
     assert out.stdout.splitlines() == ["child: recovered"], out.stderr[-3000:]
     assert lab.outcomes("k-fork-dies") == ["interrupted", "recovered"] and lab.writes() == {"k-fork-dies": 2}
@@ -372,7 +386,9 @@ RETURNS = {
 @pytest.mark.parametrize("api", ["async", "sync"])
 @pytest.mark.parametrize("made", list(RETURNS))
 async def test_a_write_that_returns_what_never_runs_is_refused_and_recoverable(
-    lab: Lab, api: str, made: str  # noqa: F811
+    lab: Lab,  # noqa: F811 - the fixture's name
+    api: str,
+    made: str,  # noqa: F811
 ) -> None:
     """A plain callable cannot be told apart before it is called. What it returned is closed unrun and
     the call refused, saying so: nothing was written, the claim stays unstamped like a write that
@@ -389,4 +405,3 @@ async def test_a_write_that_returns_what_never_runs_is_refused_and_recoverable(
     sent: list[str] = []
     assert await call(api, kind="email", payload="p", write=sent.append, key=key) == "recovered"
     assert sent == ["p"] and lab.outcomes(key) == ["interrupted", "recovered"]
-

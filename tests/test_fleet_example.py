@@ -47,8 +47,12 @@ class Fleet:
         return self.env["CHECKPOINT_TASK_QUEUE"]
 
     def start(self, script: str, *args: str) -> subprocess.Popen:
-        proc = start_script([sys.executable, str(FLEET / script), *args], self.env, self.logs,
-                            self.logs / f"{len(self.procs)}-{script}.log")
+        proc = start_script(
+            [sys.executable, str(FLEET / script), *args],
+            self.env,
+            self.logs,
+            self.logs / f"{len(self.procs)}-{script}.log",
+        )
         self.procs.append(proc)
         return proc
 
@@ -94,8 +98,13 @@ def fleet(home: Settings, temporal_address: str) -> Iterator[Fleet]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_", "FLEET_"))}
     env.pop("MAIL_API", None)
     tag = uuid.uuid4().hex[:8]
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(home.home),
-               CHECKPOINT_TASK_QUEUE=f"fleet-wf-{tag}", FLEET_ACTIVITY_QUEUE=f"fleet-act-{tag}")  # fmt: skip
+    env.update(
+        TEMPORAL_ADDRESS=temporal_address,
+        TEMPORAL_NAMESPACE="default",
+        CHECKPOINT_HOME=str(home.home),
+        CHECKPOINT_TASK_QUEUE=f"fleet-wf-{tag}",
+        FLEET_ACTIVITY_QUEUE=f"fleet-act-{tag}",
+    )
     logs = home.home / "fleet-logs"
     logs.mkdir()
     procs = Fleet(env, logs)
@@ -153,9 +162,13 @@ async def test_the_fleet_sends_each_receipt_once(fleet: Fleet, client: Client, h
     fleet.start("workflow_worker.py")
     wf = f"fleet-{uuid.uuid4().hex[:8]}"
     try:
-        result = await client.execute_workflow("FleetMailer", fleet_input(fleet, 3, 0.05), id=wf,
-                                               task_queue=fleet.workflow_queue,
-                                               execution_timeout=timedelta(seconds=15))  # fmt: skip
+        result = await client.execute_workflow(
+            "FleetMailer",
+            fleet_input(fleet, 3, 0.05),
+            id=wf,
+            task_queue=fleet.workflow_queue,
+            execution_timeout=timedelta(seconds=15),
+        )
         assert result == 3
         check_sent_once(fleet, home, wf, 3)
     except BaseException:
@@ -174,20 +187,30 @@ async def test_a_non_replay_safe_deploy_fails_in_flight_runs_and_a_rollback_comp
         # workflow task is replayed on v2, which schedules `check_mail_api` where history has `send_receipt`.
         # The SDK reports only the first failure of a task: the retry v2 takes next is given up only when
         # it times out, so a short task timeout lets the rollback's v1 have the task 2 s later, not 10 s.
-        handle = await client.start_workflow("FleetMailer", fleet_input(fleet, 3, 2.0), id=wf,
-                                             task_queue=fleet.workflow_queue, task_timeout=timedelta(seconds=2),
-                                             execution_timeout=timedelta(seconds=30))  # fmt: skip
-        await wait_for_event(handle, lambda e: e.event_type == EventType.EVENT_TYPE_TIMER_STARTED, 10,
-                                     "the pace timer after receipt 1")  # fmt: skip
+        handle = await client.start_workflow(
+            "FleetMailer",
+            fleet_input(fleet, 3, 2.0),
+            id=wf,
+            task_queue=fleet.workflow_queue,
+            task_timeout=timedelta(seconds=2),
+            execution_timeout=timedelta(seconds=30),
+        )
+        await wait_for_event(
+            handle, lambda e: e.event_type == EventType.EVENT_TYPE_TIMER_STARTED, 10, "the pace timer after receipt 1"
+        )
         assert fleet.stop(v1) == 0
         v2 = fleet.start("workflow_worker_v2.py")
         failed = await wait_for_event(handle, non_determinism, 10, "a non-determinism workflow task failure")
         assert "check_mail_api" in failed.workflow_task_failed_event_attributes.failure.message
 
         # A run started while v2 is deployed completes on it (its preflight is in its own history).
-        fresh = await client.execute_workflow("FleetMailer", fleet_input(fleet, 1, 0), id=f"{wf}-v2",
-                                              task_queue=fleet.workflow_queue,
-                                              execution_timeout=timedelta(seconds=10))  # fmt: skip
+        fresh = await client.execute_workflow(
+            "FleetMailer",
+            fleet_input(fleet, 1, 0),
+            id=f"{wf}-v2",
+            task_queue=fleet.workflow_queue,
+            execution_timeout=timedelta(seconds=10),
+        )
         assert fresh == 1
 
         assert fleet.stop(v2) == 0  # the rollback

@@ -35,7 +35,7 @@ BAD_FLAGS = [
     (["--worker", f"q={WORKER}", "--dependency", "MAIL_API=127.0.0.1:0"], "port must be a number from 1 to 65535"),
     (["--dependency", "MAIL_API=127.0.0.1:80"], "for your own workers"),
     (["--worker", f"a={WORKER}", "--task-queue", "b"], "no --worker polls it"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("flags", "said"), BAD_FLAGS)
@@ -66,25 +66,32 @@ def _schedule(tmp_path: Path, *events: dict) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("event", "said"), [
-    ({"at_s": 1, "nemesis": "churn", "fraction": 2}, "fraction must be a number in [0.01, 1]"),
-    ({"at_s": 1, "nemesis": "churn", "interval_s": True}, "interval_s must be"),
-    ({"at_s": 1, "nemesis": "fleet-down", "duration_s": 601}, "duration_s must be"),
-    ({"at_s": 1, "nemesis": "fleet-down", "grace_s": 3}, "fleet-down takes no grace_s"),
-    ({"at_s": 1, "nemesis": "dependency", "fault": "meteor"}, "fault must be one of latency, errors, blackhole"),
-    ({"at_s": 1, "nemesis": "deploy", "rollback_after_s": float("nan")}, "rollback_after_s must be"),
-    ({"at_s": 1, "nemesis": "graceful-restart", "queue": ["q"]}, "queue must be a name"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        ({"at_s": 1, "nemesis": "churn", "fraction": 2}, "fraction must be a number in [0.01, 1]"),
+        ({"at_s": 1, "nemesis": "churn", "interval_s": True}, "interval_s must be"),
+        ({"at_s": 1, "nemesis": "fleet-down", "duration_s": 601}, "duration_s must be"),
+        ({"at_s": 1, "nemesis": "fleet-down", "grace_s": 3}, "fleet-down takes no grace_s"),
+        ({"at_s": 1, "nemesis": "dependency", "fault": "meteor"}, "fault must be one of latency, errors, blackhole"),
+        ({"at_s": 1, "nemesis": "deploy", "rollback_after_s": float("nan")}, "rollback_after_s must be"),
+        ({"at_s": 1, "nemesis": "graceful-restart", "queue": ["q"]}, "queue must be a name"),
+    ],
+)
 def test_a_bad_game_day_event_is_a_usage_error(tmp_path: Path, event: dict, said: str):
     with pytest.raises(UsageError, match=said.replace("[", r"\[").replace("]", r"\]")):
         load_schedule(_schedule(tmp_path, event))
 
 
 def test_events_are_checked_against_the_fleet_before_chaos_starts(tmp_path: Path):
-    events, _, _ = load_schedule(_schedule(
-        tmp_path, {"at_s": 1, "nemesis": "graceful-restart", "queue": "acts", "grace_s": 2},
-        {"at_s": 2, "nemesis": "deploy", "queue": "wf", "rollback_after_s": 3},
-        {"at_s": 3, "nemesis": "dependency", "fault": "latency", "duration_s": 2}))  # fmt: skip
+    events, _, _ = load_schedule(
+        _schedule(
+            tmp_path,
+            {"at_s": 1, "nemesis": "graceful-restart", "queue": "acts", "grace_s": 2},
+            {"at_s": 2, "nemesis": "deploy", "queue": "wf", "rollback_after_s": 3},
+            {"at_s": 3, "nemesis": "dependency", "fault": "latency", "duration_s": 2},
+        )
+    )
     assert [dict(e.opts) for e in events][0] == {"queue": "acts", "grace_s": 2.0}
     check_against(events, ["wf", "acts"], ["wf"], ["MAIL_API"], "s")  # the fleet has all three
     with pytest.raises(UsageError, match="deploy on wf needs --deploy wf=CMD"):
@@ -94,14 +101,26 @@ def test_events_are_checked_against_the_fleet_before_chaos_starts(tmp_path: Path
     with pytest.raises(UsageError, match="name one of --dependency"):
         check_against(events, ["wf", "acts"], ["wf"], [], "s")
     # time-placed events only: the file needs no step count (a user's workflow has none)
-    assert events[0].to_json() == {"at_s": 1.0, "nemesis": "graceful-restart", "target": "worker", "delay_ms": 0,
-                                   "queue": "acts", "grace_s": 2.0}  # fmt: skip
+    assert events[0].to_json() == {
+        "at_s": 1.0,
+        "nemesis": "graceful-restart",
+        "target": "worker",
+        "delay_ms": 0,
+        "queue": "acts",
+        "grace_s": 2.0,
+    }
 
 
 def test_slots_name_their_command_and_a_deploy_swaps_only_the_command(tmp_path: Path):
     wf, acts, v2 = ("python", "wf.py"), ("python", "acts.py"), ("python", "wf_v2.py")
-    s = Settings(home=tmp_path, task_queue_name="wf", worker_cmd=wf, pool_size=2, fleet=(FleetMember("acts", acts),),
-                 deploys=(FleetMember("wf", v2),))  # fmt: skip
+    s = Settings(
+        home=tmp_path,
+        task_queue_name="wf",
+        worker_cmd=wf,
+        pool_size=2,
+        fleet=(FleetMember("acts", acts),),
+        deploys=(FleetMember("wf", v2),),
+    )
     s.ensure_dirs()
     assert fleet.slot_count(s) == 4 and fleet.queues(s) == ["wf", "acts"]
     assert [fleet.queue_of(s, slot) for slot in range(4)] == ["wf", "wf", "acts", "acts"]

@@ -27,9 +27,22 @@ def mail_api(tmp_path: Path, delay_ms: int) -> Iterator[str]:
     """The example's mail API on a free loopback port (each send takes `delay_ms`: a stop can land in one)."""
     out = tmp_path / "mail-api.out"
     with open(out, "wb") as fh:
-        proc = subprocess.Popen([PY, str(FLEET / "mail_api.py"), "--port", "0", "--delay-ms", str(delay_ms), "--log",
-                                 str(tmp_path / "mail.jsonl")], stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                PY,
+                str(FLEET / "mail_api.py"),
+                "--port",
+                "0",
+                "--delay-ms",
+                str(delay_ms),
+                "--log",
+                str(tmp_path / "mail.jsonl"),
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         assert wait_until_sync(lambda: "listening" in out.read_text() or proc.poll() is not None, 15)
         yield out.read_text().split("listening ", 1)[1].split()[0]
@@ -43,8 +56,14 @@ def mail_api(tmp_path: Path, delay_ms: int) -> Iterator[str]:
 
 
 def _fleet(home: Path, tag: str, activity_flags: str = "") -> list[str]:
-    return ["--home", str(home), "--worker", f"{tag}-wf={PY} {FLEET / 'workflow_worker.py'}",
-            "--worker", f"{tag}-acts={PY} {FLEET / 'activity_worker.py'}{activity_flags}"]  # fmt: skip
+    return [
+        "--home",
+        str(home),
+        "--worker",
+        f"{tag}-wf={PY} {FLEET / 'workflow_worker.py'}",
+        "--worker",
+        f"{tag}-acts={PY} {FLEET / 'activity_worker.py'}{activity_flags}",
+    ]
 
 
 def _stop(home: Path) -> None:
@@ -59,9 +78,26 @@ def _gameday(tmp_path: Path, scenario: str, tag: str, *flags: str) -> tuple[subp
     its after-action report checked for what every experiment writes; (the command, its experiment)."""
     home, out = tmp_path / "home", tmp_path / "after-action"
     try:
-        done = run_cli(*_fleet(home, tag), *flags, "gameday", "--workflow", "FleetMailer", "--input",
-                       RUN_INPUT.replace("{tag}", tag), "--scenarios", scenario, "--runs", "3", "--down-s", "4",
-                       "--grace-s", "5", "--out", str(out), timeout=600)  # fmt: skip
+        done = run_cli(
+            *_fleet(home, tag),
+            *flags,
+            "gameday",
+            "--workflow",
+            "FleetMailer",
+            "--input",
+            RUN_INPUT.replace("{tag}", tag),
+            "--scenarios",
+            scenario,
+            "--runs",
+            "3",
+            "--down-s",
+            "4",
+            "--grace-s",
+            "5",
+            "--out",
+            str(out),
+            timeout=600,
+        )
     finally:
         _stop(home)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
@@ -116,15 +152,44 @@ def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tm
     and, with maximum_attempts=1, fails its run; the verdict names the task, its wait and the rollout."""
     home = tmp_path / "home"
     schedule = tmp_path / "rollout.json"
-    schedule.write_text(json.dumps({"events": [{"at_s": 1.0, "nemesis": "churn", "queue": "gr-acts",
-                                                "duration_s": 2.5, "interval_s": 1.0, "fraction": 1.0}]}))  # fmt: skip
-    run_input = json.dumps({"count": 4, "pace": 0.1, "activity_queue": "gr-acts", "max_attempts": 1,
-                            "start_to_close_s": 2})  # fmt: skip
+    schedule.write_text(
+        json.dumps(
+            {
+                "events": [
+                    {
+                        "at_s": 1.0,
+                        "nemesis": "churn",
+                        "queue": "gr-acts",
+                        "duration_s": 2.5,
+                        "interval_s": 1.0,
+                        "fraction": 1.0,
+                    }
+                ]
+            }
+        )
+    )
+    run_input = json.dumps(
+        {"count": 4, "pace": 0.1, "activity_queue": "gr-acts", "max_attempts": 1, "start_to_close_s": 2}
+    )
     with mail_api(tmp_path, 1000) as api:  # a send takes 1 s: the first SIGTERM lands inside one
         try:
-            done = run_cli(*_fleet(home, "gr", " --exit-on-sigterm"), "--dependency", f"MAIL_API={api}", "chaos",
-                           "--workflow", "FleetMailer", "--input", run_input, "--schedule", str(schedule), "--runs",
-                           "2", "--json", str(tmp_path / "report.json"), timeout=300)  # fmt: skip
+            done = run_cli(
+                *_fleet(home, "gr", " --exit-on-sigterm"),
+                "--dependency",
+                f"MAIL_API={api}",
+                "chaos",
+                "--workflow",
+                "FleetMailer",
+                "--input",
+                run_input,
+                "--schedule",
+                str(schedule),
+                "--runs",
+                "2",
+                "--json",
+                str(tmp_path / "report.json"),
+                timeout=300,
+            )
         finally:
             _stop(home)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]

@@ -14,15 +14,25 @@ from checkpoint_tui.settings import FleetMember, Settings
 
 def _report(events: list[dict], lost: list[str] = ()) -> dict:
     failing = [{"name": "chaos: no lost work (...)", "ok": not lost, "observed": "; ".join(lost)}]
-    return {"checks": failing, "fleet": {"backlog": {"samples": 10, "peak": 5, "events": events}},
-            "audit": {"run_id": "run-1", "lost_work": {"units": list(lost)}}}
+    return {
+        "checks": failing,
+        "fleet": {"backlog": {"samples": 10, "peak": 5, "events": events}},
+        "audit": {"run_id": "run-1", "lost_work": {"units": list(lost)}},
+    }
 
 
 def test_drain_checks_pass_with_no_backlog_and_fail_past_the_bound():
-    checks = scenario_checks(_report([{"name": "fleet-down", "peak": 0, "drain_s": None},
-                                       {"name": "fleet-down", "peak": 5, "drain_s": 3.2},
-                                       {"name": "deploy", "peak": 4, "drain_s": 90.0},
-                                       {"name": "churn", "peak": 2, "drain_s": None}]), 60.0)
+    checks = scenario_checks(
+        _report(
+            [
+                {"name": "fleet-down", "peak": 0, "drain_s": None},
+                {"name": "fleet-down", "peak": 5, "drain_s": 3.2},
+                {"name": "deploy", "peak": 4, "drain_s": 90.0},
+                {"name": "churn", "peak": 2, "drain_s": None},
+            ]
+        ),
+        60.0,
+    )
     drains = [c for c in checks if c.name.startswith("gameday: backlog drains")]
     assert [c.ok for c in drains] == [True, True, False, False]
     assert "no backlog" in drains[0].observed and "drained 90.0 s" in drains[2].observed
@@ -30,8 +40,12 @@ def test_drain_checks_pass_with_no_backlog_and_fail_past_the_bound():
 
 
 def test_the_after_action_report_names_what_was_lost(tmp_path: Path):
-    settings = Settings(home=tmp_path, task_queue_name="wf", worker_cmd=("python", "wf.py"),
-                        fleet=(FleetMember("acts", ("python", "acts.py")),))
+    settings = Settings(
+        home=tmp_path,
+        task_queue_name="wf",
+        worker_cmd=("python", "wf.py"),
+        fleet=(FleetMember("acts", ("python", "acts.py")),),
+    )
     scenarios = {s.name: s for s in plan(settings, [], 2, 5.0, 5.0)}
     assert scenarios["deploy"].skipped and scenarios["dependency"].skipped  # no --deploy, no --dependency
     held = Experiment(scenarios["kill-all"], 1.0, 20.0, _report([{"name": "fleet-down", "peak": 3, "drain_s": 1.5}]))

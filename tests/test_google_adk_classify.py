@@ -1,5 +1,5 @@
 """Google ADK on Temporal, piece by piece: the exactly-once key of a tool call
-(`checkpoint_tui.integrations.google_adk`) and the classifier (`checkpoint_tui.app.frameworks.google_adk`)
+(`checkpoint_tui.integrations.google_adk`) and the classifier (`checkpoint_tui.core.frameworks.google_adk`)
 on payloads as history holds them (taken from a run of examples/agents/google_adk_mailer, cut small)
 and on hostile ones. The example itself, run for real and under the lab: tests/test_google_adk_lab.py."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agent_examples import HUGE, activity_env, classify_in_time, nested, seen
-from checkpoint_tui.app.frameworks import UnitInfo, classify, detect
-from checkpoint_tui.app.frameworks.google_adk import owns, recognises
+from checkpoint_tui.core.frameworks import UnitInfo, classify, detect
+from checkpoint_tui.core.frameworks.google_adk import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.google_adk import tool_call_key
 
@@ -31,8 +31,11 @@ def test_the_key_names_the_workflow_and_the_function_call() -> None:
 
 
 def call(call_id: str | None, name: str = "send_email", args: object = ARGS) -> dict:
-    return {"function_call": {"id": call_id, "args": args, "name": name}} if call_id else {
-        "function_call": {"args": args, "name": name}}  # fmt: skip
+    return (
+        {"function_call": {"id": call_id, "args": args, "name": name}}
+        if call_id
+        else {"function_call": {"args": args, "name": name}}
+    )
 
 
 def request(*contents: dict, model: object = "scripted-mailer") -> list[object]:
@@ -43,16 +46,34 @@ def request(*contents: dict, model: object = "scripted-mailer") -> list[object]:
 
 def responds(*parts: dict, usage: object = (184, 18, 202)) -> list[object]:
     """An `invoke_model` result: one `LlmResponse` with these parts and its usage_metadata."""
-    counts = dict(zip(("prompt_token_count", "candidates_token_count", "total_token_count"), usage, strict=True)) \
-        if isinstance(usage, tuple) else usage  # fmt: skip
-    return [{"model_version": "scripted-mailer", "content": {"parts": list(parts), "role": "model"},
-             "usage_metadata": counts}]  # fmt: skip
+    counts = (
+        dict(zip(("prompt_token_count", "candidates_token_count", "total_token_count"), usage, strict=True))
+        if isinstance(usage, tuple)
+        else usage
+    )
+    return [
+        {
+            "model_version": "scripted-mailer",
+            "content": {"parts": list(parts), "role": "model"},
+            "usage_metadata": counts,
+        }
+    ]
 
 
 ANSWER = responds({"text": "sent 2 emails to ops@example.com"}, usage=(351, 8, 359))
 TURN_1 = {"parts": [call("call_ee25e7a7d0cb48b498f77154")], "role": "model"}
-RESULT_1 = {"parts": [{"function_response": {"id": "call_ee25e7a7d0cb48b498f77154", "name": "send_email",
-                                             "response": {"result": "sent"}}}], "role": "user"}  # fmt: skip
+RESULT_1 = {
+    "parts": [
+        {
+            "function_response": {
+                "id": "call_ee25e7a7d0cb48b498f77154",
+                "name": "send_email",
+                "response": {"result": "sent"},
+            }
+        }
+    ],
+    "role": "user",
+}
 
 
 def test_owns_its_types_and_recognises_its_payloads_not_strands() -> None:
@@ -73,34 +94,48 @@ def test_a_blind_and_a_guarded_run_as_history_holds_them() -> None:
     snapshot = {"state": {}, "function_call_id": "call_ee25e7a7d0cb48b498f77154"}
     given = ["ops@example.com", "hello, this is turn 1", 0.3]
     for tool, args in (("send_email", given), ("send_email_guarded", [*given, snapshot])):
-        units = classify("google-adk", [
-            seen("invoke_model", request(), responds(call("call_ee25e7a7d0cb48b498f77154", tool)), "mailer"),
-            seen(tool, args, "sent to ops@example.com"),
-            seen("invoke_model", request(TURN_1, RESULT_1), ANSWER, "mailer"),
-        ])  # fmt: skip
+        units = classify(
+            "google-adk",
+            [
+                seen("invoke_model", request(), responds(call("call_ee25e7a7d0cb48b498f77154", tool)), "mailer"),
+                seen(tool, args, "sent to ops@example.com"),
+                seen("invoke_model", request(TURN_1, RESULT_1), ANSWER, "mailer"),
+            ],
+        )
         assert [u.cls for u in units] == ["model", "tool", "model"]
         model, unit, last = units
         assert (model.name, model.tokens, model.summary) == ("scripted-mailer", 202, "mailer")
         assert model.label == "model · scripted-mailer"
         assert last.tokens == 359 and unit.tokens is None
-        assert unit == UnitInfo("tool", tool, "call_ee25e7a7d0cb48b498f77154", unit.args_digest, None, None,
-                                f"tool · {tool} · call ee25e7…")  # fmt: skip
+        assert unit == UnitInfo(
+            "tool", tool, "call_ee25e7a7d0cb48b498f77154", unit.args_digest, None, None, f"tool · {tool} · call ee25e7…"
+        )
     blind_alone = classify("google-adk", [seen("send_email", ["ops@example.com", "hello, this is turn 1", 0.3])])
     assert blind_alone[0].cls == "other"  # no request before it names it: a hook's activity
 
 
 def test_calls_match_by_name_in_order_the_snapshot_wins_and_an_unnamed_activity_is_other() -> None:
     made = responds(call("call_1", "a", {"x": 1}), call("call_2", "b"), call("call_3", "a", {"x": 3}))
-    units = classify("google-adk", [
-        seen("audit_hook"),  # before any model request: a hook's activity
-        seen("invoke_model", request(), made),
-        seen("b"), seen("a", [{"state": {}, "function_call_id": "call_3"}]), seen("a"), seen("audit_hook"),
-        seen("invoke_model", request(), ANSWER),
-    ])  # fmt: skip
+    units = classify(
+        "google-adk",
+        [
+            seen("audit_hook"),  # before any model request: a hook's activity
+            seen("invoke_model", request(), made),
+            seen("b"),
+            seen("a", [{"state": {}, "function_call_id": "call_3"}]),
+            seen("a"),
+            seen("audit_hook"),
+            seen("invoke_model", request(), ANSWER),
+        ],
+    )
     assert [u.cls for u in units] == ["other", "model", "tool", "tool", "tool", "other", "model"]
     assert [u.call_id for u in units[2:5]] == ["call_2", "call_3", "call_1"]
-    assert units[3].args_digest == classify("google-adk", [seen("invoke_model", [], responds(
-        call("z", "a", {"x": 3}))), seen("a")])[1].args_digest  # the model's arguments, not the snapshot  # fmt: skip
+    assert (
+        units[3].args_digest
+        == classify("google-adk", [seen("invoke_model", [], responds(call("z", "a", {"x": 3}))), seen("a")])[
+            1
+        ].args_digest
+    )  # the model's arguments, not the snapshot
 
 
 def test_an_id_adk_made_is_read_from_the_snapshot_and_an_undecoded_result_from_the_next_request() -> None:
@@ -108,32 +143,58 @@ def test_an_id_adk_made_is_read_from_the_snapshot_and_an_undecoded_result_from_t
     handed = seen("g", ["x", {"state": {}, "function_call_id": "adk-6f1c"}])
     units = classify("google-adk", [seen("invoke_model", [], no_id), handed, seen("g")])
     assert [(u.cls, u.call_id) for u in units] == [("model", None), ("tool", "adk-6f1c"), ("other", None)]
-    units = classify("google-adk", [
-        seen("invoke_model", request(), None),  # its result did not decode (too big)
-        seen("send_email", ["x", "hello", 0.3]),
-        seen("invoke_model", request(TURN_1, RESULT_1), ANSWER),
-        seen("invoke_model", [{"model": None}], None),  # still running: nothing after it tells
-        seen("send_email", ["z"]),
-    ])  # fmt: skip
-    assert [(u.cls, u.call_id) for u in units] == [("model", None), ("tool", "call_ee25e7a7d0cb48b498f77154"),
-                                                   ("model", None), ("model", None), ("tool", None)]  # fmt: skip
+    units = classify(
+        "google-adk",
+        [
+            seen("invoke_model", request(), None),  # its result did not decode (too big)
+            seen("send_email", ["x", "hello", 0.3]),
+            seen("invoke_model", request(TURN_1, RESULT_1), ANSWER),
+            seen("invoke_model", [{"model": None}], None),  # still running: nothing after it tells
+            seen("send_email", ["z"]),
+        ],
+    )
+    assert [(u.cls, u.call_id) for u in units] == [
+        ("model", None),
+        ("tool", "call_ee25e7a7d0cb48b498f77154"),
+        ("model", None),
+        ("model", None),
+        ("tool", None),
+    ]
     assert units[3].label == "model" and units[3].tokens is None
 
 
 def test_mcp_calls_and_the_streaming_model() -> None:
-    mcp = {"factory_argument": None, "name": "search", "arguments": {"q": 1},
-           "tool_context": {"function_call_id": "call_abcdef12", "tool_confirmation": None}}  # fmt: skip
-    streamed = [{"partial": True, "content": {"parts": [{"text": "th"}]}},
-                {"content": {"parts": [call("call_abcdef12", "search", {"q": 1})]}, "usage_metadata": {
-                    "prompt_token_count": 10, "candidates_token_count": 5}}]  # fmt: skip
+    mcp = {
+        "factory_argument": None,
+        "name": "search",
+        "arguments": {"q": 1},
+        "tool_context": {"function_call_id": "call_abcdef12", "tool_confirmation": None},
+    }
+    streamed = [
+        {"partial": True, "content": {"parts": [{"text": "th"}]}},
+        {
+            "content": {"parts": [call("call_abcdef12", "search", {"q": 1})]},
+            "usage_metadata": {"prompt_token_count": 10, "candidates_token_count": 5},
+        },
+    ]
     wrapped = [{"llm_request": request(model="gemini-2.5-flash")[0], "streaming_topic": "t"}]
-    units = classify("google-adk", [seen("invoke_model_streaming", wrapped, streamed), seen("docs-list-tools"),
-                                    seen("docs-call-tool", [mcp]), seen("docs-server-session")])  # fmt: skip
+    units = classify(
+        "google-adk",
+        [
+            seen("invoke_model_streaming", wrapped, streamed),
+            seen("docs-list-tools"),
+            seen("docs-call-tool", [mcp]),
+            seen("docs-server-session"),
+        ],
+    )
     assert [u.cls for u in units] == ["model", "other", "mcp", "other"]
     assert (units[0].label, units[0].tokens) == ("model · gemini-2.5-flash", 15)
     assert units[1].label == "mcp · docs · list-tools" and units[3].label == "mcp · docs · server-session"
-    assert (units[2].name, units[2].call_id, units[2].label) == ("search", "call_abcdef12",
-                                                                 "mcp · docs · search · call abcdef…")  # fmt: skip
+    assert (units[2].name, units[2].call_id, units[2].label) == (
+        "search",
+        "call_abcdef12",
+        "mcp · docs · search · call abcdef…",
+    )
 
 
 def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
@@ -142,36 +203,67 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
 
     assert tokens({"total_token_count": 3}, {"prompt_token_count": 10, "candidates_token_count": 5}) == 15
     assert tokens({"total_token_count": 9, "prompt_token_count": 1}) == 9
-    for bad in ({"total_token_count": True}, {"prompt_token_count": 10**5000, "candidates_token_count": 1},
-                {"prompt_token_count": -1, "candidates_token_count": 1}, {"prompt_token_count": "1"}, []):  # fmt: skip
+    for bad in (
+        {"total_token_count": True},
+        {"prompt_token_count": 10**5000, "candidates_token_count": 1},
+        {"prompt_token_count": -1, "candidates_token_count": 1},
+        {"prompt_token_count": "1"},
+        [],
+    ):
         assert tokens(bad) is None
     assert tokens() is None
 
 
 HOSTILE_RESULTS: list[object] = [
-    None, 7, HUGE, {"usage_metadata": {}}, [None] * 100_000, [nested(100_000)],
+    None,
+    7,
+    HUGE,
+    {"usage_metadata": {}},
+    [None] * 100_000,
+    [nested(100_000)],
     [{"content": {"parts": [{"function_call": {"id": HUGE, "name": HUGE, "args": nested(100_000)}}]}}],
     [{"content": {"parts": [{"function_call": {"id": "t\n1", "name": ["x"]}}] * 100_000}}] * 3,
     [{"content": {"parts": [{"function_call": {"id": str(i), "name": "send_email"}} for i in range(50_000)]}}],
     [{"content": {"parts": HUGE}, "usage_metadata": {"total_token_count": 10**5000}, "partial": "yes"}],
-]  # fmt: skip
+]
 HOSTILE_ARGS: list[object] = [
-    None, [], [None], "str", [nested(100_000)], [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
+    None,
+    [],
+    [None],
+    "str",
+    [nested(100_000)],
+    [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
     [{"contents": [{"parts": [{"function_call": {"id": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
-    [{"llm_request": nested(1000)}], [{"state": HUGE, "function_call_id": HUGE}],
+    [{"llm_request": nested(1000)}],
+    [{"state": HUGE, "function_call_id": HUGE}],
     [{"function_call_id": 5}, nested(100)],
     [{"name": ["x"], "arguments": nested(1000), "tool_context": {"function_call_id": HUGE}}],
-]  # fmt: skip
-HOSTILE_TYPES: list[object] = ["invoke_model", "invoke_model_streaming", "send_email", "docs-call-tool", "-list-tools",
-                               "-server-session", None, 7, "\x00\x1b[2J", "a" * 10**6 + "-call-tool"]  # fmt: skip
+]
+HOSTILE_TYPES: list[object] = [
+    "invoke_model",
+    "invoke_model_streaming",
+    "send_email",
+    "docs-call-tool",
+    "-list-tools",
+    "-server-session",
+    None,
+    7,
+    "\x00\x1b[2J",
+    "a" * 10**6 + "-call-tool",
+]
 
 
 def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
-    history = [seen(kind, args, result, summary)
-               for kind in HOSTILE_TYPES for args in HOSTILE_ARGS[:4] for result in HOSTILE_RESULTS[:3]
-               for summary in (None, HUGE)]  # fmt: skip
-    history += [seen(kind, args, result) for kind in HOSTILE_TYPES[:4] for args in HOSTILE_ARGS
-                for result in HOSTILE_RESULTS]  # fmt: skip
+    history = [
+        seen(kind, args, result, summary)
+        for kind in HOSTILE_TYPES
+        for args in HOSTILE_ARGS[:4]
+        for result in HOSTILE_RESULTS[:3]
+        for summary in (None, HUGE)
+    ]
+    history += [
+        seen(kind, args, result) for kind in HOSTILE_TYPES[:4] for args in HOSTILE_ARGS for result in HOSTILE_RESULTS
+    ]
     units = classify_in_time("google-adk", history, seconds=20)
     for unit in units:
         for text in (unit.name, unit.call_id, unit.label, unit.summary):

@@ -25,7 +25,7 @@ from agent_examples import (
     sent,
     turns_sent_twice,
 )
-from checkpoint_tui.app.frameworks import ActivitySeen, classify
+from checkpoint_tui.core.frameworks import ActivitySeen, classify
 
 WORKER = EXAMPLES / "google_adk_mailer" / "worker.py"
 TURNS = 5  # 11 activities: 6 model requests, 5 tool calls
@@ -40,8 +40,14 @@ def example(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker
 
 def made_ids(seen: list[ActivitySeen]) -> list[str]:
     """The function call ids the model requests made, read straight from their results."""
-    return [p["function_call"]["id"] for s in seen if s.activity_type == "invoke_model" for r in s.result
-            for p in r["content"]["parts"] if "function_call" in p]  # fmt: skip
+    return [
+        p["function_call"]["id"]
+        for s in seen
+        if s.activity_type == "invoke_model"
+        for r in s.result
+        for p in r["content"]["parts"]
+        if "function_call" in p
+    ]
 
 
 async def test_ten_turns_are_21_activities_classified_as_models_and_tool_calls(example: ExampleWorker) -> None:
@@ -88,8 +94,9 @@ def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(se
     assert audit["tool_calls"] == TURNS and audit["model_requests"] == TURNS + 1
     assert audit["framework"] == "google-adk"  # recognised from its payloads, not taken for Strands'
     assert audit["at_risk"] == [] and audit["never_ran"] == [], audit["re_executed"]
-    assert all(r["tool"] == "send_email_guarded" and r["call_id"].startswith("call_")
-               for r in audit["guarded_re_executed"])  # fmt: skip
+    assert all(
+        r["tool"] == "send_email_guarded" and r["call_id"].startswith("call_") for r in audit["guarded_re_executed"]
+    )
     assert all(r["label"] == "model · scripted-mailer" for r in audit["model_reruns"])
     assert [k for k in report["kills"] if k["kind"] == "worker-in-activity"]
     assert "verdict: PASS" in out.stdout

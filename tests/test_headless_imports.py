@@ -9,7 +9,7 @@ SCRIPT = """
 import sys
 from checkpoint_tui import cli
 import checkpoint_tui.proof.verify.harness, checkpoint_tui.proof.chaos.engine
-import checkpoint_tui.cli.commands, checkpoint_tui.app.session
+import checkpoint_tui.cli.commands, checkpoint_tui.core.session
 for argv in (["--verify", "--help"], ["--home", sys.argv[1], "status"], ["--home", sys.argv[1], "status", "--json"]):
     try:
         cli.run(argv)

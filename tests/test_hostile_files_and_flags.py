@@ -195,9 +195,13 @@ def test_save_schedule_refuses_what_running_would(tmp_path):
     events than a schedule holds, is exit 2 and no file, on our loop as on a user's workflow."""
     saved = tmp_path / "s.json"
     user = ["--worker-cmd", f"{sys.executable} -c pass", "chaos", "--workflow", "SendLines"]
-    for argv in (["chaos", "--max-kills", "5"], ["chaos", "--until-covered", "--runs", "2"],
-                 ["chaos", "--steps", "100000", "--kills", "3", "--resets", "99995"],
-                 [*user, "--max-kills", "5"], [*user, "--kills", "9000", "--resets", "1001"]):  # fmt: skip
+    for argv in (
+        ["chaos", "--max-kills", "5"],
+        ["chaos", "--until-covered", "--runs", "2"],
+        ["chaos", "--steps", "100000", "--kills", "3", "--resets", "99995"],
+        [*user, "--max-kills", "5"],
+        [*user, "--kills", "9000", "--resets", "1001"],
+    ):
         out = run_cli("--home", str(tmp_path / "h"), *argv, "--save-schedule", str(saved), timeout=60)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stdout, out.stderr)
         assert not saved.exists() and not (tmp_path / "h" / "run").exists(), argv

@@ -125,9 +125,17 @@ async def test_unusable_url_is_unavailable():
         await ask_model(ModelOptions("http://[::1"), 1, 1, None)
 
 
-@pytest.mark.parametrize("usage", [[], "lots", {"prompt_tokens": -5, "completion_tokens": 3},
-                                   {"prompt_tokens": True, "completion_tokens": 3}, {"prompt_tokens": 10**30},
-                                   {"prompt_tokens": 1.5, "completion_tokens": 2}])  # fmt: skip
+@pytest.mark.parametrize(
+    "usage",
+    [
+        [],
+        "lots",
+        {"prompt_tokens": -5, "completion_tokens": 3},
+        {"prompt_tokens": True, "completion_tokens": 3},
+        {"prompt_tokens": 10**30},
+        {"prompt_tokens": 1.5, "completion_tokens": 2},
+    ],
+)
 async def test_odd_usage_is_estimated(server, usage):
     server.reply(as_json(completion(VALID, usage=usage)))
     a = await ask(server)
@@ -186,8 +194,8 @@ async def test_the_bomb_is_a_valid_decision(server):
 async def test_a_model_layer_bug_falls_back_instead_of_retrying(tmp_path, monkeypatch):
     """Belt and braces in the llm activity: an exception ask_model should never raise still ends in
     the offline provider, with the exception's type as the reason (not in 8 retries of the activity)."""
-    from checkpoint_tui.engine import activities
-    from checkpoint_tui.engine.shared import LlmInput, ModelRef
+    from checkpoint_tui.loop_worker import activities
+    from checkpoint_tui.loop_worker.shared import LlmInput, ModelRef
 
     async def broken(*args, **kwargs):
         raise RuntimeError("a bug")
@@ -259,13 +267,17 @@ def rotation(server: StandIn) -> list[str]:
     server.reply(
         TRICKLE,  # step 2: the deadline -> offline
         HUGE_UNDECLARED,  # step 3: over the cap -> offline
-        DEEP, as_json(completion(note("all good"), usage=[])),  # step 4: garbage, then a valid note
-        NUL, BOMB,  # step 5: garbage, then the arithmetic bomb (the tool answers `error: ...`)
-        SURROGATE, as_json(completion(42)),  # step 6: garbage, then a number for content -> offline
-        OVERLONG, as_json({"choices": []}),  # step 7: garbage, then no choices -> offline
+        DEEP,
+        as_json(completion(note("all good"), usage=[])),  # step 4: garbage, then a valid note
+        NUL,
+        BOMB,  # step 5: garbage, then the arithmetic bomb (the tool answers `error: ...`)
+        SURROGATE,
+        as_json(completion(42)),  # step 6: garbage, then a number for content -> offline
+        OVERLONG,
+        as_json({"choices": []}),  # step 7: garbage, then no choices -> offline
         Raw(b"\x00\xff not json"),  # step 8: -> offline
         VALID,
-    )  # fmt: skip
+    )
     return ["answered 400", "timed out", "more than", None, None, "not a string", "without choices", "non-JSON"]
 
 
@@ -273,10 +285,10 @@ async def test_hostile_server_under_a_real_run(home, temporal_address, server, m
     """Every step ends in a decision or the offline fallback with its reason, on the first attempt (no
     uncaught error, no heartbeat lost to a frozen worker), and the ledger stays exactly-once. Then a
     guardrail whose raw answer holds a NUL and a lone surrogate: FAILED at once, the evidence stored."""
-    from checkpoint_tui.app.runs import start_run, wait_for_run
-    from checkpoint_tui.app.snapshot import build_snapshot
-    from checkpoint_tui.engine.shared import ModelRef
+    from checkpoint_tui.core.runs import start_run, wait_for_run
+    from checkpoint_tui.core.snapshot import build_snapshot
     from checkpoint_tui.ledger.store import connect
+    from checkpoint_tui.loop_worker.shared import ModelRef
 
     # The worker gets its model deadline from the settings that spawn it (Settings.child_env sets
     # CHECKPOINT_MODEL_TIMEOUT from them, over the caller's environment).

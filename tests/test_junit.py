@@ -27,10 +27,13 @@ def read_back(path):
             cases.append((case.name, failure.message if failure else None, case.system_out))
     root = ET.parse(path).getroot()
     etree_cases = [
-        (c.get("name"), c.find("failure").get("message") if c.find("failure") is not None else None,
-         c.findtext("system-out"))
+        (
+            c.get("name"),
+            c.find("failure").get("message") if c.find("failure") is not None else None,
+            c.findtext("system-out"),
+        )
         for c in root.iter("testcase")
-    ]  # fmt: skip
+    ]
     return cases, etree_cases, root
 
 
@@ -55,10 +58,19 @@ def test_one_testcase_per_check_and_failures_carry_observed_values(tmp_path):
 
 def test_chaos_checks_pass_exactly_when_the_audit_does():
     audit = {
-        "workflow_status": "COMPLETED", "total_steps": 12, "step_gaps": [], "lost": 0, "duplicated": 0,
-        "claims_attempted": 37, "applied": 36, "skipped": 0, "recovered": 1, "interrupted": 1,
-        "lost_detail": [], "duplicated_detail": [],
-    }  # fmt: skip
+        "workflow_status": "COMPLETED",
+        "total_steps": 12,
+        "step_gaps": [],
+        "lost": 0,
+        "duplicated": 0,
+        "claims_attempted": 37,
+        "applied": 36,
+        "skipped": 0,
+        "recovered": 1,
+        "interrupted": 1,
+        "lost_detail": [],
+        "duplicated_detail": [],
+    }
     assert all(c.ok for c in audit_checks(audit))
     bad = {**audit, "lost": 1, "lost_detail": ["run-x:4:email: outbox line missing"], "step_gaps": [4]}
     checks = audit_checks(bad)

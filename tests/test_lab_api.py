@@ -27,8 +27,12 @@ def _homes_stopped(tmp_path: Path) -> Iterator[None]:
     """Whatever a failing test leaves in its homes is stopped (the session's leftover check is the net)."""
     yield
     for record in tmp_path.rglob("run/devserver.json"):
-        subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(record.parent.parent), "stop"],
-                       capture_output=True, timeout=120, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "checkpoint_tui", "--home", str(record.parent.parent), "stop"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
 
 
 def _running_in(home: Path) -> list[int]:
@@ -36,8 +40,9 @@ def _running_in(home: Path) -> list[int]:
     for proc in psutil.process_iter(["pid", "cmdline"]):
         try:
             env_home = proc.environ().get("CHECKPOINT_HOME", "") if proc.pid != os.getpid() else ""
-            if (str(home) in " ".join(proc.info["cmdline"] or []) or env_home == str(home)) and \
-                    proc.status() != psutil.STATUS_ZOMBIE:  # fmt: skip
+            if (
+                str(home) in " ".join(proc.info["cmdline"] or []) or env_home == str(home)
+            ) and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc.pid)
         except psutil.Error:
             continue
@@ -51,8 +56,14 @@ def test_chaos_on_a_guarded_agent_passes_and_says_what_it_re_executed(
     url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     home = tmp_path / "home"
     with Lab(home, ledger_url=url, cwd=ROOT) as lab:
-        result = lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 6},
-                           aim="tool", seed=3, kills=4)  # fmt: skip
+        result = lab.chaos(
+            worker_cmd=f"python {WORKER}",
+            workflow="PydanticMailerGuarded",
+            input={"turns": 6},
+            aim="tool",
+            seed=3,
+            kills=4,
+        )
     assert_passed(result)
     assert isinstance(result, Result) and result.passed and result.exit_code == 0
     assert str(result).startswith("chaos seed 3: PASS: run completed") and "nothing at risk" in str(result)
@@ -91,11 +102,13 @@ def test_a_usage_error_is_raised_with_the_cli_s_line_and_starts_nothing(tmp_path
 
 @pytest.mark.parametrize(
     ("words", "why"),
-    [({"args": ["--json", "/tmp/x.json"]}, "the Lab chooses where its reports go"),
-     ({"args": ["--save-schedule=/tmp/s.json"]}, "the Lab chooses where its reports go"),
-     ({"args": ["--js", "/tmp/x.json"]}, "--js: the Lab chooses"),  # argparse takes an abbreviation
-     ({"global_args": ["--hom", "/tmp/elsewhere"]}, "--hom: the Lab chooses"),
-     ({"global_args": "--no-spare"}, "lists of words, not one string")],
+    [
+        ({"args": ["--json", "/tmp/x.json"]}, "the Lab chooses where its reports go"),
+        ({"args": ["--save-schedule=/tmp/s.json"]}, "the Lab chooses where its reports go"),
+        ({"args": ["--js", "/tmp/x.json"]}, "--js: the Lab chooses"),  # argparse takes an abbreviation
+        ({"global_args": ["--hom", "/tmp/elsewhere"]}, "--hom: the Lab chooses"),
+        ({"global_args": "--no-spare"}, "lists of words, not one string"),
+    ],
 )
 def test_flags_that_would_move_or_skip_the_report_are_refused(tmp_path: Path, words: dict, why: str):
     with Lab(tmp_path / "home") as lab, pytest.raises(LabError, match=why) as err:
@@ -130,9 +143,7 @@ lab.chaos(worker_cmd="python " + sys.argv[3], workflow="PydanticMailerGuarded", 
 
 @pytest.mark.parametrize("when", ["starting", "running"])
 @pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
-def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_started(
-    tmp_path: Path, how: str, when: str
-):
+def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_started(tmp_path: Path, how: str, when: str):
     """Ctrl-C: KeyboardInterrupt inside lab.chaos(), which ends the command and stops the home. A
     SIGKILLed caller closes nothing: the kernel SIGTERMs the command (lab/bound.py), which stops what
     it started and then, orphaned, the home's dev server."""
@@ -141,8 +152,11 @@ def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_start
     home = tmp_path / "home"
     script = tmp_path / "run_lab.py"
     script.write_text(INTERRUPTED)
-    caller = subprocess.Popen([sys.executable, str(script), str(home), str(ROOT), str(WORKER)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    caller = subprocess.Popen(
+        [sys.executable, str(script), str(home), str(ROOT), str(WORKER)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         # starting: the dev server just recorded; running: the pool and its preloaded spare are up
         marker = home / "run" / ("devserver.json" if when == "starting" else "preloader-0.ready")
@@ -187,11 +201,26 @@ def test_every_word_the_api_takes_is_a_flag_the_cli_parses_where_it_is_put(tmp_p
         raise _Captured
 
     monkeypatch.setattr(lab, "_run", capture)
-    common = {"worker_cmd": f"python {WORKER}", "workflow": "PydanticMailerGuarded", "input": {"turns": 2},
-              "framework": "pydantic-ai", "global_args": ["--no-spare"]}  # fmt: skip
-    more = {"chaos": {"aim": "tool", "seed": 7, "kills": 4, "pauses": 1, "runs": 2, "strict_models": True,
-                      "args": ["--rate", "2"]},
-            "verify": {}, "doctor": {"measure": True}}[kind]  # fmt: skip
+    common = {
+        "worker_cmd": f"python {WORKER}",
+        "workflow": "PydanticMailerGuarded",
+        "input": {"turns": 2},
+        "framework": "pydantic-ai",
+        "global_args": ["--no-spare"],
+    }
+    more = {
+        "chaos": {
+            "aim": "tool",
+            "seed": 7,
+            "kills": 4,
+            "pauses": 1,
+            "runs": 2,
+            "strict_models": True,
+            "args": ["--rate", "2"],
+        },
+        "verify": {},
+        "doctor": {"measure": True},
+    }[kind]
     with pytest.raises(_Captured):
         getattr(lab, kind)(**common, **more)
     args = build_parser().parse_args(seen[0])
@@ -224,20 +253,34 @@ def test_the_verdict_names_every_failing_run_and_coverage_round_and_survives_a_h
     the wrong shape (or not JSON, nested too deep, a FIFO, a link) gives a verdict or LabError, never a crash."""
     from checkpoint_tui.lab.result import chaos_verdict, read_report
 
-    risky = {"ok": False, "verdict": "run failed — NOT exactly once (1 re-executed at risk: send_email call c9)",
-             "at_risk": [{"tool": "send_email", "call_id": "c9"}], "duplicated": 0}  # fmt: skip
-    report = {"seed": 4, "audit": {"ok": True, "verdict": "lead fine"},
-              "runs": [{"audit": {"ok": True, "verdict": "lead fine"}}, {"audit": risky}],
-              "coverage": {"rounds": [{"audit": {**risky, "verdict": "round NOT exactly once (send_email call c7)"}}]},
-              "checks": [{"name": "chaos: no re-executed tool call or activity at risk (r2)", "ok": False,
-                          "observed": "at risk 1"}]}  # fmt: skip
+    risky = {
+        "ok": False,
+        "verdict": "run failed — NOT exactly once (1 re-executed at risk: send_email call c9)",
+        "at_risk": [{"tool": "send_email", "call_id": "c9"}],
+        "duplicated": 0,
+    }
+    report = {
+        "seed": 4,
+        "audit": {"ok": True, "verdict": "lead fine"},
+        "runs": [{"audit": {"ok": True, "verdict": "lead fine"}}, {"audit": risky}],
+        "coverage": {"rounds": [{"audit": {**risky, "verdict": "round NOT exactly once (send_email call c7)"}}]},
+        "checks": [
+            {"name": "chaos: no re-executed tool call or activity at risk (r2)", "ok": False, "observed": "at risk 1"}
+        ],
+    }
     verdict = chaos_verdict(report, passed=False)
     assert verdict.startswith("chaos seed 4: FAIL: run failed") and "send_email call c9" in verdict
     assert "send_email call c7" in verdict and "lead fine" not in verdict
     result = Result("chaos", False, verdict, 1, report, tmp_path / "r.json")
     assert [a["call_id"] for a in result.at_risk] == ["c9", "c9"] and len(result.audits) == 3
-    hostile = Result("chaos", True, "", 0, {"audit": "x", "runs": 3, "checks": [1, "a"], "windows": [],
-                                            "coverage": {"rounds": "no"}}, tmp_path / "r.json")  # fmt: skip
+    hostile = Result(
+        "chaos",
+        True,
+        "",
+        0,
+        {"audit": "x", "runs": 3, "checks": [1, "a"], "windows": [], "coverage": {"rounds": "no"}},
+        tmp_path / "r.json",
+    )
     assert hostile.at_risk == [] and hostile.checks == [] and hostile.windows == {} and hostile.duplicated == 0
     assert chaos_verdict(hostile.report, True) == "chaos seed None: PASS"
     deep = tmp_path / "deep.json"

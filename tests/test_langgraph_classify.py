@@ -1,5 +1,5 @@
 """LangGraph under `temporalio.langgraph` as history shows it, classified by
-`checkpoint_tui.app.frameworks.langgraph`: payloads cut down from a real run of
+`checkpoint_tui.core.frameworks.langgraph`: payloads cut down from a real run of
 examples/agents/langgraph_mailer (one `ActivityInput` / `ActivityOutput` per node activity), hostile
 ones, and the example run for real on the session's dev server: 21 activities for 10 turns, the tool
 named with its call id, each line once, a guarded call keyed by workflow id + call id, and a reset
@@ -29,8 +29,8 @@ from agent_examples import (
     nested,
     seen,
 )
-from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.app.frameworks.langgraph import owns, recognises
+from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.core.frameworks.langgraph import owns, recognises
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.langgraph import tool_call_key
 
@@ -39,18 +39,49 @@ PLAN = '{"turns": 1, "to": "ops@example.com", "pace": 0.1, "think": 0.1}'
 
 # --- payloads as history holds them (a 1-turn run of the example, trimmed) -----------------------------
 
-HUMAN = {"additional_kwargs": {}, "content": PLAN, "id": "4dd69c15", "name": None, "response_metadata": {},
-         "type": "human"}  # fmt: skip
-CALL = {"args": {"body": "hello, this is turn 1", "pace": 0.1, "to": "ops@example.com"},
-        "id": "call_46d69d5005934e3ba2bf7058", "name": "send_email", "type": "tool_call"}  # fmt: skip
-ASKS = {"additional_kwargs": {}, "content": "", "id": "msg_b70dc518", "invalid_tool_calls": [], "name": None,
-        "response_metadata": {"model_name": "scripted-mailer"}, "tool_calls": [CALL], "type": "ai",
-        "usage_metadata": {"input_tokens": 19, "output_tokens": 41, "total_tokens": 60}}  # fmt: skip
-SENT = {"additional_kwargs": {}, "artifact": None, "content": "sent to ops@example.com (applied)", "id": None,
-        "name": "send_email", "response_metadata": {}, "status": "success", "tool_call_id": CALL["id"],
-        "type": "tool"}  # fmt: skip
-ANSWERS = {**ASKS, "content": "sent 1 emails to ops@example.com", "tool_calls": [], "id": "msg_efaf1cd6",
-           "usage_metadata": {"input_tokens": 50, "output_tokens": 8, "total_tokens": 58}}  # fmt: skip
+HUMAN = {
+    "additional_kwargs": {},
+    "content": PLAN,
+    "id": "4dd69c15",
+    "name": None,
+    "response_metadata": {},
+    "type": "human",
+}
+CALL = {
+    "args": {"body": "hello, this is turn 1", "pace": 0.1, "to": "ops@example.com"},
+    "id": "call_46d69d5005934e3ba2bf7058",
+    "name": "send_email",
+    "type": "tool_call",
+}
+ASKS = {
+    "additional_kwargs": {},
+    "content": "",
+    "id": "msg_b70dc518",
+    "invalid_tool_calls": [],
+    "name": None,
+    "response_metadata": {"model_name": "scripted-mailer"},
+    "tool_calls": [CALL],
+    "type": "ai",
+    "usage_metadata": {"input_tokens": 19, "output_tokens": 41, "total_tokens": 60},
+}
+SENT = {
+    "additional_kwargs": {},
+    "artifact": None,
+    "content": "sent to ops@example.com (applied)",
+    "id": None,
+    "name": "send_email",
+    "response_metadata": {},
+    "status": "success",
+    "tool_call_id": CALL["id"],
+    "type": "tool",
+}
+ANSWERS = {
+    **ASKS,
+    "content": "sent 1 emails to ops@example.com",
+    "tool_calls": [],
+    "id": "msg_efaf1cd6",
+    "usage_metadata": {"input_tokens": 50, "output_tokens": 8, "total_tokens": 58},
+}
 
 
 def node_in(messages: list, node: str = "agent") -> dict:
@@ -72,8 +103,18 @@ ONE_TURN = [
 def test_owns_the_node_shape_and_detect_finds_the_graph() -> None:
     for kind in ("mailer.agent", "mailer_guarded.tools", "my.pkg.module.task"):
         assert owns(kind), kind
-    for kind in ("send_email", "invoke_model_activity", "agent__a__model_request", "", "a.", ".a", "a.b c",
-                 "g.no:de", "g.no|de", "x" * 2000 + ".y"):  # fmt: skip
+    for kind in (
+        "send_email",
+        "invoke_model_activity",
+        "agent__a__model_request",
+        "",
+        "a.",
+        ".a",
+        "a.b c",
+        "g.no:de",
+        "g.no|de",
+        "x" * 2000 + ".y",
+    ):
         assert not owns(kind), kind
     assert detect(["mailer.agent", "mailer.tools"]) == "langgraph"
     assert detect(["agent__my.agent__model_request", "mailer.agent"]) == "pydantic-ai"  # the first type decides
@@ -81,8 +122,12 @@ def test_owns_the_node_shape_and_detect_finds_the_graph() -> None:
 
 def test_a_turn_is_a_model_request_a_tool_call_and_a_model_request() -> None:
     model, tool, final = classify("langgraph", ONE_TURN)
-    assert (model.cls, model.name, model.tokens, model.label) == ("model", "scripted-mailer", 60,
-                                                                  "model · mailer_guarded.agent")  # fmt: skip
+    assert (model.cls, model.name, model.tokens, model.label) == (
+        "model",
+        "scripted-mailer",
+        60,
+        "model · mailer_guarded.agent",
+    )
     assert (tool.cls, tool.name, tool.call_id) == ("tool", "send_email", CALL["id"])
     assert tool.label == "tool · send_email · call 46d69d…" and tool.args_digest and tool.tokens is None
     assert (final.cls, final.tokens, final.label) == ("model", 58, model.label)
@@ -94,8 +139,12 @@ def test_a_turn_is_a_model_request_a_tool_call_and_a_model_request() -> None:
 
 
 def test_a_plain_workflows_dotted_activities_are_other() -> None:
-    plain = [seen("payments.charge", [{"amount": 3}], {"ok": True}), seen("billing.agent", ["x"]),
-             seen("billing.tools", [None], "done"), seen("a.b", [node_in([HUMAN])], {"ok": True})]  # fmt: skip
+    plain = [
+        seen("payments.charge", [{"amount": 3}], {"ok": True}),
+        seen("billing.agent", ["x"]),
+        seen("billing.tools", [None], "done"),
+        seen("a.b", [node_in([HUMAN])], {"ok": True}),
+    ]
     assert [u.cls for u in classify("langgraph", plain)] == ["other"] * 4
     assert not any(recognises(s) for s in plain)
     assert classify("langgraph", plain)[0].label == "payments.charge"
@@ -106,8 +155,16 @@ def test_several_calls_sent_calls_commands_and_custom_states() -> None:
     many = seen("g.tools", [node_in([HUMAN, {**ASKS, "tool_calls": calls}], "tools")])
     (unit,) = classify("langgraph", [many])
     assert unit.call_id == CALL["id"] and unit.label == "tool · send_email · call 46d69d… · +2 calls"
-    sent = seen("g.tools", [{"args": [{"__type": "tool_call_with_context", "tool_call": calls[1], "state": {}}],
-                             "kwargs": {}, "langgraph_config": {}}])  # fmt: skip
+    sent = seen(
+        "g.tools",
+        [
+            {
+                "args": [{"__type": "tool_call_with_context", "tool_call": calls[1], "state": {}}],
+                "kwargs": {},
+                "langgraph_config": {},
+            }
+        ],
+    )
     assert classify("langgraph", [sent])[0].label == "tool · lookup · call 2"
     assert classify("langgraph", [seen("g.agent", [node_in([HUMAN])], command([ASKS]))])[0].tokens == 60
     custom = {"args": [{"chat": [HUMAN, ASKS], "turn": 1}], "kwargs": {}, "langgraph_config": {}}
@@ -132,14 +189,25 @@ def deep(levels: int) -> object:
 
 
 BAD: list[object] = [
-    None, 12, 10**5000, float("nan"), True, HUGE, [], {}, deep(100_000), {1: "int key"}, object(),
-    {"type": "ai", "tool_calls": HUGE}, {"type": "ai", "tool_calls": [{"name": HUGE, "id": HUGE, "args": deep(500)}]},
+    None,
+    12,
+    10**5000,
+    float("nan"),
+    True,
+    HUGE,
+    [],
+    {},
+    deep(100_000),
+    {1: "int key"},
+    object(),
+    {"type": "ai", "tool_calls": HUGE},
+    {"type": "ai", "tool_calls": [{"name": HUGE, "id": HUGE, "args": deep(500)}]},
     {"type": "ai", "tool_calls": [{"name": "t", "id": str(i), "args": {}} for i in range(100_000)]},
     {"type": "ai", "tool_calls": [["not", "a", "dict"], {"name": ["x"], "id": 5, "args": {1: 2}}]},
     {"type": "ai", "usage_metadata": {"input_tokens": 2**52, "output_tokens": 2**52}, "response_metadata": HUGE},
     {"type": "ai", "response_metadata": {"model_name": "\x1b[31m[bold]red\n" * 1000}},
     {"type": "tool", "name": HUGE, "tool_call_id": "\x00" * 10},
-]  # fmt: skip
+]
 
 
 def command(messages: object) -> dict:
@@ -198,8 +266,13 @@ def lab(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker]:
 
 def calls_made(seen_: list[ActivitySeen]) -> list[str]:
     """The call ids the model nodes made, read straight from their results (not by the classifier)."""
-    return [c["id"] for s in seen_ if s.activity_type.endswith(".agent")
-            for m in s.result["result"]["messages"] for c in m["tool_calls"]]  # fmt: skip
+    return [
+        c["id"]
+        for s in seen_
+        if s.activity_type.endswith(".agent")
+        for m in s.result["result"]["messages"]
+        for c in m["tool_calls"]
+    ]
 
 
 async def test_ten_turns_are_21_node_activities_with_the_tool_named(lab: ExampleWorker) -> None:

@@ -36,8 +36,10 @@ def test_chaos_on_the_guarded_graph_sends_each_email_once_and_passes(seed, sessi
     assert audit["framework"] == "langgraph" and audit["tool_calls"] == TURNS and audit["model_requests"] == TURNS + 1
     assert audit["at_risk"] == [] and audit["never_ran"] == [], audit["re_executed"]
     assert "model" in {k["class"] for k in report["kills"]}  # events aimed at model nodes too
-    assert all(r["class"] == "tool" and r["tool"] == "send_email" and r["call_id"].startswith("call_")
-               for r in audit["guarded_re_executed"])  # fmt: skip
+    assert all(
+        r["class"] == "tool" and r["tool"] == "send_email" and r["call_id"].startswith("call_")
+        for r in audit["guarded_re_executed"]
+    )
     assert all(r["class"] == "model" and r["label"] == "model · mailer_guarded.agent" for r in audit["model_reruns"])
     # a worker killed inside an activity re-ran it: a model node apart, a tools node guarded
     inside = [k for k in report["kills"] if k["kind"] == "worker-in-activity" and k["landed"] == "inside"]

@@ -117,11 +117,23 @@ def test_parse_fault(text, expected):
 @pytest.mark.parametrize(
     "text",
     [
-        "boom:1", "transient", "transient:x", "garble:0", "crash_after_claim:2:fax", "kill_at:1:2",
-        "crash_after_write:3:file:extra", "transient:3:2:9", "kill_at: 3", "kill_at:+3", "kill_at:1_0",
-        "kill_at:\u0663", "transient:3:\u0662", "crash_after_write::file", "crash_after_write:3:",
+        "boom:1",
+        "transient",
+        "transient:x",
+        "garble:0",
+        "crash_after_claim:2:fax",
+        "kill_at:1:2",
+        "crash_after_write:3:file:extra",
+        "transient:3:2:9",
+        "kill_at: 3",
+        "kill_at:+3",
+        "kill_at:1_0",
+        "kill_at:\u0663",
+        "transient:3:\u0662",
+        "crash_after_write::file",
+        "crash_after_write:3:",
     ],
-)  # fmt: skip
+)
 def test_parse_fault_rejects(text):
     with pytest.raises(ValueError):
         faults.parse_fault(text)

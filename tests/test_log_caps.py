@@ -71,8 +71,9 @@ def test_a_chatty_worker_command_spawned_by_the_lab_keeps_run_worker_log_capped(
     monkeypatch.setattr(logcap, "LOG_CAP", CAP)
     script = tmp_path / "chatty.py"
     script.write_text(CHATTY + "\nimport time; time.sleep(0.5)\n")  # alive long enough to be seen exec'd
-    settings = replace(Settings(home=tmp_path / "home", temporal_address="127.0.0.1:9"),
-                       worker_cmd=(sys.executable, str(script)))  # fmt: skip
+    settings = replace(
+        Settings(home=tmp_path / "home", temporal_address="127.0.0.1:9"), worker_cmd=(sys.executable, str(script))
+    )
     worker = worker_proc.spawn(settings, "127.0.0.1:9")
     try:
         log = settings.run_dir / "worker.log"
@@ -92,6 +93,10 @@ def test_every_child_log_under_run_goes_through_the_cap():
 
     opened_here = re.compile(r"""(?<![\w.])open\([^)]*(\.log["']|["']a)""")  # a log's name, or appending
     package = Path(checkpoint_tui.__file__).parent
-    found = [f"{p.relative_to(package)}: {line.strip()}" for p in package.rglob("*.py")
-             for line in p.read_text().splitlines() if opened_here.search(line)]  # fmt: skip
+    found = [
+        f"{p.relative_to(package)}: {line.strip()}"
+        for p in package.rglob("*.py")
+        for line in p.read_text().splitlines()
+        if opened_here.search(line)
+    ]
     assert not found, found

@@ -1,4 +1,4 @@
-"""Lost work in a run of a user's workflow (app/lost_work.py, issue #40), from hand-built Temporal history:
+"""Lost work in a run of a user's workflow (core/lost_work.py, issue #40), from hand-built Temporal history:
 a timeout the lab's SIGKILL caused is waited out, not lost; one after a graceful stop, or with no lab
 event, is the application's loss, and so is a final timeout, a failed workflow and a workflow task that
 never stops failing. The audit's verdict names the first lost unit and never says "NOT exactly once"
@@ -27,11 +27,12 @@ from temporalio.api.history.v1 import (
     WorkflowTaskStartedEventAttributes,
 )
 
-from checkpoint_tui.app.activity_audit import ActivityAudit, audit_of
-from checkpoint_tui.app.chain import Chain
-from checkpoint_tui.app.lost_work import DETAIL_LIMIT, LabEvent, attribute, latency, lost_work, outcome, timeouts
-from checkpoint_tui.app.lost_work import workflow_task_failures as task_failures
-from checkpoint_tui.app.stuck import STUCK
+from checkpoint_tui.core.activity_audit import ActivityAudit, audit_of
+from checkpoint_tui.core.chain import Chain
+from checkpoint_tui.core.lost_work import DETAIL_LIMIT, LabEvent, attribute, lost_work, timeouts
+from checkpoint_tui.core.stuck import STUCK
+from checkpoint_tui.core.workflow_end import latency, outcome
+from checkpoint_tui.core.workflow_end import workflow_task_failures as task_failures
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.settings import Settings
@@ -68,12 +69,22 @@ class History:
         self.events.append(HistoryEvent(event_id=eid, event_time=_ts(T0 + at), **attrs))
         return eid
 
-    def schedule(self, at: float, kind: str = "send_email", activity_id: str = "1", start_to_close: float = 10.0,
-                 heartbeat: float = 0.0, max_attempts: int = 0) -> int:  # fmt: skip
+    def schedule(
+        self,
+        at: float,
+        kind: str = "send_email",
+        activity_id: str = "1",
+        start_to_close: float = 10.0,
+        heartbeat: float = 0.0,
+        max_attempts: int = 0,
+    ) -> int:
         attrs = ActivityTaskScheduledEventAttributes(
-            activity_id=activity_id, activity_type=ActivityType(name=kind), start_to_close_timeout=_dur(start_to_close),
-            heartbeat_timeout=_dur(heartbeat), retry_policy=RetryPolicy(maximum_attempts=max_attempts),
-        )  # fmt: skip
+            activity_id=activity_id,
+            activity_type=ActivityType(name=kind),
+            start_to_close_timeout=_dur(start_to_close),
+            heartbeat_timeout=_dur(heartbeat),
+            retry_policy=RetryPolicy(maximum_attempts=max_attempts),
+        )
         return self.add(at, activity_task_scheduled_event_attributes=attrs)
 
     def start(self, at: float, sched: int, attempt: int = 1, identity: str = "7@h", after: str | None = None) -> int:
@@ -88,22 +99,35 @@ class History:
         return self.add(at, activity_task_completed_event_attributes=attrs)
 
     def timed_out(self, at: float, sched: int, started: int, kind: str) -> int:
-        attrs = ActivityTaskTimedOutEventAttributes(scheduled_event_id=sched, started_event_id=started,
-                                                    failure=_timeout(kind))  # fmt: skip
+        attrs = ActivityTaskTimedOutEventAttributes(
+            scheduled_event_id=sched, started_event_id=started, failure=_timeout(kind)
+        )
         return self.add(at, activity_task_timed_out_event_attributes=attrs)
 
     def task(self, at: float, wait: float = 0.01, failed: tuple[int, str] | None = None) -> None:
         """A workflow task scheduled at `at`, started `wait` later, then completed (or failed: cause, message)."""
         sched = self.add(at, workflow_task_scheduled_event_attributes=WorkflowTaskScheduledEventAttributes())
-        started = self.add(at + wait, workflow_task_started_event_attributes=WorkflowTaskStartedEventAttributes(
-            scheduled_event_id=sched, identity="7@h"))  # fmt: skip
+        started = self.add(
+            at + wait,
+            workflow_task_started_event_attributes=WorkflowTaskStartedEventAttributes(
+                scheduled_event_id=sched, identity="7@h"
+            ),
+        )
         if failed is None:
-            self.add(at + wait + 0.01, workflow_task_completed_event_attributes=WorkflowTaskCompletedEventAttributes(
-                scheduled_event_id=sched, started_event_id=started))  # fmt: skip
+            self.add(
+                at + wait + 0.01,
+                workflow_task_completed_event_attributes=WorkflowTaskCompletedEventAttributes(
+                    scheduled_event_id=sched, started_event_id=started
+                ),
+            )
         else:
-            attrs = WorkflowTaskFailedEventAttributes(scheduled_event_id=sched, started_event_id=started,
-                                                      cause=failed[0], failure=Failure(message=failed[1]),
-                                                      identity="7@h")  # fmt: skip
+            attrs = WorkflowTaskFailedEventAttributes(
+                scheduled_event_id=sched,
+                started_event_id=started,
+                cause=failed[0],
+                failure=Failure(message=failed[1]),
+                identity="7@h",
+            )
             self.add(at + wait + 0.01, workflow_task_failed_event_attributes=attrs)
 
     def fail_workflow(self, at: float, message: str, cause: Failure) -> None:
@@ -150,8 +174,10 @@ def test_the_same_timeout_with_no_lab_event_in_its_window_is_the_applications_lo
     work = lost_work(chain, [lab(-1.0, "kill"), lab(3.0, "spawn")])
     [t] = work.timeouts
     assert t.cause is None and t.lost and work.lost == 1
-    assert work.first() == "send_email #1 waited out its HEARTBEAT timeout (5.0 s, attempt 1) with no lab event " \
-                           "(the application's own)"  # fmt: skip
+    assert (
+        work.first() == "send_email #1 waited out its HEARTBEAT timeout (5.0 s, attempt 1) with no lab event "
+        "(the application's own)"
+    )
 
 
 def test_a_retried_start_to_close_timeout_after_a_graceful_restart_is_lost_and_named():
@@ -163,8 +189,10 @@ def test_a_retried_start_to_close_timeout_after_a_graceful_restart_is_lost_and_n
     assert t.cause is not None and t.cause["event"] == "exit" and t.cause["graceful"]  # the latest, named by
     assert t.cause["nemesis"] == "graceful-restart"  # the SIGTERM of the same worker before it
     assert t.lost and work.lost == 1
-    first = "send_email #1 waited out its START_TO_CLOSE timeout (10.0 s, attempt 1) after a graceful restart of " \
-            "worker 1234@host"  # fmt: skip
+    first = (
+        "send_email #1 waited out its START_TO_CLOSE timeout (10.0 s, attempt 1) after a graceful restart of "
+        "worker 1234@host"
+    )
     assert work.first() == first
     audit = ActivityAudit("r", "W", "COMPLETED", 1, 1, lost_work=work.to_dict(), lost_work_count=work.lost)
     sentence = audit.sentence() or ""
@@ -225,8 +253,17 @@ def test_a_workflow_that_failed_on_its_own_is_lost_work_in_the_existing_words():
 
 def test_duplicates_keep_their_verdict_over_lost_work():
     work = lost_work(final_timeout())
-    audit = ActivityAudit("r", "W", "FAILED", 1, 0, duplicated=1, duplicated_detail=["k: 2 writes"],
-                          lost_work=work.to_dict(), lost_work_count=work.lost)  # fmt: skip
+    audit = ActivityAudit(
+        "r",
+        "W",
+        "FAILED",
+        1,
+        0,
+        duplicated=1,
+        duplicated_detail=["k: 2 writes"],
+        lost_work=work.to_dict(),
+        lost_work_count=work.lost,
+    )
     sentence = audit.sentence() or ""
     assert "NOT exactly once (lost 0, duplicated 1)" in sentence and "work lost" not in sentence, sentence
 
@@ -289,8 +326,11 @@ def test_schedule_to_start_percentiles_by_nearest_rank_only_first_attempts():
     lat = latency(h.chain())
     acts, tasks = lat["activity"], lat["workflow_task"]
     assert acts is not None and acts.samples == 100
-    assert (acts.p50_s, acts.p99_s, acts.max_s) == (pytest.approx(0.05, abs=1e-4), pytest.approx(0.099, abs=1e-4),
-                                                    pytest.approx(0.1, abs=1e-4))  # fmt: skip
+    assert (acts.p50_s, acts.p99_s, acts.max_s) == (
+        pytest.approx(0.05, abs=1e-4),
+        pytest.approx(0.099, abs=1e-4),
+        pytest.approx(0.1, abs=1e-4),
+    )
     assert tasks is not None and tasks.samples == 3 and tasks.p50_s == pytest.approx(0.02, abs=1e-4)
     assert tasks.max_s == pytest.approx(0.5, abs=1e-4)
     assert latency(History().chain()) == {"activity": None, "workflow_task": None}
@@ -343,10 +383,20 @@ def test_the_audit_reads_its_lab_events_from_the_ledger(tmp_path):
 
 def test_lab_events_reads_the_stops_in_a_span_on_either_ledger(ledger_target):
     conn = connect(ledger_target)
-    for at, event, run in ((1.0, "kill", "r"), (2.0, "sigterm", None), (3.0, "chaos:churn", "r"),
-                           (4.0, "spawn", "r"), (5.0, "kill", "other"), (9.0, "died", "r")):  # fmt: skip
+    for at, event, run in (
+        (1.0, "kill", "r"),
+        (2.0, "sigterm", None),
+        (3.0, "chaos:churn", "r"),
+        (4.0, "spawn", "r"),
+        (5.0, "kill", "other"),
+        (9.0, "died", "r"),
+    ):
         record_worker_event(conn, event, 1, "1@h", run, None, json.dumps({"graceful": event == "sigterm"}), at=T0 + at)
     rows = queries.lab_events(conn, T0 + 0.5, T0 + 8.0)
-    assert [(r["event"], r["run_id"]) for r in rows] == [("kill", "r"), ("sigterm", None), ("chaos:churn", "r"),
-                                                         ("kill", "other")]  # fmt: skip
+    assert [(r["event"], r["run_id"]) for r in rows] == [
+        ("kill", "r"),
+        ("sigterm", None),
+        ("chaos:churn", "r"),
+        ("kill", "other"),
+    ]
     assert rows[1]["detail"] == {"graceful": True} and rows[0]["identity"] == "1@h" and rows[0]["pid"] == 1

@@ -162,10 +162,10 @@ def test_embedded_decision_is_found(obj, before, after, wrap):
 async def test_model_backed_run_end_to_end(home, client, supervisor, server):
     from dataclasses import replace
 
-    from checkpoint_tui.app.runs import start_run, wait_for_run
-    from checkpoint_tui.app.snapshot import build_snapshot
-    from checkpoint_tui.engine.shared import ModelRef
+    from checkpoint_tui.core.runs import start_run, wait_for_run
+    from checkpoint_tui.core.snapshot import build_snapshot
     from checkpoint_tui.ledger.store import connect
+    from checkpoint_tui.loop_worker.shared import ModelRef
 
     server.reply(f"Sure:\n```json\n{VALID}\n```")
     run_id = await start_run(home, client, steps=4, pace=0, model=ModelRef(server.url, "stand-in-model"))

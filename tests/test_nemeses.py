@@ -53,10 +53,17 @@ def test_pause_and_hang_lose_and_duplicate_nothing(chaos_home):
 
 def test_shrink_finds_the_one_event_that_breaks_the_run(chaos_home):
     home, path = chaos_home, chaos_home.home / "broken.json"
-    path.write_text(json.dumps({"steps": 4, "events": [
-        {"at_step": 2, "nemesis": "worker-in-timer", "delay_ms": 30},
-        {"at_step": 3, "nemesis": FORGE},  # the stand-in for a broken build: a second email line
-    ]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "steps": 4,
+                "events": [
+                    {"at_step": 2, "nemesis": "worker-in-timer", "delay_ms": 30},
+                    {"at_step": 3, "nemesis": FORGE},  # the stand-in for a broken build: a second email line
+                ],
+            }
+        )
+    )
     out = run_cli("chaos", "--shrink", str(path), home=home, timeout=180)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     events, steps, _ = load_schedule(home.home / "broken.min.json")
@@ -72,8 +79,9 @@ def run_clean_schedule(home: Settings, name: str, events: list[dict], *flags: st
     path = home.home / f"{name}.json"
     path.write_text(json.dumps({"steps": steps, "seed": 7, "events": events}))
     try:
-        out = run_cli(*flags, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"),
-                      home=home, timeout=150)  # fmt: skip
+        out = run_cli(
+            *flags, "chaos", "--schedule", str(path), "--json", str(home.home / "r.json"), home=home, timeout=150
+        )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
         assert "LOST 0 · DUPLICATED 0" in out.stdout
         report = json.loads((home.home / "r.json").read_text())
@@ -133,6 +141,14 @@ def test_a_seeded_partition_and_a_time_placed_one_keep_exactly_once(session_root
     figures = report["nemeses"][PARTITION]
     assert figures["count"] == 2 and figures["median_recovery_s"] is not None
     assert figures["max_stall_s"] >= max(c["duration_s"] for c in stalled)
-    print("partitions (s, stalled, recovery):",  # a cut that stalled nothing has None for both
-          [(c["duration_s"], c["stalled_s"] and round(c["stalled_s"], 2), c["recovery_s"] and round(c["recovery_s"], 2))
-           for c in cuts.values()])  # fmt: skip
+    print(
+        "partitions (s, stalled, recovery):",  # a cut that stalled nothing has None for both
+        [
+            (
+                c["duration_s"],
+                c["stalled_s"] and round(c["stalled_s"], 2),
+                c["recovery_s"] and round(c["recovery_s"], 2),
+            )
+            for c in cuts.values()
+        ],
+    )

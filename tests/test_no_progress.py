@@ -48,8 +48,16 @@ def test_start_wait_on_an_unregistered_workflow_says_so_and_a_completed_run_ends
     """#39: `start --wait` on a type the worker does not register ended nowhere (`0/0`, forever); a
     completed run's last line said `0/1` (the last poll's count) where status showed 3/3."""
     home = session_root / "unregistered"
-    flags = ["--home", str(home), "--temporal-address", temporal_address, "--worker-cmd", WORKER_CMD,
-             "--task-queue", f"q-{home.name}"]  # fmt: skip
+    flags = [
+        "--home",
+        str(home),
+        "--temporal-address",
+        temporal_address,
+        "--worker-cmd",
+        WORKER_CMD,
+        "--task-queue",
+        f"q-{home.name}",
+    ]
     try:
         started = time.monotonic()
         nope = run_cli(*flags, "start", "--workflow", "Nope", "--wait", timeout=60)
@@ -58,8 +66,9 @@ def test_start_wait_on_an_unregistered_workflow_says_so_and_a_completed_run_ends
     finally:
         stop_lab(home)
     assert nope.returncode == 1 and took < 30 and "Workflow class Nope is not registered" in nope.stderr, nope.stderr
-    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1].endswith("3/3 activities completed · "
-                                                                                  "re-executed 0"), done.stderr
+    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1].endswith(
+        "3/3 activities completed · re-executed 0"
+    ), done.stderr
 
 
 def test_an_activity_that_fails_before_its_body_never_ran_and_is_not_at_risk(session_root, temporal_address):
@@ -79,7 +88,7 @@ def test_an_activity_that_fails_before_its_body_never_ran_and_is_not_at_risk(ses
 
 
 async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_address):
-    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.core.session import LabSession
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
     from checkpoint_tui.tui.panes.status import StatusBar
@@ -87,8 +96,13 @@ async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_ad
     from test_tui_live import SIZE, wait_for
 
     home = session_root / "stuck-app"
-    settings = Settings(home=home, temporal_address=temporal_address, task_queue_name=f"q-{home.name}",
-                        worker_cmd=(sys.executable, str(WORKER)), worker_cwd=WORKER.parent)  # fmt: skip
+    settings = Settings(
+        home=home,
+        temporal_address=temporal_address,
+        task_queue_name=f"q-{home.name}",
+        worker_cmd=(sys.executable, str(WORKER)),
+        worker_cwd=WORKER.parent,
+    )
     settings.ensure_dirs()
     session = LabSession(settings, UserWorkflow("Stuck"))
     app = CheckpointApp(session, poll_interval=0.1)

@@ -70,8 +70,20 @@ def test_a_second_chaos_is_refused_naming_the_first_and_stop_ends_the_first(tmp_
     home = tmp_path / "h"
     left = run_cli("--home", str(home), "start", "--steps", "1", "--pace", "0", timeout=90)  # a lab left running
     assert left.returncode == 0, left.stderr
-    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "chaos", "--seed", "1", "--steps", "60",
-            "--kills", "3"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "checkpoint_tui",
+        "--home",
+        str(home),
+        "chaos",
+        "--seed",
+        "1",
+        "--steps",
+        "60",
+        "--kills",
+        "3",
+    ]
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         record = home / "run" / "chaos-supervisor.json"
@@ -123,8 +135,16 @@ def test_the_app_and_start_are_refused_while_an_experiment_holds_the_home(tmp_pa
 def test_stop_during_verify_ends_it_and_its_verify_home(home: Settings):
     """#39: `stop` stopped the dev server under --verify but not the verify home's workers, and --verify
     went on 150-190 s into a dozen RPCError FAIL lines without saying the home was stopped."""
-    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(home.home), "--temporal-address",
-            home.temporal_address, "--verify"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "checkpoint_tui",
+        "--home",
+        str(home.home),
+        "--temporal-address",
+        home.temporal_address,
+        "--verify",
+    ]
     verify = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     vhome = home.home / "run" / "verify"
     try:

@@ -142,8 +142,9 @@ def make_in(tmp_path):
                 shutil.copy(ROOT / name, checkout / name)
         before = len(calls.read_text().splitlines())
         env = {**os.environ, "CALLS": str(calls)}
-        done = subprocess.run(["make", "-s", f"PYTHON={fake}", target], cwd=checkout, env=env,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            ["make", "-s", f"PYTHON={fake}", target], cwd=checkout, env=env, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0, done.stderr
         return calls.read_text().splitlines()[before:]
 

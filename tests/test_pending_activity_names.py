@@ -1,7 +1,7 @@
 """A user's workflow names its activities (their ids and types), and chaos reads the pending ones from
 Temporal's describe when an activity pause or reset fires, or a workflow reset notes what was in
 flight: those names reach the report, the terminal and JUnit bounded and without control characters,
-as history's own are (app/activity_history.py `plain`), while Temporal is still asked about the real
+as history's own are (core/activity_history.py `plain`), while Temporal is still asked about the real
 id. No server: the client is a stand-in that answers describe and records the requests."""
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.requests: list = []
-        pending = PendingActivityInfo(activity_id=HOSTILE_ID, activity_type=ActivityType(name=HOSTILE_TYPE),
-                                      attempt=1, state=PendingActivityState.PENDING_ACTIVITY_STATE_STARTED)  # fmt: skip
+        pending = PendingActivityInfo(
+            activity_id=HOSTILE_ID,
+            activity_type=ActivityType(name=HOSTILE_TYPE),
+            attempt=1,
+            state=PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        )
         desc = SimpleNamespace(run_id="exec-1", raw_description=SimpleNamespace(pending_activities=[pending]))
 
         async def describe():

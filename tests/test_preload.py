@@ -72,8 +72,10 @@ def _preloader(tmp_path: Path, script: Path) -> tuple[subprocess.Popen, Path]:
     ready = tmp_path / "p.ready"
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), "--ready", str(ready), "--", sys.executable, str(script)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     return proc, ready
 
 
@@ -99,7 +101,7 @@ def test_a_fork_runs_the_script_as_main_in_a_session_of_its_own(tmp_path: Path):
         "ran = {'argv': sys.argv, 'main': __name__, 'sid': os.getsid(0), 'pid': os.getpid()}\n"
         f"with open({str(out)!r} + '.tmp', 'w') as f:\n    json.dump(ran, f)\n"
         f"os.replace({str(out)!r} + '.tmp', {str(out)!r})\n"
-    )  # fmt: skip
+    )
     proc, ready = _preloader(tmp_path, script)
     try:
         assert wait_until_sync(ready.exists, 30)
@@ -126,7 +128,7 @@ def test_a_folder_the_script_puts_on_sys_path_is_where_its_imports_are_preloaded
         "import sys\nfrom pathlib import Path\n"
         "sys.path.insert(1, str(Path(__file__).resolve().parent.parent / 'shared'))\n"
         "import heavy\nraise SystemExit('the script itself must not run in the preloader')\n"
-    )  # fmt: skip
+    )
     proc, ready = _preloader(tmp_path, script)
     try:
         assert wait_until_sync(ready.exists, 30)
@@ -147,7 +149,7 @@ def _lazy_worker(tmp_path: Path, lib_source: str) -> tuple[Path, Path]:
         "import os, time\ndef main():\n    import lazylib\n"
         f"    open({str(tmp_path / 'ran')!r}, 'a').write(f'{{os.getpid()}}\\n')\n    time.sleep(600)\n"
         "if __name__ == '__main__':\n    main()\n"
-    )  # fmt: skip
+    )
     return script, pids
 
 
@@ -242,7 +244,7 @@ async def test_a_thread_at_import_means_cold_replacements_and_an_event_saying_wh
     wrapper.write_text(
         f"import threadlib\nimport runpy, sys\nsys.path.insert(0, {str(EXAMPLE.parent)!r})\n"
         f"runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n"
-    )  # fmt: skip
+    )
     settings = _settings(home, tmp_path, (sys.executable, str(wrapper)))
     async with supervised(settings, temporal_address) as (sup, client):
         await wait_until(lambda: bool(_events(settings, "preload")), 60)
@@ -259,8 +261,12 @@ async def test_a_thread_at_import_means_cold_replacements_and_an_event_saying_wh
 
 @pytest.mark.parametrize(
     "told",
-    [b"not json", b'{"modules": "os"}', b'{"modules": ["../../etc/passwd", "a b", 5, null, "os", "sys"]}',
-     b'{"modules": ["' + b"x" * (2 << 20) + b'"]}'],
+    [
+        b"not json",
+        b'{"modules": "os"}',
+        b'{"modules": ["../../etc/passwd", "a b", 5, null, "os", "sys"]}',
+        b'{"modules": ["' + b"x" * (2 << 20) + b'"]}',
+    ],
     ids=["garbage", "not-a-list", "bad-names-or-known", "oversized"],
 )
 def test_a_forks_hostile_module_list_imports_nothing(tmp_path: Path, told: bytes):

@@ -26,8 +26,13 @@ def _homes_stopped(pytester: pytest.Pytester) -> Iterator[None]:
     yield
     for record in pytester.path.rglob("chaos-lab*/run/devserver.json"):
         home = record.parent.parent
-        subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(home), "stop"], capture_output=True,
-                       timeout=120, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "stop"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "pytest.md"
@@ -37,7 +42,7 @@ def _docs_test() -> str:
     """The pydantic-ai test docs/pytest.md shows a team (its worker path made absolute: pytester runs
     in a temp dir): what is tested here is what the page says."""
     text = DOCS.read_text()
-    block = text[text.index("```python", text.index("pydantic-ai:")) + len("```python\n"):]
+    block = text[text.index("```python", text.index("pydantic-ai:")) + len("```python\n") :]
     return block[: block.index("```")].replace("python examples/", f"python {ROOT}/examples/")
 
 
@@ -77,8 +82,12 @@ def test_a_blind_agent_fails_naming_the_tool_and_the_call(pytester: pytest.Pytes
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(f"--junitxml={junit}", timeout=300)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*AssertionError: chaos seed 3: FAIL: run completed*NOT exactly once*"
-                                 "re-executed at risk: send_email call pyd_ai_*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: chaos seed 3: FAIL: run completed*NOT exactly once*"
+            "re-executed at risk: send_email call pyd_ai_*"
+        ]
+    )
     xml = junit.read_text()
     assert "send_email call pyd_ai_" in xml and 'name="checkpoint_chaos"' in xml  # the verdict, a property too
     assert wait_until_sync(lambda: not _ours(pytester.path), 30)
@@ -130,21 +139,24 @@ def test_every_test_on_the_page_collects_once_per_seed(pytester: pytest.Pytester
 @pytest.mark.parametrize(("scope", "homes"), [("session", 1), ("function", 3)])
 def test_the_lab_s_scope_is_the_user_s_choice(pytester: pytest.Pytester, scope: str, homes: int):
     pytester.makeini(f"[pytest]\nchaos_lab_scope = {scope}\n")
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.chaos(seeds=[1, 2, 3])
 def test_x(chaos_lab, chaos_seed):
     assert chaos_lab.seed == chaos_seed
     (chaos_lab.home / f"seen-{chaos_seed}").write_text("")
-""")
+"""
+    )
     result = pytester.runpytest_subprocess(timeout=120)
     result.assert_outcomes(passed=3)
     assert len({p.parent for p in pytester.path.rglob("seen-*")}) == homes  # nothing started: no command ran
 
 
 def test_a_class_s_seeds_and_a_method_s_words_are_merged_the_closest_winning(pytester: pytest.Pytester):
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.chaos(seeds=[4, 5], kills=3, aim="tool")
@@ -153,7 +165,8 @@ class TestMailer:
     def test_x(self, chaos_lab, chaos_seed):
         assert chaos_lab.seed == chaos_seed in (4, 5)
         assert chaos_lab.defaults == {"kills": 5, "aim": "tool"}
-""")
+"""
+    )
     result = pytester.runpytest_subprocess("-v", timeout=120)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_x?seed4?*PASSED*", "*test_x?seed5?*PASSED*"])

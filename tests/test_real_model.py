@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.engine.shared import ModelRef
+from checkpoint_tui.core.runs import start_run, wait_for_run
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.shared import ModelRef
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("CHECKPOINT_REAL_MODEL") != "1", reason="opt-in: make test-model (needs llama.cpp, ~7 min build)"

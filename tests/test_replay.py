@@ -15,14 +15,14 @@ from junitparser import JUnitXml
 from temporalio import workflow
 
 from checkpoint_tui import cli
-from checkpoint_tui.app.runs import new_run_id, wait_for_run
-from checkpoint_tui.app.workflow_runs import start_workflow_run
-from checkpoint_tui.engine.activities import AgentActivities
-from checkpoint_tui.engine.shared import AgentInput, AgentResult
-from checkpoint_tui.engine.workflow import AgentLoop
+from checkpoint_tui.core.runs import new_run_id, wait_for_run
+from checkpoint_tui.core.workflow_runs import start_workflow_run
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec, add_fault
 from checkpoint_tui.ledger.store import connect, create_run
+from checkpoint_tui.loop_worker.activities import AgentActivities
+from checkpoint_tui.loop_worker.shared import AgentInput, AgentResult
+from checkpoint_tui.loop_worker.workflow import AgentLoop
 from checkpoint_tui.proof.replay.command import Selection, replay_command
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
@@ -37,8 +37,10 @@ class SwappedBookkeeping(AgentLoop):
     """A change of activity order: each step marks itself completed before running."""
 
     async def _bookkeeping(self, inp, method, step_input) -> None:
-        swap = {AgentActivities.mark_step_running: AgentActivities.mark_step_completed,
-                AgentActivities.mark_step_completed: AgentActivities.mark_step_running}  # fmt: skip
+        swap = {
+            AgentActivities.mark_step_running: AgentActivities.mark_step_completed,
+            AgentActivities.mark_step_completed: AgentActivities.mark_step_running,
+        }
         await super()._bookkeeping(inp, swap.get(method, method), step_input)
 
     @workflow.run
@@ -69,8 +71,9 @@ async def user_workflow_run(home: Settings, client) -> str:
     """A run of a user's workflow as `--worker-cmd ... start --workflow SendLines` records it (ledger row
     `workflow:SendLines`, a real workflow in Temporal), on a queue nobody polls, then terminated: a real
     history that AgentLoop cannot replay."""
-    run_id = await start_workflow_run(replace(home, task_queue_name=f"{home.task_queue}-uw"), client, "SendLines",
-                                     {"count": 2})  # fmt: skip
+    run_id = await start_workflow_run(
+        replace(home, task_queue_name=f"{home.task_queue}-uw"), client, "SendLines", {"count": 2}
+    )
     await client.get_workflow_handle(run_id).terminate("test: a user workflow history, never run")
     return run_id
 

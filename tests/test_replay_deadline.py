@@ -43,8 +43,9 @@ def lines(out: str, prefix: str) -> list[str]:
 async def test_a_history_that_panics_the_core_is_a_fail_line_and_the_rest_runs(tmp_path, capsys):
     folder = corpus(tmp_path, **{"a-panic.01": panic_history(), "b-good.01": good_history()})
     started = time.monotonic()
-    code = await replay_command(Settings(home=tmp_path / "h"), Selection(from_path=folder), workflow=EndsAtOnce,
-                                deadline_s=30)  # fmt: skip
+    code = await replay_command(
+        Settings(home=tmp_path / "h"), Selection(from_path=folder), workflow=EndsAtOnce, deadline_s=30
+    )
     took = time.monotonic() - started
     out = capsys.readouterr().out
     assert code == 1
@@ -60,8 +61,9 @@ async def test_a_history_that_panics_the_core_is_a_fail_line_and_the_rest_runs(t
 async def test_a_hung_replay_is_a_fail_line_after_the_deadline(tmp_path, capsys):
     folder = corpus(tmp_path, **{"a-hang.01": good_history(), "b-good.01": good_history()})
     started = time.monotonic()
-    code = await replay_command(Settings(home=tmp_path / "h"), Selection(from_path=folder), workflow=HangsOnSome,
-                                deadline_s=2)  # fmt: skip
+    code = await replay_command(
+        Settings(home=tmp_path / "h"), Selection(from_path=folder), workflow=HangsOnSome, deadline_s=2
+    )
     took = time.monotonic() - started
     out = capsys.readouterr().out
     assert code == 1

@@ -49,8 +49,22 @@ def test_chaos_with_resets_completes_with_every_re_run_effect_skipped(backend, s
     flags = ["--ledger", request.getfixturevalue("pg_url")] if backend == "postgresql" else []
     report_path = home.home / "r.json"
     try:
-        out = run_cli(*flags, "chaos", "--seed", "7", "--steps", "12", "--kills", "2", "--resets", "2",
-                      "--json", str(report_path), home=home, timeout=240)  # fmt: skip
+        out = run_cli(
+            *flags,
+            "chaos",
+            "--seed",
+            "7",
+            "--steps",
+            "12",
+            "--kills",
+            "2",
+            "--resets",
+            "2",
+            "--json",
+            str(report_path),
+            home=home,
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
     finally:
         run_cli(*flags, "stop", home=home)

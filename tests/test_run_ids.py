@@ -1,4 +1,4 @@
-"""One run-id allocator for every workload (app/runs.record_run): run ids carry the second and 4 hex
+"""One run-id allocator for every workload (core/runs.record_run): run ids carry the second and 4 hex
 digits, so runs started together (`start --runs N`) may draw the same one; the insert into `runs` is
 the lock, and a taken id is drawn again. A user's workflow once skipped the redraw and could collide
 on the primary key."""
@@ -11,7 +11,7 @@ from itertools import count
 
 import pytest
 
-from checkpoint_tui.app import runs
+from checkpoint_tui.core import runs
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.rows import WORKFLOW
@@ -64,7 +64,10 @@ def test_runs_of_an_older_ledger_are_read_as_their_workload(ledger_target):
     assert ensure_schema(conn) == 5
     rows = {r: queries.run(conn, r) for r in ("run-a", "run-b", "run-c")}
     assert [(rows[r].kind, rows[r].workflow_type, rows[r].provider) for r in ("run-a", "run-b", "run-c")] == [
-        (WORKFLOW, "SendLines", None), (WORKFLOW, "Old.Type", None), ("agent-loop", None, "offline")]  # fmt: skip
+        (WORKFLOW, "SendLines", None),
+        (WORKFLOW, "Old.Type", None),
+        ("agent-loop", None, "offline"),
+    ]
     assert isinstance(UserWorkflow(None).of_run(rows["run-a"]), UserWorkflow)
     assert isinstance(UserWorkflow(None).of_run(rows["run-c"]), AgentLoopWorkload)
 
@@ -75,8 +78,18 @@ def test_start_runs_8_of_a_user_workflow_starts_eight_runs(session_root):
     home = session_root / f"uw-runs-{next(_homes)}"
     flags = lab_flags(home)
     try:
-        out = run_cli(*flags, "start", "--workflow", "SendLines", "--input", json.dumps({"count": 1, "pace": 0}),
-                      "--runs", "8", "--wait", timeout=180)  # fmt: skip
+        out = run_cli(
+            *flags,
+            "start",
+            "--workflow",
+            "SendLines",
+            "--input",
+            json.dumps({"count": 1, "pace": 0}),
+            "--runs",
+            "8",
+            "--wait",
+            timeout=180,
+        )
     finally:
         stop_lab(home)
     run_ids = out.stdout.split()

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.core.runs import start_run, wait_for_run
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect, with_shared_queue
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import identity_after_exec, send_signal_if_ours, stop_process, wait_gone
@@ -34,10 +34,19 @@ class Pool:
     def __init__(self, home: Settings, name: str) -> None:
         self.home, self.name = home, name
         argv = [
-            sys.executable, "-m", "checkpoint_tui", "--home", str(home.home),
-            "--temporal-address", str(home.temporal_address), "--artifacts", str(home.artifacts_dir),
-            "--workers", "2", "worker",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(home.home),
+            "--temporal-address",
+            str(home.temporal_address),
+            "--artifacts",
+            str(home.artifacts_dir),
+            "--workers",
+            "2",
+            "worker",
+        ]
         env = {**os.environ, "CHECKPOINT_HOST": name, LEDGER_URL_ENV: str(home.ledger_url)}
         self.log = home.home / "pool.log"
         home.ensure_dirs()
@@ -153,8 +162,10 @@ async def test_two_pools_one_killed_entirely(pools, temporal_address):
         "SELECT MIN(started_at) FROM activity_log WHERE run_id = ? AND host = ? AND started_at > ?",
         (run_id, survivor.name, killed_at),
     ).fetchone()[0]
-    print(f"\ntwo pools: {victim.name} killed whole at step {sum(done.values())}; {survivor.name} resumed "
-          f"the run {resumed - killed_at:.2f} s later (no assist: timeouts only)")  # fmt: skip
+    print(
+        f"\ntwo pools: {victim.name} killed whole at step {sum(done.values())}; {survivor.name} resumed "
+        f"the run {resumed - killed_at:.2f} s later (no assist: timeouts only)"
+    )
     # the survivor saw no worker die (the victim's supervisor died first): it failed nobody's activities
     assert conn.execute("SELECT COUNT(*) FROM worker_events WHERE event = 'assist'").fetchone()[0] == 0
 
@@ -245,8 +256,14 @@ async def test_a_zombie_writer_stopped_in_the_claim_window_writes_nothing_twice(
             assert send_signal_if_ours(zombie.ident, signal.SIGCONT)
             email = f"{run_id}:3:email"
             deadline = time.monotonic() + 30  # the zombie's stale write and stamp (or its give-up) land
-            while conn.execute("SELECT COUNT(*) FROM effect_outcomes WHERE effect_id = ? AND outcome IS NOT NULL "
-                               "AND worker_pid = ?", (email, zombie.pid)).fetchone()[0] == 0:  # fmt: skip
+            while (
+                conn.execute(
+                    "SELECT COUNT(*) FROM effect_outcomes WHERE effect_id = ? AND outcome IS NOT NULL "
+                    "AND worker_pid = ?",
+                    (email, zombie.pid),
+                ).fetchone()[0]
+                == 0
+            ):
                 assert time.monotonic() < deadline, "the continued zombie never finished its write"
                 await asyncio.sleep(0.05)
         finally:

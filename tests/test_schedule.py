@@ -52,11 +52,18 @@ def test_partitions_leave_a_seeds_kills_and_pauses_where_they_were():
 
 def test_at_s_events_round_trip_and_sort_after_step_events(tmp_path):
     path = tmp_path / "timed.json"
-    path.write_text(json.dumps({"steps": 8, "events": [
-        {"at_s": 12, "nemesis": "pause", "duration_s": 2},
-        {"at_step": 5, "nemesis": "worker-in-timer", "delay_ms": 30},
-        {"at_s": 2.5, "nemesis": PARTITION, "delay_ms": 100, "duration_s": 3.0},
-    ]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "steps": 8,
+                "events": [
+                    {"at_s": 12, "nemesis": "pause", "duration_s": 2},
+                    {"at_step": 5, "nemesis": "worker-in-timer", "delay_ms": 30},
+                    {"at_s": 2.5, "nemesis": PARTITION, "delay_ms": 100, "duration_s": 3.0},
+                ],
+            }
+        )
+    )
     events, steps, seed = load_schedule(path)
     assert (steps, seed) == (8, None)
     assert events == [
@@ -65,8 +72,13 @@ def test_at_s_events_round_trip_and_sort_after_step_events(tmp_path):
         ChaosEvent(None, "pause", 0, duration_s=2.0, at_s=12.0),
     ]
     assert events[1].due_s == pytest.approx(2.6) and events[1].describe() == "at 2.50 s: partition for 3.00 s +100 ms"
-    assert events[1].to_json() == {"at_s": 2.5, "nemesis": PARTITION, "target": "network", "delay_ms": 100,
-                                   "duration_s": 3.0}  # fmt: skip
+    assert events[1].to_json() == {
+        "at_s": 2.5,
+        "nemesis": PARTITION,
+        "target": "network",
+        "delay_ms": 100,
+        "duration_s": 3.0,
+    }
     save_schedule(tmp_path / "again.json", events, steps, 4)
     assert load_schedule(tmp_path / "again.json") == (events, 8, 4)
 
@@ -144,8 +156,10 @@ def test_schedule_file_round_trips(tmp_path):
     # a bare list, hand-written, with defaults; --steps applies
     path.write_text(json.dumps([{"at_step": 3, "nemesis": "pause"}, {"at_step": 2, "nemesis": "claim-window-crash"}]))
     assert load_schedule(path, 6) == (
-        [ChaosEvent(2, "claim-window-crash", 0, "file"), ChaosEvent(3, "pause", 0, duration_s=1.0)], 6, None,
-    )  # fmt: skip
+        [ChaosEvent(2, "claim-window-crash", 0, "file"), ChaosEvent(3, "pause", 0, duration_s=1.0)],
+        6,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -168,8 +182,21 @@ def test_bad_schedule_files_are_usage_errors(tmp_path, events):
 
 def test_save_schedule_cli_writes_and_does_not_run(tmp_path):
     path = tmp_path / "seed5.json"
-    out = run_cli("--home", str(tmp_path / "h"), "chaos", "--seed", "5", "--steps", "12", "--kills", "4",
-                  "--pauses", "2", "--save-schedule", str(path))  # fmt: skip
+    out = run_cli(
+        "--home",
+        str(tmp_path / "h"),
+        "chaos",
+        "--seed",
+        "5",
+        "--steps",
+        "12",
+        "--kills",
+        "4",
+        "--pauses",
+        "2",
+        "--save-schedule",
+        str(path),
+    )
     assert out.returncode == 0, out.stderr
     assert load_schedule(path) == (make_schedule(5, 12, 4, 2), 12, 5)
     assert not (tmp_path / "h" / "run" / "devserver.json").exists()  # nothing was started
@@ -217,16 +244,19 @@ async def test_ddmin_keeps_a_single_culprit_and_handles_one_event():
     assert await ddmin(events[:1], fails) == events[:1]
 
 
-@pytest.mark.parametrize(("event", "said"), [
-    ({"at_step": True, "nemesis": "pause"}, "at_step must be"),  # Python's bools are ints: true was step 1
-    ({"at_step": 3, "nemesis": "pause", "delay_ms": True}, "delay_ms must be"),  # was "+True ms"
-    ({"at_step": 3, "nemesis": "pause", "duration_s": True}, "duration_s must be"),
-    ({"at_step": 3, "nemesis": "activity-pause", "duration_s": False}, "duration_s must be"),
-    ({"at_step": 3, "nemesis": "reset", "back_steps": 2.0}, "back_steps must be"),
-    ({"at_step": 3, "nemesis": ["reset"]}, "nemesis must be one of"),  # was a TypeError traceback
-    ({"at_step": 3, "nemesis": {"reset": 1}}, "nemesis must be one of"),
-    ({"at_step": 3, "nemesis": "reset", "target": "x" * 100_000}, "targets the workflow, not 'xxx"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        ({"at_step": True, "nemesis": "pause"}, "at_step must be"),  # Python's bools are ints: true was step 1
+        ({"at_step": 3, "nemesis": "pause", "delay_ms": True}, "delay_ms must be"),  # was "+True ms"
+        ({"at_step": 3, "nemesis": "pause", "duration_s": True}, "duration_s must be"),
+        ({"at_step": 3, "nemesis": "activity-pause", "duration_s": False}, "duration_s must be"),
+        ({"at_step": 3, "nemesis": "reset", "back_steps": 2.0}, "back_steps must be"),
+        ({"at_step": 3, "nemesis": ["reset"]}, "nemesis must be one of"),  # was a TypeError traceback
+        ({"at_step": 3, "nemesis": {"reset": 1}}, "nemesis must be one of"),
+        ({"at_step": 3, "nemesis": "reset", "target": "x" * 100_000}, "targets the workflow, not 'xxx"),
+    ],
+)
 def test_a_bool_for_a_number_or_a_nemesis_that_is_not_a_name_is_one_short_usage_error(tmp_path, event, said):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"steps": 6, "events": [event]}))
@@ -256,8 +286,14 @@ def test_a_schedule_holds_at_most_max_events_seeded_or_from_a_file(tmp_path):
     with pytest.raises(UsageError, match="a schedule holds at most"):  # a user's workflow: the span grew with it
         workload_schedule(1, 100_000, 0, 0, 100_000)
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"steps": 100_000, "events": [{"at_step": k, "nemesis": "activity-reset"}
-                                                            for k in range(1, MAX_EVENTS + 2)]}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "steps": 100_000,
+                "events": [{"at_step": k, "nemesis": "activity-reset"} for k in range(1, MAX_EVENTS + 2)],
+            }
+        )
+    )
     with pytest.raises(UsageError, match=f"{MAX_EVENTS + 1} events; a schedule holds at most {MAX_EVENTS}"):
         load_schedule(path)
     assert len(make_schedule(1, MAX_EVENTS + 2, MAX_EVENTS)) == MAX_EVENTS

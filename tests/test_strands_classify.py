@@ -1,6 +1,6 @@
 """Strands on Temporal, piece by piece: the exactly-once key of a tool call
 (`checkpoint_tui.integrations.strands`) and the guarded tool that hands its activity the call; the
-classifier (`checkpoint_tui.app.frameworks.strands`) on payloads as history holds them (taken from a
+classifier (`checkpoint_tui.core.frameworks.strands`) on payloads as history holds them (taken from a
 run of examples/agents/strands_mailer, cut small) and on hostile ones. The example itself, run for
 real and under the lab: tests/test_strands_lab.py."""
 
@@ -13,8 +13,8 @@ import pytest
 from temporalio import activity
 
 from agent_examples import HUGE, activity_env, assert_bounded, classify_in_time, nested, seen
-from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.app.frameworks.strands import owns
+from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.core.frameworks.strands import owns
 from checkpoint_tui.effects import EffectRefused
 from checkpoint_tui.integrations.strands import ToolCall, guarded_activity_as_tool, tool_call_key
 
@@ -105,9 +105,13 @@ def uses(*calls: tuple[str, str, str], tokens: tuple[int, int] = (29, 17)) -> li
 
 
 def answer(text: str = "sent 2 emails to ops@example.com") -> list[object]:
-    return [{"messageStart": {"role": "assistant"}}, {"contentBlockDelta": {"delta": {"text": text}}},
-            {"contentBlockStop": {}}, {"messageStop": {"stopReason": "end_turn"}},
-            {"metadata": {"usage": {"inputTokens": 126, "outputTokens": 8, "totalTokens": 134}}}]  # fmt: skip
+    return [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"delta": {"text": text}}},
+        {"contentBlockStop": {}},
+        {"messageStop": {"stopReason": "end_turn"}},
+        {"metadata": {"usage": {"inputTokens": 126, "outputTokens": 8, "totalTokens": 134}}},
+    ]
 
 
 def assistant(call_id: str, name: str, arguments: dict) -> dict:
@@ -116,8 +120,15 @@ def assistant(call_id: str, name: str, arguments: dict) -> dict:
 
 def test_owns_only_strands_types_and_detect_tells_it_from_the_openai_agents_sdk() -> None:
     assert owns("invoke_model") and owns("invoke_model_streaming") and owns("strands-sandbox-execute")
-    for kind in ("invoke_model_activity", "invoke_model_activity_streaming", "invoke_model ", "Invoke_Model",
-                 "send_email", "docs-call-tool", ""):  # fmt: skip
+    for kind in (
+        "invoke_model_activity",
+        "invoke_model_activity_streaming",
+        "invoke_model ",
+        "Invoke_Model",
+        "send_email",
+        "docs-call-tool",
+        "",
+    ):
         assert not owns(kind), kind
     assert detect(["send_email", "invoke_model"]) == "strands"
     assert detect(["invoke_model_activity", "invoke_model"]) == "openai-agents"  # the first that shows itself
@@ -127,16 +138,28 @@ def test_owns_only_strands_types_and_detect_tells_it_from_the_openai_agents_sdk(
 
 def test_a_guarded_run_as_history_holds_it() -> None:
     handed = {"tool_use_id": "tooluse_c08d6c1eea7341188354c4", "tool_name": "send_email_guarded"}
-    units = classify("strands", [
-        seen("invoke_model", request(), uses(("tooluse_c08d6c1eea7341188354c4", "send_email_guarded", ARGS)), "ask"),
-        seen("send_email_guarded", [handed, "ops@example.com", "hello, this is turn 1", 0.3],
-             "sent to ops@example.com (applied)"),
-        seen("invoke_model", request(), answer()),
-    ])  # fmt: skip
+    units = classify(
+        "strands",
+        [
+            seen(
+                "invoke_model", request(), uses(("tooluse_c08d6c1eea7341188354c4", "send_email_guarded", ARGS)), "ask"
+            ),
+            seen(
+                "send_email_guarded",
+                [handed, "ops@example.com", "hello, this is turn 1", 0.3],
+                "sent to ops@example.com (applied)",
+            ),
+            seen("invoke_model", request(), answer()),
+        ],
+    )
     assert [u.cls for u in units] == ["model", "tool", "model"]
     model, tool, last = units
-    assert (model.name, model.tokens, model.label, model.summary) == ("scripted-mailer", 46, "model · scripted-mailer",
-                                                                      "ask")  # fmt: skip
+    assert (model.name, model.tokens, model.label, model.summary) == (
+        "scripted-mailer",
+        46,
+        "model · scripted-mailer",
+        "ask",
+    )
     assert last.tokens == 134 and last.call_id is None
     assert tool.name == "send_email_guarded" and tool.call_id == handed["tool_use_id"]
     assert tool.label == "tool · send_email_guarded · call c08d6c…" and tool.tokens is None
@@ -145,15 +168,24 @@ def test_a_guarded_run_as_history_holds_it() -> None:
 
 
 def test_calls_match_by_name_in_order_and_an_activity_no_call_names_is_other() -> None:
-    split = [{"contentBlockStart": {"start": {}}},  # some providers name the call in a delta
-             {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"to": ', "toolUseId": "tooluse_3", "name": "a"}}}},
-             {"contentBlockDelta": {"delta": {"toolUse": {"input": '"x"}'}}}}, {"contentBlockStop": {}}]  # fmt: skip
-    units = classify("strands", [
-        seen("audit_hook"),  # before any model request: a hook's activity
-        seen("invoke_model", request(), [*uses(("tooluse_1", "a", "{}"), ("tooluse_2", "b", "")), *split]),
-        seen("b"), seen("a"), seen("a"), seen("audit_hook"),
-        seen("invoke_model", request(), answer()),
-    ])  # fmt: skip
+    split = [
+        {"contentBlockStart": {"start": {}}},  # some providers name the call in a delta
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": '{"to": ', "toolUseId": "tooluse_3", "name": "a"}}}},
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": '"x"}'}}}},
+        {"contentBlockStop": {}},
+    ]
+    units = classify(
+        "strands",
+        [
+            seen("audit_hook"),  # before any model request: a hook's activity
+            seen("invoke_model", request(), [*uses(("tooluse_1", "a", "{}"), ("tooluse_2", "b", "")), *split]),
+            seen("b"),
+            seen("a"),
+            seen("a"),
+            seen("audit_hook"),
+            seen("invoke_model", request(), answer()),
+        ],
+    )
     assert [u.cls for u in units] == ["other", "model", "tool", "tool", "tool", "other", "model"]
     assert [u.call_id for u in units[2:5]] == ["tooluse_2", "tooluse_1", "tooluse_3"]
     assert units[2].args_digest == units[3].args_digest  # an empty input is no arguments, as Strands reads it
@@ -166,8 +198,15 @@ def test_the_handed_call_wins_over_the_order_of_the_calls() -> None:
         return seen("g", [{"tool_use_id": call_id, "tool_name": "g"}, to, "hi", 0.3])
 
     made = uses(("tooluse_1", "g", '{"to": "one"}'), ("tooluse_2", "g", '{"to": "two"}'))
-    units = classify("strands", [seen("invoke_model", [], made), guarded("tooluse_2", "two"),
-                                 guarded("tooluse_1", "one"), seen("g", [None, "x"])])  # fmt: skip
+    units = classify(
+        "strands",
+        [
+            seen("invoke_model", [], made),
+            guarded("tooluse_2", "two"),
+            guarded("tooluse_1", "one"),
+            seen("g", [None, "x"]),
+        ],
+    )
     assert [u.call_id for u in units[1:]] == ["tooluse_2", "tooluse_1", None]
     assert units[3].cls == "other"  # no call of the request is left for it
     alone = classify("strands", [seen("invoke_model", [], uses(("tooluse_2", "g", '{"to": "two"}'))), seen("g")])
@@ -178,35 +217,49 @@ def test_an_undecoded_result_is_read_from_the_next_request_and_unknown_calls_lea
     turn1 = assistant("tooluse_1", "send_email", {"to": "x"})
     result1 = {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_1", "status": "success"}}]}
     turn2 = assistant("tooluse_2", "send_email", {"to": "y"})
-    units = classify("strands", [
-        seen("invoke_model", request(), None),  # its result did not decode (too big)
-        seen("send_email", ["x", "hello", 0.3]),
-        seen("invoke_model", request(turn1, result1), None),
-        seen("send_email", ["y", "hello", 0.3]),
-        seen("invoke_model", request(turn1, result1, turn2), answer()),
-        seen("invoke_model", [{"model_name": None}], None),  # still running: nothing after it tells
-        seen("send_email", ["z"]),
-    ])  # fmt: skip
-    assert [(u.cls, u.call_id) for u in units if u.cls != "model"] == [("tool", "tooluse_1"), ("tool", "tooluse_2"),
-                                                                      ("tool", None)]  # fmt: skip
+    units = classify(
+        "strands",
+        [
+            seen("invoke_model", request(), None),  # its result did not decode (too big)
+            seen("send_email", ["x", "hello", 0.3]),
+            seen("invoke_model", request(turn1, result1), None),
+            seen("send_email", ["y", "hello", 0.3]),
+            seen("invoke_model", request(turn1, result1, turn2), answer()),
+            seen("invoke_model", [{"model_name": None}], None),  # still running: nothing after it tells
+            seen("send_email", ["z"]),
+        ],
+    )
+    assert [(u.cls, u.call_id) for u in units if u.cls != "model"] == [
+        ("tool", "tooluse_1"),
+        ("tool", "tooluse_2"),
+        ("tool", None),
+    ]
     assert units[5].label == "model" and units[5].name is None and units[5].tokens is None
-    from_messages = classify("strands", [seen("invoke_model", [], uses(("q", "send_email", '{"to": "x"}'))),
-                                         seen("send_email")])  # fmt: skip
+    from_messages = classify(
+        "strands", [seen("invoke_model", [], uses(("q", "send_email", '{"to": "x"}'))), seen("send_email")]
+    )
     assert units[1].args_digest == from_messages[1].args_digest
 
 
 def test_mcp_calls_sandbox_operations_and_the_streaming_model() -> None:
     call = {"tool_name": "search", "arguments": {"q": 1}, "tool_use_id": "tooluse_abcdef12"}
-    units = classify("strands", [
-        seen("invoke_model_streaming", request(model="bedrock"), uses(("tooluse_abcdef12", "search", '{"q": 1}'))),
-        seen("docs-list-tools"), seen("docs-call-tool", [call]),
-        seen("strands-sandbox-execute", [{"sandbox_name": "s"}]),
-    ])  # fmt: skip
+    units = classify(
+        "strands",
+        [
+            seen("invoke_model_streaming", request(model="bedrock"), uses(("tooluse_abcdef12", "search", '{"q": 1}'))),
+            seen("docs-list-tools"),
+            seen("docs-call-tool", [call]),
+            seen("strands-sandbox-execute", [{"sandbox_name": "s"}]),
+        ],
+    )
     assert [u.cls for u in units] == ["model", "other", "mcp", "other"]
     assert units[0].label == "model · bedrock"
     assert units[1].label == "mcp · docs · list-tools" and units[3].label == "sandbox · execute"
-    assert (units[2].name, units[2].call_id, units[2].label) == ("search", "tooluse_abcdef12",
-                                                                 "mcp · docs · search · call abcdef…")  # fmt: skip
+    assert (units[2].name, units[2].call_id, units[2].label) == (
+        "search",
+        "tooluse_abcdef12",
+        "mcp · docs · search · call abcdef…",
+    )
     assert units[2].args_digest is not None
 
 
@@ -224,25 +277,50 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
 
 
 HOSTILE_RESULTS: list[object] = [
-    None, 7, HUGE, {"metadata": {}}, [None] * 100_000,
+    None,
+    7,
+    HUGE,
+    {"metadata": {}},
+    [None] * 100_000,
     [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": HUGE, "name": HUGE}}}}, {"contentBlockStop": {}}],
     [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t\n1", "name": ["x"]}}}}, {"contentBlockStop": 1}],
-    [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "a", "name": "send_email"}}}},
-     *[{"contentBlockDelta": {"delta": {"toolUse": {"input": "[" * 100_000}}}}] * 50, {"contentBlockStop": {}}],
-    [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "b", "name": "send_email"}}}},
-     {"contentBlockDelta": {"delta": {"toolUse": {"input": "9" * 5000}}}}, {"contentBlockStop": {}}],
+    [
+        {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "a", "name": "send_email"}}}},
+        *[{"contentBlockDelta": {"delta": {"toolUse": {"input": "[" * 100_000}}}}] * 50,
+        {"contentBlockStop": {}},
+    ],
+    [
+        {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "b", "name": "send_email"}}}},
+        {"contentBlockDelta": {"delta": {"toolUse": {"input": "9" * 5000}}}},
+        {"contentBlockStop": {}},
+    ],
     [{"contentBlockDelta": {"delta": {"toolUse": {"input": 5, "toolUseId": 3}}}}, {"contentBlockStop": {}}] * 20_000,
     [{"metadata": {"usage": {"inputTokens": 10**5000, "outputTokens": True}}}, nested(100_000)],
-]  # fmt: skip
+]
 HOSTILE_ARGS: list[object] = [
-    None, [], [None], "str", [nested(100_000)], [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
+    None,
+    [],
+    [None],
+    "str",
+    [nested(100_000)],
+    [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
     [{"messages": [{"content": [{"toolUse": {"toolUseId": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
     [{"messages": [{"content": [{"toolUse": {"toolUseId": "x", "input": nested(200)}}] * 100_000}]}],
-    [{"tool_use_id": HUGE, "tool_name": HUGE}, 1], [{"tool_use_id": "t", "tool_name": None}, nested(100)],
+    [{"tool_use_id": HUGE, "tool_name": HUGE}, 1],
+    [{"tool_use_id": "t", "tool_name": None}, nested(100)],
     [{"tool_name": ["x"], "arguments": nested(1000), "tool_use_id": 5}],
-]  # fmt: skip
-HOSTILE_TYPES: list[object] = ["invoke_model", "send_email", "docs-call-tool", "-list-tools", "strands-sandbox-",
-                               None, 7, "\x00\x1b[2J", "a" * 10**6 + "-call-tool"]  # fmt: skip
+]
+HOSTILE_TYPES: list[object] = [
+    "invoke_model",
+    "send_email",
+    "docs-call-tool",
+    "-list-tools",
+    "strands-sandbox-",
+    None,
+    7,
+    "\x00\x1b[2J",
+    "a" * 10**6 + "-call-tool",
+]
 
 
 def test_hostile_payloads_never_raise_and_labels_stay_short() -> None:

@@ -30,7 +30,7 @@ from agent_examples import (
     sent,
     turns_sent_twice,
 )
-from checkpoint_tui.app.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
 
 WORKER = EXAMPLES / "strands_mailer" / "worker.py"
 TURNS = 5  # 11 activities: 6 model requests, 5 tool calls
@@ -46,8 +46,13 @@ def example(session_root: Path, temporal_address: str) -> Iterator[ExampleWorker
 
 def streamed_ids(seen: list[ActivitySeen]) -> list[str]:
     """The toolUseIds the model requests made, read straight from their stream events (not by the classifier)."""
-    return [e["contentBlockStart"]["start"]["toolUse"]["toolUseId"] for s in seen if s.activity_type == "invoke_model"
-            for e in s.result if "toolUse" in e.get("contentBlockStart", {}).get("start", {})]  # fmt: skip
+    return [
+        e["contentBlockStart"]["start"]["toolUse"]["toolUseId"]
+        for s in seen
+        if s.activity_type == "invoke_model"
+        for e in s.result
+        if "toolUse" in e.get("contentBlockStart", {}).get("start", {})
+    ]
 
 
 # --- the example, for real ---------------------------------------------------------------------------
@@ -138,8 +143,9 @@ def chaos(home: Path, workflow: str, seed: int, aim: str, ledger: str | None = N
 # Seed 1 aims its two worker kills at model requests (activities 3 and 5), seed 3 at tool calls (2 and
 # 4); seeds 1-5 all pass by hand (see the example's README).
 @pytest.mark.parametrize(("seed", "backend", "killed"), [(1, "sqlite", "model"), (3, "postgresql", "tool")])
-def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(seed, backend, killed, session_root,
-                                                                              request):  # fmt: skip
+def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(
+    seed, backend, killed, session_root, request
+):
     home = session_root / f"strands-guarded-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     out, report = chaos(home, "StrandsMailerGuarded", seed, "any", ledger)
@@ -149,8 +155,10 @@ def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(se
     assert report["framework"] == audit["framework"] == "strands"
     assert audit["tool_calls"] == TURNS and audit["model_requests"] == TURNS + 1
     assert audit["at_risk"] == [] and audit["never_ran"] == [], audit["re_executed"]
-    assert all(r["class"] == "tool" and r["tool"] == "send_email_guarded" and r["call_id"].startswith("tooluse_")
-               for r in audit["guarded_re_executed"])  # fmt: skip
+    assert all(
+        r["class"] == "tool" and r["tool"] == "send_email_guarded" and r["call_id"].startswith("tooluse_")
+        for r in audit["guarded_re_executed"]
+    )
     assert all(r["class"] == "model" and r["label"] == "model · scripted-mailer" for r in audit["model_reruns"])
     worker_kills = [k for k in report["kills"] if k["kind"] == "worker-in-activity"]
     assert worker_kills and {k["class"] for k in worker_kills} == {killed}

@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.core.runs import start_run, wait_for_run
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours, write_json
@@ -69,10 +69,25 @@ async def test_external_kill_is_noticed_within_200ms(home, client, supervisor):
 
 def test_start_wait_survives_outside_kill(home):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "checkpoint_tui", "--home", str(home.home), "--temporal-address", home.temporal_address,
-         "start", "--steps", "6", "--pace", "0.3", "--wait"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(home.home),
+            "--temporal-address",
+            home.temporal_address,
+            "start",
+            "--steps",
+            "6",
+            "--pace",
+            "0.3",
+            "--wait",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         run_id = proc.stdout.readline().strip()
         conn = connect(home.db_path)

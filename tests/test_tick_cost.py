@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from checkpoint_tui.app.session import LabSession
-from checkpoint_tui.app.tick_stats import TickStats
+from checkpoint_tui.core.session import LabSession
+from checkpoint_tui.core.tick_stats import TickStats
 from checkpoint_tui.ledger.backend import open_ledger
 from checkpoint_tui.ledger.effects import KINDS, EffectSpec, apply_effect_once
 from checkpoint_tui.ledger.store import close_all, connect, create_run, touch_step

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from checkpoint_tui.engine import tools
-from checkpoint_tui.engine.tools import MAX_RESULT_BITS, evaluate_arithmetic, run_tool
+from checkpoint_tui.loop_worker import tools
+from checkpoint_tui.loop_worker.tools import MAX_RESULT_BITS, evaluate_arithmetic, run_tool
 
 BOMBS = [
     "((9**999)**999)**999",  # each power passes an exponent-only check; the last one never finishes

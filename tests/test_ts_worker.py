@@ -27,10 +27,32 @@ pytestmark = pytest.mark.skipif(
 def _chaos(home: Path, workflow: str) -> tuple:
     path = home / "r.json"
     try:
-        out = run_cli("--home", str(home), "--worker-cmd", f"node {MAILER / 'worker.js'}", "--task-queue",
-                      f"ts-{home.name}", "--model-activities", "think", "--effects", f"file:{home}/example-out",
-                      "chaos", "--workflow", workflow, "--input", '{"turns": 5, "pace": 0.04, "think": 0.05}',
-                      "--seed", "1", "--kills", "3", "--aim", "tool", "--json", str(path), timeout=240)
+        out = run_cli(
+            "--home",
+            str(home),
+            "--worker-cmd",
+            f"node {MAILER / 'worker.js'}",
+            "--task-queue",
+            f"ts-{home.name}",
+            "--model-activities",
+            "think",
+            "--effects",
+            f"file:{home}/example-out",
+            "chaos",
+            "--workflow",
+            workflow,
+            "--input",
+            '{"turns": 5, "pace": 0.04, "think": 0.05}',
+            "--seed",
+            "1",
+            "--kills",
+            "3",
+            "--aim",
+            "tool",
+            "--json",
+            str(path),
+            timeout=240,
+        )
         report = json.loads(path.read_text())
     finally:
         stop_lab(home)

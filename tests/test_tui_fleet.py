@@ -14,13 +14,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from checkpoint_tui.app import activity_timeline
-from checkpoint_tui.app.activity_audit import ActivityAudit
-from checkpoint_tui.app.activity_timeline import ActivityTimeline
-from checkpoint_tui.app.fleet_view import Periodic, is_fleet, read_fleet
-from checkpoint_tui.app.mark_feed import MarkFeed
-from checkpoint_tui.app.session import LabSession
-from checkpoint_tui.app.view import Backlog, FleetCommand, RunCounts
+from checkpoint_tui.core import activity_timeline
+from checkpoint_tui.core.activity_audit import ActivityAudit
+from checkpoint_tui.core.activity_timeline import ActivityTimeline
+from checkpoint_tui.core.fleet_view import Periodic, is_fleet, read_fleet
+from checkpoint_tui.core.mark_feed import MarkFeed
+from checkpoint_tui.core.session import LabSession
+from checkpoint_tui.core.view import Backlog, FleetCommand, RunCounts
 from checkpoint_tui.ledger import inspect_queries as iq
 from checkpoint_tui.ledger.inspect_queries import FleetEvent
 from checkpoint_tui.ledger.rows import WorkerEvent
@@ -44,13 +44,22 @@ def fleet_view(**kw):
     activity command deployed and held down by a fleet-down, three activity tasks waiting."""
     s = snap([step(i) for i in range(1, 5)], 4, status="COMPLETED", run_status="completed")
     s.unit, s.units, s.outbox, s.workflow_type = "activity", "activities", False, "FleetMailer"
-    audit = ActivityAudit(RUN, "FleetMailer", "COMPLETED", activities=4, completed=4, lost_work_count=2,
-                          lost_work={"lost": 2, "first": "send_receipt #3 timed out for good"})  # fmt: skip
+    audit = ActivityAudit(
+        RUN,
+        "FleetMailer",
+        "COMPLETED",
+        activities=4,
+        completed=4,
+        lost_work_count=2,
+        lost_work={"lost": 2, "first": "send_receipt #3 timed out for good"},
+    )
     base = dict(
-        completion=audit.sentence(), counts=RunCounts(audit.lost, audit.duplicated, len(audit.at_risk), 2),
+        completion=audit.sentence(),
+        counts=RunCounts(audit.lost, audit.duplicated, len(audit.at_risk), 2),
         fleet=[FleetCommand("fleet-workflows", 1, 1), FleetCommand("fleet-activities", 1, 2, True, T0 + 70)],
-        backlog=Backlog(3, (("fleet-workflows", 0), ("fleet-activities", 3))), spare_pid=None,
-    )  # fmt: skip
+        backlog=Backlog(3, (("fleet-workflows", 0), ("fleet-activities", 3))),
+        spare_pid=None,
+    )
     return view(s, **{**base, **kw})
 
 
@@ -154,15 +163,18 @@ def test_fleet_events_of_a_run(ledger_target):
 def test_read_fleet_from_the_homes_files(tmp_path):
     cmd = (sys.executable, "-c", "pass")
     acts = FleetMember("fleet-activities", cmd)
-    settings = Settings(home=tmp_path, task_queue_name="fleet-workflows", worker_cmd=cmd, pool_size=2,
-                        fleet=(acts,), deploys=(acts,))  # fmt: skip
+    settings = Settings(
+        home=tmp_path, task_queue_name="fleet-workflows", worker_cmd=cmd, pool_size=2, fleet=(acts,), deploys=(acts,)
+    )
     settings.ensure_dirs()
     assert is_fleet(settings) and not is_fleet(Settings(home=tmp_path, worker_cmd=cmd))
     fleet_files.set_deployed(settings, "fleet-activities", True)
     until = time.time() + 60
     fleet_files.hold_down(settings, "fleet-activities", until)
-    assert read_fleet(settings) == [FleetCommand("fleet-workflows", 0, 2),
-                                    FleetCommand("fleet-activities", 0, 2, True, until)]  # fmt: skip
+    assert read_fleet(settings) == [
+        FleetCommand("fleet-workflows", 0, 2),
+        FleetCommand("fleet-activities", 0, 2, True, until),
+    ]
 
 
 async def test_a_background_read_is_paced_and_a_failure_shows_nothing():
@@ -197,8 +209,15 @@ async def test_the_counts_come_from_the_audit_of_the_completion_sentence(tmp_pat
     settings = Settings(home=tmp_path)
     session = LabSession(settings, UserWorkflow("FleetMailer"))
     session.client = object()  # asked of the timeline only
-    audit = ActivityAudit(RUN, "FleetMailer", "COMPLETED", activities=4, completed=4, lost_work_count=1,
-                          lost_work={"lost": 1, "first": "send_receipt #2 timed out for good"})  # fmt: skip
+    audit = ActivityAudit(
+        RUN,
+        "FleetMailer",
+        "COMPLETED",
+        activities=4,
+        completed=4,
+        lost_work_count=1,
+        lost_work={"lost": 1, "first": "send_receipt #2 timed out for good"},
+    )
     try:
         s = snap([step(1)], 1, status="COMPLETED", run_status="completed")
         monkeypatch.setattr(activity_timeline, "audit_of", lambda *args: audit)  # the audit the sentence is of

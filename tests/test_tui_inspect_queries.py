@@ -51,8 +51,10 @@ def test_instrument_reads(ledger_target):
     assert all(e.outcomes == "applied" and e.payload.startswith("payload") for e in detail.effects)
     assert [c.outcome for c in detail.claims] == ["applied"] * 3
     assert [(a.activity, a.attempt, a.worker_pid) for a in detail.attempts] == [
-        ("llm", 1, 100), ("llm", 2, 200), ("mark_step_completed", 2, 200),
-    ]  # fmt: skip
+        ("llm", 1, 100),
+        ("llm", 2, 200),
+        ("mark_step_completed", 2, 200),
+    ]
     assert iq.step_detail(conn, RUN, 4) is None
 
 
@@ -67,8 +69,13 @@ def test_a_death_marks_every_run_its_worker_served(ledger_target):
     other, elsewhere, moved, ended = (RUN.replace("beef", tail) for tail in ("cafe", "f00d", "abba", "dead"))
     for run in (other, elsewhere, moved, ended):
         create_run(conn, run, 4, 0.0, "offline", "q")
-    for run, pid, before in ((other, 100, 0.005), (elsewhere, 300, 0.005), (moved, 100, 0.006), (moved, 300, 0.004),
-                             (ended, 100, 0.005)):  # fmt: skip
+    for run, pid, before in (
+        (other, 100, 0.005),
+        (elsewhere, 300, 0.005),
+        (moved, 100, 0.006),
+        (moved, 300, 0.004),
+        (ended, 100, 0.005),
+    ):
         conn.execute(
             "INSERT INTO activity_log(run_id, step, activity, attempt, worker_pid, host, started_at) "
             "VALUES(?, 2, 'tool', 1, ?, ?, ?)",

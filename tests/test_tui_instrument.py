@@ -3,9 +3,9 @@ events, the step inspector (Enter, click, Escape), the ledger pane following the
 
 from __future__ import annotations
 
-from checkpoint_tui.app.heartbeat import pending_of
-from checkpoint_tui.app.kill_marker import in_flight, place_kill
-from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.core.heartbeat import pending_of
+from checkpoint_tui.core.kill_marker import in_flight, place_kill
+from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.settings import HOST
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.timeline import heartbeat_age, heartbeat_text
@@ -29,8 +29,15 @@ def test_completion_sentence_forms():
     v = completed_after_kill_view()
     assert v.snapshot.completion_sentence(2) == SENTENCE
     assert v.snapshot.completion_sentence() == SENTENCE  # counted from the step rows: pids 4121 and 4180
-    failed = Snapshot(RUN, total_steps=5, run_status="failed", workflow_status="FAILED", completed_steps=2,
-                      ledger_rows=6, steps=[step(1), step(2)])  # fmt: skip
+    failed = Snapshot(
+        RUN,
+        total_steps=5,
+        run_status="failed",
+        workflow_status="FAILED",
+        completed_steps=2,
+        ledger_rows=6,
+        steps=[step(1), step(2)],
+    )
     assert failed.completion_sentence() == (
         "run failed — 2 of 5 steps, 6 ledger rows, duplicates 0 · applied exactly once across 1 worker process"
     )
@@ -142,9 +149,11 @@ def pending_info(state: str = "STARTED", attempt: int = 1, beat: float | None = 
     from temporalio.api.workflow.v1 import PendingActivityInfo
 
     info = PendingActivityInfo(
-        activity_type=ActivityType(name="llm"), attempt=attempt, last_worker_identity=f"w-964d45@{HOST}",
+        activity_type=ActivityType(name="llm"),
+        attempt=attempt,
+        last_worker_identity=f"w-964d45@{HOST}",
         state=PendingActivityState.Value(f"PENDING_ACTIVITY_STATE_{state}"),
-    )  # fmt: skip
+    )
     info.last_started_time.FromSeconds(100)
     if beat is not None:
         info.last_heartbeat_time.FromSeconds(int(beat))
@@ -190,7 +199,7 @@ async def test_bundle_screenshot_pictures_each_kill_marker(tmp_path):
     each kill's marker line, the line marker_lines() gives for the bundle's README."""
     import html
 
-    from checkpoint_tui.app.kill_marker import marker_lines
+    from checkpoint_tui.core.kill_marker import marker_lines
     from checkpoint_tui.tui.screenshot import save_svg
 
     v = completed_after_kill_view()
@@ -207,9 +216,9 @@ async def test_bundle_screenshot_pictures_each_kill_marker(tmp_path):
 
 
 def test_a_kill_with_no_activity_in_flight_names_the_timer_or_workflow_task():
-    from checkpoint_tui.app.kill_marker import open_task
-    from checkpoint_tui.app.view import HistoryEvent
-    from checkpoint_tui.app.windows import classify
+    from checkpoint_tui.core.kill_marker import open_task
+    from checkpoint_tui.core.view import HistoryEvent
+    from checkpoint_tui.core.windows import classify
     from checkpoint_tui.ledger.inspect_queries import KillEvent
 
     timer = [

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from checkpoint_tui.app.runs import start_run
-from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.core.runs import start_run
+from checkpoint_tui.core.session import LabSession
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof.nemeses.processes import pause_worker
@@ -117,10 +117,11 @@ async def test_heartbeat_age_of_a_silent_worker(home):
                 pilot,
                 lambda: conn.execute(
                     "SELECT 1 FROM activity_log a JOIN steps s ON s.run_id = a.run_id AND s.step = a.step "
-                    "WHERE a.run_id = ? AND a.activity = 'llm' AND s.status = 'running'", (run_id,)
+                    "WHERE a.run_id = ? AND a.activity = 'llm' AND s.status = 'running'",
+                    (run_id,),
                 ).fetchone(),
                 what="a model call in flight",
-            )  # fmt: skip
+            )
             pause = asyncio.create_task(pause_worker(home, 7.5))
             await wait_for(pilot, lambda: "silent · llm attempt" in cell(timeline, "mark"), what="silence", timeout=12)
             assert "red" in str(timeline.get_cell(running_row(timeline), "duration").style)

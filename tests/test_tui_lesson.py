@@ -15,11 +15,11 @@ from pathlib import Path
 from temporalio.worker import Replayer
 
 import checkpoint_tui
-from checkpoint_tui.app.session import LabSession
-from checkpoint_tui.engine.workflow import AgentLoop
+from checkpoint_tui.core.session import LabSession
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_ids, outbox_path
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.workflow import AgentLoop
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.lesson_screen import LessonScreen
 from checkpoint_tui.tui.screens import ComparisonScreen, HelpScreen
@@ -70,9 +70,17 @@ async def test_keys_and_buttons_reach_each_side():
         await pilot.press("o")
         await wait_for(pilot, lambda: len(lesson.actions) == 8, what="eight actions")
         assert sorted(lesson.actions) == sorted(
-            [("naive", "next_step"), ("naive", "kill"), ("naive", "finish"), ("durable", "next_step"),
-             ("durable", "kill"), ("durable", "finish"), ("durable", "next_step"), ("both", "start_over")]
-        )  # fmt: skip
+            [
+                ("naive", "next_step"),
+                ("naive", "kill"),
+                ("naive", "finish"),
+                ("durable", "next_step"),
+                ("durable", "kill"),
+                ("durable", "finish"),
+                ("durable", "next_step"),
+                ("both", "start_over"),
+            ]
+        )
         await wait_for(pilot, lambda: "(fixed data)" in screen.message, what="the lesson's answer")
         footer = {key.key: key.description for key in screen.query("FooterKey")}  # the footer's keys
         assert footer["n"] == "Naive: next" and footer["N"] == "Durable: next"
@@ -194,13 +202,17 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
                 pilot, lambda: side("durable").done == 2 and not side("durable").busy, what="step 2 on the spare"
             )
             assert worker not in session.supervisor.status.pool_pids
-            kill = connect(home.ledger).execute(
-                "SELECT * FROM worker_events WHERE event = 'kill' AND pid = ?", (worker,)
-            ).fetchone()
+            kill = (
+                connect(home.ledger)
+                .execute("SELECT * FROM worker_events WHERE event = 'kill' AND pid = ?", (worker,))
+                .fetchone()
+            )
             assert kill is not None and json.loads(kill["detail"])["confirmed"]  # the supervisor saw it gone
-            finisher = connect(home.ledger).execute(
-                "SELECT worker_pid FROM steps WHERE run_id = ? AND step = 2", (durable_run,)
-            ).fetchone()
+            finisher = (
+                connect(home.ledger)
+                .execute("SELECT worker_pid FROM steps WHERE run_id = ? AND step = 2", (durable_run,))
+                .fetchone()
+            )
             assert finisher["worker_pid"] != worker  # K landed before step 2 ended: another worker finished it
 
             naive_pid = lesson._sides["naive"].proc.pid

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import checkpoint_tui
-from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.core.session import LabSession
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.status import StatusBar

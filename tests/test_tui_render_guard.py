@@ -41,17 +41,32 @@ RENDER = TUI / "render"
 # source on the pin). painted-lines calls Widget.render_lines on runs of lines and keeps what it made
 # by row: it counts on each line being styled on its own, whatever the crop.
 UPSTREAM = [
-    (PAINTED_LINES, "textual.widget:Widget.render_lines",
-     "1f2a11f3d51846d98e590f5f0eb01e1742dccb4f4671569bc89a519d45e4448a"),
-    (LIGHT_SCROLLBAR, "textual.widget:Widget.vertical_scrollbar",
-     "6b140a728f0b50e41f7666c0bf00cddcc2fcdf60f1f1822ac79b1981f4135e6d"),
-    (LIGHT_SCROLLBAR, "textual.widget:Widget.horizontal_scrollbar",
-     "98aa628a9013eb5a1fa4797af25d49e2f96dc9a81cb51188d6071fad8331ea1a"),
-    (LIGHT_SCROLLBAR, "textual.scrollbar:ScrollBarRender.__rich_console__",
-     "39854fc82928d6470e7b2a6341512cdf6050202ccea7f1e69a6c3c726549ddf3"),
-    (SCROLL_UPDATE, "textual.widget:Widget._scroll_update",
-     "edb9f6257285830d14f94d0a27212a96275f14e21ae80350c6a7ce562628b7b8"),
-]  # fmt: skip
+    (
+        PAINTED_LINES,
+        "textual.widget:Widget.render_lines",
+        "1f2a11f3d51846d98e590f5f0eb01e1742dccb4f4671569bc89a519d45e4448a",
+    ),
+    (
+        LIGHT_SCROLLBAR,
+        "textual.widget:Widget.vertical_scrollbar",
+        "6b140a728f0b50e41f7666c0bf00cddcc2fcdf60f1f1822ac79b1981f4135e6d",
+    ),
+    (
+        LIGHT_SCROLLBAR,
+        "textual.widget:Widget.horizontal_scrollbar",
+        "98aa628a9013eb5a1fa4797af25d49e2f96dc9a81cb51188d6071fad8331ea1a",
+    ),
+    (
+        LIGHT_SCROLLBAR,
+        "textual.scrollbar:ScrollBarRender.__rich_console__",
+        "39854fc82928d6470e7b2a6341512cdf6050202ccea7f1e69a6c3c726549ddf3",
+    ),
+    (
+        SCROLL_UPDATE,
+        "textual.widget:Widget._scroll_update",
+        "edb9f6257285830d14f94d0a27212a96275f14e21ae80350c6a7ce562628b7b8",
+    ),
+]
 
 
 def way_back(trick: str, what: str) -> str:
@@ -245,15 +260,19 @@ def test_the_environment_is_read_when_the_tui_is_imported():
 
 def test_a_typo_in_the_switch_is_a_usage_error_before_anything_starts(tmp_path):
     env = {**os.environ, "CHECKPOINT_TUI_STOCK": "painted-lines,nope"}
-    out = subprocess.run([sys.executable, "-m", "checkpoint_tui", "--home", str(tmp_path)], capture_output=True,
-                         text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "checkpoint_tui", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 2 and "CHECKPOINT_TUI_STOCK: no trick named nope" in out.stderr
     assert not (tmp_path / "run" / "temporal.db").exists()
 
 
 # --- the stock path ----------------------------------------------------------------------------------
-
-
 
 
 def forbid(monkeypatch, cls: type, name: str, trick: str) -> None:
@@ -302,9 +321,10 @@ async def test_on_the_stock_path_the_app_is_stock_textual_and_paints_the_same(vi
     monkeypatch.setattr(switch, "OFF", frozenset(TRICKS))
     for cls, name, trick in (
         (PaintedLines, "_styled_by_textual", PAINTED_LINES),
-        (LightBars, "_make_bar", LIGHT_SCROLLBAR), (LightScrollBar, "render_lines", LIGHT_SCROLLBAR),
+        (LightBars, "_make_bar", LIGHT_SCROLLBAR),
+        (LightScrollBar, "render_lines", LIGHT_SCROLLBAR),
         (QuietVirtualSize, "_tell_bars", SCROLL_UPDATE),
-    ):  # fmt: skip
+    ):
         forbid(monkeypatch, cls, name, trick)
     bars, stock = await screens_of(view())
     assert bars == {ScrollBar}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from checkpoint_tui.app.session import LabSession
+from checkpoint_tui.core.session import LabSession
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.backlog import read_backlog
@@ -23,8 +23,13 @@ UNITS = 4
 async def test_the_panes_show_a_run_of_each_workload_to_its_verdict(lab, session_root, temporal_address):
     home = lab.home(session_root, "app")
     if lab.kind == "workflow":
-        settings = Settings(home=home, temporal_address=temporal_address, task_queue_name=f"uw-{home.name}",
-                            worker_cmd=(sys.executable, str(EXAMPLE)), worker_cwd=EXAMPLE.parent)  # fmt: skip
+        settings = Settings(
+            home=home,
+            temporal_address=temporal_address,
+            task_queue_name=f"uw-{home.name}",
+            worker_cmd=(sys.executable, str(EXAMPLE)),
+            worker_cwd=EXAMPLE.parent,
+        )
         workload = UserWorkflow("SendLines", {"count": UNITS, "pace": 0.2})
     else:
         settings, workload = Settings(home=home, temporal_address=temporal_address), AgentLoopWorkload()
@@ -41,8 +46,10 @@ async def test_the_panes_show_a_run_of_each_workload_to_its_verdict(lab, session
             await wait_for(pilot, lambda: session.run_id is not None, what="the run started")
             run_id = session.run_id
             timeline, info = app.query_one("#timeline"), app.query_one("#ledger-info")
-            done = lambda: timeline.row_count == UNITS and all(  # noqa: E731
-                cell_text(timeline, str(i), "status") == "completed" for i in range(1, UNITS + 1))
+            done = lambda: (  # noqa: E731
+                timeline.row_count == UNITS
+                and all(cell_text(timeline, str(i), "status") == "completed" for i in range(1, UNITS + 1))
+            )
             await wait_for(pilot, done, timeout=90, what=f"{UNITS} {workload.units} completed in the timeline")
             await wait_for(pilot, lambda: "duplicates 0" in info.plain, what="the ledger pane's count")
             status = app.query_one(StatusBar)

@@ -12,10 +12,10 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.engine.shared import UNTRUSTED_INPUT, WORKFLOW_NAME, AgentInput, ModelRef
+from checkpoint_tui.core.runs import start_run, wait_for_run
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.shared import UNTRUSTED_INPUT, WORKFLOW_NAME, AgentInput, ModelRef
 from conftest import supervised
 from model_server import StandIn
 
@@ -57,8 +57,9 @@ async def test_foreign_runs_are_refused_and_write_nothing(settings, temporal_add
         before = sorted(p.relative_to(settings.artifacts_dir) for p in settings.artifacts_dir.rglob("*"))
         for name, (workflow_id, run_id) in cases.items():
             inp = AgentInput(run_id or victim, 3, 0.0)  # the last case names the victim's run from another id
-            handle = await _start_foreign(client, settings, f"{workflow_id}-{uuid.uuid4().hex[:4]}"
-                                          if run_id is None else workflow_id, inp)  # fmt: skip
+            handle = await _start_foreign(
+                client, settings, f"{workflow_id}-{uuid.uuid4().hex[:4]}" if run_id is None else workflow_id, inp
+            )
             with pytest.raises(WorkflowFailureError) as info:
                 await handle.result()
             assert _untrusted_type(info.value) == UNTRUSTED_INPUT, (name, info.value)
@@ -93,8 +94,8 @@ async def test_the_model_key_goes_only_to_the_configured_url(settings, temporal_
 
 
 def test_run_ids_the_worker_accepts_are_the_ones_start_makes():
-    from checkpoint_tui.app.runs import new_run_id
-    from checkpoint_tui.engine.shared import RUN_ID_PATTERN
+    from checkpoint_tui.core.runs import new_run_id
+    from checkpoint_tui.loop_worker.shared import RUN_ID_PATTERN
 
     assert all(RUN_ID_PATTERN.fullmatch(new_run_id()) for _ in range(50))
     for bad in ("/tmp/x", "../x", "run-1", "run-20260101-000000-BEEF", "run-20260101-000000-beef/..", ""):

@@ -39,9 +39,15 @@ def reset_schedule(home: Path, at: int, back: int) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("workflow", "backend"), [
-    ("SendLinesKeyed", "sqlite"), ("SendLinesKeyed", "postgresql"), ("SendLines", "sqlite"),
-    ("SendLinesUnguarded", "sqlite")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("workflow", "backend"),
+    [
+        ("SendLinesKeyed", "sqlite"),
+        ("SendLinesKeyed", "postgresql"),
+        ("SendLines", "sqlite"),
+        ("SendLinesUnguarded", "sqlite"),
+    ],
+)
 def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflow, backend, session_root, request):
     """Back 2 from activity 4: activities 3 and 4 (completed) run again, and whatever was in flight.
     A business key finds each send done (skipped); the default key follows the run id, which a reset
@@ -49,8 +55,16 @@ def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflo
     home = session_root / f"uw-reset-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 4, 2)
-    out, report = chaos(lab_flags(home, ledger), home, "--workflow", workflow, "--input", '{"count": 8, "pace": 0.3}',
-                        "--schedule", schedule)  # fmt: skip
+    out, report = chaos(
+        lab_flags(home, ledger),
+        home,
+        "--workflow",
+        workflow,
+        "--input",
+        '{"count": 8, "pace": 0.3}',
+        "--schedule",
+        schedule,
+    )
     audit, run_id = report["audit"], report["run_id"]
     assert audit["workflow_status"] == "COMPLETED" and audit["completed"] == 8, out.stdout[-3000:]
     (reset,) = report["resets"]
@@ -87,8 +101,20 @@ def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflo
 def test_seeded_resets_on_a_user_workflow(session_root):
     """`--resets` in the seeded generator with --workflow (kills may be fewer than 3 beside resets)."""
     home = session_root / f"uw-resets-seeded-{next(_homes)}"
-    out, report = chaos(lab_flags(home), home, "--workflow", "SendLinesKeyed", "--input", '{"count": 14, "pace": 0.2}',
-                        "--seed", "7", "--kills", "2", "--resets", "2")  # fmt: skip
+    out, report = chaos(
+        lab_flags(home),
+        home,
+        "--workflow",
+        "SendLinesKeyed",
+        "--input",
+        '{"count": 14, "pace": 0.2}',
+        "--seed",
+        "7",
+        "--kills",
+        "2",
+        "--resets",
+        "2",
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert (audit["workflow_status"], audit["lost"], audit["duplicated"]) == ("COMPLETED", 0, 0)
@@ -101,8 +127,20 @@ def test_seeded_resets_on_a_user_workflow(session_root):
 def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is_said_once(session_root):
     """#39: `--aim 'zz*'` (a typo) fired nothing and passed, listing each not-fired event twice."""
     home = session_root / f"uw-aim-nothing-{next(_homes)}"
-    out, report = chaos(lab_flags(home), home, "--workflow", "SendLines", "--input", '{"count": 6, "pace": 0}',
-                        "--seed", "1", "--kills", "3", "--aim", "zz*")  # fmt: skip
+    out, report = chaos(
+        lab_flags(home),
+        home,
+        "--workflow",
+        "SendLines",
+        "--input",
+        '{"count": 6, "pace": 0}',
+        "--seed",
+        "1",
+        "--kills",
+        "3",
+        "--aim",
+        "zz*",
+    )
     assert out.returncode == 1 and "verdict: FAIL" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
     assert "FAIL  chaos: --aim picked an activity of the run: --aim 'zz*' matched none" in out.stdout, out.stdout
     said = [line for line in out.stdout.splitlines() if "not fired:" in line]
@@ -110,17 +148,29 @@ def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is
     assert report["kills"] == [] and report["audit"]["workflow_status"] == "COMPLETED"
 
 
-@pytest.mark.parametrize(("framework", "workflow", "backend"), [
-    ("pydantic-ai", "PydanticMailerGuarded", "postgresql"), ("openai-agents", "OpenAIMailer", "sqlite")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("framework", "workflow", "backend"),
+    [("pydantic-ai", "PydanticMailerGuarded", "postgresql"), ("openai-agents", "OpenAIMailer", "sqlite")],
+)
 def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow, backend, session_root, request):
     """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
     so the call runs again with the same call id: skipped when keyed by it, sent again when blind."""
     home = session_root / f"agents-reset-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 3, 1)
-    out, report = chaos(agent_lab(framework, home, ledger), home, "--workflow", workflow, "--input",
-                        json.dumps({"turns": 5, "pace": 0.3, "think": 0.2}), "--aim", "tool", "--schedule", schedule)
-    audit = report["audit"]  # fmt: skip
+    out, report = chaos(
+        agent_lab(framework, home, ledger),
+        home,
+        "--workflow",
+        workflow,
+        "--input",
+        json.dumps({"turns": 5, "pace": 0.3, "think": 0.2}),
+        "--aim",
+        "tool",
+        "--schedule",
+        schedule,
+    )
+    audit = report["audit"]
     assert audit["workflow_status"] == "COMPLETED" and audit["framework"] == framework, out.stdout[-3000:]
     (reset,) = report["resets"]
     tools = [e for e in reset["re_ran"] if e["class"] == "tool"]
@@ -141,9 +191,24 @@ AGENT = json.dumps({"turns": 6, "pace": 0.3, "think": 0.2})
 
 def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(session_root):
     home = session_root / f"agents-cover-{next(_homes)}"
-    out, report = chaos(agent_lab("pydantic-ai", home), home, "--workflow", "PydanticMailerGuarded", "--input", AGENT,
-                        "--aim", "tool", "--seed", "3", "--kills", "3", "--until-covered", "--max-kills", "10")
-    cov = report["coverage"]  # fmt: skip
+    out, report = chaos(
+        agent_lab("pydantic-ai", home),
+        home,
+        "--workflow",
+        "PydanticMailerGuarded",
+        "--input",
+        AGENT,
+        "--aim",
+        "tool",
+        "--seed",
+        "3",
+        "--kills",
+        "3",
+        "--until-covered",
+        "--max-kills",
+        "10",
+    )
+    cov = report["coverage"]
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "model call" in cov["wanted"] and cov["missing"] == [] and cov["kills"] <= 10
     assert all(report["windows"].get(w, 0) >= 1 for w in cov["wanted"]), report["windows"]
@@ -155,9 +220,24 @@ def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(sessi
 
 def test_until_covered_names_a_window_the_bound_left_unhit(session_root):
     home = session_root / f"agents-cover-{next(_homes)}"
-    out, report = chaos(agent_lab("pydantic-ai", home), home, "--workflow", "PydanticMailerGuarded", "--input", AGENT,
-                        "--aim", "tool", "--seed", "3", "--kills", "3", "--until-covered", "--max-kills", "1")
-    cov = report["coverage"]  # fmt: skip
+    out, report = chaos(
+        agent_lab("pydantic-ai", home),
+        home,
+        "--workflow",
+        "PydanticMailerGuarded",
+        "--input",
+        AGENT,
+        "--aim",
+        "tool",
+        "--seed",
+        "3",
+        "--kills",
+        "3",
+        "--until-covered",
+        "--max-kills",
+        "1",
+    )
+    cov = report["coverage"]
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     assert cov["missing"] and set(cov["missing"]) <= set(cov["wanted"]) and cov["kills"] <= 1
     check = next(c for c in report["checks"] if c["name"] == "chaos: every window was hit (--until-covered)")

@@ -62,9 +62,19 @@ def test_unguarded_example_is_reported_at_risk_and_duplicates_where_the_audit_sa
     schedule.write_text(json.dumps({"steps": 8, "seed": 7, "events": events}))
     report_path = home / "chaos.json"
     try:
-        out = run_cli(*lab_flags(home), "chaos", "--workflow", "SendLinesUnguarded", "--input",
-                      '{"count": 8, "pace": 0.4}', "--schedule", str(schedule), "--json", str(report_path),
-                      timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab_flags(home),
+            "chaos",
+            "--workflow",
+            "SendLinesUnguarded",
+            "--input",
+            '{"count": 8, "pace": 0.4}',
+            "--schedule",
+            str(schedule),
+            "--json",
+            str(report_path),
+            timeout=240,
+        )
         report = json.loads(report_path.read_text())
     finally:
         stop_lab(home)
@@ -130,8 +140,19 @@ def test_user_workflow_flags_are_checked_before_anything_starts(tmp_path, capsys
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     schedule = tmp_path / "ours-only.json"  # a nemesis of our own loop's, in a file: the error names both
     schedule.write_text(json.dumps({"steps": 8, "events": [{"at_step": 3, "nemesis": "forge-duplicate-email"}]}))
-    code = run(["--home", str(home), "--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines",
-                "--schedule", str(schedule)])  # fmt: skip
+    code = run(
+        [
+            "--home",
+            str(home),
+            "--worker-cmd",
+            WORKER_CMD,
+            "chaos",
+            "--workflow",
+            "SendLines",
+            "--schedule",
+            str(schedule),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{schedule}: the event at step 3 is forge-duplicate-email" in err, err
@@ -141,8 +162,8 @@ def test_user_workflow_flags_are_checked_before_anything_starts(tmp_path, capsys
 
 
 async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_root, temporal_address):
-    from checkpoint_tui.app.session import LabSession
-    from checkpoint_tui.app.workflow_runs import start_workflow_run
+    from checkpoint_tui.core.session import LabSession
+    from checkpoint_tui.core.workflow_runs import start_workflow_run
     from checkpoint_tui.ops.temporal import connect_client
     from checkpoint_tui.ops.user_worker import pollers
     from checkpoint_tui.settings import Settings
@@ -150,9 +171,13 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     from checkpoint_tui.workloads import AgentLoopWorkload
     from test_tui_live import SIZE, cell_text, wait_for
 
-    home = Settings(home=session_root / f"uw-app-{next(_homes)}", temporal_address=temporal_address,
-                    task_queue_name=f"uw-app-{next(_homes)}", worker_cmd=(sys.executable, str(EXAMPLE)),
-                    worker_cwd=EXAMPLE.parent)  # fmt: skip
+    home = Settings(
+        home=session_root / f"uw-app-{next(_homes)}",
+        temporal_address=temporal_address,
+        task_queue_name=f"uw-app-{next(_homes)}",
+        worker_cmd=(sys.executable, str(EXAMPLE)),
+        worker_cwd=EXAMPLE.parent,
+    )
     home.ensure_dirs()
     client = await connect_client(home, temporal_address)
     run_id = await start_workflow_run(home, client, "SendLines", {"count": 12, "pace": 0.3})  # the app opens on it
@@ -167,8 +192,11 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
             assert cell_text(timeline, "1", "provider") == "send_line"  # a row per activity execution
             assert cell_text(timeline, "1", "pid") == str(first.pid)  # the SDK's default identity pid@host
             await pilot.press("k")
-            await wait_for(pilot, lambda: (w := session.supervisor.primary) is not None and w.pid != first.pid,
-                           what="a replacement")  # fmt: skip  (no primary at all for a moment in between)
+            await wait_for(
+                pilot,
+                lambda: (w := session.supervisor.primary) is not None and w.pid != first.pid,
+                what="a replacement",
+            )  # (no primary at all for a moment in between)
             assert not first.ident.exists()  # the user's worker process is gone
             new = session.supervisor.primary
             ids: set[str] = set()
@@ -181,8 +209,12 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
             while not await polls():
                 assert time.monotonic() < deadline, "the replacement never polled"
                 await pilot.pause(0.1)
-            await wait_for(pilot, lambda: "COMPLETED" in str(app.query_one("#history").names), timeout=60,
-                           what="the workflow completed")  # fmt: skip
+            await wait_for(
+                pilot,
+                lambda: "COMPLETED" in str(app.query_one("#history").names),
+                timeout=60,
+                what="the workflow completed",
+            )
             shown = lambda: timeline.row_count == 12 and cell_text(timeline, "12", "status") == "completed"  # noqa: E731
             await wait_for(pilot, shown, what="every activity shown")
             marks = [k for k in timeline.row_keys() if "resumed" in cell_text(timeline, k, "mark")]
@@ -203,8 +235,16 @@ def test_stop_ends_what_a_worker_command_daemonized(session_root, temporal_addre
     ends no longer holds it, and it kept running with this home's CHECKPOINT_HOME after `stop`."""
     home = session_root / "daemonizing"
     cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'daemonizing_worker.py'))}"
-    flags = ["--home", str(home), "--temporal-address", temporal_address, "--worker-cmd", cmd,
-             "--task-queue", f"uw-{home.name}"]  # fmt: skip
+    flags = [
+        "--home",
+        str(home),
+        "--temporal-address",
+        temporal_address,
+        "--worker-cmd",
+        cmd,
+        "--task-queue",
+        f"uw-{home.name}",
+    ]
     try:
         out = run_cli(*flags, "start", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}', "--wait")
         assert out.returncode == 0, out.stderr[-2000:]

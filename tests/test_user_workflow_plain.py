@@ -47,8 +47,9 @@ class Workers:
         self.env, self.logs, self.procs = env, logs, []
 
     def start(self) -> subprocess.Popen:
-        proc = start_script([sys.executable, str(WORKER)], self.env, self.logs,
-                            self.logs / f"worker-{len(self.procs)}.log")
+        proc = start_script(
+            [sys.executable, str(WORKER)], self.env, self.logs, self.logs / f"worker-{len(self.procs)}.log"
+        )
         self.procs.append(proc)
         return proc
 
@@ -71,8 +72,12 @@ class Workers:
 @pytest.fixture
 def workers(ledger_target: str, tmp_path: Path, temporal_address: str) -> Iterator[Workers]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "CHECKPOINT_", "EXAMPLE_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_address, TEMPORAL_NAMESPACE="default", CHECKPOINT_HOME=str(tmp_path),
-               CHECKPOINT_TASK_QUEUE=f"uw-{uuid.uuid4().hex[:8]}")  # fmt: skip
+    env.update(
+        TEMPORAL_ADDRESS=temporal_address,
+        TEMPORAL_NAMESPACE="default",
+        CHECKPOINT_HOME=str(tmp_path),
+        CHECKPOINT_TASK_QUEUE=f"uw-{uuid.uuid4().hex[:8]}",
+    )
     if ledger_target.startswith("postgresql://"):
         env["CHECKPOINT_LEDGER_URL"] = ledger_target
     logs = tmp_path / "logs"
@@ -125,8 +130,9 @@ async def test_plain_worker_killed_mid_write_recovers_exactly_once(
     wf = f"uw-plain-{uuid.uuid4().hex[:8]}"
     proc = workers.start()
     client = await Client.connect(temporal_address)
-    handle = await client.start_workflow("SendLines", {"count": COUNT, "pace": PACE}, id=wf,
-                                         task_queue=workers.env["CHECKPOINT_TASK_QUEUE"])  # fmt: skip
+    handle = await client.start_workflow(
+        "SendLines", {"count": COUNT, "pace": PACE}, id=wf, task_queue=workers.env["CHECKPOINT_TASK_QUEUE"]
+    )
     try:
         key, proc = await kill_mid_write(workers, proc, ledger_target, probe, wf)
         result = await asyncio.wait_for(handle.result(), 90)
@@ -168,10 +174,13 @@ HOSTILE_WORKFLOW = [{"pace": 10**400}, {"count": 10**400}, {"count": 1, "pace": 
 
 
 def hostile_activity(workflow_id: str) -> list[object]:
-    return [{"workflow_id": workflow_id, "index": 1, "pace": 10**400},
-            {"workflow_id": workflow_id, "index": 10**400, "pace": 0.1},
-            {"workflow_id": workflow_id, "index": "1", "pace": 0.1},
-            {"workflow_id": workflow_id, "index": 1}, *HOSTILE]  # fmt: skip
+    return [
+        {"workflow_id": workflow_id, "index": 1, "pace": 10**400},
+        {"workflow_id": workflow_id, "index": 10**400, "pace": 0.1},
+        {"workflow_id": workflow_id, "index": "1", "pace": 0.1},
+        {"workflow_id": workflow_id, "index": 1},
+        *HOSTILE,
+    ]
 
 
 @workflow.defn(name="HostileActivityInput", sandboxed=False)
@@ -183,10 +192,13 @@ class HostileActivityInput:
         results = []
         for arg in hostile_activity(workflow.info().workflow_id):
             try:
-                await workflow.execute_activity("send_line", arg, task_queue=queue,
-                                                start_to_close_timeout=timedelta(seconds=10),
-                                                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.1),
-                                                                         maximum_attempts=3))  # fmt: skip
+                await workflow.execute_activity(
+                    "send_line",
+                    arg,
+                    task_queue=queue,
+                    start_to_close_timeout=timedelta(seconds=10),
+                    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.1), maximum_attempts=3),
+                )
                 results.append("completed")
             except ActivityError as err:
                 cause = err.cause
@@ -214,14 +226,19 @@ async def test_hostile_input_fails_at_once(workers: Workers, temporal_address: s
     workers.start()
     client = await Client.connect(temporal_address)
     queue = workers.env["CHECKPOINT_TASK_QUEUE"]
-    handles = [await client.start_workflow("SendLines", arg, id=f"uw-hostile-{uuid.uuid4().hex[:8]}",
-                                           task_queue=queue) for arg in HOSTILE_WORKFLOW]  # fmt: skip
+    handles = [
+        await client.start_workflow("SendLines", arg, id=f"uw-hostile-{uuid.uuid4().hex[:8]}", task_queue=queue)
+        for arg in HOSTILE_WORKFLOW
+    ]
     try:
         failures = await asyncio.gather(*(bad_input_failure(h) for h in handles))
         own_queue = f"hostile-{uuid.uuid4().hex[:8]}"
         async with Worker(client, task_queue=own_queue, workflows=[HostileActivityInput]):
             results = await client.execute_workflow(
-                HostileActivityInput.run, queue, id=f"uw-act-{uuid.uuid4().hex[:8]}", task_queue=own_queue,
+                HostileActivityInput.run,
+                queue,
+                id=f"uw-act-{uuid.uuid4().hex[:8]}",
+                task_queue=own_queue,
                 execution_timeout=timedelta(seconds=60),
             )
     except BaseException:

@@ -67,8 +67,16 @@ def verify(lab, home, *more: str, env: dict | None = None):
     """--verify of the lab's workload on the session's dev server; (its stdout/exit, its JSON report)."""
     out_path = home.home / "verify.json"
     try:
-        out = run_cli(*lab.flags(home.home, address=home.temporal_address), *lab.verify_flags(), "--verify", "--json",
-                      str(out_path), *more, env=env, timeout=240)  # fmt: skip
+        out = run_cli(
+            *lab.flags(home.home, address=home.temporal_address),
+            *lab.verify_flags(),
+            "--verify",
+            "--json",
+            str(out_path),
+            *more,
+            env=env,
+            timeout=240,
+        )
     finally:
         lab.stop(home.home / "run" / "verify")  # nothing of the verify home is left running
         lab.stop(home.home)

@@ -8,8 +8,8 @@ import signal
 import subprocess
 import time
 
-from checkpoint_tui.app.runs import start_run, wait_for_run
-from checkpoint_tui.app.snapshot import build_snapshot
+from checkpoint_tui.core.runs import start_run, wait_for_run
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import watchdog

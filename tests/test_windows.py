@@ -1,11 +1,11 @@
-"""The window classifier (app/windows.py): each window from the history and claim attempts a death in
+"""The window classifier (core/windows.py): each window from the history and claim attempts a death in
 it leaves behind. The end-to-end test (each window produced by a fault hook or an aimed kill, then
 classified from the real ledger and history) is tests/test_coverage.py."""
 
 from __future__ import annotations
 
-from checkpoint_tui.app import windows as w
-from checkpoint_tui.app.view import HistoryEvent
+from checkpoint_tui.core import windows as w
+from checkpoint_tui.core.view import HistoryEvent
 from checkpoint_tui.effects import ProbeRecord
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.ledger.rows import ClaimAttempt
@@ -21,10 +21,19 @@ def scheduled(activity: str, event_id: int = 5, t: float = 9.0) -> HistoryEvent:
     return HistoryEvent(event_id, t, "ACTIVITY_TASK_SCHEDULED", f"{activity} task_queue=q")
 
 
-def attempt(seq: int, kind: str, pid: int, started: float, finished: float | None, outcome: str | None,
-            found: bool | None = None, step: int = 3) -> ClaimAttempt:  # fmt: skip
-    return ClaimAttempt(seq, f"wf:{step}:{kind}", step, kind, 1, pid, None, outcome or "interrupted", started,
-                        finished, found)  # fmt: skip
+def attempt(
+    seq: int,
+    kind: str,
+    pid: int,
+    started: float,
+    finished: float | None,
+    outcome: str | None,
+    found: bool | None = None,
+    step: int = 3,
+) -> ClaimAttempt:
+    return ClaimAttempt(
+        seq, f"wf:{step}:{kind}", step, kind, 1, pid, None, outcome or "interrupted", started, finished, found
+    )
 
 
 def test_an_activity_in_flight_names_the_model_tool_or_bookkeeping_window():
@@ -41,12 +50,15 @@ def test_inside_the_effect_activity_the_claim_attempts_place_the_death():
     assert w.classify(kill(), effect, file_done) == w.BEFORE_CLAIM  # between two effects
     # an open claim, finished by another worker: what that one found decides
     open_db = [*file_done, attempt(2, "db", PID, 9.3, None, None)]
-    assert w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", False)]) \
-        == w.CLAIM_WRITE  # fmt: skip
-    assert w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", True)]) \
-        == w.WRITE_STAMP  # fmt: skip
-    assert w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", None)]) \
-        == w.CLAIM_STAMP  # a write that cannot tell  # fmt: skip
+    assert (
+        w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", False)]) == w.CLAIM_WRITE
+    )
+    assert (
+        w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", True)]) == w.WRITE_STAMP
+    )
+    assert (
+        w.classify(kill(), effect, [*open_db, attempt(3, "db", OTHER, 11.0, 11.1, "recovered", None)]) == w.CLAIM_STAMP
+    )  # a write that cannot tell
     stamped = [attempt(i, k, PID, 9 + i / 10, 9.05 + i / 10, "applied") for i, k in enumerate(("file", "db", "email"))]
     assert w.classify(kill(), effect, stamped) == w.STAMPED
     assert w.classify(kill(), effect, None) == w.EFFECT  # the live pane: no attempts read
@@ -80,8 +92,16 @@ def user_activity(activity_id: str = "4", t: float = 9.0) -> HistoryEvent:
     return HistoryEvent(5, t, "ACTIVITY_TASK_SCHEDULED", f"send_line activity_id={activity_id}")
 
 
-def user_claim(seq: int, pid: int, started: float, finished: float | None, outcome: str | None,
-               attempt_no: int = 1, step: int = 4, key: str = "act:wf:r:4:line") -> ClaimAttempt:  # fmt: skip
+def user_claim(
+    seq: int,
+    pid: int,
+    started: float,
+    finished: float | None,
+    outcome: str | None,
+    attempt_no: int = 1,
+    step: int = 4,
+    key: str = "act:wf:r:4:line",
+) -> ClaimAttempt:
     return ClaimAttempt(seq, key, step, "line", attempt_no, pid, None, outcome or "interrupted", started, finished)
 
 
@@ -101,17 +121,22 @@ def test_a_user_s_effect_is_placed_by_its_claims_and_the_probe_log():
     assert w.classify(dead, acts, [user_claim(1, PID, 9.2, 9.4, "applied")], []) == w.STAMPED
     earlier = [user_claim(1, PID, 8.0, 8.2, "applied")]  # activity 4 of an earlier execution: not this one's
     assert w.classify(dead, acts, earlier, []) == "activity send_line"
-    assert w.classify(dead, [user_activity("x")], [user_claim(1, PID, 9.2, 9.4, "applied")], []) \
-        == "activity send_line"  # an activity id that is not a number is matched to no claim  # fmt: skip
+    assert (
+        w.classify(dead, [user_activity("x")], [user_claim(1, PID, 9.2, 9.4, "applied")], []) == "activity send_line"
+    )  # an activity id that is not a number is matched to no claim
 
 
 def test_an_execution_that_closed_has_nothing_in_flight():
     """A reset terminates the execution it replaces with an activity open: after that, the timeline's
     next segment decides (proof/windows.history_events)."""
-    base = [HistoryEvent(5, 9.0, "ACTIVITY_TASK_SCHEDULED", "send_line activity_id=5"),
-            HistoryEvent(6, 9.5, "WORKFLOW_EXECUTION_TERMINATED", "identity=history-resetter")]  # fmt: skip
-    reset = [HistoryEvent(10, 9.5, "WORKFLOW_TASK_FAILED", "", 1),
-             HistoryEvent(11, 9.5, "WORKFLOW_TASK_SCHEDULED", "", 1)]  # fmt: skip
+    base = [
+        HistoryEvent(5, 9.0, "ACTIVITY_TASK_SCHEDULED", "send_line activity_id=5"),
+        HistoryEvent(6, 9.5, "WORKFLOW_EXECUTION_TERMINATED", "identity=history-resetter"),
+    ]
+    reset = [
+        HistoryEvent(10, 9.5, "WORKFLOW_TASK_FAILED", "", 1),
+        HistoryEvent(11, 9.5, "WORKFLOW_TASK_SCHEDULED", "", 1),
+    ]
     assert w.classify(kill(), base[:1], []) == "activity send_line"
     assert w.classify(kill(), base, []) == w.BETWEEN
     assert w.classify(kill(), base + reset, []) == w.WORKFLOW_TASK

@@ -6,11 +6,11 @@ import html
 import json
 import re
 
-from checkpoint_tui.app.heartbeat import PendingActivity
-from checkpoint_tui.app.lesson import LessonView
-from checkpoint_tui.app.lesson_sides import SideView
-from checkpoint_tui.app.view import HistoryEvent, Snapshot, View
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.heartbeat import PendingActivity
+from checkpoint_tui.core.lesson import LessonView
+from checkpoint_tui.core.lesson_sides import SideView
+from checkpoint_tui.core.view import HistoryEvent, Snapshot, View
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail
 from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import KillReport, SupervisorState
@@ -50,8 +50,16 @@ class FixedSession:
         if kill is None or kill.pid is None:
             raise RuntimeError("fixed data: nothing to kill")
         d = json.loads(kill.detail or "{}")
-        return KillReport(kill.pid, d.get("signal"), d.get("exit_code"), bool(d.get("confirmed")), kill.run_id,
-                          kill.step, kill.at, bool(d.get("observed")))  # fmt: skip
+        return KillReport(
+            kill.pid,
+            d.get("signal"),
+            d.get("exit_code"),
+            bool(d.get("confirmed")),
+            kill.run_id,
+            kill.step,
+            kill.at,
+            bool(d.get("observed")),
+        )
 
     async def cancel(self) -> None:
         return None
@@ -67,7 +75,7 @@ class FixedSession:
         return None
 
     async def comparison(self):
-        from checkpoint_tui.app.comparison import Comparison, Side
+        from checkpoint_tui.core.comparison import Comparison, Side
 
         return Comparison(6, 3, Side("naive-x", 9, 3, 3, None), Side(RUN, 6, 0, 0, 0))
 
@@ -91,12 +99,12 @@ class FixedSession:
             EffectRow(e.id, e.step, e.kind, e.attempt, e.claimed_at, e.applied_at, e.outcomes, PAYLOADS[e.kind](step))
             for e in self.view.snapshot.effects
             if e.step == step
-        ]  # fmt: skip
+        ]
         claims = [
             ClaimAttempt(i, e.id, step, e.kind, 1, row.worker_pid or 0, None, o, e.claimed_at, e.applied_at)
             for i, e in enumerate(effs)
             for o in e.outcomes.split(",")
-        ]  # fmt: skip
+        ]
         attempts = [ActivityAttempt("mark_step_running", 1, row.started_pid or 0, None, row.started_at or T0)]
         if row.started_pid != row.worker_pid:
             attempts.append(ActivityAttempt("llm", 1, row.started_pid or 0, None, (row.started_at or T0) + 0.05))
@@ -143,19 +151,39 @@ class FixedLesson:
 
 def lesson_view() -> LessonView:
     naive = SideView(
-        "naive-20261129-120000-beef", 4, 6, 2, None, "pid 5230 gone · no record of its progress survives",
+        "naive-20261129-120000-beef",
+        4,
+        6,
+        2,
+        None,
+        "pid 5230 gone · no record of its progress survives",
         "finished: pid 5230 did 4 steps, then exited",
-        ("started process 5207 (progress in its memory)", "step 1 done (pid 5207 remembers it)",
-         "step 2 done (pid 5207 remembers it)", "SIGKILL pid 5207 after step 2 · observed SIGKILL",
-         "restarted as 5230: it starts again from step 1 (pid 5207 is gone)", "pid 5230 did steps 1-4"),
-    )  # fmt: skip
+        (
+            "started process 5207 (progress in its memory)",
+            "step 1 done (pid 5207 remembers it)",
+            "step 2 done (pid 5207 remembers it)",
+            "SIGKILL pid 5207 after step 2 · observed SIGKILL",
+            "restarted as 5230: it starts again from step 1 (pid 5207 is gone)",
+            "pid 5230 did steps 1-4",
+        ),
+    )
     durable = SideView(
-        RUN, 4, 4, 0, 0, "worker pid 4180 · at step 4/4 (from the ledger)", "run completed · 4 steps, each once",
-        ("step 1 done · recorded in Temporal's history and the ledger",
-         "step 2 done · recorded in Temporal's history and the ledger",
-         "SIGKILL worker 4121 · observed SIGKILL · gone=True", "the supervisor put worker 4180 in its place",
-         "gate opened to step 4 · it resumes after step 2", "run completed on worker 4180"),
-    )  # fmt: skip
+        RUN,
+        4,
+        4,
+        0,
+        0,
+        "worker pid 4180 · at step 4/4 (from the ledger)",
+        "run completed · 4 steps, each once",
+        (
+            "step 1 done · recorded in Temporal's history and the ledger",
+            "step 2 done · recorded in Temporal's history and the ledger",
+            "SIGKILL worker 4121 · observed SIGKILL · gone=True",
+            "the supervisor put worker 4180 in its place",
+            "gate opened to step 4 · it resumes after step 2",
+            "run completed on worker 4180",
+        ),
+    )
     return LessonView(4, naive, durable)
 
 
@@ -169,11 +197,22 @@ PAYLOADS = {
 def step(n: int, status: str = "completed", pid: int = 4121, attempt: int = 1, **kw) -> StepRow:
     start = T0 + n
     return StepRow(
-        step=n, status=status, attempt=attempt, worker_pid=pid, started_pid=kw.pop("started_pid", pid),
-        provider="offline", action="compute", thought="compute the next figure", tool_result="42",
-        tokens=80 + n, cost_usd=0.0, started_at=start, ended_at=start + 0.5 if status == "completed" else None,
-        error=kw.pop("error", None), raw_output=kw.pop("raw_output", None),
-    )  # fmt: skip
+        step=n,
+        status=status,
+        attempt=attempt,
+        worker_pid=pid,
+        started_pid=kw.pop("started_pid", pid),
+        provider="offline",
+        action="compute",
+        thought="compute the next figure",
+        tool_result="42",
+        tokens=80 + n,
+        cost_usd=0.0,
+        started_at=start,
+        ended_at=start + 0.5 if status == "completed" else None,
+        error=kw.pop("error", None),
+        raw_output=kw.pop("raw_output", None),
+    )
 
 
 def effects(steps: list[StepRow], recovered: int | None = None) -> list[EffectRow]:
@@ -189,9 +228,15 @@ def effects(steps: list[StepRow], recovered: int | None = None) -> list[EffectRo
 
 
 def history(n: int) -> list[HistoryEvent]:
-    names = ["WORKFLOW_EXECUTION_STARTED", "WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED",
-             "WORKFLOW_TASK_COMPLETED", "ACTIVITY_TASK_SCHEDULED", "ACTIVITY_TASK_STARTED",
-             "ACTIVITY_TASK_COMPLETED"]  # fmt: skip
+    names = [
+        "WORKFLOW_EXECUTION_STARTED",
+        "WORKFLOW_TASK_SCHEDULED",
+        "WORKFLOW_TASK_STARTED",
+        "WORKFLOW_TASK_COMPLETED",
+        "ACTIVITY_TASK_SCHEDULED",
+        "ACTIVITY_TASK_STARTED",
+        "ACTIVITY_TASK_COMPLETED",
+    ]
     return [
         HistoryEvent(i, T0 + i * 0.01, names[min(i - 1, len(names) - 1)], f"attempt=1 [bold]x[/] {i}")
         for i in range(1, n + 1)
@@ -200,10 +245,18 @@ def history(n: int) -> list[HistoryEvent]:
 
 def view(snapshot: Snapshot, **kw) -> View:
     base = dict(
-        snapshot=snapshot, history=[], run_changed=True, address="127.0.0.1:7233",
-        ui_url="http://127.0.0.1:8233", namespace="default", supervisor_state=SupervisorState.RUNNING,
-        worker_pid=4121, spare_pid=4122, owns_home=True, planned_faults=[],
-    )  # fmt: skip
+        snapshot=snapshot,
+        history=[],
+        run_changed=True,
+        address="127.0.0.1:7233",
+        ui_url="http://127.0.0.1:8233",
+        namespace="default",
+        supervisor_state=SupervisorState.RUNNING,
+        worker_pid=4121,
+        spare_pid=4122,
+        owns_home=True,
+        planned_faults=[],
+    )
     base.update(kw)
     return View(**base)
 
@@ -211,12 +264,22 @@ def view(snapshot: Snapshot, **kw) -> View:
 def snap(steps: list[StepRow], total: int, status: str = "RUNNING", **kw) -> Snapshot:
     effs = kw.pop("effects", None) or effects(steps)
     s = Snapshot(
-        run_id=RUN, total_steps=total, run_status=kw.pop("run_status", "running"), workflow_status=status,
-        provider="offline", pace=1.0, steps=steps, effects=effs, ledger_rows=len(effs), duplicates=0,
+        run_id=RUN,
+        total_steps=total,
+        run_status=kw.pop("run_status", "running"),
+        workflow_status=status,
+        provider="offline",
+        pace=1.0,
+        steps=steps,
+        effects=effs,
+        ledger_rows=len(effs),
+        duplicates=0,
         outcome_counts={"applied": len(effs), "skipped": 0, "recovered": 0, "interrupted": 0},
-        outbox_lines=len([e for e in effs if e.kind == "email"]), notes_rows=len(effs) // 3,
-        artifact_files=len(effs) // 3, worker_events=kw.pop("events", []),
-    )  # fmt: skip
+        outbox_lines=len([e for e in effs if e.kind == "email"]),
+        notes_rows=len(effs) // 3,
+        artifact_files=len(effs) // 3,
+        worker_events=kw.pop("events", []),
+    )
     s.resumed_steps = [b.step for a, b in zip(steps, steps[1:], strict=False) if a.worker_pid != b.worker_pid]
     s.completed_steps = sum(1 for x in steps if x.status == "completed")
     s.missing_steps = [i for i in range(1, total + 1) if i > s.completed_steps]
@@ -254,8 +317,19 @@ def after_kill_view() -> View:
         + [step(8, "running", pid=4180)]
     )
     kill_at = T0 + 7.2
-    kill = json.dumps({"pid": 4121, "signal": "SIGKILL", "exit_code": None, "confirmed": True, "run_id": RUN,
-                       "step": 7, "at": kill_at, "observed": True, "reason": "user"})  # fmt: skip
+    kill = json.dumps(
+        {
+            "pid": 4121,
+            "signal": "SIGKILL",
+            "exit_code": None,
+            "confirmed": True,
+            "run_id": RUN,
+            "step": 7,
+            "at": kill_at,
+            "observed": True,
+            "reason": "user",
+        }
+    )
     assist = json.dumps({"failed_activities": [], "sticky_reset": None})
     events = [
         WorkerEvent(1, T0, "spawn", 4121, None, None, "active worker (slot 0)", None, None),
@@ -323,8 +397,9 @@ def completed_after_kill_view() -> View:
     s.missing_steps = []
     kill = KillEvent(2, kill_at, "kill", 4121, None, f"w-964d45@{HOST}", 4, "SIGKILL", "llm", 1, 4)
     sentence = s.completion_sentence(2)
-    return view(s, worker_pid=4180, spare_pid=4190, history=step_history(8, 4, kill_at), kills=[kill],
-                completion=sentence)  # fmt: skip
+    return view(
+        s, worker_pid=4180, spare_pid=4190, history=step_history(8, 4, kill_at), kills=[kill], completion=sentence
+    )
 
 
 CHAOS_LINES = [
@@ -338,9 +413,23 @@ CHAOS_LINES = [
     "run run-20261129-120500-c0de",
 ]
 CHAOS_REPORT = {
-    "seed": 4242, "steps": 12, "median_restart_s": 0.16, "wall_s": 21.4,
-    "audit": {"workflow_status": "COMPLETED", "total_steps": 12, "step_gaps": [], "claims_attempted": 38,
-              "applied": 36, "skipped": 1, "recovered": 1, "interrupted": 1, "lost": 0, "duplicated": 0, "ok": True},
+    "seed": 4242,
+    "steps": 12,
+    "median_restart_s": 0.16,
+    "wall_s": 21.4,
+    "audit": {
+        "workflow_status": "COMPLETED",
+        "total_steps": 12,
+        "step_gaps": [],
+        "claims_attempted": 38,
+        "applied": 36,
+        "skipped": 1,
+        "recovered": 1,
+        "interrupted": 1,
+        "lost": 0,
+        "duplicated": 0,
+        "ok": True,
+    },
     "kills": [
         {"kind": "worker-kill", "step": 2, "pid": 5101, "restart_s": 0.15},
         {"kind": "claim-window-crash", "step": 4, "pid": 5140, "restart_s": 0.17},
@@ -349,7 +438,7 @@ CHAOS_REPORT = {
         {"kind": "worker-kill", "step": 10, "pid": 5177, "restart_s": 0.16},
         {"kind": "claim-window-crash", "step": 11, "pid": 5190, "restart_s": 0.18},
     ],
-}  # fmt: skip
+}
 
 
 def two_kills_view() -> View:

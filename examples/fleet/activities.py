@@ -57,8 +57,9 @@ class MailApi:
         if 200 <= resp.status < 300:
             return answer
         if 400 <= resp.status < 500 and resp.status not in (408, 429):
-            raise ApplicationError(f"mail API refused {method} {path}: {resp.status}", type="MailApiRefused",
-                                   non_retryable=True)  # fmt: skip
+            raise ApplicationError(
+                f"mail API refused {method} {path}: {resp.status}", type="MailApiRefused", non_retryable=True
+            )
         raise MailApiError(f"mail API {self.host}:{self.port} answered {resp.status} to {method} {path}")
 
 

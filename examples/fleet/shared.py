@@ -54,9 +54,12 @@ def activity_options(inp: FleetInput) -> dict:
         "task_queue": inp.activity_queue,
         "start_to_close_timeout": timedelta(seconds=inp.start_to_close_s),
         "heartbeat_timeout": None,
-        "retry_policy": RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
-                                    maximum_attempts=inp.max_attempts),
-    }  # fmt: skip
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=10),
+            maximum_attempts=inp.max_attempts,
+        ),
+    }
 
 
 def parse_input(raw: object) -> FleetInput:

@@ -28,8 +28,9 @@ async def send_receipts(inp: FleetInput) -> int:
     The activities run on whatever worker polls `inp.activity_queue`: the workflow worker has none."""
     workflow_id = workflow.info().workflow_id
     for index in range(1, inp.count + 1):
-        await workflow.execute_activity(SEND_RECEIPT, ReceiptInput(workflow_id, index), result_type=str,
-                                        **activity_options(inp))  # fmt: skip
+        await workflow.execute_activity(
+            SEND_RECEIPT, ReceiptInput(workflow_id, index), result_type=str, **activity_options(inp)
+        )
         if inp.pace and index < inp.count:
             await workflow.sleep(inp.pace)
     return inp.count

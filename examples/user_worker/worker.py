@@ -61,8 +61,7 @@ async def run() -> None:
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[SendLines, SendLinesKeyed, SendLinesUnguarded, SendLinesIdempotent, SendLinesNested,
-                   SendLinesLevel],
+        workflows=[SendLines, SendLinesKeyed, SendLinesUnguarded, SendLinesIdempotent, SendLinesNested, SendLinesLevel],
         activities=[lines.send_line, lines.send_line_keyed, lines.send_line_unguarded, lines.send_line_idempotent],
         # A killed worker's sticky queue holds the workflow's next task this long before Temporal
         # gives it to another worker (the SDK's default is 10 s: every kill would cost that much).

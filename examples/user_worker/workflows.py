@@ -22,9 +22,10 @@ with workflow.unsafe.imports_passed_through():
 ACTIVITY_OPTIONS = {
     "start_to_close_timeout": timedelta(seconds=30),
     "heartbeat_timeout": timedelta(seconds=2),
-    "retry_policy": RetryPolicy(initial_interval=timedelta(seconds=0.2), maximum_interval=timedelta(seconds=2),
-                                maximum_attempts=0),
-}  # fmt: skip
+    "retry_policy": RetryPolicy(
+        initial_interval=timedelta(seconds=0.2), maximum_interval=timedelta(seconds=2), maximum_attempts=0
+    ),
+}
 
 
 async def _send_all(raw: RawValue | None, activity: object) -> dict[str, int]:
@@ -43,8 +44,9 @@ async def _send_all(raw: RawValue | None, activity: object) -> dict[str, int]:
 async def _send_lines(inp: SendInput, activity: object) -> dict[str, int]:
     workflow_id = workflow.info().workflow_id
     if not workflow_id.isprintable():
-        raise ApplicationError("the workflow id must be printable (it is written into lines)", type="BadInput",
-                               non_retryable=True)  # fmt: skip
+        raise ApplicationError(
+            "the workflow id must be printable (it is written into lines)", type="BadInput", non_retryable=True
+        )
     outcomes: dict[str, int] = {}
     for index in range(1, inp.count + 1):
         outcome = await workflow.execute_activity_method(
@@ -110,8 +112,9 @@ class SendLinesNested:
             plan = parse_input(value)
         except (ValueError, TypeError) as err:
             raise ApplicationError(str(err), type="BadInput", non_retryable=True) from None
-        return await workflow.execute_child_workflow(SendLinesLevel.run, Level(plan.count, plan.pace, 1),
-                                                     id=f"{workflow.info().workflow_id}-1")  # fmt: skip
+        return await workflow.execute_child_workflow(
+            SendLinesLevel.run, Level(plan.count, plan.pace, 1), id=f"{workflow.info().workflow_id}-1"
+        )
 
 
 @workflow.defn(name="SendLinesLevel")
@@ -122,6 +125,8 @@ class SendLinesLevel:
             workflow.continue_as_new(Level(level.count, level.pace, level.depth, hopped=True))
         if level.depth < 3:
             return await workflow.execute_child_workflow(
-                SendLinesLevel.run, Level(level.count, level.pace, level.depth + 1),
-                id=f"{workflow.info().workflow_id}-{level.depth + 1}")  # fmt: skip
+                SendLinesLevel.run,
+                Level(level.count, level.pace, level.depth + 1),
+                id=f"{workflow.info().workflow_id}-{level.depth + 1}",
+            )
         return await _send_lines(SendInput(level.count, level.pace), LineActivities.send_line_idempotent)

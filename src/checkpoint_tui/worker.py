@@ -1,6 +1,6 @@
-"""Entry point of the worker process: `python -m checkpoint_tui.worker ...` (see engine/worker.py)."""
+"""Entry point of the worker process: `python -m checkpoint_tui.worker ...` (see loop_worker/worker.py)."""
 
-from checkpoint_tui.engine.worker import main
+from checkpoint_tui.loop_worker.worker import main
 
 if __name__ == "__main__":
     main()

@@ -34,14 +34,16 @@ class ScriptedMailer(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedMailer:
         return self  # the script knows its one tool; the activity binds the agent's tool schemas
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         step = _decide(messages)
         time.sleep(step.think)  # a model takes a while to answer
         return _answer(messages, step)
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                         **kwargs: Any) -> ChatResult:  # fmt: skip
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         step = _decide(messages)
         await asyncio.sleep(step.think)
         return _answer(messages, step)

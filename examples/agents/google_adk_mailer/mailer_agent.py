@@ -43,8 +43,9 @@ class ScriptedMailer(BaseLlm):
     def supported_models(cls) -> list[str]:
         return [MODEL_NAME]  # regular expressions, matched against TemporalModel's model name
 
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False
-                                     ) -> AsyncGenerator[LlmResponse, None]:  # fmt: skip
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         user = _parts(llm_request.contents, "user")
         plan = next((p.text for p in user if p.text), None)
         step = next_step(plan, sum(p.function_response is not None for p in user))

@@ -47,8 +47,12 @@ async def _run(name: str, tool: object, raw: RawValue | None) -> str:
     session = await runner.session_service.create_session(app_name=name, user_id="mailroom")
     message = types.Content(role="user", parts=[types.Part(text=prompt(inp))])
     answer = ""
-    async for event in runner.run_async(user_id="mailroom", session_id=session.id, new_message=message,
-                                        run_config=RunConfig(max_llm_calls=MAX_TURNS + 1)):  # fmt: skip
+    async for event in runner.run_async(
+        user_id="mailroom",
+        session_id=session.id,
+        new_message=message,
+        run_config=RunConfig(max_llm_calls=MAX_TURNS + 1),
+    ):
         if event.is_final_response() and event.content and event.content.parts:
             answer = "".join(p.text or "" for p in event.content.parts)
     return answer.strip()

@@ -38,14 +38,16 @@ class ScriptedMailer(BaseChatModel):
     def _llm_type(self) -> str:
         return MODEL_NAME
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         step = _decide(messages)
         time.sleep(step.think)  # a model takes a while to answer
         return _answer(messages, step)
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                         **kwargs: Any) -> ChatResult:  # fmt: skip
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         step = _decide(messages)
         await asyncio.sleep(step.think)
         return _answer(messages, step)

@@ -27,9 +27,17 @@ def _field(item: object, name: str) -> object:
 
 
 class ScriptedMailer(Model):
-    async def get_response(self, system_instructions: str | None, input: str | list[Any], model_settings: Any,
-                           tools: list[Any], output_schema: Any, handoffs: list[Any], tracing: Any,
-                           **kwargs: Any) -> ModelResponse:  # fmt: skip
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[Any],
+        model_settings: Any,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
         items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         plan = next((_field(i, "content") for i in items if _field(i, "role") == "user"), None)
         sent = sum(_field(i, "type") == "function_call_output" for i in items)
@@ -38,16 +46,23 @@ class ScriptedMailer(Model):
         usage_in = max(1, len(json.dumps(items, default=str)) // 4)  # a rough count, as pydantic-ai's estimate
         if step.text is not None:
             output: Any = ResponseOutputMessage(
-                id=f"msg_{uuid.uuid4().hex[:24]}", role="assistant", status="completed", type="message",
+                id=f"msg_{uuid.uuid4().hex[:24]}",
+                role="assistant",
+                status="completed",
+                type="message",
                 content=[ResponseOutputText(text=step.text, annotations=[], type="output_text")],
-            )  # fmt: skip
+            )
             usage_out = max(1, len(step.text) // 4)
         else:
             arguments = json.dumps({"to": step.to, "body": step.body, "pace": step.pace})
             output = ResponseFunctionToolCall(
-                arguments=arguments, call_id=f"call_{uuid.uuid4().hex[:24]}", name=tools[0].name,
-                type="function_call", id=f"fc_{uuid.uuid4().hex[:24]}", status="completed",
-            )  # fmt: skip
+                arguments=arguments,
+                call_id=f"call_{uuid.uuid4().hex[:24]}",
+                name=tools[0].name,
+                type="function_call",
+                id=f"fc_{uuid.uuid4().hex[:24]}",
+                status="completed",
+            )
             usage_out = max(1, len(arguments) // 4)
         usage = Usage(requests=1, input_tokens=usage_in, output_tokens=usage_out, total_tokens=usage_in + usage_out)
         return ModelResponse(output=[output], usage=usage, response_id=None)

@@ -42,8 +42,9 @@ class ScriptedMailer(Model):
     def structured_output(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("the scripted mailer gives no structured output")
 
-    async def stream(self, messages: Any, tool_specs: list[Any] | None = None, system_prompt: str | None = None,
-                     **kwargs: Any) -> AsyncIterator[Any]:  # fmt: skip
+    async def stream(
+        self, messages: Any, tool_specs: list[Any] | None = None, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         started = time.monotonic()
         user = _blocks(messages, "user")
         plan = next((b["text"] for b in user if isinstance(b.get("text"), str)), None)

@@ -41,8 +41,14 @@ def _input(raw: RawValue | None) -> MailInput:
 async def _run(name: str, tool: object, raw: RawValue | None) -> str:
     inp = _input(raw)
     # callback_handler=None: Strands' default handler prints the model's text to the worker's stdout.
-    agent = TemporalAgent(model=MODEL_NAME, name=name, system_prompt=INSTRUCTIONS, tools=[tool],
-                          callback_handler=None, start_to_close_timeout=MODEL_TIMEOUT)  # fmt: skip
+    agent = TemporalAgent(
+        model=MODEL_NAME,
+        name=name,
+        system_prompt=INSTRUCTIONS,
+        tools=[tool],
+        callback_handler=None,
+        start_to_close_timeout=MODEL_TIMEOUT,
+    )
     result = await agent.invoke_async(prompt(inp))
     return str(result).strip()
 

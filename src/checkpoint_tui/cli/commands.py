@@ -57,9 +57,17 @@ def dispatch(args: argparse.Namespace) -> int:
 def settings_from(args: argparse.Namespace) -> Settings:
     connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key)
     settings = load_settings(
-        args.home, args.temporal_address, args.namespace, args.model_url, args.model, connection,
-        ledger_url=args.ledger, artifacts=args.artifacts, task_queue=args.task_queue, pool_size=args.workers,
-    )  # fmt: skip
+        args.home,
+        args.temporal_address,
+        args.namespace,
+        args.model_url,
+        args.model,
+        connection,
+        ledger_url=args.ledger,
+        artifacts=args.artifacts,
+        task_queue=args.task_queue,
+        pool_size=args.workers,
+    )
     return replace(settings, spare=not args.no_spare)
 
 
@@ -162,7 +170,7 @@ def _print_ends(settings: Settings, run_ids: list[str], statuses: list[str | Non
 def status(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     """One run (the latest by default) as its own workload reads it: from the ledger, and from Temporal
     when a server is reachable (status never starts one)."""
-    from checkpoint_tui.app.status_text import no_runs
+    from checkpoint_tui.core.status_text import no_runs
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import connect
 
@@ -184,8 +192,8 @@ def status(args: argparse.Namespace, settings: Settings, workload: Adapter) -> i
 
 
 async def _status(settings: Settings, workload, row):
-    from checkpoint_tui.app.history import workflow_status
-    from checkpoint_tui.app.stuck import stuck_task
+    from checkpoint_tui.core.history import workflow_status
+    from checkpoint_tui.core.stuck import stuck_task
 
     client = await peek_client(settings)
     wf_status, stuck = None, None
@@ -294,7 +302,7 @@ async def _supervise(settings: Settings, pool: bool) -> int:
 
 
 def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
-    from checkpoint_tui.proof.chaos.engine import chaos_command
+    from checkpoint_tui.proof.chaos.command import chaos_command
     from checkpoint_tui.proof.chaos.schedule import save_schedule
     from checkpoint_tui.workloads import Counts
 
@@ -307,13 +315,16 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     elif args.chaos_shrink is not None:
         events, steps, _ = workload.chaos_file(args.chaos_shrink)  # checked now; shrink reads it again
     else:
-        counts = Counts(args.kills, args.pauses, args.partitions, args.resets, args.activity_pauses,
-                        args.activity_resets)  # fmt: skip
+        counts = Counts(
+            args.kills, args.pauses, args.partitions, args.resets, args.activity_pauses, args.activity_resets
+        )
         events, steps = workload.chaos_schedule(seed, counts)  # one that cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, steps, seed)
-            print(f"wrote {args.chaos_save} ({len(events)} events over {steps} {workload.units}; run it with "
-                  f"chaos --schedule {args.chaos_save})")  # fmt: skip
+            print(
+                f"wrote {args.chaos_save} ({len(events)} events over {steps} {workload.units}; run it with "
+                f"chaos --schedule {args.chaos_save})"
+            )
             return Exit.OK
     if not settings.embedded:
         raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
@@ -331,14 +342,25 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
 
         aim = "tool" if args.aim == "any" else args.aim  # every tool: model requests have no effect of their own
         with lab(settings, "chaos", exclusive=True):
-            return asyncio.run(every_window_command(settings, seed, lambda: workload.chaos_target(seed, aim),
-                                                    json_out))
+            return asyncio.run(every_window_command(settings, seed, lambda: workload.chaos_target(seed, aim), json_out))
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     target.allow_unexercised = args.allow_unexercised
     with lab(settings, "chaos", exclusive=True):
-        return asyncio.run(chaos_command(settings, seed, steps, events, target, chaos_line(args, workload, seed, steps),
-                                         json_out, outputs, runs=args.runs, max_kills=max_kills,
-                                         rate=args.rate))  # fmt: skip
+        return asyncio.run(
+            chaos_command(
+                settings,
+                seed,
+                steps,
+                events,
+                target,
+                chaos_line(args, workload, seed, steps),
+                json_out,
+                outputs,
+                runs=args.runs,
+                max_kills=max_kills,
+                rate=args.rate,
+            )
+        )
 
 
 def replay(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:

@@ -1,6 +1,6 @@
 """`doctor`: run the workload once (ours, or `--worker-cmd ... doctor --workflow T --input J`), or read a
 finished run (`doctor RUN`), and report what a kill would cost each of its activity types
-(app/doctor.py); with `--measure`, run it a second time and kill the worker once under each type
+(core/doctor.py); with `--measure`, run it a second time and kill the worker once under each type
 (proof/measure/doctor.py). Exit 1 when there are findings, 0 when there are none."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import Settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.app.workload import Workload
+    from checkpoint_tui.core.workload import Workload
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 RUN_DEADLINE_S = 600.0  # the command, the runs it starts included, must end within this (--timeout)
@@ -34,18 +34,33 @@ def add_parser(sub, output_file, bounded_int, float_in) -> None:
     doctor.set_defaults(func=command)
     doctor.add_argument("run", nargs="?", type=run_id, help="read this finished run instead of starting one")
     workload_flags.add_run_flags(doctor)
-    doctor.add_argument("--steps", type=bounded_int(1, 100), default=None,
-                        help="our own loop: steps of the run doctor starts (default 3)")  # fmt: skip
-    doctor.add_argument("--timeout", type=float_in(1, 3600), default=RUN_DEADLINE_S,
-                        help=f"the command (with the runs it starts) must end within this many seconds "
-                        f"(default {RUN_DEADLINE_S:.0f})")  # fmt: skip
-    doctor.add_argument("--measure", action="store_true",
-                        help="run it again and SIGKILL the worker once under each activity type, unassisted: "
-                        "measured kill → next attempt beside the prediction")  # fmt: skip
+    doctor.add_argument(
+        "--steps",
+        type=bounded_int(1, 100),
+        default=None,
+        help="our own loop: steps of the run doctor starts (default 3)",
+    )
+    doctor.add_argument(
+        "--timeout",
+        type=float_in(1, 3600),
+        default=RUN_DEADLINE_S,
+        help=f"the command (with the runs it starts) must end within this many seconds (default {RUN_DEADLINE_S:.0f})",
+    )
+    doctor.add_argument(
+        "--measure",
+        action="store_true",
+        help="run it again and SIGKILL the worker once under each activity type, unassisted: "
+        "measured kill → next attempt beside the prediction",
+    )
     low, high = CAP_RANGE_S
-    doctor.add_argument("--kill-cap", type=float_in(low, high), default=None, metavar="SECONDS",
-                        help=f"with --measure: wait at most this long for one kill's next attempt, then report "
-                        f"'≥ cap' (default {KILL_CAP_S:g}, {low:g}-{high:g})")  # fmt: skip
+    doctor.add_argument(
+        "--kill-cap",
+        type=float_in(low, high),
+        default=None,
+        metavar="SECONDS",
+        help=f"with --measure: wait at most this long for one kill's next attempt, then report "
+        f"'≥ cap' (default {KILL_CAP_S:g}, {low:g}-{high:g})",
+    )
     doctor.add_argument("--json", dest="doctor_json", metavar="PATH", type=output_file, help="write the report here")
 
 
@@ -78,8 +93,15 @@ def command(args: argparse.Namespace, settings: Settings, workload: Workload) ->
         return asyncio.run(until_sigterm(work, stopped))
 
 
-async def doctor(settings: Settings, workload: Workload, run: str | None, json_out: Path | None, deadline_s: float,
-                 framework: str | None = None, cap_s: float | None = None) -> int:  # fmt: skip
+async def doctor(
+    settings: Settings,
+    workload: Workload,
+    run: str | None,
+    json_out: Path | None,
+    deadline_s: float,
+    framework: str | None = None,
+    cap_s: float | None = None,
+) -> int:
     """Diagnose `run` (or a run of `workload` started now); with `cap_s`, measure one kill per type too."""
     from checkpoint_tui.files import write_output
     from checkpoint_tui.ops import worker_proc
@@ -116,8 +138,16 @@ def _stop_what_it_started(settings: Settings, before: set[int], server) -> None:
         print(f"doctor: stopped what it started ({', '.join(stopped)})", flush=True)
 
 
-async def _diagnosed(settings: Settings, workload: Workload, run: str | None, address: str, deadline_s: float,
-                     framework: str | None, cap_s: float | None, budget):  # fmt: skip
+async def _diagnosed(
+    settings: Settings,
+    workload: Workload,
+    run: str | None,
+    address: str,
+    deadline_s: float,
+    framework: str | None,
+    cap_s: float | None,
+    budget,
+):
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client
 
@@ -127,8 +157,10 @@ async def _diagnosed(settings: Settings, workload: Workload, run: str | None, ad
         # its attempts or resetting its sticky queue.
         sup = Supervisor(settings, address, spare=False, assist=False)
         if not sup.acquire() and cap_s is not None:  # the owner would respawn, and assist, after our kills
-            raise Failed(f"another supervisor (the app, `start --wait` or `supervise`) owns {settings.home}: "
-                         "stop it, or measure in another --home")  # fmt: skip
+            raise Failed(
+                f"another supervisor (the app, `start --wait` or `supervise`) owns {settings.home}: "
+                "stop it, or measure in another --home"
+            )
         await asyncio.to_thread(sup.ensure_worker)
         await workload.ready(settings, client, sup.primary)
         async with sup.running():
@@ -143,11 +175,15 @@ async def _diagnosed(settings: Settings, workload: Workload, run: str | None, ad
 
 
 def not_completed(run: str, status: str | None):
-    from checkpoint_tui.app.doctor import Finding
+    from checkpoint_tui.core.doctor import Finding
 
-    return Finding("run-not-completed", "workflow", f"the run doctor started, {run}, ended {status}",
-                   f"make it complete first (its worker log, `checkpoint-tui status {run}`): a kill's cost "
-                   "is measured on a run that completes; one that fails loses its work however it retries")  # fmt: skip
+    return Finding(
+        "run-not-completed",
+        "workflow",
+        f"the run doctor started, {run}, ended {status}",
+        f"make it complete first (its worker log, `checkpoint-tui status {run}`): a kill's cost "
+        "is measured on a run that completes; one that fails loses its work however it retries",
+    )
 
 
 async def _run_once(settings: Settings, client, workload, budget) -> tuple[str, str | None]:
@@ -178,8 +214,8 @@ async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: 
 
 
 async def _diagnose(settings: Settings, client, address: str, run: str, framework: str | None):
-    from checkpoint_tui.app.activity_history import read_chain
-    from checkpoint_tui.app.doctor import diagnose
+    from checkpoint_tui.core.activity_history import read_chain
+    from checkpoint_tui.core.doctor import diagnose
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import connect
 

@@ -21,24 +21,48 @@ def add_parser(sub, bounded_int, float_in) -> None:
     from checkpoint_tui.cli import workload_flags
     from checkpoint_tui.proof.gameday.scenarios import NAMES
 
-    day = sub.add_parser("gameday", help="Temporal's pre-production testing scenarios against your worker fleet, "
-                         "one at a time; an after-action report (Markdown, JSON, JUnit, a folder per experiment)")
+    day = sub.add_parser(
+        "gameday",
+        help="Temporal's pre-production testing scenarios against your worker fleet, "
+        "one at a time; an after-action report (Markdown, JSON, JUnit, a folder per experiment)",
+    )
     day.set_defaults(func=gameday)
     workload_flags.add_run_flags(day)
-    day.add_argument("--scenarios", metavar="LIST", default=None,
-                     help=f"comma-separated, in this order by default: {','.join(NAMES)}")
-    day.add_argument("--runs", type=bounded_int(1, 64), default=4, help="runs in flight per experiment (1..64; "
-                     "load starts 4x as many, 4 a second)")  # fmt: skip
-    day.add_argument("--down-s", type=float_in(1, 300), default=10.0, help="seconds kill-all keeps the fleet down "
-                     "(default 10)")  # fmt: skip
-    day.add_argument("--grace-s", type=float_in(0, 300), default=10.0,
-                     help="seconds a graceful stop has before SIGKILL, as your orchestrator gives it (default 10)")
-    day.add_argument("--max-drain-s", type=float_in(0.1, 3600), default=MAX_DRAIN_S,
-                     help="seconds: a backlog that drains slower after a fleet event fails it "
-                     f"(default {MAX_DRAIN_S:g})")
+    day.add_argument(
+        "--scenarios",
+        metavar="LIST",
+        default=None,
+        help=f"comma-separated, in this order by default: {','.join(NAMES)}",
+    )
+    day.add_argument(
+        "--runs",
+        type=bounded_int(1, 64),
+        default=4,
+        help="runs in flight per experiment (1..64; load starts 4x as many, 4 a second)",
+    )
+    day.add_argument(
+        "--down-s", type=float_in(1, 300), default=10.0, help="seconds kill-all keeps the fleet down (default 10)"
+    )
+    day.add_argument(
+        "--grace-s",
+        type=float_in(0, 300),
+        default=10.0,
+        help="seconds a graceful stop has before SIGKILL, as your orchestrator gives it (default 10)",
+    )
+    day.add_argument(
+        "--max-drain-s",
+        type=float_in(0.1, 3600),
+        default=MAX_DRAIN_S,
+        help=f"seconds: a backlog that drains slower after a fleet event fails it (default {MAX_DRAIN_S:g})",
+    )
     day.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=1, help="names the runs (default 1)")
-    day.add_argument("--out", metavar="DIR", type=Path, default=None,
-                     help="where the after-action report goes (default HOME/run/gameday)")
+    day.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="where the after-action report goes (default HOME/run/gameday)",
+    )
 
 
 def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
@@ -48,13 +72,17 @@ def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
     from checkpoint_tui.proof.gameday.scenarios import plan
 
     if not settings.embedded:
-        raise UsageError("gameday kills workers and the network to the dev server: it needs the embedded one "
-                         "(no --temporal-address)")  # fmt: skip
+        raise UsageError(
+            "gameday kills workers and the network to the dev server: it needs the embedded one (no --temporal-address)"
+        )
     names = [n.strip() for n in (args.scenarios or "").split(",") if n.strip()]
     scenarios = plan(settings, names, args.runs, args.down_s, args.grace_s)
     out = args.out or settings.run_dir / "gameday"
     check_output_dir(out, "--out", tuple(s.name for s in scenarios) + SUBDIRS)
     steps = getattr(workload, "steps", 0)  # our loop's; a user's workflow places events by time
     with lab(settings, "gameday", exclusive=True):
-        return asyncio.run(run_gameday(settings, workload, workload.chaos_target, scenarios, out, args.runs,
-                                       args.seed, args.max_drain_s, steps))  # fmt: skip
+        return asyncio.run(
+            run_gameday(
+                settings, workload, workload.chaos_target, scenarios, out, args.runs, args.seed, args.max_drain_s, steps
+            )
+        )

@@ -9,14 +9,14 @@ import math
 import re
 from pathlib import Path
 
-from checkpoint_tui.cli import commands, doctor, gameday, workload_flags
-from checkpoint_tui.engine.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
+from checkpoint_tui.cli import chaos_flags, commands, doctor, gameday, workload_flags
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.files import check_output_dir, check_output_path
 from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
+from checkpoint_tui.loop_worker.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.settings import is_postgres_url
 
-MAX_RUNS = 64  # start --runs: runs started at once
+MAX_RUNS = chaos_flags.MAX_RUNS
 MAX_POOL = 32  # workers per supervisor: each is a process with its own Temporal connection
 REFRESH_RANGE = (0.1, 60.0)
 
@@ -124,14 +124,18 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
 def _app_flags(p: argparse.ArgumentParser) -> None:
     """The pool, the model and the app itself."""
     p.add_argument(
-        "--workers", type=_bounded_int(1, MAX_POOL), default=1, metavar="N",
+        "--workers",
+        type=_bounded_int(1, MAX_POOL),
+        default=1,
+        metavar="N",
         help=f"local workers the supervisor keeps polling (1..{MAX_POOL})",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--no-spare", action="store_true",
+        "--no-spare",
+        action="store_true",
         help="no warm spare: every replacement worker starts cold (ours: no standby worker; a user's Python "
         "worker command: no preloaded spare)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--model-url",
         metavar="URL",
@@ -143,25 +147,38 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         help="preferred model id, checked against /v1/models (env CHECKPOINT_MODEL; default: the first one listed)",
     )
     p.add_argument(
-        "--refresh", type=_float_in(*REFRESH_RANGE), default=0.5, metavar="S",
+        "--refresh",
+        type=_float_in(*REFRESH_RANGE),
+        default=0.5,
+        metavar="S",
         help="seconds between the app's refreshes (default 0.5; 1.0 costs less CPU while a run is live)",
-    )  # fmt: skip
+    )
     p.add_argument("--stats", metavar="PATH", type=_output_file, help=argparse.SUPPRESS)  # per-refresh costs,
     # for bench/tui_tick.py
     p.add_argument("--verify", action="store_true", help="run the headless kill/retry/restart proof and exit")
-    p.add_argument("--json", dest="json_path", metavar="PATH", type=_output_file,
-                   help="with --verify: also write the results here")  # fmt: skip
     p.add_argument(
-        "--junit", dest="verify_junit", metavar="PATH", type=_output_file,
+        "--json", dest="json_path", metavar="PATH", type=_output_file, help="with --verify: also write the results here"
+    )
+    p.add_argument(
+        "--junit",
+        dest="verify_junit",
+        metavar="PATH",
+        type=_output_file,
         help="with --verify: also write the checks as JUnit XML here",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--proof", dest="verify_proof", metavar="DIR", type=_output_dir,
+        "--proof",
+        dest="verify_proof",
+        metavar="DIR",
+        type=_output_dir,
         help="with --verify: write a proof bundle here (report, JUnit, histories, ledger CSVs, worker events, SVG)",
-    )  # fmt: skip
-    p.add_argument("--strict-latency", action="store_true",
-                   help="with --verify: a restart or resume slower than its target fails it too (without: said, "
-                        "SLOW, not gating; a loaded CI machine is slow, not wrong)")  # fmt: skip
+    )
+    p.add_argument(
+        "--strict-latency",
+        action="store_true",
+        help="with --verify: a restart or resume slower than its target fails it too (without: said, "
+        "SLOW, not gating; a loaded CI machine is slow, not wrong)",
+    )
 
 
 def _run_commands(sub) -> None:
@@ -169,13 +186,19 @@ def _run_commands(sub) -> None:
     start.set_defaults(func=commands.start)
     start.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None, help=f"1..{MAX_STEPS} (default 30)")
     start.add_argument(
-        "--pace", type=_float_in(0, MAX_PACE), default=None,
+        "--pace",
+        type=_float_in(0, MAX_PACE),
+        default=None,
         help="timer/think-time scale (0 = none; at most 100; default 1)",
     )
     start.add_argument("--wait", action="store_true", help="supervise and show progress until the run ends")
-    start.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
-                       help=f"start this many runs at once, one run id per line (1..{MAX_RUNS}); with --wait, "
-                       "exit 0 only if every one COMPLETED")  # fmt: skip
+    start.add_argument(
+        "--runs",
+        type=_bounded_int(1, MAX_RUNS),
+        default=1,
+        help=f"start this many runs at once, one run id per line (1..{MAX_RUNS}); with --wait, "
+        "exit 0 only if every one COMPLETED",
+    )
     workload_flags.add_run_flags(start)
     start.add_argument(
         "--fault",
@@ -210,55 +233,9 @@ def _run_commands(sub) -> None:
 
 
 def _proof_commands(sub) -> None:
-    chaos = sub.add_parser("chaos", help="a seeded schedule of SIGKILLs of every process, then Jepsen-style counts")
-    chaos.set_defaults(func=commands.chaos)
-    chaos.add_argument("--seed", type=_bounded_int(0, 2**63 - 1), default=1,
-                       help="seed of the schedule: the same seed places the same events at the same steps")
-    chaos.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None,
-                       help="steps of the run (default 30); not with --workflow (see --aim)")
-    workload_flags.add_run_flags(chaos, chaos=True)
-    chaos.add_argument("--kills", type=_bounded_int(1, MAX_STEPS), default=8,
-                       help="SIGKILLs in the schedule: of the worker, the supervisor or the dev server")
-    chaos.add_argument("--pauses", type=_bounded_int(0, MAX_STEPS), default=0,
-                       help="also SIGSTOP the worker this many times (a pause, or a hang the watchdog kills)")
-    chaos.add_argument("--partitions", type=_bounded_int(0, MAX_STEPS), default=0,
-                       help="also cut the workers off from Temporal this many times (0.5-4 s each, through a proxy)")
-    chaos.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=1,
-                       help="run this many runs at once under the one schedule (the first places the events; a "
-                       "worker kill hits every run it serves); the audit per run and in total")
-    chaos.add_argument("--rate", type=_float_in(0.01, 100), default=None, metavar="R",
-                       help="with --runs: start them R a second (load), not all at once")
-    chaos.add_argument("--resets", type=_bounded_int(0, MAX_STEPS), default=0,
-                       help="also reset the workflow this many times to a workflow task 1-3 steps back "
-                       "(`temporal workflow reset`: the steps after it run again; their effects must be skipped)")
-    chaos.add_argument("--activity-pauses", type=_bounded_int(0, MAX_STEPS), default=0,
-                       help="also pause the activity in flight this many times (Temporal's activity pause, "
-                       "0.5-3 s, then unpause)")  # fmt: skip
-    chaos.add_argument("--activity-resets", type=_bounded_int(0, MAX_STEPS), default=0,
-                       help="also reset the activity in flight this many times (Temporal's activity reset)")
-    chaos.add_argument("--every-window", action="store_true",
-                       help="with --workflow: kill every tool once in each crash point's window (before its "
-                       "effect, after it, after Temporal recorded it), a run per window, and print tool x window")
-    chaos.add_argument("--allow-unexercised", action="store_true",
-                       help="with --workflow: a run in which no fault reached an aimed activity passes (it says "
-                       "NOT EXERCISED and fails otherwise)")
-    chaos.add_argument("--until-covered", action="store_true",
-                       help="then keep killing, aimed at the windows no kill has landed in yet (model call, tool "
-                       "call, the effect's claim/write/stamp, timer), until each has one; exit 1 naming any missed")
-    chaos.add_argument("--max-kills", type=_bounded_int(1, 1000), default=None,
-                       help="with --until-covered: at most this many worker deaths in all (default 30)")
-    chaos.add_argument("--schedule", dest="chaos_schedule", metavar="FILE", type=Path,
-                       help="run this schedule file instead of the seeded one (see docs/chaos.md: schedules as code)")
-    chaos.add_argument("--save-schedule", dest="chaos_save", metavar="FILE", type=_output_file,
-                       help="write the seeded schedule to FILE and exit without running it")
-    chaos.add_argument("--shrink", dest="chaos_shrink", metavar="FILE", type=Path,
-                       help="rerun subsets of this failing schedule; write the smallest failing one to FILE.min.json")
-    chaos.add_argument("--json", dest="chaos_json", metavar="PATH", type=_output_file, help="write the report here")
-    chaos.add_argument("--junit", dest="chaos_junit", metavar="PATH", type=_output_file, help="the checks as JUnit XML")
-    chaos.add_argument(
-        "--proof", dest="chaos_proof", metavar="DIR", type=_output_dir,
-        help="write a proof bundle here (report, JUnit, history, ledger CSVs, worker events, SVG)",
-    )  # fmt: skip
+    chaos_flags.add_parser(sub, chaos_flags.ArgTypes(_bounded_int, _float_in, _output_file, _output_dir)).set_defaults(
+        func=commands.chaos
+    )
     gameday.add_parser(sub, _bounded_int, _float_in)
     compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
     compare.set_defaults(func=commands.compare)
@@ -276,13 +253,19 @@ def _replay_command(sub) -> None:
     replay.add_argument("runs", nargs="*", metavar="RUN_ID", type=_run_id, help="runs of this home's ledger")
     replay.add_argument("--all", action="store_true", dest="all_runs", help="every run of this home's ledger")
     replay.add_argument(
-        "--from", dest="from_path", metavar="DIR", type=_existing_path,
+        "--from",
+        dest="from_path",
+        metavar="DIR",
+        type=_existing_path,
         help="history JSON files (a corpus, a proof bundle's histories/): no server needed",
-    )  # fmt: skip
+    )
     replay.add_argument(
-        "--export", dest="export_dir", metavar="DIR", type=_output_dir,
+        "--export",
+        dest="export_dir",
+        metavar="DIR",
+        type=_output_dir,
         help="also write the histories here as JSON (the format of `temporal workflow show --output json`)",
-    )  # fmt: skip
+    )
     replay.add_argument("--junit", dest="replay_junit", metavar="PATH", type=_output_file, help="results as JUnit XML")
 
 

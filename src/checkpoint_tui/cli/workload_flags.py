@@ -14,12 +14,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checkpoint_tui.app.frameworks import FRAMEWORKS
+from checkpoint_tui.core.frameworks import FRAMEWORKS
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.settings import FleetMember, Settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.app.frameworks.declared import Declared
+    from checkpoint_tui.core.frameworks.declared import Declared
     from checkpoint_tui.ledger.destination import Destination
     from checkpoint_tui.workloads import Adapter
 
@@ -83,51 +83,100 @@ def _dependency(text: str) -> tuple[str, str]:
 
 
 def add_global_flags(p: argparse.ArgumentParser) -> None:
+    """The workload's flags that every command takes: whose workers, which fleet, what to audit."""
     p.add_argument(
-        "--worker-cmd", metavar="CMD", type=worker_cmd,
-        help="run this worker command instead of ours (a user's own Temporal worker; see "
-        "docs/agents.md)",
-    )  # fmt: skip
-    p.add_argument("--worker", dest="fleet", action="append", default=None, metavar="QUEUE=CMD", type=fleet_member,
-                   help="a fleet: each worker command with the task queue it polls (repeatable; the first, or the "
-                   "one on --task-queue, runs the workflow; --workers N of each; see docs/gameday.md)")  # fmt: skip
-    p.add_argument("--deploy", action="append", default=None, metavar="QUEUE=CMD", type=fleet_member,
-                   help="the new version of the worker command on QUEUE, for the deploy nemesis (repeatable)")
-    p.add_argument("--dependency", action="append", default=None, metavar="NAME=HOST:PORT", type=_dependency,
-                   help="a service your workers call, on this machine: they get NAME=HOST:PORT in their "
-                   "environment (chaos routes it through a proxy to break it; repeatable)")  # fmt: skip
+        "--worker-cmd",
+        metavar="CMD",
+        type=worker_cmd,
+        help="run this worker command instead of ours (a user's own Temporal worker; see docs/agents.md)",
+    )
+    p.add_argument(
+        "--worker",
+        dest="fleet",
+        action="append",
+        default=None,
+        metavar="QUEUE=CMD",
+        type=fleet_member,
+        help="a fleet: each worker command with the task queue it polls (repeatable; the first, or the "
+        "one on --task-queue, runs the workflow; --workers N of each; see docs/gameday.md)",
+    )
+    p.add_argument(
+        "--deploy",
+        action="append",
+        default=None,
+        metavar="QUEUE=CMD",
+        type=fleet_member,
+        help="the new version of the worker command on QUEUE, for the deploy nemesis (repeatable)",
+    )
+    p.add_argument(
+        "--dependency",
+        action="append",
+        default=None,
+        metavar="NAME=HOST:PORT",
+        type=_dependency,
+        help="a service your workers call, on this machine: they get NAME=HOST:PORT in their "
+        "environment (chaos routes it through a proxy to break it; repeatable)",
+    )
+    _audit_flags(p)
+
+
+def _audit_flags(p: argparse.ArgumentParser) -> None:
+    """What the run is and how its activities are read: the workflow, its framework or declarations,
+    where its effects land."""
     p.add_argument("--workflow", dest="verify_workflow", metavar="TYPE", help="with --verify or the app: the workflow")
     p.add_argument("--input", dest="verify_input", metavar="JSON", help="with --verify or the app: its input")
-    p.add_argument("--framework", choices=FRAMEWORKS,
-                   help="classify the workflow's activities with this agent framework's adapter (default: "
-                   "recognised from the activity types)")  # fmt: skip
-    p.add_argument("--effects", action="append", default=None, metavar="SPEC", type=_destination,
-                   help="where your tools' effects land, read before and after each run (the verdict counts "
-                   "what it holds twice): sql:URL:QUERY (sqlite:PATH or postgresql://...; the query's first "
-                   "column is the effect's id), file:PATH[:REGEX] (one effect per line; a file or a "
-                   "folder's files) or http:NAME:FIELD (the requests chaos's proxy of --dependency NAME saw "
-                   "answered 2xx, by header or JSON field); repeatable; also `effects` in "
-                   "[tool.checkpoint-tui]")
+    p.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        help="classify the workflow's activities with this agent framework's adapter (default: "
+        "recognised from the activity types)",
+    )
+    p.add_argument(
+        "--effects",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        type=_destination,
+        help="where your tools' effects land, read before and after each run (the verdict counts "
+        "what it holds twice): sql:URL:QUERY (sqlite:PATH or postgresql://...; the query's first "
+        "column is the effect's id), file:PATH[:REGEX] (one effect per line; a file or a "
+        "folder's files) or http:NAME:FIELD (the requests chaos's proxy of --dependency NAME saw "
+        "answered 2xx, by header or JSON field); repeatable; also `effects` in "
+        "[tool.checkpoint-tui]",
+    )
     for kind in ("model", "tool"):
-        p.add_argument(f"--{kind}-activities", action="append", default=None, metavar="GLOB", type=_glob,
-                       help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
-                       f"{'requests' if kind == 'model' else 'calls'} (repeatable; also `{kind}-activities` "
-                       "in [tool.checkpoint-tui] of ./pyproject.toml)")  # fmt: skip
+        p.add_argument(
+            f"--{kind}-activities",
+            action="append",
+            default=None,
+            metavar="GLOB",
+            type=_glob,
+            help=f"any other framework, or a hand-rolled agent: activity types that are {kind} "
+            f"{'requests' if kind == 'model' else 'calls'} (repeatable; also `{kind}-activities` "
+            "in [tool.checkpoint-tui] of ./pyproject.toml)",
+        )
 
 
 def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
     p.add_argument("--workflow", metavar="TYPE", help="a workflow type of --worker-cmd's worker")
     p.add_argument("--input", dest="input_json", metavar="JSON", help="its input, one JSON value (at most 64 KiB)")
     if chaos:
-        p.add_argument("--aim", type=_aim, default="any",
-                       help="with --workflow: which activity starts the events land on: tool, model, any, or a "
-                       "glob over activity types and tool names (default any)")  # fmt: skip
-        p.add_argument("--strict-models", action="store_true",
-                       help="with --workflow: a re-executed model request fails the verdict too")
+        p.add_argument(
+            "--aim",
+            type=_aim,
+            default="any",
+            help="with --workflow: which activity starts the events land on: tool, model, any, or a "
+            "glob over activity types and tool names (default any)",
+        )
+        p.add_argument(
+            "--strict-models",
+            action="store_true",
+            help="with --workflow: a re-executed model request fails the verdict too",
+        )
 
 
 def _glob(text: str) -> str:
-    from checkpoint_tui.app.frameworks.declared import check_glob
+    from checkpoint_tui.core.frameworks.declared import check_glob
 
     try:
         return check_glob(text)
@@ -172,8 +221,9 @@ def fold_fleet(args: argparse.Namespace) -> None:
     queues = {m.queue for m in fleet} | ({args.task_queue} if args.task_queue else set())
     for d in deploys:
         if args.task_queue is not None and d.queue not in queues:
-            raise UsageError(f"--deploy {d.queue}=...: no worker command polls {d.queue} (the fleet: "
-                             f"{', '.join(sorted(queues))})")  # fmt: skip
+            raise UsageError(
+                f"--deploy {d.queue}=...: no worker command polls {d.queue} (the fleet: {', '.join(sorted(queues))})"
+            )
     if len({d.queue for d in deploys}) < len(deploys):
         raise UsageError("one --deploy per task queue")
     if len({name for name, _ in deps}) < len(deps):
@@ -189,9 +239,14 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         raise UsageError(f"CHECKPOINT_TASK_QUEUE={queue[:40]!r} is not a task queue name")
     if not args.worker_cmd:
         return settings
-    return replace(settings, worker_cmd=args.worker_cmd, worker_cwd=Path.cwd(), fleet=getattr(args, "fleet_rest", ()),
-                   deploys=tuple(getattr(args, "deploy", None) or ()),
-                   dependencies=tuple(getattr(args, "dependency", None) or ()))  # fmt: skip
+    return replace(
+        settings,
+        worker_cmd=args.worker_cmd,
+        worker_cwd=Path.cwd(),
+        fleet=getattr(args, "fleet_rest", ()),
+        deploys=tuple(getattr(args, "deploy", None) or ()),
+        dependencies=tuple(getattr(args, "dependency", None) or ()),
+    )
 
 
 def check_pairing(args: argparse.Namespace, user: bool) -> None:
@@ -217,15 +272,19 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
     if (args.framework or args.model_activities or args.tool_activities) and not user:
         raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
     if getattr(args, "effects", None) and not user:
-        raise UsageError("--effects names where a worker of yours puts its effects (give --worker-cmd too); "
-                         "checkpoint-tui's own loop is audited at its outbox already")
+        raise UsageError(
+            "--effects names where a worker of yours puts its effects (give --worker-cmd too); "
+            "checkpoint-tui's own loop is audited at its outbox already"
+        )
     if command == "chaos" and not user and (args.aim != "any" or args.strict_models or args.allow_unexercised):
-        raise UsageError("--aim, --strict-models and --allow-unexercised are for a user's workflow (--worker-cmd ... "
-                         "--workflow TYPE)")
+        raise UsageError(
+            "--aim, --strict-models and --allow-unexercised are for a user's workflow (--worker-cmd ... "
+            "--workflow TYPE)"
+        )
 
 
 def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:
-    from checkpoint_tui.app.workflow_runs import NO_INPUT, check_workflow_type, parse_input
+    from checkpoint_tui.core.workflow_runs import NO_INPUT, check_workflow_type, parse_input
 
     return check_workflow_type(workflow), NO_INPUT if text is None else parse_input(text)
 
@@ -237,7 +296,7 @@ def build_workload(args: argparse.Namespace) -> Adapter:
 
     command = args.command
     if not args.worker_cmd:
-        from checkpoint_tui.app.runs import check_run_shape
+        from checkpoint_tui.core.runs import check_run_shape
 
         steps = getattr(args, "steps", None) or LOOP_STEPS.get(command, AgentLoopWorkload.steps)
         pace = getattr(args, "pace", None)
@@ -269,8 +328,10 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
         given = [parse_destination(x) for x in specs[: MAX_DESTINATIONS + 1]]
     deps = {name for name, _ in getattr(args, "dependency", None) or []}
     if (http := next((d for d in given if d.kind == "http" and d.target not in deps), None)) is not None:
-        raise UsageError(f"--effects {http.label}: give --dependency {http.target}=HOST:PORT too (chaos logs what "
-                         "its proxy forwards)")
+        raise UsageError(
+            f"--effects {http.label}: give --dependency {http.target}=HOST:PORT too (chaos logs what "
+            "its proxy forwards)"
+        )
     if len(given) > MAX_DESTINATIONS:
         raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
     if len({(d.kind, d.target, d.query, d.pattern) for d in given}) < len(given):
@@ -281,7 +342,7 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
 def declaration(args: argparse.Namespace) -> Declared | None:
     """What the user declared the activities to be: the flags, else [tool.checkpoint-tui] of the
     pyproject.toml where the worker command runs (the current directory), else nothing."""
-    from checkpoint_tui.app.frameworks.declared import MAX_GLOBS, Declared, check_glob
+    from checkpoint_tui.core.frameworks.declared import MAX_GLOBS, Declared, check_glob
 
     model, tool = args.model_activities or [], args.tool_activities or []
     if not model and not tool:
@@ -327,8 +388,10 @@ def _check_user_flags(args: argparse.Namespace) -> None:
     if getattr(args, "fault", None):
         raise UsageError("--fault plans faults in our own workflow; a user's workflow has no fault hooks")
     if getattr(args, "steps", None) is not None and args.command == "chaos":
-        raise UsageError("--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
-                         "starts as the run makes them (pick which with --aim)")  # fmt: skip
+        raise UsageError(
+            "--steps is for checkpoint-tui's own loop: with --workflow, events land on activity "
+            "starts as the run makes them (pick which with --aim)"
+        )
     if getattr(args, "steps", None) is not None and args.command == "doctor" and args.run is None:
         raise UsageError("--steps is for checkpoint-tui's own loop, not --workflow")
     if args.command == "start" and (args.steps is not None or args.pace is not None):

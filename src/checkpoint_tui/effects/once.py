@@ -149,14 +149,18 @@ class _Call:
         return call
 
     def nested(self, where: str) -> str:
-        return (f"exactly_once on {self.spec.id[:80]!r} called {where}: it would wait for itself or write twice; "
-                "use another kind or key for a nested effect")  # fmt: skip
+        return (
+            f"exactly_once on {self.spec.id[:80]!r} called {where}: it would wait for itself or write twice; "
+            "use another kind or key for a nested effect"
+        )
 
     def waited(self, pid: int | None = None) -> str:
         whose = "ahead of it in this process" if pid is None else f"in process {pid}, which this one was forked from"
-        return (f"exactly_once on {self.spec.id[:80]!r}: waited {TURN_WAIT_S:g} s for the call on this key {whose}, "
-                "which still holds it (a slow write, or one that waits for this call); retry later, or use "
-                "another key for a nested effect")  # fmt: skip
+        return (
+            f"exactly_once on {self.spec.id[:80]!r}: waited {TURN_WAIT_S:g} s for the call on this key {whose}, "
+            "which still holds it (a slow write, or one that waits for this call); retry later, or use "
+            "another key for a nested effect"
+        )
 
 
 @contextmanager
@@ -297,7 +301,7 @@ async def _beating() -> AsyncIterator[None]:
         yield
         return
 
-    # A beat at once, unlike the lab's own activities (engine/heartbeat.py): a user's activity that
+    # A beat at once, unlike the lab's own activities (loop_worker/heartbeat.py): a user's activity that
     # never heartbeats itself may rely on these to outlive its heartbeat timeout across many calls.
     async def loop() -> None:
         while True:

@@ -129,8 +129,13 @@ def _record(raw: bytes) -> ProbeRecord | None:
     if not isinstance(value, dict) or not isinstance(value.get("key"), str):
         return None
     text = {name: str(value.get(name) or "") for name in ("kind", "workflow_id", "run_id", "activity_id")}
-    return ProbeRecord(key=value["key"], attempt=int(_number(value.get("attempt"))), pid=int(_number(value.get("pid"))),
-                       t=_number(value.get("t")), **text)  # fmt: skip
+    return ProbeRecord(
+        key=value["key"],
+        attempt=int(_number(value.get("attempt"))),
+        pid=int(_number(value.get("pid"))),
+        t=_number(value.get("t")),
+        **text,
+    )
 
 
 def _number(value: object) -> float:

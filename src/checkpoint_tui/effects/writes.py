@@ -36,11 +36,15 @@ def refuse_unrunnable(write: object, sync: bool) -> None:
     """Refused before the claim: a sync write that is async, and a write whose body never runs."""
     made = makes(write)
     if made == "coroutine" and sync:
-        raise EffectRefused("exactly_once_sync takes a sync write, and calling this one makes a coroutine (an async "
-                            "def): await exactly_once(...) for it; refused before anything was claimed")  # fmt: skip
+        raise EffectRefused(
+            "exactly_once_sync takes a sync write, and calling this one makes a coroutine (an async "
+            "def): await exactly_once(...) for it; refused before anything was claimed"
+        )
     if made in ("generator", "async generator"):
-        raise EffectRefused(f"write is a {made} function: calling it makes a {made} and its body never runs; make "
-                            "it a plain function; refused before anything was claimed")  # fmt: skip
+        raise EffectRefused(
+            f"write is a {made} function: calling it makes a {made} and its body never runs; make "
+            "it a plain function; refused before anything was claimed"
+        )
 
 
 def unrun(result: object, sync: bool) -> str | None:
@@ -57,8 +61,13 @@ def unrun(result: object, sync: bool) -> str | None:
 
 
 def unrun_refusal(api: str, key: str, what: str) -> str:
-    ran = "not awaited here: whether it ran is unknown" if what == "awaitable" else (
-        "closed here unrun: nothing it holds was run")  # fmt: skip
+    ran = (
+        "not awaited here: whether it ran is unknown"
+        if what == "awaitable"
+        else ("closed here unrun: nothing it holds was run")
+    )
     fix = "make write a plain function" if "generator" in what else "pass a sync write, or await exactly_once(...)"
-    return (f"{api}'s write returned a {what}, {ran}; its claim on {key[:80]!r} is left unstamped as after a "
-            f"write that raised, so the next call on this key is recovered and writes ({fix})")  # fmt: skip
+    return (
+        f"{api}'s write returned a {what}, {ran}; its claim on {key[:80]!r} is left unstamped as after a "
+        f"write that raised, so the next call on this key is recovered and writes ({fix})"
+    )

@@ -25,7 +25,7 @@ def shown(raw: object) -> str:
     if len(text) <= SHOWN_CHARS:
         return text
     head = SHOWN_CHARS // 3
-    return f"{text[:head]}…{text[-(SHOWN_CHARS - head):]}"
+    return f"{text[:head]}…{text[-(SHOWN_CHARS - head) :]}"
 
 
 def resolve_home(raw: str | Path, source: str = "--home") -> Path:

@@ -67,8 +67,13 @@ def _read_bounded(fd: int, path: str | os.PathLike[str], what: str, limit: int) 
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a plain file"
@@ -144,4 +149,3 @@ def _non_finite(value: Any) -> bool:
         elif isinstance(node, list | tuple):
             stack.extend(node)
     return False
-

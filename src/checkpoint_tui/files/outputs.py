@@ -102,8 +102,15 @@ class OutputDir:
     allows the directory's own path to end in a link (a parent a user named for a file); a directory a
     user named as the output itself does not."""
 
-    def __init__(self, path: str | os.PathLike[str], what: str, *, make_parents: bool = True,
-                 follow: bool = False, _fd: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        what: str,
+        *,
+        make_parents: bool = True,
+        follow: bool = False,
+        _fd: int | None = None,
+    ) -> None:
         self.path, self.what = Path(path), what
         self.written: list[str] = []  # names relative to this directory, subdirectories included
         self._children: list[OutputDir] = []

@@ -10,7 +10,6 @@ import math
 import os
 import secrets
 import shlex
-import signal
 import stat
 import subprocess
 import sys
@@ -20,13 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from checkpoint_tui.errors import Exit, UsageError
+from checkpoint_tui.lab import child
 from checkpoint_tui.lab.result import LabError, Result, chaos_verdict, doctor_verdict, read_report, verify_verdict
 
 DEFAULT_TIMEOUT_S = 900.0  # one command, with the runs it starts; a CI job's step is usually capped above this
 MAX_TIMEOUT_S = 24 * 3600.0
-TERM_GRACE_S = 40.0  # after SIGTERM a command stops what it started (lab/bound.py gives it 30 s, then SIGKILL)
-STOP_TIMEOUT_S = 120.0
-MAX_OUTPUT = 64 * 1024  # of the command's printed text kept in a result (all of it is in its log file)
 PYTHONS = frozenset({"python", "python3"})
 # Where the lab writes is the Lab's to say: these flags in `args` would send the report elsewhere (a
 # stale one would then be read back as this run's) or end the command without one.
@@ -34,8 +31,14 @@ RESERVED = frozenset({"--json", "--junit", "--proof", "--save-schedule", "--shri
 # Inherited from the caller's environment they would point every Lab at one server, queue, ledger or
 # artifacts folder (pytest-xdist workers would share them): a Lab's home is its own unless its
 # arguments say otherwise.
-LOCATION_ENV = ("CHECKPOINT_HOME", "CHECKPOINT_TEMPORAL_ADDRESS", "CHECKPOINT_TASK_QUEUE", "CHECKPOINT_LEDGER_URL",
-                "CHECKPOINT_ARTIFACTS", "CHECKPOINT_NAMESPACE")  # fmt: skip
+LOCATION_ENV = (
+    "CHECKPOINT_HOME",
+    "CHECKPOINT_TEMPORAL_ADDRESS",
+    "CHECKPOINT_TASK_QUEUE",
+    "CHECKPOINT_LEDGER_URL",
+    "CHECKPOINT_ARTIFACTS",
+    "CHECKPOINT_NAMESPACE",
+)
 
 WorkerCmd = str | Sequence[str]
 
@@ -47,10 +50,17 @@ class Lab:
     runs, once one of its commands got to run."""
 
     def __init__(
-        self, home: str | os.PathLike[str], *, temporal_address: str | None = None, ledger_url: str | None = None,
-        task_queue: str | None = None, cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S, python: str = sys.executable,
-    ) -> None:  # fmt: skip
+        self,
+        home: str | os.PathLike[str],
+        *,
+        temporal_address: str | None = None,
+        ledger_url: str | None = None,
+        task_queue: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        python: str = sys.executable,
+    ) -> None:
         from checkpoint_tui.files.home import resolve_home
 
         timeout_s = check_timeout(timeout_s)
@@ -63,7 +73,11 @@ class Lab:
             raise LabError(f"Lab home {self.home}: {err.strerror or err}", Exit.USAGE) from None
         self.cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
         self.temporal_address, self.task_queue, self.timeout_s, self.python = (
-            temporal_address, task_queue, timeout_s, python)  # fmt: skip
+            temporal_address,
+            task_queue,
+            timeout_s,
+            python,
+        )
         self.env = {k: v for k, v in (os.environ if env is None else env).items() if k not in LOCATION_ENV}
         if ledger_url is not None:  # through the environment: a password never lands on a command line
             self.env["CHECKPOINT_LEDGER_URL"] = ledger_url
@@ -72,7 +86,7 @@ class Lab:
         self._closed, self._started = False, [False]
         self._out = self.home / "lab"
         # If the caller never closes it, the interpreter's exit does (a list: the finalizer sees it change).
-        self._finalizer = weakref.finalize(self, _stop_home, self._stop_argv(), self.cwd, self.env, self._started)
+        self._finalizer = weakref.finalize(self, child.stop_home, self._stop_argv(), self.cwd, self.env, self._started)
 
     def __enter__(self) -> Lab:
         return self
@@ -81,15 +95,32 @@ class Lab:
         self.close()
 
     def chaos(
-        self, *, worker_cmd: WorkerCmd | None = None, workflow: str | None = None, input: object = None,  # noqa: A002
-        aim: str | None = None, seed: int = 1, kills: int | None = None, task_queue: str | None = None,
-        steps: int | None = None, pauses: int | None = None, partitions: int | None = None,
-        resets: int | None = None, runs: int | None = None, schedule: str | os.PathLike[str] | None = None,
-        strict_models: bool = False, until_covered: bool = False, junit: bool = True, proof: bool = False,
-        workers: Iterable[tuple[str, WorkerCmd]] = (), framework: str | None = None,
-        effects: Iterable[str] = (), every_window: bool = False, args: Sequence[str] = (),
+        self,
+        *,
+        worker_cmd: WorkerCmd | None = None,
+        workflow: str | None = None,
+        input: object = None,  # noqa: A002
+        aim: str | None = None,
+        seed: int = 1,
+        kills: int | None = None,
+        task_queue: str | None = None,
+        steps: int | None = None,
+        pauses: int | None = None,
+        partitions: int | None = None,
+        resets: int | None = None,
+        runs: int | None = None,
+        schedule: str | os.PathLike[str] | None = None,
+        strict_models: bool = False,
+        until_covered: bool = False,
+        junit: bool = True,
+        proof: bool = False,
+        workers: Iterable[tuple[str, WorkerCmd]] = (),
+        framework: str | None = None,
+        effects: Iterable[str] = (),
+        every_window: bool = False,
+        args: Sequence[str] = (),
         global_args: Sequence[str] = (),
-    ) -> Result:  # fmt: skip
+    ) -> Result:
         """`checkpoint-tui chaos` with these words (see its --help). `workers`: a fleet's (queue,
         command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `effects`: where the
         tools' effects land (`--effects SPEC` each; relative paths from `cwd`); `every_window`: every tool
@@ -101,8 +132,14 @@ class Lab:
         proof_path = self._out / f"{name}-proof" if proof else None
         words = ["chaos", "--seed", str(seed), "--json", str(report)]
         words += _opt("--workflow", workflow) + _opt("--input", _json_input(input)) + _opt("--aim", aim)
-        for flag, value in (("--kills", kills), ("--steps", steps), ("--pauses", pauses),
-                            ("--partitions", partitions), ("--resets", resets), ("--runs", runs)):  # fmt: skip
+        for flag, value in (
+            ("--kills", kills),
+            ("--steps", steps),
+            ("--pauses", pauses),
+            ("--partitions", partitions),
+            ("--resets", resets),
+            ("--runs", runs),
+        ):
             words += _opt(flag, None if value is None else str(value))
         words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
@@ -112,14 +149,22 @@ class Lab:
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
         passed = exit_code == Exit.OK
-        return Result("chaos", passed, chaos_verdict(doc, passed), exit_code, doc, report, junit_path, proof_path,
-                      self._out / f"{name}.log", output)  # fmt: skip
+        log = self._out / f"{name}.log"
+        return Result(
+            "chaos", passed, chaos_verdict(doc, passed), exit_code, doc, report, junit_path, proof_path, log, output
+        )
 
     def verify(
-        self, *, worker_cmd: WorkerCmd | None = None, workflow: str | None = None, input: object = None,  # noqa: A002
-        task_queue: str | None = None, junit: bool = True, framework: str | None = None,
+        self,
+        *,
+        worker_cmd: WorkerCmd | None = None,
+        workflow: str | None = None,
+        input: object = None,  # noqa: A002
+        task_queue: str | None = None,
+        junit: bool = True,
+        framework: str | None = None,
         global_args: Sequence[str] = (),
-    ) -> Result:  # fmt: skip
+    ) -> Result:
         """`checkpoint-tui --verify` (a user's workflow with `worker_cmd` and `workflow`)."""
         name = self._name("verify")
         report, junit_path = self._out / f"{name}.json", (self._out / f"{name}.xml" if junit else None)
@@ -128,14 +173,23 @@ class Lab:
         front += ["--verify", "--json", str(report)] + _opt("--junit", junit_path and str(junit_path))
         exit_code, output = self._run(name, front, [])
         doc = read_report(report, exit_code, output)
-        return Result("verify", exit_code == Exit.OK, verify_verdict(doc), exit_code, doc, report, junit_path, None,
-                      self._out / f"{name}.log", output)  # fmt: skip
+        log = self._out / f"{name}.log"
+        return Result(
+            "verify", exit_code == Exit.OK, verify_verdict(doc), exit_code, doc, report, junit_path, None, log, output
+        )
 
     def doctor(
-        self, *, worker_cmd: WorkerCmd | None = None, workflow: str | None = None, input: object = None,  # noqa: A002
-        task_queue: str | None = None, measure: bool = False, framework: str | None = None,
-        args: Sequence[str] = (), global_args: Sequence[str] = (),
-    ) -> Result:  # fmt: skip
+        self,
+        *,
+        worker_cmd: WorkerCmd | None = None,
+        workflow: str | None = None,
+        input: object = None,  # noqa: A002
+        task_queue: str | None = None,
+        measure: bool = False,
+        framework: str | None = None,
+        args: Sequence[str] = (),
+        global_args: Sequence[str] = (),
+    ) -> Result:
         """`checkpoint-tui doctor` (with `measure`, `doctor --measure`): what a kill costs each activity
         type; `passed` when there is no finding, each in `findings`."""
         name = self._name("doctor")
@@ -145,8 +199,10 @@ class Lab:
         front = self._front(worker_cmd, task_queue, (), framework, global_args)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
-        return Result("doctor", exit_code == Exit.OK, doctor_verdict(doc), exit_code, doc, report, None, None,
-                      self._out / f"{name}.log", output)  # fmt: skip
+        log = self._out / f"{name}.log"
+        return Result(
+            "doctor", exit_code == Exit.OK, doctor_verdict(doc), exit_code, doc, report, None, None, log, output
+        )
 
     def close(self) -> None:
         """Stop everything this home runs (`checkpoint-tui --home HOME stop`) if one of this Lab's
@@ -160,9 +216,14 @@ class Lab:
         return f"{kind}-{next(self._serial)}-{secrets.token_hex(4)}"
 
     def _front(
-        self, worker_cmd: WorkerCmd | None, task_queue: str | None, workers: Iterable[tuple[str, WorkerCmd]],
-        framework: str | None = None, global_args: Sequence[str] = (), effects: Iterable[str] = (),
-    ) -> list[str]:  # fmt: skip
+        self,
+        worker_cmd: WorkerCmd | None,
+        task_queue: str | None,
+        workers: Iterable[tuple[str, WorkerCmd]],
+        framework: str | None = None,
+        global_args: Sequence[str] = (),
+        effects: Iterable[str] = (),
+    ) -> list[str]:
         """The global flags: home, server, queue, the worker command(s), the framework, the rest."""
         if isinstance(effects, str):  # one spec, not its characters
             effects = [effects]
@@ -183,8 +244,16 @@ class Lab:
         return shlex.join(argv)
 
     def _stop_argv(self) -> list[str]:
-        return [self.python, "-P", "-m", "checkpoint_tui", "--home", str(self.home),
-                *_opt("--temporal-address", self.temporal_address), "stop"]  # fmt: skip
+        return [
+            self.python,
+            "-P",
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(self.home),
+            *_opt("--temporal-address", self.temporal_address),
+            "stop",
+        ]
 
     def _run(self, name: str, front: list[str], words: list[str]) -> tuple[int, str]:
         """Run the CLI, bound to this process (the kernel SIGTERMs it if this process dies); (exit code,
@@ -195,29 +264,45 @@ class Lab:
                 raise LabError("this lab is closed", Exit.USAGE)
             started_before, self._started[0] = self._started[0], True  # a close() from now on stops the home
             # -P: the caller's folder (a project's root, its own `queue.py`...) is not on the command's path
-            argv = [self.python, "-P", "-m", "checkpoint_tui.lab.bound", str(os.getpid()),
-                    *(["--started"] if started_before else []), *front, *words]  # fmt: skip
+            argv = [
+                self.python,
+                "-P",
+                "-m",
+                "checkpoint_tui.lab.bound",
+                str(os.getpid()),
+                *(["--started"] if started_before else []),
+                *front,
+                *words,
+            ]
             log_path = self._output_dir() / f"{name}.log"
-            with _new_file(log_path) as log:
-                proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            with child.new_file(log_path) as log:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             try:
                 proc.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
-                _end(proc)
-                _stop_home(self._stop_argv(), self.cwd, self.env, self._started)  # the lab stays usable
-                raise LabError(f"{words[0] if words else 'verify'} did not finish in {self.timeout_s:g} s "
-                               "(stopped)", Exit.FAILED) from None  # fmt: skip
+                child.end(proc)
+                child.stop_home(self._stop_argv(), self.cwd, self.env, self._started)  # the lab stays usable
+                raise LabError(
+                    f"{words[0] if words else 'verify'} did not finish in {self.timeout_s:g} s (stopped)", Exit.FAILED
+                ) from None
             except BaseException:  # KeyboardInterrupt too: nothing of the run is left behind
-                _end(proc)
-                _stop_home(self._stop_argv(), self.cwd, self.env, self._started)
+                child.end(proc)
+                child.stop_home(self._stop_argv(), self.cwd, self.env, self._started)
                 raise
-        output = _tail(log_path)
+        output = child.tail(log_path)
         if proc.returncode == Exit.USAGE:  # refused before it started anything: the home is not ours to stop
             self._started[0] = started_before
-            raise LabError(_one_line(output, proc.returncode), proc.returncode)
+            raise LabError(child.one_line(output, proc.returncode), proc.returncode)
         if proc.returncode not in (Exit.OK, Exit.FAILED):
-            raise LabError(_one_line(output, proc.returncode), proc.returncode)
+            raise LabError(child.one_line(output, proc.returncode), proc.returncode)
         return proc.returncode, output
 
     def _output_dir(self) -> Path:
@@ -237,50 +322,10 @@ def check_timeout(value: object) -> float:
     except ValueError:
         seconds = math.nan
     if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_S:
-        raise LabError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not {str(value)[:40]!r}",
-                       Exit.USAGE)  # fmt: skip
+        raise LabError(
+            f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], not {str(value)[:40]!r}", Exit.USAGE
+        )
     return seconds
-
-
-def _stop_home(argv: list[str], cwd: Path, env: dict[str, str], started: list[bool]) -> None:
-    if not started[0]:
-        return
-    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-        subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=STOP_TIMEOUT_S, check=False)  # fmt: skip
-
-
-def _end(proc: subprocess.Popen) -> None:
-    """SIGTERM the command (it stops what it started, as on a CI timeout); SIGKILL its group if it is
-    still there after TERM_GRACE_S, or if a second interrupt cuts the wait short."""
-    try:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=TERM_GRACE_S)
-    finally:
-        if proc.poll() is None:  # not reaped: the group (its own session) is still its
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@contextlib.contextmanager
-def _new_file(path: Path):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        yield f
-
-
-def _tail(path: Path) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - MAX_OUTPUT))
-        return f.read(MAX_OUTPUT).decode("utf-8", "replace")
-
-
-def _one_line(output: str, code: int) -> str:
-    lines = [line for line in output.splitlines() if line.startswith("checkpoint-tui:")] or output.splitlines()
-    return (lines[-1] if lines else f"exit {code}")[:1000]
 
 
 def _checked(args: Sequence[str]) -> list[str]:

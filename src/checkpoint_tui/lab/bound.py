@@ -31,8 +31,12 @@ def stop_argv(args: list[str]) -> list[str]:
 
 def stop_home(args: list[str]) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-        subprocess.run([sys.executable, "-P", "-m", "checkpoint_tui", *stop_argv(args)], stdin=subprocess.DEVNULL,
-                       timeout=STOP_TIMEOUT_S, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-P", "-m", "checkpoint_tui", *stop_argv(args)],
+            stdin=subprocess.DEVNULL,
+            timeout=STOP_TIMEOUT_S,
+            check=False,
+        )
 
 
 def run_bound(parent: int, started: bool, args: list[str]) -> int:
@@ -45,8 +49,11 @@ def run_bound(parent: int, started: bool, args: list[str]) -> int:
         if started and os.getppid() != parent:
             stop_home(args)
         return 1
-    child = subprocess.Popen([sys.executable, "-P", "-m", "checkpoint_tui", *args], stdin=subprocess.DEVNULL,
-                             preexec_fn=lambda: die_with_parent(signal.SIGTERM))  # safe: no other thread here
+    child = subprocess.Popen(
+        [sys.executable, "-P", "-m", "checkpoint_tui", *args],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+    )  # safe: no other thread here
     while child.poll() is None and not ended:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=0.1)

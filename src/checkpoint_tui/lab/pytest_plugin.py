@@ -37,8 +37,12 @@ MAX_SEEDS = 1000
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini("chaos_lab_scope", f"scope of the chaos_lab fixture's lab and home: {', '.join(SCOPES)} "
-                  "(default session: one dev server per session and pytest-xdist worker)", default="session")
+    parser.addini(
+        "chaos_lab_scope",
+        f"scope of the chaos_lab fixture's lab and home: {', '.join(SCOPES)} "
+        "(default session: one dev server per session and pytest-xdist worker)",
+        default="session",
+    )
     parser.addini("chaos_lab_timeout", "seconds one chaos, verify or doctor may take (default 900)", default="900")
 
 
@@ -53,9 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except LabError as err:
         raise pytest.UsageError(f"chaos_lab_timeout: {err}") from None
     config.addinivalue_line(
-        "markers", "chaos(seeds=None, **words): run the test once per seed in `seeds`; the other words are "
+        "markers",
+        "chaos(seeds=None, **words): run the test once per seed in `seeds`; the other words are "
         "defaults of chaos_lab.chaos() (checkpoint-tui)",
-    )  # fmt: skip
+    )
 
 
 def _scope(fixture_name: str, config: pytest.Config) -> str:
@@ -145,4 +150,3 @@ class ChaosLab:
         self.node.user_properties.append((f"checkpoint_{result.command}", result.verdict))
         self.node.user_properties.append((f"checkpoint_{result.command}_report", os.fspath(result.report_path)))
         return result
-

@@ -59,8 +59,10 @@ class Result:
 
     @property
     def checks(self) -> list[Check]:
-        return [Check(str(c.get("name")), c.get("ok") is True, str(c.get("observed", "")))
-                for c in _list(self.report.get("checks"))]  # fmt: skip
+        return [
+            Check(str(c.get("name")), c.get("ok") is True, str(c.get("observed", "")))
+            for c in _list(self.report.get("checks"))
+        ]
 
     @property
     def failed_checks(self) -> list[Check]:
@@ -159,8 +161,11 @@ def chaos_verdict(report: dict, passed: bool) -> str:
     failed = [c for c in _list(report.get("checks")) if c.get("ok") is not True]
     lines = [f"{head}: {sentences[0]}" if sentences else head, *sentences[1:]]
     lines += [f"{c.get('name')}: {str(c.get('observed', ''))[:600]}" for c in failed[:SHOWN_FAILURES]]
-    lines += [f"... and {len(failed) - SHOWN_FAILURES} more failed checks (see the report)"] if len(
-        failed) > SHOWN_FAILURES else []  # fmt: skip
+    lines += (
+        [f"... and {len(failed) - SHOWN_FAILURES} more failed checks (see the report)"]
+        if len(failed) > SHOWN_FAILURES
+        else []
+    )
     return lines[0] + "".join(f"\n  {line}" for line in lines[1:])
 
 

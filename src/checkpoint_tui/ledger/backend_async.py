@@ -86,8 +86,9 @@ class AsyncPostgres:
             try:  # each holder's statement ends within the statement_timeout: waiting longer is a fault
                 await asyncio.wait_for(free.wait_for(lambda: self._idle or self._opened < self._size), TAKE_S)
             except TimeoutError:
-                raise Unavailable(f"no connection to the PostgreSQL ledger at {self.target} came free "
-                                  f"within {TAKE_S:g} s") from None  # fmt: skip
+                raise Unavailable(
+                    f"no connection to the PostgreSQL ledger at {self.target} came free within {TAKE_S:g} s"
+                ) from None
             if self._idle:
                 return self._idle.pop()
             self._opened += 1

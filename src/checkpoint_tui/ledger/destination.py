@@ -85,8 +85,10 @@ def parse_destination(text: str, cwd: Path | None = None) -> Destination:
     if kind == "http":
         name, sep, field_name = rest.partition(":")
         if not sep or not _DEPENDENCY.fullmatch(name) or not _FIELD.fullmatch(field_name):
-            raise DestinationError("--effects http:NAME:FIELD: NAME a --dependency's name, FIELD a request header "
-                                   "or a JSON body field (letters, digits, _ . -; at most 128)")
+            raise DestinationError(
+                "--effects http:NAME:FIELD: NAME a --dependency's name, FIELD a request header "
+                "or a JSON body field (letters, digits, _ . -; at most 128)"
+            )
         return Destination("http", f"http:{rest}", name, pattern=field_name)
     raise DestinationError("--effects takes sql:URL:QUERY or file:PATH[:REGEX]")
 
@@ -103,8 +105,9 @@ def _file_spec(rest: str, cwd: Path) -> Destination:
         if len(pattern) > 512:
             raise DestinationError("--effects file:PATH:REGEX: the regular expression is over 512 characters")
         if compiled.groups < 1:
-            raise DestinationError("--effects file:PATH:REGEX: the regular expression needs a group: its first "
-                                   "group is the effect's id")
+            raise DestinationError(
+                "--effects file:PATH:REGEX: the regular expression needs a group: its first group is the effect's id"
+            )
     target = Path(os.path.abspath(cwd / Path(path).expanduser()))
     return Destination("file", f"file:{rest}", str(target), pattern=pattern)
 
@@ -125,8 +128,9 @@ def _split_path(rest: str, cwd: Path) -> tuple[str, str | None]:
 def _sql_spec(rest: str, cwd: Path) -> Destination:
     match = _QUERY_START.search(rest)
     if match is None:
-        raise DestinationError("--effects sql:URL:QUERY: no query after the URL (a SELECT or WITH, whose first "
-                               "column is the effect's id)")
+        raise DestinationError(
+            "--effects sql:URL:QUERY: no query after the URL (a SELECT or WITH, whose first column is the effect's id)"
+        )
     url, query = rest[: match.start()], rest[match.end() :].strip()
     if ";" in query.rstrip(";"):
         raise DestinationError("--effects sql:URL:QUERY: one statement, no ';' inside it")
@@ -134,8 +138,10 @@ def _sql_spec(rest: str, cwd: Path) -> Destination:
     if is_postgres_url(url):
         parts = postgres_parts(url)
         if parts.get("password") or parts.get("sslpassword") or "password" in url.lower():
-            raise DestinationError("--effects: a password in the URL would sit on a command line and in reports; "
-                                   "give it in PGPASSWORD or ~/.pgpass")
+            raise DestinationError(
+                "--effects: a password in the URL would sit on a command line and in reports; "
+                "give it in PGPASSWORD or ~/.pgpass"
+            )
         return Destination("sql", f"sql:{rest}", url, query=query)
     if url.startswith("sqlite:"):
         path = url.removeprefix("sqlite:")

@@ -238,7 +238,7 @@ def insert_note(conn: Ledger, spec: EffectSpec, check: bool) -> bool | None:
 
 def note_through(call: LedgerCall, spec: EffectSpec, check: bool) -> Any:
     """insert_note with its ledger work done by `call(fn, *args)`: `fn(conn, *args)` here, or awaited
-    elsewhere (engine/activity_ledger.py)."""
+    elsewhere (loop_worker/activity_ledger.py)."""
     if check and not spec.run_id.lower().startswith(NAIVE_PREFIX):  # lower(): SQLite's LIKE ignores case
         return call(add_note, spec)
     return call(_note_under_lock, spec, check)
@@ -273,8 +273,9 @@ def append_outbox(artifacts_dir: Path, spec: EffectSpec, check: bool, durable: b
     """The 'email': one line naming its effect id, so a second send is visible in the file. With `check`,
     look and append under an exclusive lock."""
     prefix = outbox_line(spec.id, "").rstrip("\n").encode()
-    appended = append_once(outbox_path(artifacts_dir, spec.run_id), prefix,
-                           outbox_line(spec.id, spec.payload).encode(), check, durable)  # fmt: skip
+    appended = append_once(
+        outbox_path(artifacts_dir, spec.run_id), prefix, outbox_line(spec.id, spec.payload).encode(), check, durable
+    )
     return (not appended) if check else None
 
 

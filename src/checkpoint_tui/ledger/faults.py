@@ -13,9 +13,17 @@ from checkpoint_tui.ledger.plans import Plan, run, runs, stmt
 from checkpoint_tui.ledger.store import LOG_ACTIVITY, now, touch_parts, touch_step
 
 FAULT_KINDS = (
-    "transient", "garble", "crash_in_tool", "crash_before_claim", "crash_after_claim", "crash_after_write",
-    "crash_after_stamp", "kill_at", "freeze", "stop_after_claim",
-)  # fmt: skip
+    "transient",
+    "garble",
+    "crash_in_tool",
+    "crash_before_claim",
+    "crash_after_claim",
+    "crash_after_write",
+    "crash_after_stamp",
+    "kill_at",
+    "freeze",
+    "stop_after_claim",
+)
 EFFECT_FAULTS = ("crash_after_claim", "crash_after_write", "stop_after_claim")  # these name an effect kind
 MAX_STEP = 100_000  # no run is longer (engine.shared.MAX_STEPS); a larger number is a typo, not a plan
 MAX_COUNT = 100

@@ -133,7 +133,7 @@ def kill_events(
                 attempt["activity"] if attempt else None,
                 attempt["attempt"] if attempt else None,
                 attempt["step"] if attempt else None,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -175,12 +175,20 @@ def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:
         )
     ]
     effects = [
-        EffectRow(r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
-                  ",".join(c.outcome for c in claims if c.effect_id == r["id"]), r["payload"])
+        EffectRow(
+            r["id"],
+            r["step"],
+            r["kind"],
+            r["attempt"],
+            r["claimed_at"],
+            r["applied_at"],
+            ",".join(c.outcome for c in claims if c.effect_id == r["id"]),
+            r["payload"],
+        )
         for r in conn.execute(
             "SELECT * FROM effects WHERE run_id = ? AND step = ? ORDER BY claimed_at, id", (run_id, step)
         ).fetchall()
-    ]  # fmt: skip
+    ]
     attempts = [
         ActivityAttempt(r["activity"], r["attempt"], r["worker_pid"], r["host"], r["started_at"])
         for r in conn.execute(
@@ -200,7 +208,7 @@ def _detail(text: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-# --- the lab's fleet events, marked in the history pane like kills (app/fleet_marks.py) ---------------
+# --- the lab's fleet events, marked in the history pane like kills (core/fleet_marks.py) ---------------
 
 # A graceful stop (SIGTERM) and the stopped worker's exit, and chaos's own record of the fleet nemeses
 # that have no such per-worker event (a fleet-down's SIGKILLs are `died` events, marked as kills).
@@ -236,5 +244,6 @@ def fleet_events(conn: Ledger, run_id: str, after_id: int = 0) -> list[FleetEven
         "ORDER BY w.id LIMIT ?",
         (run_id, after_id, *FLEET_MARKS, FLEET_MARKS_LIMIT),
     ).fetchall()
-    return [FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
-            for r in rows]  # fmt: skip
+    return [
+        FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"])) for r in rows
+    ]

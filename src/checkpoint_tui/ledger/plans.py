@@ -4,7 +4,7 @@ A plan is a generator that yields what it needs done and receives the answer: a 
 ledger (answered with its cursor), or any other request its driver knows. `drive` answers on the
 calling thread; `drive_async` awaits answers that are awaitable. So the SQL and the decisions on its
 results exist once, and the worker's activities can run them on PostgreSQL without holding their
-event loop for a round trip (`engine/activity_ledger.py`), while the app, the CLI and the tests keep
+event loop for a round trip (`loop_worker/activity_ledger.py`), while the app, the CLI and the tests keep
 calling the plain functions.
 
 A function with a plan says so with `@runs(plan)`: `fn(conn, *args)` and `plan(*args)` then do the
@@ -100,7 +100,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def runs(plan: Callable[..., Plan[Any]]) -> Callable[[F], F]:
-    """Mark `fn(conn, *args, **kw)` as doing what `plan(*args, **kw)` does (`engine/activity_ledger.py`
+    """Mark `fn(conn, *args, **kw)` as doing what `plan(*args, **kw)` does (`loop_worker/activity_ledger.py`
     runs the plan on PostgreSQL instead of calling `fn`)."""
 
     def mark(fn: F) -> F:

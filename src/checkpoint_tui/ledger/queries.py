@@ -23,6 +23,7 @@ from checkpoint_tui.settings import HOST
 
 OUTCOMES = ("applied", "skipped", "recovered", "interrupted")
 
+
 def ledger_id(conn: Ledger) -> str:
     """The random id the ledger's first migration wrote."""
     return conn.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchone()[0]
@@ -66,8 +67,19 @@ def recent_runs(conn: Ledger, limit: int = 200) -> list[RunSummary]:
         "FROM runs r ORDER BY r.created_at DESC LIMIT ?",
         (limit,),
     )
-    return [RunSummary(r["run_id"], r["status"], r["total_steps"], r["created_at"], r["done"], r["effect_rows"],
-                       r["duplicates"], r["workflow_type"]) for r in rows]  # fmt: skip
+    return [
+        RunSummary(
+            r["run_id"],
+            r["status"],
+            r["total_steps"],
+            r["created_at"],
+            r["done"],
+            r["effect_rows"],
+            r["duplicates"],
+            r["workflow_type"],
+        )
+        for r in rows
+    ]
 
 
 # --- steps ---------------------------------------------------------------------------------------
@@ -209,10 +221,18 @@ def effects(conn: Ledger, run_id: str, since: float | None = None) -> list[Effec
     for r in outcome_rows:
         outcomes.setdefault(r["effect_id"], []).append(r["o"])
     return [
-        EffectRow(r["id"], r["step"], r["kind"], r["attempt"], r["claimed_at"], r["applied_at"],
-                  ",".join(outcomes.get(r["id"], [])), r["payload"])
+        EffectRow(
+            r["id"],
+            r["step"],
+            r["kind"],
+            r["attempt"],
+            r["claimed_at"],
+            r["applied_at"],
+            ",".join(outcomes.get(r["id"], [])),
+            r["payload"],
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
 
 
 def effects_by_id(conn: Ledger, run_id: str) -> dict[str, EffectRow]:
@@ -338,11 +358,21 @@ def lab_events(conn: Ledger, since: float, until: float, limit: int = 10_000) ->
     """The worker events that can stop an attempt (kill, died, sigterm, exit, chaos:*) from `since` to
     `until`, oldest first (at most `limit`), of every run (the run an event is filed under is the
     supervisor's guess: the latest running one, for a user's workflow), each with its JSON detail
-    parsed: what the lost-work audit names as a timeout's cause (app/lost_work.py)."""
+    parsed: what the lost-work audit names as a timeout's cause (core/lost_work.py)."""
     rows = conn.execute(
         "SELECT at, event, pid, host, identity, run_id, detail FROM worker_events WHERE at >= ? AND at <= ? "
         "AND (event IN ('kill', 'died', 'sigterm', 'exit') OR event LIKE 'chaos:%') ORDER BY at, id LIMIT ?",
         (since, until, limit),
     ).fetchall()
-    return [{"at": r["at"], "event": r["event"], "pid": r["pid"], "host": r["host"], "identity": r["identity"],
-             "run_id": r["run_id"], "detail": _json(r["detail"])} for r in rows]  # fmt: skip
+    return [
+        {
+            "at": r["at"],
+            "event": r["event"],
+            "pid": r["pid"],
+            "host": r["host"],
+            "identity": r["identity"],
+            "run_id": r["run_id"],
+            "detail": _json(r["detail"]),
+        }
+        for r in rows
+    ]

@@ -35,9 +35,20 @@ class RunRow:
 
     @classmethod
     def of(cls, r: Any) -> RunRow:
-        return cls(r["run_id"], r["total_steps"], r["pace"], r["status"], r["provider"], r["task_queue"],
-                   r["error"], r["created_at"], r["ended_at"], r["first_execution"], r["kind"],
-                   r["workflow_type"])  # fmt: skip
+        return cls(
+            r["run_id"],
+            r["total_steps"],
+            r["pace"],
+            r["status"],
+            r["provider"],
+            r["task_queue"],
+            r["error"],
+            r["created_at"],
+            r["ended_at"],
+            r["first_execution"],
+            r["kind"],
+            r["workflow_type"],
+        )
 
 
 @dataclass(frozen=True)
@@ -74,10 +85,23 @@ class StepRow:
     @classmethod
     def of(cls, r: Any) -> StepRow:
         return cls(
-            r["step"], r["status"], r["attempt"], r["worker_pid"], r["started_pid"], r["provider"], r["action"],
-            r["thought"], r["tool_result"], r["tokens"], r["cost_usd"], r["started_at"], r["ended_at"], r["error"],
-            r["raw_output"], r["worker_host"],
-        )  # fmt: skip
+            r["step"],
+            r["status"],
+            r["attempt"],
+            r["worker_pid"],
+            r["started_pid"],
+            r["provider"],
+            r["action"],
+            r["thought"],
+            r["tool_result"],
+            r["tokens"],
+            r["cost_usd"],
+            r["started_at"],
+            r["ended_at"],
+            r["error"],
+            r["raw_output"],
+            r["worker_host"],
+        )
 
     @property
     def worker_label(self) -> str:
@@ -117,8 +141,18 @@ class WorkerEvent:
 
     @classmethod
     def of(cls, r: Any) -> WorkerEvent:
-        return cls(r["id"], r["at"], r["event"], r["pid"], r["run_id"], r["step"], r["detail"], r["restart_s"],
-                   r["next_step_s"], r["host"])  # fmt: skip
+        return cls(
+            r["id"],
+            r["at"],
+            r["event"],
+            r["pid"],
+            r["run_id"],
+            r["step"],
+            r["detail"],
+            r["restart_s"],
+            r["next_step_s"],
+            r["host"],
+        )
 
     @property
     def pid_label(self) -> str:
@@ -165,5 +199,16 @@ class ClaimAttempt:
     @classmethod
     def of(cls, r: Any) -> ClaimAttempt:
         found = r["found_written"] if "found_written" in r.keys() else None  # noqa: SIM118 - a Row
-        return cls(r["seq"], r["effect_id"], r["step"], r["kind"], r["attempt"], r["worker_pid"], r["host"],
-                   r["outcome"], r["started_at"], r["finished_at"], None if found is None else bool(found))  # fmt: skip
+        return cls(
+            r["seq"],
+            r["effect_id"],
+            r["step"],
+            r["kind"],
+            r["attempt"],
+            r["worker_pid"],
+            r["host"],
+            r["outcome"],
+            r["started_at"],
+            r["finished_at"],
+            None if found is None else bool(found),
+        )

@@ -158,9 +158,15 @@ def touch_step(
 
 
 def create_run(
-    conn: Ledger, run_id: str, total_steps: int, pace: float, provider: str | None, task_queue: str,
-    kind: str = AGENT_LOOP, workflow_type: str | None = None,
-) -> bool:  # fmt: skip
+    conn: Ledger,
+    run_id: str,
+    total_steps: int,
+    pace: float,
+    provider: str | None,
+    task_queue: str,
+    kind: str = AGENT_LOOP,
+    workflow_type: str | None = None,
+) -> bool:
     """Insert the run's row; False if the id is taken (the insert is the lock: a host that drew the same
     id a moment earlier keeps it, and this caller draws another)."""
     cur = conn.execute(

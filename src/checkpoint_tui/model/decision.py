@@ -9,7 +9,7 @@ bidirectional overrides (text that reads differently than it is stored). Tab and
 
 # No `from __future__ import annotations` here: a Decision travels inside Temporal payloads, and the
 # converter evaluates its annotations on every decode (typing.get_type_hints); as objects rather
-# than strings they cost half the time (see engine/shared.py).
+# than strings they cost half the time (see loop_worker/shared.py).
 
 import re
 from dataclasses import dataclass

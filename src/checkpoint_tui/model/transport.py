@@ -27,8 +27,12 @@ class BadRequest(ProviderUnavailable):
 
 def timeouts(deadline_s: float) -> httpx.Timeout:
     """httpx's per-phase timeouts; request_json's deadline bounds the whole exchange on top of them."""
-    return httpx.Timeout(connect=min(CONNECT_TIMEOUT_S, deadline_s), read=deadline_s, write=deadline_s,
-                         pool=min(CONNECT_TIMEOUT_S, deadline_s))  # fmt: skip
+    return httpx.Timeout(
+        connect=min(CONNECT_TIMEOUT_S, deadline_s),
+        read=deadline_s,
+        write=deadline_s,
+        pool=min(CONNECT_TIMEOUT_S, deadline_s),
+    )
 
 
 def encode(body: dict) -> bytes:

@@ -64,9 +64,7 @@ async def _assist_run(
     for pa in desc.raw_description.pending_activities:
         if pa.last_worker_identity != dead.name:
             continue
-        act = client.get_async_activity_handle(
-            workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
-        )
+        act = client.get_async_activity_handle(workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id)
         died = f"worker {dead.pid} died (seen by the supervisor)"
         await act.fail(ApplicationError(died, type="WorkerDied", next_retry_delay=RETRY_AT_ONCE))
         # the type and id are the workflow's to choose (a user's workflow: anything): stored cut, on one line

@@ -54,8 +54,11 @@ def _records(settings: Settings, limit: int) -> Iterator[tuple[Path, ProcIdentit
 
 def holders(settings: Settings) -> list[tuple[ProcIdentity, str, bool]]:
     """The live holders: (identity, command, exclusive). Stale or forged records are skipped."""
-    return [(ident, str(rec.get("command", "?"))[:40], bool(rec.get("exclusive")))
-            for _, ident, rec in _records(settings, MAX_RECORDS) if ident is not None and rec is not None]  # fmt: skip
+    return [
+        (ident, str(rec.get("command", "?"))[:40], bool(rec.get("exclusive")))
+        for _, ident, rec in _records(settings, MAX_RECORDS)
+        if ident is not None and rec is not None
+    ]
 
 
 def _sweep(settings: Settings) -> None:
@@ -117,4 +120,3 @@ def stop_experiments(settings: Settings) -> list[str]:
         if stop_process(ident, grace=EXPERIMENT_GRACE_S):
             stopped.append(f"{command} {ident.pid}")
     return stopped
-

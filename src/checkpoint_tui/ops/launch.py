@@ -36,9 +36,11 @@ class Launch:
     # by the CHECKPOINT_HOME it was started with, not by its command line.
     user_cmd: bool = False
 
+
 # Set in a worker spawn's environment only (ours and a user's command), so `stop` finds whatever a
 # worker forked, even a daemon that left its process group (worker_proc.spawned_for_home).
 WORKER_OF_ENV = "CHECKPOINT_WORKER_OF"
+
 
 def new_name() -> str:
     return f"w-{secrets.token_hex(3)}@{HOST}"

@@ -53,9 +53,14 @@ def open_log(run_dir: Path, name: str, cap: int | None = None) -> LogPipe:
     try:
         writer = subprocess.Popen(
             [sys.executable, "-I", "-S", log_writer.__file__, str(dir_fd), name, str(cap)],
-            stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(dir_fd,),
-            start_new_session=True, cwd="/", env={},
-        )  # fmt: skip
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(dir_fd,),
+            start_new_session=True,
+            cwd="/",
+            env={},
+        )
     except BaseException:
         os.close(write_end)
         raise

@@ -94,9 +94,22 @@ def ensure_model_server(
     settings.ensure_dirs()
     port = free_port()
     cmd = [
-        *(server or [str(llama_server_binary())]), "-m", str(model or model_file()), "--host", "127.0.0.1",
-        "--port", str(port), "-c", "4096", "-np", "1", "-t", "2", "--alias", ALIAS,
-    ]  # fmt: skip
+        *(server or [str(llama_server_binary())]),
+        "-m",
+        str(model or model_file()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-c",
+        "4096",
+        "-np",
+        "1",
+        "-t",
+        "2",
+        "--alias",
+        ALIAS,
+    ]
     log_path = settings.run_dir / "model.log"
     log_start = log_size(log_path)  # the log is appended to: only this start's lines explain its death
     log = open_log(settings.run_dir, "model.log")  # capped and rotated (ops/logcap.py)

@@ -142,9 +142,14 @@ class Preloads:
         log = open_log(self.settings.run_dir, "worker.log")
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True,
-                cwd=launch.cwd, env=launch.env,
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log.fd,
+                stderr=log.fd,
+                start_new_session=True,
+                cwd=launch.cwd,
+                env=launch.env,
+            )
         finally:
             log.close()
         ident = identity_after_user_exec(proc.pid, argv)
@@ -184,8 +189,9 @@ class Preloads:
             return None
         ident = found[0]
         exits = child_file.with_name(f"preloader-{index}.ready.exits")  # its parent reaps it: how it ended
-        worker = WorkerProc(ident, default_identity(ident.pid), "active", slot, user_cmd=True, queue=member.queue,
-                            exits=exits)  # fmt: skip
+        worker = WorkerProc(
+            ident, default_identity(ident.pid), "active", slot, user_cmd=True, queue=member.queue, exits=exits
+        )
         worker_proc.save(self.settings, worker)
         detail = f"replaces {dead} (forked from preloader {pre.pid}, slot {slot}, {member.queue})"
         record_worker_event(connect(self.settings.ledger), "promote", worker.pid, worker.name, run_id, step, detail)
@@ -211,4 +217,3 @@ def _child(path: Path, pre: WorkerProc) -> ProcIdentity | None:
     except (psutil.Error, OSError):
         return None
     return ident if ours and ident is not None and ident.cmdline == pre.ident.cmdline else None
-

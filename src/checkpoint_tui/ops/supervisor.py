@@ -22,10 +22,9 @@ from dataclasses import asdict
 from temporalio.client import Client
 
 from checkpoint_tui.errors import Failed
-from checkpoint_tui.ledger import faults, queries
 from checkpoint_tui.ledger.latency import in_flight, in_flight_step
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import devserver_watch, fleet, pool_slots, worker_proc
+from checkpoint_tui.ops import devserver_watch, fleet, kill_faults, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
 from checkpoint_tui.ops.failover import assist as assist_failover
 from checkpoint_tui.ops.failover import record_latency
@@ -36,7 +35,7 @@ from checkpoint_tui.ops.procs import open_lock
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.watchdog import Watchdog
 from checkpoint_tui.ops.worker_proc import WorkerProc
-from checkpoint_tui.settings import HOST, Settings
+from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
 log = logging.getLogger(__name__)
@@ -49,9 +48,15 @@ KILL_WAIT_S, STOP_WAIT_S = 5.0, 10.0
 
 class Supervisor:
     def __init__(
-        self, settings: Settings, address: str, *, spare: bool = True, assist: bool = True, respawn: bool = True,
+        self,
+        settings: Settings,
+        address: str,
+        *,
+        spare: bool = True,
+        assist: bool = True,
+        respawn: bool = True,
         worker_args: tuple[str, ...] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.settings = settings
         self.address = address
         spare = spare and settings.spare  # --no-spare: every replacement starts cold
@@ -323,20 +328,10 @@ class Supervisor:
             self._held = pool_slots.bring_back(self.settings, self.address, self.worker_args, self._held, self.pool)
 
     async def _fire_kill_faults(self) -> bool:
-        conn = connect(self.settings.ledger)
-        armed, self._live = faults.armed_kill_steps(conn)
-        self._armed = bool(armed)
-        for run_id, step in armed:
-            for worker in self.pool_workers():
-                # the step's model call is in flight on one of our workers, so the kill lands inside it
-                if (
-                    queries.activity_logged(conn, run_id, step, "llm", worker.pid, HOST)
-                    and worker.alive()
-                    and faults.consume(conn, run_id, step, "kill_at")
-                ):
-                    await self._kill(f"kill_at fault at step {step}", worker)
-                    return True
-        return False
+        self._armed, self._live, due = kill_faults.due(self.settings, self.pool_workers())
+        if due is not None:
+            await self._kill(f"kill_at fault at step {due[1]}", due[0])
+        return due is not None
 
     # --- deaths ----------------------------------------------------------------------------------
 

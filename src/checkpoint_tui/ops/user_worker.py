@@ -37,11 +37,18 @@ EXEC_WAIT_S = 5.0
 POLL_EVERY_S = 0.1
 # Inherited variables the SDK's environment configuration would read instead of the lab's values.
 SDK_VARS = (
-    "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", TEMPORAL_API_KEY_ENV, "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH",
-    "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_DATA",
-    "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_PROFILE",
-)  # fmt: skip
-
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
+    TEMPORAL_API_KEY_ENV,
+    "TEMPORAL_TLS",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_CERT_DATA",
+    "TEMPORAL_TLS_CLIENT_KEY_DATA",
+    "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+    "TEMPORAL_PROFILE",
+)
 
 
 def default_identity(pid: int) -> str:
@@ -116,7 +123,8 @@ async def pollers(client: Client, settings: Settings, queue: str | None = None) 
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
         resp = await client.workflow_service.describe_task_queue(
             DescribeTaskQueueRequest(
-                namespace=settings.namespace, task_queue=TaskQueue(name=queue or settings.task_queue),
+                namespace=settings.namespace,
+                task_queue=TaskQueue(name=queue or settings.task_queue),
                 task_queue_type=kind,
             )
         )
@@ -155,7 +163,9 @@ async def wait_recorded(settings: Settings, slot: int, timeout: float = POLLING_
     started = time.monotonic()
     while (worker := worker_proc.load(settings, "active", slot)) is None:
         if time.monotonic() - started > timeout:
-            raise Unavailable(f"the fleet's worker of slot {slot} did not start within {timeout:g} s "
-                              f"(see {settings.run_dir / 'worker.log'})")  # fmt: skip
+            raise Unavailable(
+                f"the fleet's worker of slot {slot} did not start within {timeout:g} s "
+                f"(see {settings.run_dir / 'worker.log'})"
+            )
         await asyncio.sleep(POLL_EVERY_S)
     return worker

@@ -3,7 +3,7 @@ the supervisor SIGKILLs it and promotes the spare, like after any other death.
 
 "Cannot make progress" is either a stopped process (state T or t in /proc/<pid>/stat: SIGSTOP,
 SIGTSTP, a debugger) for at least GRACE_S, or a running one whose event loop has not written its
-liveness beat (run/beat-<pid>, engine/liveness.py) for BEAT_STALE_S: a blocking call or a runaway
+liveness beat (run/beat-<pid>, loop_worker/liveness.py) for BEAT_STALE_S: a blocking call or a runaway
 computation in an activity. A pidfd does not wake the supervisor for either, so the check runs on its
 housekeeping tick; it reads one small /proc file and stats one beat file per worker of ours (1-3 per
 tick), never scans the process table. A beat older than the process (a pid reused) does not count,

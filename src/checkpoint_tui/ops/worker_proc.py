@@ -176,9 +176,14 @@ def spawn(
     log = open_log(settings.run_dir, "worker.log")  # capped and rotated (ops/logcap.py): a chatty command too
     try:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log.fd, stderr=log.fd, start_new_session=True, cwd=launch.cwd,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log.fd,
+            stderr=log.fd,
+            start_new_session=True,
+            cwd=launch.cwd,
             env=launch.env,
-        )  # fmt: skip
+        )
     finally:
         log.close()
     ident = launch.execd(proc.pid, argv)

@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from checkpoint_tui.app.view import View
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.view import View
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import CheckpointError, Failed
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.settings import Settings
@@ -83,7 +83,7 @@ class CheckpointApp(App[int]):
         self._booted = asyncio.Event()
         self._poll_now = asyncio.Event()  # ends the pause between polls (an action changed what is shown)
         self._chaos: ChaosScreen | None = None  # the latest chaos run's screen
-        self._lesson = None  # the step-through lesson (app/lesson.py), made on the first `v`
+        self._lesson = None  # the step-through lesson (core/lesson.py), made on the first `v`
         self.viewed_run: str | None = None  # the run of the last View applied (the inspector opens its steps)
 
     def compose(self) -> ComposeResult:
@@ -101,9 +101,13 @@ class CheckpointApp(App[int]):
     def on_mount(self) -> None:
         # Found once: a query walks the DOM, and the refresh handler runs twice a second.
         self._panes = _Panes(
-            self.query_one(StatusBar), self.query_one("#banner", Static), self.query_one(TimelinePane),
-            self.query_one(LedgerPane), self.query_one(HistoryPane), self.query_one(WorkerEventsPane),
-        )  # fmt: skip
+            self.query_one(StatusBar),
+            self.query_one("#banner", Static),
+            self.query_one(TimelinePane),
+            self.query_one(LedgerPane),
+            self.query_one(HistoryPane),
+            self.query_one(WorkerEventsPane),
+        )
         self.query_one(TimelinePane).focus()
         self.boot_and_poll()
 
@@ -377,10 +381,11 @@ class CheckpointApp(App[int]):
         yield from super().get_system_commands(screen)
         yield from lab_commands(self)
 
+
 def run_app(
     settings: Settings, workload: Workload, refresh: float = POLL_INTERVAL_S, stats_path: Path | None = None
 ) -> int:
-    from checkpoint_tui.app.session import LabSession
+    from checkpoint_tui.core.session import LabSession
     from checkpoint_tui.tui.backlog import read_backlog
 
     observer = StatsFile(stats_path) if stats_path else None

@@ -1,5 +1,5 @@
-"""The session's backlog read (app/fleet_view.py `BacklogRead`) made with proof's task-queue sampler, one
-describe per queue and task type: the session (app/) may not import proof/, the TUI may, so `run_app`
+"""The session's backlog read (core/fleet_view.py `BacklogRead`) made with proof's task-queue sampler, one
+describe per queue and task type: the session (core/) may not import proof/, the TUI may, so `run_app`
 hands this in."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.fleet_view import backlog_of
-from checkpoint_tui.app.view import Backlog
+from checkpoint_tui.core.fleet_view import backlog_of
+from checkpoint_tui.core.view import Backlog
 from checkpoint_tui.proof.measure.backlog import BacklogSampler
 
 NO_FILE = Path("/dev/null")  # sample_once() writes nothing; only start() would open the sampler's file

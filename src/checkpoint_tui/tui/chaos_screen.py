@@ -111,12 +111,16 @@ def result_text(t: Text, report: dict) -> None:
         f"recovered {a['recovered']} · interrupted {a['interrupted']}\n"
     )
     bad = a["lost"] or a["duplicated"] or a["step_gaps"]
-    t.append(f"  LOST {a['lost']} · DUPLICATED {a['duplicated']} · step gaps {a['step_gaps']}\n",
-             style="bold red" if bad else "bold green")  # fmt: skip
+    t.append(
+        f"  LOST {a['lost']} · DUPLICATED {a['duplicated']} · step gaps {a['step_gaps']}\n",
+        style="bold red" if bad else "bold green",
+    )
     for k in report.get("kills", []):
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
-        t.append(f"  kill {k.get('kind', '?'):<26} step {k.get('step', '?'):>4} pid {k.get('pid', '?'):>7} "
-                 f"-> resumed after {r}\n")  # fmt: skip
+        t.append(
+            f"  kill {k.get('kind', '?'):<26} step {k.get('step', '?'):>4} pid {k.get('pid', '?'):>7} "
+            f"-> resumed after {r}\n"
+        )
     median = report.get("median_restart_s")
     t.append(
         f"  median restart {'—' if median is None else f'{median:.2f} s'} · wall {report.get('wall_s', 0):.1f} s · "

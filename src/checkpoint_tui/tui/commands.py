@@ -21,19 +21,21 @@ def lab_commands(app: Any) -> Iterator[SystemCommand]:
     yield SystemCommand("Plan a fault", "transient / garble / crash-after-claim / kill-at-step", app.action_faults)
     yield SystemCommand("Runs", "Switch the viewed run", app.action_runs)
     yield SystemCommand(
-        "Inspect step", "The timeline's selected step in full: decision, effects, claims, attempts, history",
+        "Inspect step",
+        "The timeline's selected step in full: decision, effects, claims, attempts, history",
         app.action_inspect_step,
-    )  # fmt: skip
+    )
     yield SystemCommand(
-        "Chaos schedule", "A seeded schedule of kills (worker, claim window, supervisor, dev server)",
+        "Chaos schedule",
+        "A seeded schedule of kills (worker, claim window, supervisor, dev server)",
         app.action_chaos,
-    )  # fmt: skip
+    )
     yield SystemCommand(
         "Naive vs durable, step by step", "Next step / Kill / Restart and finish on both sides", app.action_lesson
     )
     yield SystemCommand(
-        "Naive vs durable, automatic", "The same kill applied to a naive loop and a durable run",
+        "Naive vs durable, automatic",
+        "The same kill applied to a naive loop and a durable run",
         app.action_compare,
-    )  # fmt: skip
+    )
     yield SystemCommand("Quit and stop everything", "Stop the worker and the dev server", app.action_quit_stop)
-

@@ -1,6 +1,6 @@
 """The step-through lesson view (`v`): the naive loop and the durable run side by side, each with Next
 step, Kill and Restart and finish (buttons and keys), its emails-sent counter re-read from its
-outbox file on every refresh, and the durable ledger's duplicates. The lesson itself (app/lesson.py)
+outbox file on every refresh, and the durable ledger's duplicates. The lesson itself (core/lesson.py)
 runs on its own thread; this screen only awaits it and shows what it reads back."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer, Static
 
-from checkpoint_tui.app.lesson import LessonView
-from checkpoint_tui.app.lesson_sides import SideView
+from checkpoint_tui.core.lesson import LessonView
+from checkpoint_tui.core.lesson_sides import SideView
 from checkpoint_tui.tui.screens import Dialog
 
 REFRESH_S = 0.5

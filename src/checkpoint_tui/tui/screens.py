@@ -13,7 +13,7 @@ from textual.screen import ModalScreen, ScreenResultType
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from checkpoint_tui.app.runs import check_run_shape
+from checkpoint_tui.core.runs import check_run_shape
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.faults import FAULT_KINDS, parse_fault
 from checkpoint_tui.ledger.rows import RunSummary

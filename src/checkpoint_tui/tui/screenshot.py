@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checkpoint_tui.app.view import View
+from checkpoint_tui.core.view import View
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.status import StatusBar

@@ -1,12 +1,12 @@
-"""What the app asks of a lab session: LabSession (app/session.py), or a session of fixed data (the
+"""What the app asks of a lab session: LabSession (core/session.py), or a session of fixed data (the
 snapshot tests, a proof bundle's screenshots)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from checkpoint_tui.app.view import View
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.view import View
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunSummary
 

@@ -14,8 +14,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Static
 
-from checkpoint_tui.app.view import HistoryEvent
-from checkpoint_tui.app.windows import classify
+from checkpoint_tui.core.view import HistoryEvent
+from checkpoint_tui.core.windows import classify
 from checkpoint_tui.ledger.inspect_queries import StepDetail
 from checkpoint_tui.ledger.rows import worker_label
 from checkpoint_tui.tui.panes.history import Marker
@@ -113,8 +113,10 @@ def render_detail(d: StepDetail, events: list[HistoryEvent], markers: Sequence[M
     t.append("\nattempts (activity log)\n", style="bold underline")
     for a in d.attempts:
         t.append(f"  {_clock(a.started_at)}  {a.activity:<20} attempt {a.attempt}  worker {a.worker}\n")
-    t.append(f"\ntemporal history in the step's window ({len(events)} events shown by the history pane)\n",
-             style="bold underline")  # fmt: skip
+    t.append(
+        f"\ntemporal history in the step's window ({len(events)} events shown by the history pane)\n",
+        style="bold underline",
+    )
     for ev in events:
         t.append(f"  {ev.event_id:>6}  {_clock(ev.time)}  {ev.name:<27} ")
         t.append(f"{ev.attrs}\n")

@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from checkpoint_tui.app.tick_stats import TickStats
+from checkpoint_tui.core.tick_stats import TickStats
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 
 

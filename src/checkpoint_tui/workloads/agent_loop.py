@@ -11,12 +11,12 @@ from typing import ClassVar
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.runs import LedgerCall, start_run, wait_for_run
-from checkpoint_tui.app.snapshot import UnknownRun, build_snapshot
-from checkpoint_tui.app.status_text import format_status
-from checkpoint_tui.app.step_audit import StepAudit, audit_run
-from checkpoint_tui.app.timeline import StepTimeline, Timeline
-from checkpoint_tui.app.workload import StatusReport, Workload
+from checkpoint_tui.core.runs import LedgerCall, start_run, wait_for_run
+from checkpoint_tui.core.snapshot import UnknownRun, build_snapshot
+from checkpoint_tui.core.status_text import format_status
+from checkpoint_tui.core.step_audit import StepAudit, audit_run
+from checkpoint_tui.core.timeline import StepTimeline, Timeline
+from checkpoint_tui.core.workload import StatusReport, Workload
 from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import AGENT_LOOP, RunRow
@@ -69,7 +69,12 @@ class AgentLoopWorkload(Adapter):
         return await start_run(settings, client, self.steps, self.pace, list(self.faults), ledger_call=ledger_call)
 
     async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+        self,
+        settings: Settings,
+        client: Client,
+        run_id: str,
+        progress: bool = False,
+        timeout: float | None = None,
         patience_s: float = 0.0,
     ) -> str | None:
         return await wait_for_run(settings, client, run_id, progress=progress, timeout=timeout, patience_s=patience_s)
@@ -94,8 +99,10 @@ class AgentLoopWorkload(Adapter):
         try:
             await wait_until(ready, READY_TIMEOUT_S)
         except TimeoutError:
-            raise Unavailable(f"the worker (pid {worker.pid}) did not connect to Temporal within "
-                              f"{READY_TIMEOUT_S:g} s; see {settings.run_dir / 'worker.log'}") from None
+            raise Unavailable(
+                f"the worker (pid {worker.pid}) did not connect to Temporal within "
+                f"{READY_TIMEOUT_S:g} s; see {settings.run_dir / 'worker.log'}"
+            ) from None
         return time.monotonic() - started
 
     def of_run(self, row: RunRow) -> Workload:
@@ -125,13 +132,19 @@ class AgentLoopWorkload(Adapter):
 
         events, steps, seed = load_schedule(path, self.steps)
         if (hop := next((e for e in events if e.kind in HOP_KINDS), None)) is not None:  # ours has its hooks
-            raise UsageError(f"{path}: {hop.kind} is a crash point of a user's worker (--worker-cmd); checkpoint-tui's "
-                             "own loop crashes at its hooks (claim-window-crash, write-window-crash, ...)")
+            raise UsageError(
+                f"{path}: {hop.kind} is a crash point of a user's worker (--worker-cmd); checkpoint-tui's "
+                "own loop crashes at its hooks (claim-window-crash, write-window-crash, ...)"
+            )
         return events, steps, seed
 
     def chaos_target(self, seed: int | None, aim: str = "any", placed: bool = True) -> ChaosTarget:
         return StepTarget(self, self.pace)
 
     def verify_plan(self, settings: Settings) -> VerifyPlan:
-        return VerifyPlan(loop_scenarios.SCENARIOS, "checkpoint-tui --verify", "checkpoint-tui's agent loop",
-                          summarise=loop_scenarios.summarise)  # fmt: skip
+        return VerifyPlan(
+            loop_scenarios.SCENARIOS,
+            "checkpoint-tui --verify",
+            "checkpoint-tui's agent loop",
+            summarise=loop_scenarios.summarise,
+        )

@@ -1,4 +1,4 @@
-"""The one adapter every workload implements: the app's `Workload` (app/workload.py: start, wait, the
+"""The one adapter every workload implements: the app's `Workload` (core/workload.py: start, wait, the
 timeline, the audit, status) plus what the proving tools ask of it, its chaos schedule and target and
 its --verify plan. A capability is built once, against this class; an optional one is a flag here
 (`shrinkable`), never a test of which workload it is."""
@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger.rows import AGENT_LOOP, WORKFLOW, RunRow
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent

@@ -1,6 +1,6 @@
 """A user's own workflow as a workload: any Temporal workflow on their worker command (`--worker-cmd`),
 agent frameworks on Temporal included (pydantic-ai's durability, the OpenAI Agents SDK's plugin: an
-adapter in app/frameworks/ classifies their activities, recognised from the activity types or forced
+adapter in core/frameworks/ classifies their activities, recognised from the activity types or forced
 with `framework`). Its units are its activities, read from Temporal history; its effects are the ones
 made through the effects library, read from the ledger."""
 
@@ -15,16 +15,16 @@ from typing import Any, ClassVar
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from checkpoint_tui.app.activity_audit import ActivityAudit, audit_of
-from checkpoint_tui.app.activity_history import read_run
-from checkpoint_tui.app.activity_timeline import ActivityTimeline
-from checkpoint_tui.app.frameworks import Declared, Framework
-from checkpoint_tui.app.runs import LedgerCall
-from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.app.status_text import activity_status
-from checkpoint_tui.app.timeline import Timeline
-from checkpoint_tui.app.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
-from checkpoint_tui.app.workload import StatusReport, Workload
+from checkpoint_tui.core.activity_audit import ActivityAudit, audit_of
+from checkpoint_tui.core.activity_history import read_run
+from checkpoint_tui.core.activity_timeline import ActivityTimeline
+from checkpoint_tui.core.frameworks import Declared, Framework
+from checkpoint_tui.core.runs import LedgerCall
+from checkpoint_tui.core.snapshot import build_snapshot
+from checkpoint_tui.core.status_text import activity_status
+from checkpoint_tui.core.timeline import Timeline
+from checkpoint_tui.core.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
+from checkpoint_tui.core.workload import StatusReport, Workload
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
@@ -83,7 +83,12 @@ class UserWorkflow(Adapter):
         return await start_workflow_run(settings, client, self.workflow, self.arg, ledger_call)
 
     async def wait(
-        self, settings: Settings, client: Client, run_id: str, progress: bool = False, timeout: float | None = None,
+        self,
+        settings: Settings,
+        client: Client,
+        run_id: str,
+        progress: bool = False,
+        timeout: float | None = None,
         patience_s: float = 0.0,
     ) -> str | None:
         return await wait_workflow_run(settings, client, run_id, progress, timeout, patience_s)
@@ -143,5 +148,6 @@ class UserWorkflow(Adapter):
 
     def verify_plan(self, settings: Settings) -> VerifyPlan:
         on = f"{self.title()} on {Path(settings.worker_cmd[0]).name}" if settings.worker_cmd else self.title()
-        return VerifyPlan(workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", on,
-                          framework=self.classifier)  # fmt: skip
+        return VerifyPlan(
+            workflow_scenarios.SCENARIOS, "checkpoint-tui --verify --workflow", on, framework=self.classifier
+        )

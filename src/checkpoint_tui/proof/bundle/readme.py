@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.proof.replay.histories import Recorded
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Protocol
 
-from checkpoint_tui.app.history import to_history_event, workflow_status
-from checkpoint_tui.app.kill_marker import marker_lines
-from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.app.view import Snapshot, View
+from checkpoint_tui.core.history import to_history_event, workflow_status
+from checkpoint_tui.core.kill_marker import marker_lines
+from checkpoint_tui.core.snapshot import build_snapshot
+from checkpoint_tui.core.view import Snapshot, View
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.files.outputs import check_output_dir
 from checkpoint_tui.ledger import inspect_queries, queries
@@ -134,15 +134,24 @@ async def _screens(out: OutputDir, screenshot: Screenshot, view: View, message: 
 def _view(snap: Snapshot, recorded: list[Recorded], address: str, settings: Settings, ended: float | None) -> View:
     """The screen as the run ended: its whole recorded history, the worker events up to its end (later
     runs of the same home spawn and adopt workers too)."""
-    history = [to_history_event(ev, rec.index - 1) for rec in recorded if rec.workflow_id == snap.run_id
-               for ev in rec.history.events]  # fmt: skip
+    history = [
+        to_history_event(ev, rec.index - 1)
+        for rec in recorded
+        if rec.workflow_id == snap.run_id
+        for ev in rec.history.events
+    ]
     if ended is not None:
         snap = replace(snap, worker_events=[e for e in snap.worker_events if e.at <= ended])
     return View(
-        snapshot=snap, history=history[-HISTORY_KEEP:], run_changed=True, address=address,
-        namespace=settings.namespace, supervisor_state=SupervisorState.STOPPED, owns_home=True,
+        snapshot=snap,
+        history=history[-HISTORY_KEEP:],
+        run_changed=True,
+        address=address,
+        namespace=settings.namespace,
+        supervisor_state=SupervisorState.STOPPED,
+        owns_home=True,
         ledger=settings.ledger_label if settings.ledger_url else None,
-    )  # fmt: skip
+    )
 
 
 def _ledger_csvs(conn: Ledger, run_ids: list[str], out: OutputDir) -> list[Path]:

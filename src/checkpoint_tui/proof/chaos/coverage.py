@@ -1,6 +1,6 @@
 """`chaos --until-covered [--max-kills N]`: after the seeded run, more runs whose kills are each aimed
 at a window no death has landed in yet, until every one has at least one or the kill budget is
-spent. What a workload is aimed at is its `Aims`: on our loop every window of app/windows.py
+spent. What a workload is aimed at is its `Aims`: on our loop every window of core/windows.py
 COVERAGE, timing aiming at the model call and the timer and the fault plan's hooks (a worker killing
 itself at an exact point) at the tool call (tens of milliseconds) and the windows inside the effect
 activity, which no timing can promise; on a user's workflow the windows its own seeded run showed
@@ -14,7 +14,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 
-from checkpoint_tui.app.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
+from checkpoint_tui.core.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof.chaos import windows
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
@@ -30,8 +30,13 @@ def aimed_event(window: str, step: int, rng: random.Random) -> ChaosEvent:
         return ChaosEvent(step, "worker-in-activity", rng.randrange(20, 120))
     if window == TIMER:
         return ChaosEvent(step, "worker-in-timer", rng.randrange(20, 100))
-    hooks = {TOOL: "tool-call-crash", BEFORE_CLAIM: "before-claim-crash", CLAIM_WRITE: "claim-window-crash",
-             WRITE_STAMP: "write-window-crash", STAMPED: "stamped-crash"}  # fmt: skip
+    hooks = {
+        TOOL: "tool-call-crash",
+        BEFORE_CLAIM: "before-claim-crash",
+        CLAIM_WRITE: "claim-window-crash",
+        WRITE_STAMP: "write-window-crash",
+        STAMPED: "stamped-crash",
+    }
     kind = hooks[window]
     effect = rng.choice(KINDS) if window in (CLAIM_WRITE, WRITE_STAMP) else None
     return ChaosEvent(step, kind, 0, effect)
@@ -80,8 +85,9 @@ def coverage_check(found: dict[str, int], kills: int, max_kills: int, aims: Aims
     aims = aims or ours()
     missed = aims.missing(found)
     hit = ", ".join(f"{w} {found[w]}" for w in found)
-    observed = f"{kills} worker deaths (bound {max_kills}); {hit}" + (f"; never hit: {', '.join(missed)}" if missed
-                                                                      else "")  # fmt: skip
+    observed = f"{kills} worker deaths (bound {max_kills}); {hit}" + (
+        f"; never hit: {', '.join(missed)}" if missed else ""
+    )
     observed += f"; not reachable by timing here: {_lengths(aims.unreachable)}" if aims.unreachable else ""
     return Check("chaos: every window was hit (--until-covered)", not missed, observed, {"kills": kills})
 
@@ -108,15 +114,28 @@ async def cover(seed: int, report: dict, max_kills: int, run_round: Round, aims:
         sub = await run_round(steps, events)
         deaths += sub["kill_windows"]
         found = merge(found, sub["windows"])
-        rounds.append({"run_id": sub["run_id"], "schedule": sub["schedule"], "windows": sub["windows"],
-                       "audit": sub["audit"], "wall_s": sub["wall_s"]})  # fmt: skip
+        rounds.append(
+            {
+                "run_id": sub["run_id"],
+                "schedule": sub["schedule"],
+                "windows": sub["windows"],
+                "audit": sub["audit"],
+                "wall_s": sub["wall_s"],
+            }
+        )
         report["checks"] += [{**c, "name": f"{c['name']} (coverage round {len(rounds)})"} for c in sub["checks"]]
         report["kills"] += sub["kills"]
         report["wall_s"] += sub["wall_s"]
     report["windows"], report["kill_windows"] = found, deaths
     report["checks"].append(asdict(coverage_check(found, len(deaths), max_kills, aims)))
-    report["coverage"] = {"max_kills": max_kills, "kills": len(deaths), "rounds": rounds, "wanted": list(aims.wanted),
-                          "missing": aims.missing(found), "unreachable": aims.unreachable}  # fmt: skip
+    report["coverage"] = {
+        "max_kills": max_kills,
+        "kills": len(deaths),
+        "rounds": rounds,
+        "wanted": list(aims.wanted),
+        "missing": aims.missing(found),
+        "unreachable": aims.unreachable,
+    }
     return report
 
 
@@ -126,8 +145,10 @@ def print_coverage(report: dict) -> None:
     for i, rnd in enumerate(cov["rounds"], 1):
         bad = [c["name"] for c in report["checks"] if c["name"].endswith(f"(coverage round {i})") and not c["ok"]]
         a = rnd["audit"]
-        print(f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
-              f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")  # fmt: skip
+        print(
+            f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
+            f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}"
+        )
     found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
     print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
     print(f"aimed at: {', '.join(cov['wanted'])}")

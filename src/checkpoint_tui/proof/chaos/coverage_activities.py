@@ -26,8 +26,8 @@ import statistics
 from dataclasses import dataclass
 from functools import partial
 
-from checkpoint_tui.app.activity_history import ActivityExec, Chain
-from checkpoint_tui.app.windows import (
+from checkpoint_tui.core.activity_history import ActivityExec, Chain
+from checkpoint_tui.core.windows import (
     BEFORE_CLAIM,
     CLAIM_STAMP,
     CLAIM_WRITE,
@@ -38,7 +38,7 @@ from checkpoint_tui.app.windows import (
     WINDOWS,
     WORKFLOW_TASK,
     WRITE_STAMP,
-)  # fmt: skip
+)
 from checkpoint_tui.effects import ProbeRecord
 from checkpoint_tui.ledger.rows import ClaimAttempt
 from checkpoint_tui.proof.chaos.coverage import Aims
@@ -73,14 +73,18 @@ def spots(acts: list[ActivityExec], claims: list[ClaimAttempt], probe: list[Prob
 def _activity_spots(act: ActivityExec, claims: list[ClaimAttempt], probe: list[ProbeRecord]) -> list[Spot]:
     start, end = act.started_at or 0.0, act.closed_at or 0.0
     n = int(act.activity_id) if act.activity_id.isdigit() else None
-    mine = sorted((c for c in claims if c.step == n and start <= c.started_at <= end and c.finished_at),
-                  key=lambda c: c.started_at)  # fmt: skip
+    mine = sorted(
+        (c for c in claims if c.step == n and start <= c.started_at <= end and c.finished_at),
+        key=lambda c: c.started_at,
+    )
     at = partial(Spot, seq=act.seq, anchor="start")
     if not mine:
         return [at(CLASS_WINDOWS.get(act.cls, f"activity {act.activity_type}"), offset_s=0.0, span_s=end - start)]
     first, stamped = mine[0], max(c.finished_at or 0.0 for c in mine)
-    found = [at(BEFORE_CLAIM, offset_s=0.0, span_s=first.started_at - start),
-             at(STAMPED, offset_s=stamped - start, span_s=end - stamped)]  # fmt: skip
+    found = [
+        at(BEFORE_CLAIM, offset_s=0.0, span_s=first.started_at - start),
+        at(STAMPED, offset_s=stamped - start, span_s=end - stamped),
+    ]
     entered = any(r.key == first.effect_id and r.attempt == first.attempt for r in probe)
     window = WRITE_STAMP if entered else CLAIM_STAMP  # without a probe record, where the write began is unknown
     span = (first.finished_at or first.started_at) - first.started_at

@@ -5,7 +5,7 @@ of the workers from Temporal (proof/nemeses/processes.py), then Jepsen-style cou
 schedule can also come from a file (`--schedule`, proof/chaos/schedule.py; events at a step or at a time),
 and a failing one be shrunk (`--shrink`, proof/chaos/shrink.py).
 
-One engine for every workload (app/workload.py): what differs between our AgentLoop and a user's
+One engine for every workload (core/workload.py): what differs between our AgentLoop and a user's
 workflow is a *target* (proof/chaos/loop_target.py, proof/chaos/workflow_target.py) that says when an event's
 moment has come, fires what only that workload has, audits the run and turns the audit into checks."""
 
@@ -18,26 +18,19 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Coroutine
 from dataclasses import asdict, replace
-from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
 
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
-from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
-from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
-from checkpoint_tui.proof.chaos import coverage, windows
+from checkpoint_tui.proof.chaos import windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
-from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
@@ -48,23 +41,35 @@ from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
-from checkpoint_tui.proof.report import Check
 from checkpoint_tui.settings import Settings
 
 FIRST_WORKER_S = 30.0
 # After a deploy (and its rollback), a workflow task may fail for a while and then go through: the task
 # a stopped new-version worker held is retried after its workflow task timeout (10 s by default).
 STUCK_PATIENCE_S = 30.0
-SIGNALS = {"pause": "SIGSTOP+SIGCONT", "hang": "SIGSTOP", FORGE: None, PARTITION: None, RESET: None,
-           **dict.fromkeys(ACTIVITY_NEMESES), **dict.fromkeys((GRACEFUL, CHURN, DEPLOY), "SIGTERM"),
-           DEPENDENCY: None}  # else SIGKILL (a fleet-down too)
+SIGNALS = {
+    "pause": "SIGSTOP+SIGCONT",
+    "hang": "SIGSTOP",
+    FORGE: None,
+    PARTITION: None,
+    RESET: None,
+    **dict.fromkeys(ACTIVITY_NEMESES),
+    **dict.fromkeys((GRACEFUL, CHURN, DEPLOY), "SIGTERM"),
+    DEPENDENCY: None,
+}  # else SIGKILL (a fleet-down too)
 
 
 class Chaos:
     def __init__(
-        self, settings: Settings, seed: int | None, steps: int, schedule: list[ChaosEvent], target: ChaosTarget,
-        runs: int = 1, rate: float | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        settings: Settings,
+        seed: int | None,
+        steps: int,
+        schedule: list[ChaosEvent],
+        target: ChaosTarget,
+        runs: int = 1,
+        rate: float | None = None,
+    ) -> None:
         if not settings.embedded:
             raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
         self.fleet = FleetLab(settings, schedule)  # its events checked against the fleet before anything starts
@@ -94,13 +99,26 @@ class Chaos:
     async def spawn_supervisor(self) -> None:
         """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
         log = open_log(self.settings.run_dir, "chaos-supervisor.log")  # capped and rotated (ops/logcap.py)
-        cmd = [sys.executable, "-m", "checkpoint_tui", "--home", str(self.settings.home), *self.supervise_flags(),
-               "supervise", "--bound-to", str(os.getpid())]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "checkpoint_tui",
+            "--home",
+            str(self.settings.home),
+            *self.supervise_flags(),
+            "supervise",
+            "--bound-to",
+            str(os.getpid()),
+        ]
         try:
             self.supervisor = await asyncio.create_subprocess_exec(
-                *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
-                env=self.settings.child_env(), cwd=self.settings.worker_cwd,
-            )  # fmt: skip
+                *cmd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log.fd,
+                env=self.settings.child_env(),
+                cwd=self.settings.worker_cwd,
+            )
         finally:
             log.close()  # the child holds its own copy
         ident = await asyncio.to_thread(identity_after_exec, self.supervisor.pid, cmd)
@@ -155,8 +173,9 @@ class Chaos:
             await self._execute(run_id)
             bound = 60 + target.span(self) * 5 * self.runs
             patience = STUCK_PATIENCE_S if any(e.kind == DEPLOY for e in self.schedule) else 0.0
-            waits = [target.workload.wait(settings, client, r, timeout=bound, patience_s=patience)
-                     for r in self.run_ids]
+            waits = [
+                target.workload.wait(settings, client, r, timeout=bound, patience_s=patience) for r in self.run_ids
+            ]
             statuses = await asyncio.gather(*waits)
         finally:
             settings = self.settings
@@ -213,8 +232,9 @@ class Chaos:
                 return False
             return True
 
-        left = await execute(self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at,
-                             self._all_closed)  # fmt: skip
+        left = await execute(
+            self.schedule, arrive, lambda ev: self.fire(ev, run_id), self.run_started_at, self._all_closed
+        )
         self.not_fired += [NotFired(ev.to_json(), "the run completed first") for ev in left if id(ev) not in said]
 
     async def _all_closed(self) -> bool:
@@ -298,8 +318,9 @@ class Chaos:
         extra = {**self.target.landing(ev), **extra, **hit.detail}  # where it landed, as the target saw it
         step = extra.pop("step", None) or (ev.step if ev.step is not None else self.target.in_flight(self, run_id))
         detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **extra}
-        record_worker_event(connect(self.settings.ledger), f"chaos:{ev.kind}", hit.pid, None, run_id, step,
-                            json.dumps(detail), hit.at)  # fmt: skip
+        record_worker_event(
+            connect(self.settings.ledger), f"chaos:{ev.kind}", hit.pid, None, run_id, step, json.dumps(detail), hit.at
+        )
         fired = Fired(ev.kind, step, hit.pid, hit.at, extra)
         self._events[id(fired)] = ev.to_json()
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
@@ -323,78 +344,33 @@ class Chaos:
         figures = target.figures(self, run_id)  # before the records are written out: it completes them
         restarts = [k.restart_s for k in self.kills if k.restart_s is not None]
         report = {
-            "seed": self.seed, "workload": target.workload.kind, "unit": target.workload.unit,
-            "steps": self.steps, "run_id": run_id, "schedule": [e.to_json() for e in self.schedule],
-            "run_started_at": self.run_started_at, "audit": audit.to_dict(),
-            "kills": [k.to_json() for k in self.kills], "pauses": [p.to_json() for p in self.pauses],
-            "resets": [r.to_json() for r in self.resets], "not_fired": [n.to_json() for n in self.not_fired],
-            "median_restart_s": statistics.median(restarts) if restarts else None, "wall_s": wall,
+            "seed": self.seed,
+            "workload": target.workload.kind,
+            "unit": target.workload.unit,
+            "steps": self.steps,
+            "run_id": run_id,
+            "schedule": [e.to_json() for e in self.schedule],
+            "run_started_at": self.run_started_at,
+            "audit": audit.to_dict(),
+            "kills": [k.to_json() for k in self.kills],
+            "pauses": [p.to_json() for p in self.pauses],
+            "resets": [r.to_json() for r in self.resets],
+            "not_fired": [n.to_json() for n in self.not_fired],
+            "median_restart_s": statistics.median(restarts) if restarts else None,
+            "wall_s": wall,
             "windows": windows.window_counts(self.kill_windows),
             "kill_windows": [w.to_json() for w in self.kill_windows],
-        }  # fmt: skip
+        }
         report.update(figures)
         report.update(self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at))
         if len(audits) == 1:
             report["checks"] = [asdict(c) for c in target.checks(audit)]
             return report
-        per_run = [{"run_id": r, "audit": a.to_dict(), "checks": [asdict(c) for c in target.checks(a)]}
-                   for r, a in zip(self.run_ids, audits, strict=True)]  # fmt: skip
+        per_run = [
+            {"run_id": r, "audit": a.to_dict(), "checks": [asdict(c) for c in target.checks(a)]}
+            for r, a in zip(self.run_ids, audits, strict=True)
+        ]
         report["runs"] = per_run
         report["totals"] = totals([r["audit"] for r in per_run])
         report["checks"] = [{**c, "name": f"{c['name']} ({r['run_id']})"} for r in per_run for c in r["checks"]]
         return report
-
-
-async def _until_sigterm(run: Coroutine[Any, Any, dict]) -> dict:
-    return await until_sigterm(run, "chaos: stopped by SIGTERM (`stop`, or a CI timeout); its supervisor "
-                                    "(and a worker command of yours) stopped")
-
-
-def say_taken_over(settings: Settings) -> None:
-    """A lab left running in the home (the app's `q`, a `start`) is chaos's to kill now: said, not done
-    without a word."""
-    server, _ = devserver.recorded(settings)
-    workers = [f"{w.role} {w.pid}" for w in worker_proc.load_all(settings)]
-    if server is None and not workers:
-        return
-    what = ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
-    print(f"chaos: this home's lab is running ({what}): chaos takes it over and its kills land on it; "
-          "`stop` ends what is left afterwards", flush=True)
-
-
-async def run_schedule(
-    settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget
-) -> dict:
-    """One chaos run of exactly these events, with its checks (what --schedule and --shrink run)."""
-    return await Chaos(settings, seed, steps, events, target).run()
-
-
-async def chaos_command(
-    settings: Settings, seed: int, steps: int, events: list[ChaosEvent], target: ChaosTarget, command: str,
-    json_path: Path | None, outputs: ProofOutputs | None = None, runs: int = 1, max_kills: int | None = None,
-    rate: float | None = None,
-) -> int:  # fmt: skip
-    """Run `events` against the target's workload; print, write the report (and the JUnit, a bundle).
-    With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
-    settings.ensure_dirs()
-    say_taken_over(settings)
-    devserver.ensure_devserver(settings)
-    chaos = Chaos(settings, seed, steps, events, target, runs, rate)
-    report = await _until_sigterm(chaos.run())
-    print_report(report, chaos.target)
-    if max_kills is not None:
-        def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
-            return Chaos(settings, seed, steps, aimed, chaos.target.round_target()).run()
-
-        aims = chaos.target.coverage_aims(chaos)
-        report = await _until_sigterm(coverage.cover(seed, report, max_kills, aimed_round, aims))
-        coverage.print_coverage(report)
-    checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
-    path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
-    write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
-    print(f"wrote {path}")
-    if outputs is not None and outputs.wanted:
-        figures = {"kills_fired": len(report["kills"]), "pauses_fired": len(report["pauses"]),
-                   "median_restart_s": report["median_restart_s"]}  # fmt: skip
-        await emit(outputs, ProofRun(command, settings, report, checks, report["wall_s"], [report["run_id"]], figures))
-    return 0 if all(c.ok for c in checks) else 1

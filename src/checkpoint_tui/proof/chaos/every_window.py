@@ -35,8 +35,10 @@ def outcome(kill: dict, audit: dict) -> str:
         return f"DUPLICATED {sum(d['extra'] for d in dups)}"
     if audit.get("workflow_status") != "COMPLETED":
         return "lost"
-    ids = {key: {(str(r["execution"]), str(r["activity_id"])) for r in audit.get(key, [])} for key in
-           ("at_risk", "effect_once", "guarded_re_executed", "re_executed")}
+    ids = {
+        key: {(str(r["execution"]), str(r["activity_id"])) for r in audit.get(key, [])}
+        for key in ("at_risk", "effect_once", "guarded_re_executed", "re_executed")
+    }
     if aid in ids["at_risk"]:
         return "AT RISK"
     if aid in ids["guarded_re_executed"]:
@@ -72,15 +74,20 @@ def table(rounds: dict[str, dict]) -> dict[str, dict[str, str]]:
 def table_check(cells: dict[str, dict[str, str]]) -> Check:
     bad = [f"{tool} × {kind}: {out}" for tool, row in cells.items() for kind, out in row.items() if out not in HELD]
     seen = f"{len(cells)} tool(s) × {len(WINDOWS)} windows" + "".join(f"; {b}" for b in bad[:20])
-    return Check("chaos: every tool held in every window", bool(cells) and not bad,
-                 seen if cells else "no tool call was reached in any window")
+    return Check(
+        "chaos: every tool held in every window",
+        bool(cells) and not bad,
+        seen if cells else "no tool call was reached in any window",
+    )
 
 
 def table_lines(cells: dict[str, dict[str, str]]) -> list[str]:
     width = max([len(t) for t in cells] + [4])
     head = f"{'tool':<{width}}  " + "  ".join(f"{k.removeprefix('worker-'):<22}" for k in WINDOWS)
-    rows = [f"{tool[:80]:<{width}}  " + "  ".join(f"{row.get(k, NOT_REACHED):<22}" for k in WINDOWS)
-            for tool, row in sorted(cells.items())]
+    rows = [
+        f"{tool[:80]:<{width}}  " + "  ".join(f"{row.get(k, NOT_REACHED):<22}" for k in WINDOWS)
+        for tool, row in sorted(cells.items())
+    ]
     return [head, *rows]
 
 
@@ -89,15 +96,20 @@ async def every_window(run_round: Callable[[str], Awaitable[dict]]) -> dict:
     rounds = {kind: await run_round(kind) for kind in WINDOWS}
     cells = table(rounds)
     check = table_check(cells)
-    return {"every_window": {"rounds": rounds, "table": cells}, "checks": [{**check.__dict__}],
-            "wall_s": sum(r["wall_s"] for r in rounds.values())}
+    return {
+        "every_window": {"rounds": rounds, "table": cells},
+        "checks": [{**check.__dict__}],
+        "wall_s": sum(r["wall_s"] for r in rounds.values()),
+    }
 
 
-async def every_window_command(settings: Settings, seed: int, make_target: Callable[[], ChaosTarget],
-                               json_path: Path | None) -> int:
+async def every_window_command(
+    settings: Settings, seed: int, make_target: Callable[[], ChaosTarget], json_path: Path | None
+) -> int:
     """Three chaos runs, one per crash point's window, each tool of the run killed once in it; then the table."""
     from checkpoint_tui.ops import devserver
-    from checkpoint_tui.proof.chaos.engine import Chaos, _until_sigterm, say_taken_over
+    from checkpoint_tui.proof.chaos.command import say_taken_over, until_sigterm_said
+    from checkpoint_tui.proof.chaos.engine import Chaos
 
     settings.ensure_dirs()
     say_taken_over(settings)
@@ -109,11 +121,13 @@ async def every_window_command(settings: Settings, seed: int, make_target: Calla
         chaos = Chaos(settings, seed, MAX_TOOLS + 1, schedule_for(kind), target)
         chaos.say_schedule = False  # sixteen events of one kind: the round's line says it
         print(f"window {kind}: each tool's next call killed there once", flush=True)
-        report = await _until_sigterm(chaos.run())
+        report = await until_sigterm_said(chaos.run())
         a, failed = report["audit"], [c["name"] for c in report["checks"] if not c["ok"]]
-        print(f"window {kind}: {len(report['kills'])} tool(s) killed · workflow {a['workflow_status']} · LOST "
-              f"{a['lost']} · DUPLICATED {a['duplicated']} · {'PASS' if not failed else 'FAIL ' + '; '.join(failed)}",
-              flush=True)
+        print(
+            f"window {kind}: {len(report['kills'])} tool(s) killed · workflow {a['workflow_status']} · LOST "
+            f"{a['lost']} · DUPLICATED {a['duplicated']} · {'PASS' if not failed else 'FAIL ' + '; '.join(failed)}",
+            flush=True,
+        )
         return report
 
     report = await every_window(run_round)

@@ -77,8 +77,10 @@ def check_against(events: list, queues: list[str], deploys: list[str], dependenc
         if queue is not None and queue not in queues:
             raise UsageError(f"{where}: {ev.kind} names queue {str(queue)[:60]!r}; the fleet polls {', '.join(queues)}")
         if ev.kind == DEPLOY and (queue or queues[0]) not in deploys:
-            raise UsageError(f"{where}: deploy on {queue or queues[0]} needs --deploy {queue or queues[0]}=CMD "
-                             "(the new version of that worker command)")  # fmt: skip
+            raise UsageError(
+                f"{where}: deploy on {queue or queues[0]} needs --deploy {queue or queues[0]}=CMD "
+                "(the new version of that worker command)"
+            )
         if ev.kind == DEPENDENCY:
             name = opts.get("dependency") or (dependencies[0] if len(dependencies) == 1 else None)
             if name not in dependencies:

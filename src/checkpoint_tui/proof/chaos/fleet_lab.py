@@ -36,8 +36,9 @@ class FleetLab:
     def __init__(self, settings: Settings, schedule: list[ChaosEvent]) -> None:
         """Checks every fleet event against the invocation's fleet (exit 2, before anything starts)."""
         queues = fleet.queues(settings)
-        check_against(schedule, queues, [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies],
-                      "the schedule")  # fmt: skip
+        check_against(
+            schedule, queues, [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies], "the schedule"
+        )
         self.proxies: dict[str, DependencyProxy] = {}
         self.sampler: BacklogSampler | None = None
         self.backlog_path: Path | None = None
@@ -81,8 +82,17 @@ class FleetLab:
             return Miss(str(err)[:200])
         after = proxy.stats()
         hit = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], int)}
-        return Hit(at, None, detail={"dependency": name, "fault": fault, "duration_s": seconds,
-                                     "held_until": time.time(), "traffic": hit})  # fmt: skip
+        return Hit(
+            at,
+            None,
+            detail={
+                "dependency": name,
+                "fault": fault,
+                "duration_s": seconds,
+                "held_until": time.time(),
+                "traffic": hit,
+            },
+        )
 
     async def close(self, settings: Settings) -> None:
         """Whatever ends the run: the sampler and the proxies stop; the fleet is as configured again."""
@@ -103,8 +113,12 @@ class FleetLab:
             counts = per_queue.setdefault(queue_of.get(ev.identity) or settings.task_queue, {})
             counts[ev.event] = counts.get(ev.event, 0) + 1
         members = {m.queue: " ".join(m.cmd) for m in settings.members}
-        out: dict = {"commands": [{"queue": q, "command": members.get(q, "checkpoint_tui.worker")[:300], **c}
-                                  for q, c in per_queue.items()]}  # fmt: skip
+        out: dict = {
+            "commands": [
+                {"queue": q, "command": members.get(q, "checkpoint_tui.worker")[:300], **c}
+                for q, c in per_queue.items()
+            ]
+        }
         events = [(f.kind, f.at, ended_at(f.at, f.detail)) for f in fired if f.kind in (*FLEET_KINDS, DEPENDENCY)]
         if self.backlog_path is not None:
             out["backlog"] = backlog_summary(read_samples(self.backlog_path), events)

@@ -1,7 +1,7 @@
 """Chaos against checkpoint-tui's own AgentLoop (a `ChaosTarget`, proof/chaos/targets.py): an event's moment
 is read from the ledger's step and activity rows, a claim-window crash is the worker's own planned
 fault, a forged email is written into the outbox, and the run is audited from the ledger, the
-artifact files and Temporal's status (app/step_audit.py, the workload's audit)."""
+artifact files and Temporal's status (core/step_audit.py, the workload's audit)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.runs import TERMINAL
-from checkpoint_tui.app.step_audit import StepAudit
-from checkpoint_tui.app.workload import Workload
-from checkpoint_tui.engine.shared import timer_ms
+from checkpoint_tui.core.runs import TERMINAL
+from checkpoint_tui.core.step_audit import StepAudit
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.shared import timer_ms
 from checkpoint_tui.proof.chaos.coverage import Aims, ours
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
@@ -45,8 +45,11 @@ class StepTarget(ChaosTarget):
 
     async def start(self, chaos: Chaos, client: Client) -> str:
         lead = not chaos.run_ids  # the schedule's own faults are the lead run's (it places the events)
-        plan = [FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind) for e in chaos.schedule
-                if lead and e.kind in HOOK_CRASHES]  # fmt: skip
+        plan = [
+            FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind)
+            for e in chaos.schedule
+            if lead and e.kind in HOOK_CRASHES
+        ]
         return await self.workload.shaped(chaos.steps, self.pace, plan).start(chaos.settings, client)
 
     def round_target(self) -> StepTarget:
@@ -56,7 +59,7 @@ class StepTarget(ChaosTarget):
         return chaos.steps
 
     def coverage_aims(self, chaos: Chaos) -> Aims:
-        """Every window of app/windows.py, the claim-window hooks included (the worker's own fault plan)."""
+        """Every window of core/windows.py, the claim-window hooks included (the worker's own fault plan)."""
         return ours()
 
     def reset_summary(self, r: dict) -> str:
@@ -126,11 +129,15 @@ class StepTarget(ChaosTarget):
         acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
         for f in acted:  # the attempts of the activity started after it (activity_log)
             again = queries.activities_since(conn, run_id, f.at, f.step, f.step)
-            activity_nemeses.settle(f, f.detail["attempt_before"] + sum(a["count"] for a in again
-                                                                        if a["activity"] == f.detail["activity_type"]))
+            activity_nemeses.settle(
+                f,
+                f.detail["attempt_before"]
+                + sum(a["count"] for a in again if a["activity"] == f.detail["activity_type"]),
+            )
         claims = queries.claim_attempts(conn, run_id) if acted else []
-        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if c.step == f.step])
-                     ] if acted else []  # fmt: skip
+        self.more = (
+            [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if c.step == f.step])] if acted else []
+        )
         for f in [*chaos.kills, *chaos.pauses]:  # how long each held the run (a kill's: its restart)
             if f.stalled_s is None:
                 f.stalled_s, f.recovery_s = nemeses.stall_times(conn, run_id, f.at, f.detail)
@@ -145,17 +152,22 @@ class StepTarget(ChaosTarget):
         if self.resets:  # what figures() found for them
             again = sum(r.detail["claims_after_reset"].get("applied", 0) for r in self.resets)
             idle = [r.step for r in self.resets if not r.detail["re_ran"]]
-            found.append(Check(
-                "chaos: a reset applies no effect again", again == 0 and not idle,
-                f"{len(self.resets)} reset(s) · effects applied again {again} · resets that re-ran nothing {idle}",
-            ))  # fmt: skip
+            found.append(
+                Check(
+                    "chaos: a reset applies no effect again",
+                    again == 0 and not idle,
+                    f"{len(self.resets)} reset(s) · effects applied again {again} · resets that re-ran nothing {idle}",
+                )
+            )
         return found + self.more
 
     def lines(self, report: dict) -> list[str]:
         lines = self.lead_audit.lines() if self.lead_audit is not None else []
         for kind, f in report["nemeses"].items():
-            med, top, back = (("—" if v is None else f"{v:.2f} s")
-                              for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"]))  # fmt: skip
+            med, top, back = (
+                ("—" if v is None else f"{v:.2f} s")
+                for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"])
+            )
             lines.append(f"  {kind:<26} x{f['count']:<3} median stall {med} · max {top} · median after its end {back}")
         return lines
 
@@ -170,10 +182,14 @@ def audit_checks(a: dict) -> list[Check]:
     lost = "".join(f"; {d}" for d in a["lost_detail"][:10])
     duplicated = "".join(f"; {d}" for d in a["duplicated_detail"][:10])
     return [
-        Check("chaos: workflow COMPLETED", a["workflow_status"] == "COMPLETED",
-              f"workflow {a['workflow_status']} · steps {done}/{a['total_steps']}"),
+        Check(
+            "chaos: workflow COMPLETED",
+            a["workflow_status"] == "COMPLETED",
+            f"workflow {a['workflow_status']} · steps {done}/{a['total_steps']}",
+        ),
         Check("chaos: no lost effect", a["lost"] == 0, f"lost {a['lost']} · {claims}{lost}"),
-        Check("chaos: no duplicated effect", a["duplicated"] == 0,
-              f"duplicated {a['duplicated']} · {claims}{duplicated}"),
+        Check(
+            "chaos: no duplicated effect", a["duplicated"] == 0, f"duplicated {a['duplicated']} · {claims}{duplicated}"
+        ),
         Check("chaos: no step gaps", not a["step_gaps"], f"step gaps {a['step_gaps']}"),
-    ]  # fmt: skip
+    ]

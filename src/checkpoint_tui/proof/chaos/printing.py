@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from checkpoint_tui.app.windows import counts
+from checkpoint_tui.core.windows import counts
 from checkpoint_tui.proof.chaos.schedule import FORGE
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
@@ -26,8 +26,10 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         how += f" · {activity_nemeses.describe(p)}" if p["kind"] in ACTIVITY_NEMESES else ""
         print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
     for r in report.get("resets", []):
-        print(f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
-              f"{target.reset_summary(r)}")  # fmt: skip
+        print(
+            f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
+            f"{target.reset_summary(r)}"
+        )
     for ev in report.get("not_fired", []):
         where = f"{unit} {ev['at_step']}" if "at_step" in ev else f"{ev['at_s']:.2f} s"
         print(f"  not fired: {ev['nemesis']} at {where} ({ev['why']})")
@@ -36,8 +38,10 @@ def print_report(report: dict, target: ChaosTarget) -> None:
         print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
     if report.get("kill_windows"):
         found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-        deaths, runs = ({(k["pid"], k["at"]) for k in report["kill_windows"]},
-                        {k["run_id"] for k in report["kill_windows"]})  # fmt: skip
+        deaths, runs = (
+            {(k["pid"], k["at"]) for k in report["kill_windows"]},
+            {k["run_id"] for k in report["kill_windows"]},
+        )
         placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
         print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
         for run in report.get("runs", []) if placed else []:  # each run's own history says where
@@ -50,8 +54,10 @@ def print_report(report: dict, target: ChaosTarget) -> None:
     if "totals" in report:
         t = report["totals"]
         risk = f" · AT RISK {t['at_risk']}" if "at_risk" in t else ""
-        print(f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
-              f"DUPLICATED {t.get('duplicated', 0)}{risk}")  # fmt: skip
+        print(
+            f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
+            f"DUPLICATED {t.get('duplicated', 0)}{risk}"
+        )
     failed = [c for c in report["checks"] if not c["ok"]]
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
         print(f"FAIL  {c['name']}: {c['observed'][:600]}")
@@ -88,11 +94,15 @@ def fleet_lines(report: dict) -> list[str]:
         lines.append(f"  fleet {c['queue']}: {counts}")
     backlog = fleet.get("backlog") or {}
     if backlog.get("samples"):
-        drains = [f"after {e['name']} peak {e.get('peak')}, "
-                  + ("never drained" if e.get("drain_s") is None else f"drained in {e['drain_s']:.1f} s")
-                  for e in backlog.get("events", [])]  # fmt: skip
-        lines.append(f"  backlog: peak {backlog.get('peak')} tasks ({backlog['samples']} samples)"
-                     + "".join(f" · {d}" for d in drains))  # fmt: skip
+        drains = [
+            f"after {e['name']} peak {e.get('peak')}, "
+            + ("never drained" if e.get("drain_s") is None else f"drained in {e['drain_s']:.1f} s")
+            for e in backlog.get("events", [])
+        ]
+        lines.append(
+            f"  backlog: peak {backlog.get('peak')} tasks ({backlog['samples']} samples)"
+            + "".join(f" · {d}" for d in drains)
+        )
     for name, stats in (fleet.get("dependencies") or {}).items():
         nums = " · ".join(f"{k} {v}" for k, v in stats.items() if type(v) in (int, float))
         lines.append(f"  dependency {name}: {nums}")

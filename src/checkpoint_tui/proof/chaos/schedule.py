@@ -127,9 +127,15 @@ def in_order(events: list[ChaosEvent]) -> list[ChaosEvent]:
 
 
 def make_schedule(
-    seed: int, steps: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0,
-    activity_pauses: int = 0, activity_resets: int = 0,
-) -> list[ChaosEvent]:  # fmt: skip
+    seed: int,
+    steps: int,
+    kills: int,
+    pauses: int = 0,
+    partitions: int = 0,
+    resets: int = 0,
+    activity_pauses: int = 0,
+    activity_resets: int = 0,
+) -> list[ChaosEvent]:
     """The same seed gives the same schedule. One event per step, none at the first or last step.
     Pauses, partitions, resets, activity pauses and activity resets come from streams of their own,
     each drawn on the steps the events before them leave free, so adding one leaves a seed's events
@@ -138,8 +144,10 @@ def make_schedule(
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
     extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
     if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
-        raise UsageError(f"--kills, --pauses, --partitions and the rest add up to {total} events; a schedule "
-                         f"holds at most {MAX_EVENTS}")  # fmt: skip
+        raise UsageError(
+            f"--kills, --pauses, --partitions and the rest add up to {total} events; a schedule "
+            f"holds at most {MAX_EVENTS}"
+        )
     _check_seeded_hold(pauses, partitions, activity_pauses)
     if total > steps - 2:
         need = total + 2
@@ -155,9 +163,13 @@ def make_schedule(
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
         for step, kind in zip(at, kinds, strict=True)
     ]
-    streams = (("pauses", pauses, _pause), ("partitions", partitions, _partition), ("resets", resets, _reset),
-               ("activity-pauses", activity_pauses, _activity_pause), ("activity-resets", activity_resets,
-                                                                        _activity_reset))  # fmt: skip
+    streams = (
+        ("pauses", pauses, _pause),
+        ("partitions", partitions, _partition),
+        ("resets", resets, _reset),
+        ("activity-pauses", activity_pauses, _activity_pause),
+        ("activity-resets", activity_resets, _activity_reset),
+    )
     for name, n, make in streams:  # each its own random stream, on the steps the events before it leave free
         rng = random.Random(f"{name}-{seed}")
         free = sorted(set(range(2, steps)) - {e.step for e in events})
@@ -168,21 +180,28 @@ def make_schedule(
 def _check_seeded_hold(pauses: int, partitions: int, activity_pauses: int) -> None:
     """Seeded durations are drawn after this: the longest they could be decides, so whether a count is
     taken never depends on the seed."""
-    longest = {"--pauses": (pauses, PAUSE_S[1]), "--partitions": (partitions, PARTITION_S[1]),
-               "--activity-pauses": (activity_pauses, PAUSE_S[1])}  # fmt: skip
+    longest = {
+        "--pauses": (pauses, PAUSE_S[1]),
+        "--partitions": (partitions, PARTITION_S[1]),
+        "--activity-pauses": (activity_pauses, PAUSE_S[1]),
+    }
     if (held := sum(n * most for n, most in longest.values())) > MAX_HELD_S:
         given = " ".join(f"{flag} {n}" for flag, (n, _) in longest.items() if n)
-        raise UsageError(f"{given} could hold the run {_secs(held)} s in all (pauses up to {PAUSE_S[1]:g} s, "
-                         f"partitions up to {PARTITION_S[1]:g} s); a schedule holds it at most "
-                         f"{_secs(MAX_HELD_S)} s")  # fmt: skip
+        raise UsageError(
+            f"{given} could hold the run {_secs(held)} s in all (pauses up to {PAUSE_S[1]:g} s, "
+            f"partitions up to {PARTITION_S[1]:g} s); a schedule holds it at most "
+            f"{_secs(MAX_HELD_S)} s"
+        )
 
 
 def check_held(events: list[ChaosEvent], where: str) -> None:
     """At most MAX_HELD_S of held time (the durations of the timed nemeses) in one schedule; summed
     exactly (math.fsum), so neither rounding nor the events' order decides."""
     if (held := math.fsum(e.duration_s or 0.0 for e in events)) > MAX_HELD_S:
-        raise UsageError(f"{where}: its pauses, partitions and activity pauses hold the run {_secs(held)} s in all; "
-                         f"a schedule holds it at most {_secs(MAX_HELD_S)} s")  # fmt: skip
+        raise UsageError(
+            f"{where}: its pauses, partitions and activity pauses hold the run {_secs(held)} s in all; "
+            f"a schedule holds it at most {_secs(MAX_HELD_S)} s"
+        )
 
 
 def _secs(value: float) -> str:
@@ -286,9 +305,16 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where}: back_steps must be a whole number 1..{MAX_BACK_STEPS}")
     if at_s is not None:
         step, at_s = None, float(at_s)
-    return ChaosEvent(step, kind, delay, effect_kind if kind in EFFECT_HOOKS else None,
-                      float(duration) if kind in TIMED else None, at_s, back if kind == RESET else None,
-                      opts)  # fmt: skip
+    return ChaosEvent(
+        step,
+        kind,
+        delay,
+        effect_kind if kind in EFFECT_HOOKS else None,
+        float(duration) if kind in TIMED else None,
+        at_s,
+        back if kind == RESET else None,
+        opts,
+    )
 
 
 def _check_at_s(where: str, kind: str, at_s: object) -> None:

@@ -17,7 +17,7 @@ from typing import TypeVar
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.files import check_output_path
 from checkpoint_tui.ops import devserver
-from checkpoint_tui.proof.chaos.engine import run_schedule
+from checkpoint_tui.proof.chaos.command import run_schedule
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule, save_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.settings import Settings

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.audit import Audit
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.audit import Audit
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
@@ -28,7 +28,6 @@ from checkpoint_tui.waiting import wait_until
 
 if TYPE_CHECKING:
     from checkpoint_tui.proof.chaos.engine import Chaos
-
 
 
 class Handled(enum.Enum):
@@ -87,7 +86,7 @@ class ChaosTarget:
 
     def probe(self, chaos: Chaos) -> list | None:
         """A user's workload: the effects library's probe log records (where a death inside a user's
-        effect was, app/windows.classify); None for our loop, whose effects say it themselves."""
+        effect was, core/windows.classify); None for our loop, whose effects say it themselves."""
         return None
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:

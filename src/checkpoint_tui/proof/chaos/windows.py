@@ -1,5 +1,5 @@
 """Where each worker death of a chaos run landed: the run's history (every execution of its chain)
-and its claim attempts, read back after the run, classified by app/windows.py. The report's `windows`
+and its claim attempts, read back after the run, classified by core/windows.py. The report's `windows`
 counts them; `chaos --until-covered` aims at the ones not hit yet."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_history import read_chain, timeline
-from checkpoint_tui.app.history import to_history_event
-from checkpoint_tui.app.view import HistoryEvent
-from checkpoint_tui.app.windows import counts, windows_of
+from checkpoint_tui.core.activity_history import read_chain, timeline
+from checkpoint_tui.core.history import to_history_event
+from checkpoint_tui.core.view import HistoryEvent
+from checkpoint_tui.core.windows import counts, windows_of
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.proof.report import Check
@@ -40,13 +40,17 @@ class Placement:
 
 
 async def kill_windows(
-    client: Client, conn: Ledger, run_id: str, named: dict[str, str] | None = None, deaths: list | None = None,
+    client: Client,
+    conn: Ledger,
+    run_id: str,
+    named: dict[str, str] | None = None,
+    deaths: list | None = None,
     probe: list | None = None,
-) -> list[Placement]:  # fmt: skip
+) -> list[Placement]:
     """Each worker death of the run (kill and died events, the ones the kill markers show; or `deaths`,
     the KillEvents to place) with the window it landed in, oldest first. `named`: {activity type:
     window} from the workload's own classification (a framework's model and tool activities), over
-    `activity <type>`; `probe`: a user's workload's probe log records (app/windows.classify)."""
+    `activity <type>`; `probe`: a user's workload's probe log records (core/windows.classify)."""
     kills = inspect_queries.kill_events(conn, run_id) if deaths is None else deaths
     if not kills:
         return []
@@ -72,5 +76,7 @@ def window_cases(report: dict) -> list[Check]:
     """One JUnit case per window a worker death landed in (a count, not a verdict: always ok). With
     several runs a death is placed in each, and the count is of placements."""
     what = "placement(s) of a worker death in a run" if "runs" in report else "worker death(s)"
-    return [Check(f"window: {w}", True, f"{n} {what} landed here", {"kills": n})
-            for w, n in report.get("windows", {}).items()]  # fmt: skip
+    return [
+        Check(f"window: {w}", True, f"{n} {what} landed here", {"kills": n})
+        for w, n in report.get("windows", {}).items()
+    ]

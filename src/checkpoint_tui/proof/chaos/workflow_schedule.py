@@ -12,13 +12,23 @@ from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE
 
 # The effect protocol's crash points become the hop's (proof/nemeses/hop.py), which lands them for certain on
 # any worker: before the tool's effect, after it (before Temporal records it: where duplicates are born).
-MAPPED = {"tool-call-crash": BEFORE, "before-claim-crash": BEFORE, "claim-window-crash": AFTER,
-          "write-window-crash": AFTER, "stamped-crash": AFTER,
-          "worker-in-timer": "worker-between-activities"}
+MAPPED = {
+    "tool-call-crash": BEFORE,
+    "before-claim-crash": BEFORE,
+    "claim-window-crash": AFTER,
+    "write-window-crash": AFTER,
+    "stamped-crash": AFTER,
+    "worker-in-timer": "worker-between-activities",
+}
 
 
 def workload_schedule(
-    seed: int, kills: int, pauses: int = 0, partitions: int = 0, resets: int = 0, activity_pauses: int = 0,
+    seed: int,
+    kills: int,
+    pauses: int = 0,
+    partitions: int = 0,
+    resets: int = 0,
+    activity_pauses: int = 0,
     activity_resets: int = 0,
 ) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no

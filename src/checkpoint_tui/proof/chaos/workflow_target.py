@@ -27,20 +27,20 @@ from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_audit import ActivityAudit
-from checkpoint_tui.app.activity_history import ActivityExec, Chain, first_event_after, read_activities
-from checkpoint_tui.app.audit import Audit
-from checkpoint_tui.app.destination_audit import assign, read_after, save
-from checkpoint_tui.app.frameworks import Framework, detect
-from checkpoint_tui.app.windows import MODEL, TOOL
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.activity_audit import ActivityAudit
+from checkpoint_tui.core.activity_history import read_activities
+from checkpoint_tui.core.audit import Audit
+from checkpoint_tui.core.destination_audit import assign, read_after, save
+from checkpoint_tui.core.frameworks import Framework, detect
+from checkpoint_tui.core.windows import MODEL, TOOL
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.effects import read_probe_records
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import worker_proc
-from checkpoint_tui.proof.chaos import coverage_activities
+from checkpoint_tui.proof.chaos import coverage_activities, landing
 from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled
@@ -56,7 +56,7 @@ from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
-from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, RECORDED, Arming, Hop
+from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Arming, Hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
@@ -68,39 +68,22 @@ PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's 
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
 
 
-def _landed(act: ActivityExec, fired: Fired) -> str:
-    """`inside` (the attempt died with the worker), `as it completed` (its body had returned and the
-    completion reached Temporal from the killed worker: nothing re-ran), or `after it closed` (the
-    kill hit whatever came next)."""
-    if act.closed_at is not None and fired.at >= act.closed_at:
-        return "after it closed"
-    if act.attempt == 1 and act.identity is not None and act.identity == fired.identity:
-        return "as it completed"
-    return "inside"
-
-
-def _workflow_ids(chain: Chain) -> set[str]:
-    return {chain.workflow_id, *(w for child in chain.children for w in _workflow_ids(child))}
-
-
-def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
-    """A crash point's activity as history classifies it (its place in the run, a tool call's name and call id:
-    the hop saw one task alone)."""
-    d = fired.detail
-    act = by_id.get((d.get("execution"), d.get("activity_id"))) if d.get("workflow_id") == lead else None
-    if act is not None:
-        fired.step = act.seq
-        d["label"], d["class"] = act.label, act.cls
-
-
 def _live_name(settings) -> str | None:
     live = worker_proc.load(settings, "active")
     return live.name if live is not None else None
 
 
 class ActivityTarget(ChaosTarget):
-    def __init__(self, workload: Workload, workflow: str | None, framework: Framework, strict_models: bool,
-                 aim: str = "any", seed: int | None = None, placed: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        workload: Workload,
+        workflow: str | None,
+        framework: Framework,
+        strict_models: bool,
+        aim: str = "any",
+        seed: int | None = None,
+        placed: bool = True,
+    ) -> None:
         """`workload`: a user's workflow, of type `workflow` (`framework`: the agent framework that
         classifies its activities, None: recognised; `strict_models`: a model request re-run fails the
         verdict). `placed`: in-activity kills at a seeded fraction of the type's duration (a seeded
@@ -160,8 +143,11 @@ class ActivityTarget(ChaosTarget):
         # before it were done (a dev server's restart takes seconds; a run of fast tools may be over by then).
         # The k-th aimed task of any workflow on the lab's workers: the run's (and its children's; the lead's and
         # the others' with --runs).
-        self._armings = {id(ev): hop.arm(None, ev.step or 1, ev.kind, self.fresh_tools)
-                         for ev in chaos.schedule if ev.kind in HOP_KINDS}
+        self._armings = {
+            id(ev): hop.arm(None, ev.step or 1, ev.kind, self.fresh_tools)
+            for ev in chaos.schedule
+            if ev.kind in HOP_KINDS
+        }
         return hop
 
     async def _armed(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
@@ -172,8 +158,10 @@ class ActivityTarget(ChaosTarget):
         while not arming.fired.is_set():
             if self.progress.closed:  # seen closed (here, or by an earlier event's wait)
                 chaos.hop.disarm(arming)
-                return (f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
-                        f"of them aimed ({self.aim})")
+                return (
+                    f"the workflow closed after {len(self.progress.acts)} activities, {self._count(self.progress)} "
+                    f"of them aimed ({self.aim})"
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(arming.fired.wait(), 0.25)
             if arming.fired.is_set():
@@ -197,8 +185,10 @@ class ActivityTarget(ChaosTarget):
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
         if act is None:
-            return (f"the workflow closed after {len(progress.acts)} activities, {self._count(progress)} of them "
-                    f"aimed ({self.aim})")  # fmt: skip
+            return (
+                f"the workflow closed after {len(progress.acts)} activities, {self._count(progress)} of them "
+                f"aimed ({self.aim})"
+            )
         self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
         if act.task_queue and act.task_queue != chaos.settings.task_queue:
             self._landing["queue"] = act.task_queue  # a fleet: the kill goes to that queue's worker
@@ -245,8 +235,9 @@ class ActivityTarget(ChaosTarget):
         """The windows the seeded run showed and timing can reach (proof/chaos/coverage_activities.py)."""
         assert self.progress is not None
         claims = queries.claim_attempts(connect(chaos.settings.ledger), self.progress.run_id)
-        return coverage_activities.aims(coverage_activities.spots(self.progress.acts, claims, self.probe(chaos) or [],
-                                                                  self.progress.chain))  # fmt: skip
+        return coverage_activities.aims(
+            coverage_activities.spots(self.progress.acts, claims, self.probe(chaos) or [], self.progress.chain)
+        )
 
     def round_target(self) -> ActivityTarget:
         """Aimed rounds place each kill exactly (a delay after Temporal's start or close of an activity)."""
@@ -267,17 +258,22 @@ class ActivityTarget(ChaosTarget):
         return [read_ids(d, chaos.settings.run_dir) for d in self.workload.destinations]
 
     def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
-        return {d.target: HttpLog(log_path(chaos.settings.run_dir, d.target), d.pattern or "")
-                for d in self.workload.destinations if d.kind == "http"}
+        return {
+            d.target: HttpLog(log_path(chaos.settings.run_dir, d.target), d.pattern or "")
+            for d in self.workload.destinations
+            if d.kind == "http"
+        }
 
     async def at_destination(self, chaos: Chaos, before: list) -> None:
         if not self.workload.destinations:
             return
         runs = {r: await read_activities(chaos.client, r, None, self.framework) for r in self.runs}  # children too
-        diffs = [await asyncio.to_thread(read_after, d, b, chaos.settings.run_dir)
-                 for d, b in zip(self.workload.destinations, before, strict=True)]
+        diffs = [
+            await asyncio.to_thread(read_after, d, b, chaos.settings.run_dir)
+            for d, b in zip(self.workload.destinations, before, strict=True)
+        ]
         dups = assign(diffs, runs, chaos.run_ids[0])
-        for run_id in self.runs:  # each run's audit reads it back (app/activity_audit.audit_of): one verdict
+        for run_id in self.runs:  # each run's audit reads it back (core/activity_audit.audit_of): one verdict
             save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))
 
     def in_flight(self, chaos: Chaos, run_id: str) -> int:
@@ -304,72 +300,59 @@ class ActivityTarget(ChaosTarget):
         return {**done, "from_step": target.seq, "back_steps": back, "from_label": target.label}
 
     def stalls(self, chaos: Chaos, run_id: str) -> None:
-        chain = self.progress.chain if self.progress is not None else Chain(run_id)
-        acts = {a.seq: a for a in self.progress.acts} if self.progress is not None else {}
-        last_inside: dict[int, Fired] = {}
-        by_id = {(a.execution, a.activity_id): a for a in acts.values()}
-        lead = self.progress.run_id if self.progress is not None else None
-        ours = {w for p in self.runs.values() for w in _workflow_ids(p.chain)}  # the runs' and their children's
-        for fired in chaos.kills:  # where an in-activity kill landed, as history tells afterwards
-            if fired.kind in HOP_KINDS:  # a crash point of the hop landed where it was held, by construction
-                fired.landed = ("in another workflow" if fired.detail.get("workflow_id") not in ours else
-                                "after it closed" if fired.kind == RECORDED else "inside")
-                _named_from_history(fired, by_id, lead)
-            act = acts.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
-            if fired.detail.get("workflow_id", self.progress and self.progress.run_id) != (
-                    self.progress and self.progress.run_id):  # a child workflow's activity: not the parent's seq
-                act = None
-            if act is not None:
-                fired.landed = fired.landed or _landed(act, fired)
-                if fired.landed == "inside":
-                    last_inside[act.seq] = fired
-        for seq, fired in last_inside.items():  # history keeps the start of an activity's last attempt only
-            act = acts[seq]
-            if act.attempt > 1 and act.started_at is not None and act.started_at > fired.at:
-                fired.retry_s = act.started_at - fired.at
-        for f in [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]:  # the closing attempt, from history
-            same = [a for a in acts.values() if a.activity_id == f.detail["activity_id"]]
-            act = next((a for a in same if a.execution == f.detail["execution"]), same[-1] if same else None)
-            activity_nemeses.settle(f, act.attempt if act is not None else None)
-        for fired in [*chaos.kills, *chaos.pauses]:
-            nxt = first_event_after(chain, nemeses.ended_at(fired.at, fired.detail), fired.identity)
-            fired.stalled_s = fired.restart_s = None if nxt is None else nxt - fired.at
+        landing.place(chaos, self.progress, run_id, [p.chain for p in self.runs.values()])
 
     def figures(self, chaos: Chaos, run_id: str) -> dict:
         claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
         for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
-            r.detail.update(resets.activities_reran(self.progress.chain, claims, {"at": r.at, **r.detail},
-                                                    self.framework))  # fmt: skip
+            r.detail.update(
+                resets.activities_reran(self.progress.chain, claims, {"at": r.at, **r.detail}, self.framework)
+            )
             r.detail["at_risk"] = sum(e["verdict"] == "at risk" for e in r.detail["re_ran"])
         self.resets = chaos.resets
         acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
-        self.more = [activity_nemeses.activity_check(acted, lambda f: [c for c in claims if str(c.step) ==
-                                                                       f.detail["activity_id"]])] if acted else []
+        self.more = (
+            [
+                activity_nemeses.activity_check(
+                    acted, lambda f: [c for c in claims if str(c.step) == f.detail["activity_id"]]
+                )
+            ]
+            if acted
+            else []
+        )
         acts = self.progress.acts if self.progress is not None else []
         if acts and not any(aimed(self.aim, a) for a in acts):  # a mistyped --aim fired nothing: not a pass
             self.more.append(aim_check(self.aim, acts))
-        self.more.append(exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim,
-                                         self.allow_unexercised))
+        self.more.append(
+            exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim, self.allow_unexercised)
+        )
         return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
 
     def checks(self, audit: ActivityAudit) -> list[Check]:
         lead = self.progress is not None and audit.run_id == self.progress.run_id
-        more = ([reset_check([r.to_json() for r in self.resets], self.strict_models)] if self.resets else [])
+        more = [reset_check([r.to_json() for r in self.resets], self.strict_models)] if self.resets else []
         return activity_checks(audit) + ((more + self.more) if lead else [])
 
     def reset_summary(self, r: dict) -> str:
         n = Counter(e["verdict"] for e in r.get("re_ran", []))
         after = ", ".join(f"{k} {v}" for k, v in sorted(r.get("claims_after_reset", {}).items())) or "none"
-        return (f"re-ran {len(r.get('re_ran', []))} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
-                f"model {n['model']}) · claims after it: {after}")  # fmt: skip
+        return (
+            f"re-ran {len(r.get('re_ran', []))} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
+            f"model {n['model']}) · claims after it: {after}"
+        )
 
     def lines(self, report: dict) -> list[str]:
-        found = [f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
-                 f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
-                 for r in report.get("resets", []) for e in r.get("re_ran", [])]  # fmt: skip
+        found = [
+            f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
+            f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
+            for r in report.get("resets", [])
+            for e in r.get("re_ran", [])
+        ]
         lines = found + (self.lead_audit.lines() if self.lead_audit is not None else [])
         if report.get("resets"):  # the audit above counts attempts; what a reset re-ran is a new execution's
             n = Counter(e["verdict"] for r in report["resets"] for e in r.get("re_ran", []))
-            lines.append(f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
-                         f"AT RISK {n['at risk']} · model requests {n['model']}")  # fmt: skip
+            lines.append(
+                f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
+                f"AT RISK {n['at risk']} · model requests {n['model']}"
+            )
         return lines

@@ -31,8 +31,14 @@ def scenario_checks(report: dict, max_drain_s: float) -> list[Check]:
         ok = peak == 0 or (drain is not None and drain <= max_drain_s)  # no backlog: nothing to drain
         seen = "never drained" if drain is None else f"drained {drain:.1f} s after it ended"
         seen = "no backlog" if peak == 0 else seen
-        checks.append(Check(f"gameday: backlog drains after {ev['name']} (≤ {max_drain_s:g} s)", ok,
-                            f"peak {ev.get('peak')} tasks · {seen}", {"drain_s": drain, "peak": ev.get("peak")}))
+        checks.append(
+            Check(
+                f"gameday: backlog drains after {ev['name']} (≤ {max_drain_s:g} s)",
+                ok,
+                f"peak {ev.get('peak')} tasks · {seen}",
+                {"drain_s": drain, "peak": ev.get("peak")},
+            )
+        )
     return checks
 
 
@@ -53,8 +59,12 @@ def _recovered(report: dict) -> list[str]:
     out, latencies = [], []
     for audit in runs:
         lost = audit.get("lost_work") or {}
-        out += [f"{audit.get('run_id')}: {u['line']}" for key in ("timeouts", "task_failures")
-                for u in lost.get(key, []) if not u.get("lost")]  # fmt: skip
+        out += [
+            f"{audit.get('run_id')}: {u['line']}"
+            for key in ("timeouts", "task_failures")
+            for u in lost.get(key, [])
+            if not u.get("lost")
+        ]
         latency = (lost.get("schedule_to_start") or {}).get("activity") or {}
         if latency.get("p99_s") is not None:
             latencies.append(latency["p99_s"])
@@ -75,8 +85,9 @@ def _figures(report: dict) -> list[str]:
             drain = "never drained" if ev.get("drain_s") is None else f"drained in {ev['drain_s']:.1f} s"
             lines.append(f"  - after {ev['name']}: peak {ev.get('peak')}, {drain}")
     for name, stats in (fleet.get("dependencies") or {}).items():
-        lines.append(f"- dependency `{name}`: " + " · ".join(f"{k} {v}" for k, v in stats.items()
-                                                            if isinstance(v, int | float)))  # fmt: skip
+        lines.append(
+            f"- dependency `{name}`: " + " · ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, int | float))
+        )
     restarts = [k.get("restart_s") for k in report.get("kills", []) if k.get("restart_s") is not None]
     if restarts:
         lines.append(f"- runs resumed after each kill in {', '.join(f'{r:.2f} s' for r in restarts)}")
@@ -88,17 +99,24 @@ def after_action(done: list[Experiment], title: str, settings: Settings, max_dra
     ran = [e for e in done if e.scenario.skipped is None]
     held = all(e.held for e in done)
     fleet = ", ".join(f"`{m.queue}`: `{' '.join(m.cmd)[:100]}`" for m in settings.members) or "checkpoint-tui's worker"
-    md = [f"# Game day: {title}", "",
-          f"Fleet: {fleet}. {len(ran)} experiments ran, {sum(e.held for e in ran)} held. "
-          f"Verdict: **{'PASS' if held else 'FAIL'}**.", "",
-          "| experiment | the guide | held | lost work | wall |", "|---|---|---|---|---|"]  # fmt: skip
+    md = [
+        f"# Game day: {title}",
+        "",
+        f"Fleet: {fleet}. {len(ran)} experiments ran, {sum(e.held for e in ran)} held. "
+        f"Verdict: **{'PASS' if held else 'FAIL'}**.",
+        "",
+        "| experiment | the guide | held | lost work | wall |",
+        "|---|---|---|---|---|",
+    ]
     for e in done:
         if e.scenario.skipped is not None:
             md.append(f"| {e.scenario.name} | {e.scenario.guide} | skipped: {e.scenario.skipped} | | |")
             continue
         lost = len(_lost(e.report))
-        md.append(f"| {e.scenario.name} | {e.scenario.guide} | {'yes' if e.held else '**no**'} | {lost} | "
-                  f"{e.ended_at - e.started_at:.0f} s |")  # fmt: skip
+        md.append(
+            f"| {e.scenario.name} | {e.scenario.guide} | {'yes' if e.held else '**no**'} | {lost} | "
+            f"{e.ended_at - e.started_at:.0f} s |"
+        )
     md += ["", "## Recovery checklist", ""]
     for item, how in CHECKLIST:
         md.append(f"- {item} ({how}): {_checklist(ran, item)}")
@@ -111,14 +129,22 @@ def after_action(done: list[Experiment], title: str, settings: Settings, max_dra
         md += [f"- lost: {line[:400]}" for line in _lost(e.report)[:50]]
         md += [f"- recovered: {line[:400]}" for line in _recovered(e.report)[:50]]
     md += ["", "## What to change", ""] + (_advice(ran) or ["Nothing: every experiment held."])
-    doc = {"title": title, "verdict": "PASS" if held else "FAIL", "max_drain_s": max_drain_s,
-           "experiments": [e.to_json() for e in done]}  # fmt: skip
+    doc = {
+        "title": title,
+        "verdict": "PASS" if held else "FAIL",
+        "max_drain_s": max_drain_s,
+        "experiments": [e.to_json() for e in done],
+    }
     return "\n".join(md) + "\n", doc
 
 
 def _checklist(ran: list[Experiment], item: str) -> str:
-    words = {"Workflows resume": ("COMPLETED",), "No permanent": ("lost work", "no progress"),
-             "Activity retries": ("duplicated", "at risk", "lost"), "Backlogs drain": ("backlog drains",)}  # fmt: skip
+    words = {
+        "Workflows resume": ("COMPLETED",),
+        "No permanent": ("lost work", "no progress"),
+        "Activity retries": ("duplicated", "at risk", "lost"),
+        "Backlogs drain": ("backlog drains",),
+    }
     keys = next(v for k, v in words.items() if item.startswith(k))
     bad = sorted({e.scenario.name for e in ran for c in e.checks if not c.ok and any(k in c.name for k in keys)})
     return "held" if not bad else f"**not held** in {', '.join(bad)}"
@@ -129,18 +155,26 @@ def _advice(ran: list[Experiment]) -> list[str]:
     text = " ".join(f"{c.name} {c.observed}" for e in ran for c in e.checks if not c.ok).lower()
     out = []
     if any(w in text for w in ("graceful", "sigterm", "restart", "deploy of")) and "timed out" in text:
-        out.append("- A graceful stop lost tasks: give the worker a graceful_shutdown_timeout longer than your "
-                   "activities, heartbeat long activities and set a heartbeat timeout so a lost task is retried "
-                   "in seconds, not after its start-to-close timeout.")  # fmt: skip
+        out.append(
+            "- A graceful stop lost tasks: give the worker a graceful_shutdown_timeout longer than your "
+            "activities, heartbeat long activities and set a heartbeat timeout so a lost task is retried "
+            "in seconds, not after its start-to-close timeout."
+        )
     if "non-determinism" in text or "no progress" in text:
-        out.append("- A deploy broke determinism: gate deploys on `checkpoint-tui replay` of recorded histories, "
-                   "and use workflow.patched() or Worker Versioning for changes to in-flight workflows.")
+        out.append(
+            "- A deploy broke determinism: gate deploys on `checkpoint-tui replay` of recorded histories, "
+            "and use workflow.patched() or Worker Versioning for changes to in-flight workflows."
+        )
     if "at risk" in text or "duplicated" in text:
-        out.append("- Re-executed side effects: route them through checkpoint_tui.effects (exactly_once) or an "
-                   "idempotency key the service honours.")
+        out.append(
+            "- Re-executed side effects: route them through checkpoint_tui.effects (exactly_once) or an "
+            "idempotency key the service honours."
+        )
     if "drain" in text:
-        out.append("- The backlog drained slowly: more worker slots or workers per queue, or raise "
-                   "max_concurrent_activities / workflow tasks.")
+        out.append(
+            "- The backlog drained slowly: more worker slots or workers per queue, or raise "
+            "max_concurrent_activities / workflow tasks."
+        )
     if text and not out:
         out.append("- See each experiment's failed checks and lost work above, and `checkpoint-tui doctor` on a run.")
     return out

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
@@ -45,16 +45,31 @@ class Experiment:
 
     def to_json(self) -> dict:
         s = self.scenario
-        return {"scenario": s.name, "guide": s.guide, "watch": s.watch, "skipped": s.skipped,
-                "started_at": self.started_at, "ended_at": self.ended_at, "held": self.held,
-                "schedule": [e.to_json() for e in s.events], "checks": [asdict(c) for c in self.checks],
-                "report": self.report}  # fmt: skip
+        return {
+            "scenario": s.name,
+            "guide": s.guide,
+            "watch": s.watch,
+            "skipped": s.skipped,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "held": self.held,
+            "schedule": [e.to_json() for e in s.events],
+            "checks": [asdict(c) for c in self.checks],
+            "report": self.report,
+        }
 
 
 async def gameday(
-    settings: Settings, workload: Workload, target_of, scenarios: list[Scenario], out: Path, runs: int,
-    seed: int, max_drain_s: float, steps: int = 0,
-) -> int:  # fmt: skip
+    settings: Settings,
+    workload: Workload,
+    target_of,
+    scenarios: list[Scenario],
+    out: Path,
+    runs: int,
+    seed: int,
+    max_drain_s: float,
+    steps: int = 0,
+) -> int:
     """Run each scenario; write the after-action report under `out`; 0 if every one held, else 1."""
     settings.ensure_dirs()
     devserver.ensure_devserver(settings)
@@ -82,9 +97,12 @@ async def gameday(
         folder.write("gameday.junit.xml", junit_xml("checkpoint-tui gameday", checks))
     held = all(e.held for e in done)
     ran = [e for e in done if e.scenario.skipped is None]
-    print(f"gameday: {sum(e.held for e in ran)}/{len(ran)} experiments held · wrote {out / 'gameday.md'} "
-          f"(and gameday.json, gameday.junit.xml, one folder per experiment) · verdict: "
-          f"{'PASS' if held else 'FAIL'}", flush=True)  # fmt: skip
+    print(
+        f"gameday: {sum(e.held for e in ran)}/{len(ran)} experiments held · wrote {out / 'gameday.md'} "
+        f"(and gameday.json, gameday.junit.xml, one folder per experiment) · verdict: "
+        f"{'PASS' if held else 'FAIL'}",
+        flush=True,
+    )
     return 0 if held else 1
 
 

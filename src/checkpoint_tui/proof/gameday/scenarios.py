@@ -32,8 +32,14 @@ NAMES = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "parti
 
 def _at(at_s: float, kind: str, duration_s: float | None = None, **opts: object) -> ChaosEvent:
     order = ("queue", "grace_s", "interval_s", "fraction", "rollback_after_s", "latency_ms", "dependency", "fault")
-    return ChaosEvent(None, kind, 0, duration_s=duration_s, at_s=at_s,
-                      opts=tuple((k, opts[k]) for k in order if opts.get(k) is not None))  # fmt: skip
+    return ChaosEvent(
+        None,
+        kind,
+        0,
+        duration_s=duration_s,
+        at_s=at_s,
+        opts=tuple((k, opts[k]) for k in order if opts.get(k) is not None),
+    )
 
 
 def plan(settings: Settings, names: list[str], runs: int, down_s: float, grace_s: float) -> list[Scenario]:
@@ -47,29 +53,62 @@ def plan(settings: Settings, names: list[str], runs: int, down_s: float, grace_s
     deploy = settings.deploys[0].queue if settings.deploys else None
     deps = [name for name, _ in settings.dependencies]
     every = {
-        "kill-all": Scenario("kill-all", "Kill all Workers, then restart them",
-                             "duplicates, workflow failures, backlog growth and how long it takes to drain",
-                             [_at(2.0, FLEET_DOWN, down_s)]),
-        "graceful-restart": Scenario("graceful-restart", "Roll out new Workers (SIGTERM and graceful shutdown)",
-                                     "tasks lost to the shutdown (sat out their timeout), workflow failures",
-                                     restarts),
-        "churn": Scenario("churn", "Restart 20-30% of the Worker fleet at an interval",
-                          "replay latency, invalidated sticky queues, lost tasks",
-                          [_at(1.0, CHURN, 8.0, grace_s=grace_s, interval_s=2.0, fraction=0.3)]),
-        "deploy": Scenario("deploy", "Deploy a Workflow change that breaks determinism, then roll back",
-                           "workflow task failures and their reason, how long runs were stuck, backlog drain",
-                           [_at(2.0, DEPLOY, queue=deploy, grace_s=grace_s, rollback_after_s=6.0)] if deploy else [],
-                           skipped=None if deploy else "no --deploy QUEUE=CMD (the new version to deploy)"),
-        "dependency": Scenario("dependency", "Break the things Workflows call (errors, high latency, a black hole)",
-                               "activity retries, heartbeats, non-idempotent activities, livelocks",
-                               [_at(1.0, DEPENDENCY, 3.0, dependency=deps[0], fault="errors"),
-                                _at(5.0, DEPENDENCY, 3.0, dependency=deps[0], fault="latency", latency_ms=1500),
-                                _at(9.0, DEPENDENCY, 3.0, dependency=deps[0], fault="blackhole")] if deps else [],
-                               skipped=None if deps else "no --dependency NAME=HOST:PORT (a service they call)"),
-        "partition": Scenario("partition", "Remove network connectivity between Workers and Temporal",
-                              "workflows resume without manual intervention once it heals",
-                              [_at(2.0, PARTITION, 4.0)]),
-        "load": Scenario("load", "Load past what the fleet serves at once",
-                         "schedule-to-start latency, backlog growth and drain", [], runs=runs * 4, rate=4.0),
-    }  # fmt: skip
+        "kill-all": Scenario(
+            "kill-all",
+            "Kill all Workers, then restart them",
+            "duplicates, workflow failures, backlog growth and how long it takes to drain",
+            [_at(2.0, FLEET_DOWN, down_s)],
+        ),
+        "graceful-restart": Scenario(
+            "graceful-restart",
+            "Roll out new Workers (SIGTERM and graceful shutdown)",
+            "tasks lost to the shutdown (sat out their timeout), workflow failures",
+            restarts,
+        ),
+        "churn": Scenario(
+            "churn",
+            "Restart 20-30% of the Worker fleet at an interval",
+            "replay latency, invalidated sticky queues, lost tasks",
+            [_at(1.0, CHURN, 8.0, grace_s=grace_s, interval_s=2.0, fraction=0.3)],
+        ),
+        "deploy": Scenario(
+            "deploy",
+            "Deploy a Workflow change that breaks determinism, then roll back",
+            "workflow task failures and their reason, how long runs were stuck, backlog drain",
+            [_at(2.0, DEPLOY, queue=deploy, grace_s=grace_s, rollback_after_s=6.0)] if deploy else [],
+            skipped=None if deploy else "no --deploy QUEUE=CMD (the new version to deploy)",
+        ),
+        "dependency": _dependency(deps),
+        "partition": Scenario(
+            "partition",
+            "Remove network connectivity between Workers and Temporal",
+            "workflows resume without manual intervention once it heals",
+            [_at(2.0, PARTITION, 4.0)],
+        ),
+        "load": Scenario(
+            "load",
+            "Load past what the fleet serves at once",
+            "schedule-to-start latency, backlog growth and drain",
+            [],
+            runs=runs * 4,
+            rate=4.0,
+        ),
+    }
     return [every[n] for n in (names or NAMES)]
+
+
+def _dependency(deps: list[str]) -> Scenario:
+    """Errors, then latency, then a black hole, on the first --dependency (skipped without one)."""
+    return Scenario(
+        "dependency",
+        "Break the things Workflows call (errors, high latency, a black hole)",
+        "activity retries, heartbeats, non-idempotent activities, livelocks",
+        [
+            _at(1.0, DEPENDENCY, 3.0, dependency=deps[0], fault="errors"),
+            _at(5.0, DEPENDENCY, 3.0, dependency=deps[0], fault="latency", latency_ms=1500),
+            _at(9.0, DEPENDENCY, 3.0, dependency=deps[0], fault="blackhole"),
+        ]
+        if deps
+        else [],
+        skipped=None if deps else "no --dependency NAME=HOST:PORT (a service they call)",
+    )

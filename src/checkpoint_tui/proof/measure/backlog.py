@@ -61,8 +61,15 @@ class BacklogSampler:
     restarting, a timeout) or that carries no stats is skipped, not written as a zero: a missing
     sample reads as "unknown", a zero as "drained"."""
 
-    def __init__(self, client: Client, namespace: str, queues: list[str], path: Path, every_s: float = 0.5,
-                 cap: int = SAMPLE_LOG_CAP) -> None:  # fmt: skip
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        queues: list[str],
+        path: Path,
+        every_s: float = 0.5,
+        cap: int = SAMPLE_LOG_CAP,
+    ) -> None:
         self.client = client
         self.namespace = namespace
         self.queues = list(dict.fromkeys(queues))
@@ -125,8 +132,9 @@ class BacklogSampler:
         # answers `stats` there (measured), so the enhanced mode is not needed: it nests the same stats
         # under versions_info[""].types_info[type] and gave the same count for an unversioned queue. An
         # older server that leaves `stats` unset is skipped rather than read as an empty queue.
-        req = DescribeTaskQueueRequest(namespace=self.namespace, task_queue=TaskQueue(name=queue),
-                                       task_queue_type=TYPES[kind], report_stats=True)  # fmt: skip
+        req = DescribeTaskQueueRequest(
+            namespace=self.namespace, task_queue=TaskQueue(name=queue), task_queue_type=TYPES[kind], report_stats=True
+        )
         try:
             resp = await self.client.workflow_service.describe_task_queue(req, timeout=DESCRIBE_TIMEOUT)
         except Exception as err:  # any failure (RPC, connection, timeout) is one lost sample, not the end
@@ -136,10 +144,16 @@ class BacklogSampler:
             return None
         stats = resp.stats
         age = stats.approximate_backlog_age
-        return Sample(t=t, queue=queue, type=kind, backlog=int(stats.approximate_backlog_count),
-                      age_s=age.seconds + age.nanos / 1e9, add_rate=float(stats.tasks_add_rate),
-                      dispatch_rate=float(stats.tasks_dispatch_rate),
-                      pollers=len({p.identity for p in resp.pollers}))  # fmt: skip
+        return Sample(
+            t=t,
+            queue=queue,
+            type=kind,
+            backlog=int(stats.approximate_backlog_count),
+            age_s=age.seconds + age.nanos / 1e9,
+            add_rate=float(stats.tasks_add_rate),
+            dispatch_rate=float(stats.tasks_dispatch_rate),
+            pollers=len({p.identity for p in resp.pollers}),
+        )
 
     def _append(self, samples: list[Sample]) -> None:
         if not samples or self._fd is None or self.capped:
@@ -281,8 +295,7 @@ def summary(samples: list[Sample], events: list[tuple[str, float, float]]) -> di
         drained = _drain(points, end)
         until = end + drained if drained is not None else math.inf
         top, top_at = _peak([(t, total) for t, total in points if start <= t <= until])
-        per_event.append({"name": name, "start": start, "end": end, "peak": top, "peak_at": top_at,
-                          "drain_s": drained})  # fmt: skip
+        per_event.append({"name": name, "start": start, "end": end, "peak": top, "peak_at": top_at, "drain_s": drained})
     by_queue: dict[str, list[Sample]] = {}
     for s in samples:  # one pass, not one per queue: a hostile file may name thousands of queues
         by_queue.setdefault(s.queue, []).append(s)

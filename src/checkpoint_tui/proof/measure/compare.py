@@ -7,8 +7,8 @@ import asyncio
 import signal
 import sys
 
-from checkpoint_tui.app.comparison import read_comparison
-from checkpoint_tui.app.runs import new_run_id, start_run, wait_for_run
+from checkpoint_tui.core.comparison import read_comparison
+from checkpoint_tui.core.runs import new_run_id, start_run, wait_for_run
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.artifacts import email_sent, outbox_path
 from checkpoint_tui.ledger.effects import effect_id
@@ -32,8 +32,19 @@ async def _until_email(settings: Settings, run_id: str, step: int) -> None:
 
 async def _naive_side(settings: Settings, steps: int, kill_step: int, pace: float) -> str:
     run_id = "naive-" + new_run_id().removeprefix("run-")
-    argv = [sys.executable, "-m", "checkpoint_tui.engine.naive", "--home", str(settings.home), "--run", run_id,
-            "--steps", str(steps), "--pace", str(pace)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "checkpoint_tui.loop_worker.naive",
+        "--home",
+        str(settings.home),
+        "--run",
+        run_id,
+        "--steps",
+        str(steps),
+        "--pace",
+        str(pace),
+    ]
     log = open_log(settings.run_dir, "naive.log")  # capped and rotated (ops/logcap.py)
     try:
         env = settings.child_env()  # the same ledger and artifacts root, handed on without a command line
@@ -83,6 +94,8 @@ async def compare_command(settings: Settings, steps: int, kill_step: int, pace: 
     print(f"same task ({steps} steps), same SIGKILL right after step {kill_step}'s email, then a restart:")
     for name, side in (("naive", c.naive), ("durable", c.durable)):
         ledger = "no ledger" if side.ledger_duplicates is None else f"ledger duplicates {side.ledger_duplicates}"
-        print(f"  {name:<8} emails sent {side.emails:>3} (repeated {side.repeated}) · notes repeated "
-              f"{side.notes_repeated} · {ledger}   [{side.run_id}]")  # fmt: skip
+        print(
+            f"  {name:<8} emails sent {side.emails:>3} (repeated {side.repeated}) · notes repeated "
+            f"{side.notes_repeated} · {ledger}   [{side.run_id}]"
+        )
     return 0 if c.durable.repeated == 0 and c.durable.ledger_duplicates == 0 else 1

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_history import ActivityExec
-from checkpoint_tui.app.doctor import ActivityType, Diagnosis, Measurement, fmt_s
+from checkpoint_tui.core.activity_history import ActivityExec
+from checkpoint_tui.core.doctor import ActivityType, Diagnosis, Measurement, fmt_s
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ops.failover import assist
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -54,16 +54,27 @@ class Aim:
     seen_upto: int = 0  # activities (in scheduling order) already aimed at or passed over
 
     def next_in(self, acts: list[ActivityExec]) -> ActivityExec | None:
-        return next((a for a in acts[self.seen_upto:] if a.activity_type in self.types
-                     and a.activity_type not in self.done), None)  # fmt: skip
+        return next(
+            (a for a in acts[self.seen_upto :] if a.activity_type in self.types and a.activity_type not in self.done),
+            None,
+        )
 
     def miss(self, act: ActivityExec) -> None:
         self.missed[act.activity_type] = self.missed.get(act.activity_type, 0) + 1
 
 
 class Measurer:
-    def __init__(self, settings: Settings, client: Client, sup: Supervisor, diagnosis: Diagnosis, cap_s: float,
-                 budget: Budget, framework: str | None = None, say: Callable[[str], None] = print) -> None:  # fmt: skip
+    def __init__(
+        self,
+        settings: Settings,
+        client: Client,
+        sup: Supervisor,
+        diagnosis: Diagnosis,
+        cap_s: float,
+        budget: Budget,
+        framework: str | None = None,
+        say: Callable[[str], None] = print,
+    ) -> None:
         self.settings, self.client, self.sup, self.cap_s, self.budget = settings, client, sup, cap_s, budget
         self.aim = Aim({t.name: t for t in diagnosis.types})
         self.framework, self.say = framework, say
@@ -75,8 +86,10 @@ class Measurer:
     async def run(self, run_id: str) -> dict[str, Measurement]:
         """Aim at each type in turn as the run makes them; every type gets a Measurement (some "not measured")."""
         progress, aim = Progress(self.client, run_id, self.framework), self.aim
-        self.say(f"doctor: measuring {len(aim.types)} activity type(s) in {run_id}: one unassisted kill each, "
-                 f"at most {self.cap_s:g} s per kill")  # fmt: skip
+        self.say(
+            f"doctor: measuring {len(aim.types)} activity type(s) in {run_id}: one unassisted kill each, "
+            f"at most {self.cap_s:g} s per kill"
+        )
         ended = "the run ended before one ran on a live worker"
         while len(aim.done) < len(aim.types):
             try:
@@ -113,8 +126,10 @@ class Measurer:
                     raise
             waited += slice_s
             left = [name for name in aim.types if name not in aim.done]
-            self.say(f"doctor: {waited:.0f} s waiting for one of {', '.join(left[:3])}"
-                     f"{' ...' if len(left) > 3 else ''} to run on the live worker")  # fmt: skip
+            self.say(
+                f"doctor: {waited:.0f} s waiting for one of {', '.join(left[:3])}"
+                f"{' ...' if len(left) > 3 else ''} to run on the live worker"
+            )
 
     def _why_not(self, name: str, ended: str) -> str:
         missed, t = self.aim.missed.get(name, 0), self.aim.types[name]
@@ -133,11 +148,14 @@ class Measurer:
         report = await self.sup.kill(f"doctor --measure: {act.activity_type}", worker)
         at, attempt = report.at, act.attempt
         into = None if act.started_at is None else round(at - act.started_at, 3)
-        self.say(f"doctor: SIGKILL pid {report.pid} under {act.label} (activity {act.activity_id}, attempt {attempt}"
-                 f"{f', {into:.2f} s in' if into is not None else ''}); waiting for attempt {attempt + 1} "
-                 f"(predicted {fmt_s(t.predicted_restart_s)}, cap {self.cap_s:g} s)")  # fmt: skip
-        m = Measurement(act.activity_type, activity=f"{act.label} #{act.activity_id}", attempt=attempt,
-                        pid=report.pid, into_s=into)  # fmt: skip
+        self.say(
+            f"doctor: SIGKILL pid {report.pid} under {act.label} (activity {act.activity_id}, attempt {attempt}"
+            f"{f', {into:.2f} s in' if into is not None else ''}); waiting for attempt {attempt + 1} "
+            f"(predicted {fmt_s(t.predicted_restart_s)}, cap {self.cap_s:g} s)"
+        )
+        m = Measurement(
+            act.activity_type, activity=f"{act.label} #{act.activity_id}", attempt=attempt, pid=report.pid, into_s=into
+        )
         cap = min(self.cap_s, self.budget.left())
         found = await self._next_attempt(progress, act.seq, attempt, at, cap, act.activity_type)
         # The figure is in (or the cap): what the dead worker still holds (its attempt at the cap, a
@@ -153,16 +171,19 @@ class Measurer:
             if cap >= MIN_CAP_S:  # else the --timeout left no time to wait: no figure at all
                 m.outcome, m.measured_s = "capped", round(cap, 3)
             m.why = "the --timeout ran out" if cap < self.cap_s else None
-            self.say(f"doctor: {act.activity_type}: no attempt {attempt + 1} within {cap:.1f} s; the dead worker's "
-                     f"attempt was failed so the run goes on")  # fmt: skip
+            self.say(
+                f"doctor: {act.activity_type}: no attempt {attempt + 1} within {cap:.1f} s; the dead worker's "
+                f"attempt was failed so the run goes on"
+            )
             return m
         m.outcome, closed_at = found
         m.measured_s = round(closed_at - at, 3)
         self.say(f"doctor: {act.activity_type}: {m.figure()} after the kill")
         return m
 
-    async def _next_attempt(self, progress: Progress, seq: int, attempt: int, at: float, cap: float,
-                            name: str) -> tuple[str, float] | str | None:  # fmt: skip
+    async def _next_attempt(
+        self, progress: Progress, seq: int, attempt: int, at: float, cap: float, name: str
+    ) -> tuple[str, float] | str | None:
         """What Temporal did with the activity after the kill (next_attempt), or None at the cap."""
         deadline = last_said = time.monotonic()
         deadline += cap
@@ -176,8 +197,10 @@ class Measurer:
                 return None
             if time.monotonic() - last_said >= PROGRESS_EVERY_S:
                 last_said = time.monotonic()
-                self.say(f"doctor: {name}: {time.time() - at:.0f} s since the kill; Temporal has not timed out "
-                         f"attempt {attempt} yet")  # fmt: skip
+                self.say(
+                    f"doctor: {name}: {time.time() - at:.0f} s since the kill; Temporal has not timed out "
+                    f"attempt {attempt} yet"
+                )
             await asyncio.sleep(POLL_S)  # the pace of the reads: the figure is Temporal's time, not this loop's
 
 

@@ -47,8 +47,9 @@ def _seconds(ts) -> float:
     return ts.seconds + ts.nanos / 1e9
 
 
-async def spans(client: Client, workflow_id: str, opens: int, closes: int, opened_by: Callable[[Any], int]) \
-        -> list[tuple[float, float]]:  # fmt: skip
+async def spans(
+    client: Client, workflow_id: str, opens: int, closes: int, opened_by: Callable[[Any], int]
+) -> list[tuple[float, float]]:
     """(open time, close time) of each pair of events in the workflow's latest execution: an event of
     type `closes` names the id of its `opens` event through `opened_by(event)`."""
     opened: dict[int, float] = {}

@@ -22,7 +22,7 @@ from temporalio.api.workflowservice.v1 import PauseActivityRequest, ResetActivit
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.app.activity_history import plain
+from checkpoint_tui.core.activity_history import plain
 from checkpoint_tui.ledger.rows import ClaimAttempt
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
@@ -49,16 +49,23 @@ async def fire(
     execution = WorkflowExecution(workflow_id=run_id, run_id=desc.run_id)
     # a user's workflow names its activities: shown and matched as history reads them (bounded, no
     # control characters), sent to Temporal as they are
-    detail = {"activity_id": _id(pick), "activity_type": plain(pick.activity_type.name, 128),
-              "execution": desc.run_id, "attempt_before": pick.attempt,
-              "was": "running" if pick in running else "scheduled"}  # fmt: skip
+    detail = {
+        "activity_id": _id(pick),
+        "activity_type": plain(pick.activity_type.name, 128),
+        "execution": desc.run_id,
+        "attempt_before": pick.attempt,
+        "was": "running" if pick in running else "scheduled",
+    }
     at = time.time()
     try:
         if kind == ACTIVITY_PAUSE:
             detail.update(await _pause(client, execution, pick.activity_id, duration_s or 1.0))
         else:
-            await client.workflow_service.reset_activity(ResetActivityRequest(
-                namespace=client.namespace, execution=execution, identity=IDENTITY, id=pick.activity_id))  # fmt: skip
+            await client.workflow_service.reset_activity(
+                ResetActivityRequest(
+                    namespace=client.namespace, execution=execution, identity=IDENTITY, id=pick.activity_id
+                )
+            )
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
@@ -67,19 +74,27 @@ async def fire(
 
 
 def _id(pending) -> str:
-    """A pending activity's id as app/activity_history.py's activities() reads it from history."""
+    """A pending activity's id as core/activity_history.py's activities() reads it from history."""
     return plain(pending.activity_id, 64)
 
 
 async def _pause(client, execution: WorkflowExecution, activity_id: str, seconds: float) -> dict:
-    await client.workflow_service.pause_activity(PauseActivityRequest(
-        namespace=client.namespace, execution=execution, identity=IDENTITY, id=activity_id,
-        reason="checkpoint-tui chaos: activity-pause", request_id=str(uuid.uuid4())))  # fmt: skip
+    await client.workflow_service.pause_activity(
+        PauseActivityRequest(
+            namespace=client.namespace,
+            execution=execution,
+            identity=IDENTITY,
+            id=activity_id,
+            reason="checkpoint-tui chaos: activity-pause",
+            request_id=str(uuid.uuid4()),
+        )
+    )
     try:
         await asyncio.sleep(seconds)  # the pause itself: its length is the point, not a condition
     finally:  # unpaused even if chaos is stopped meanwhile: a paused activity would hold the run forever
-        request = UnpauseActivityRequest(namespace=client.namespace, execution=execution, identity=IDENTITY,
-                                         id=activity_id)  # fmt: skip
+        request = UnpauseActivityRequest(
+            namespace=client.namespace, execution=execution, identity=IDENTITY, id=activity_id
+        )
         await _until_served(lambda: client.workflow_service.unpause_activity(request))
     return {"unpaused_at": time.time(), "duration_s": seconds}
 
@@ -126,8 +141,14 @@ def activity_check(fired: list[Fired], claims_of: Callable[[Fired], list[ClaimAt
     for f in fired:
         claims = claims_of(f)
         before = {c.effect_id for c in claims if c.started_at < f.at}
-        again += [f"{f.kind} #{f.detail['activity_id']}: {c.effect_id} applied again" for c in claims
-                  if c.started_at >= f.at and c.outcome == "applied" and c.effect_id in before]  # fmt: skip
+        again += [
+            f"{f.kind} #{f.detail['activity_id']}: {c.effect_id} applied again"
+            for c in claims
+            if c.started_at >= f.at and c.outcome == "applied" and c.effect_id in before
+        ]
     seen = ", ".join(f"{f.kind} {describe(f.detail)}" for f in fired)
-    return Check("chaos: an activity pause or reset applied no effect again", not again,
-                 f"{len(fired)} fired: {seen}" + "".join(f"; {a}" for a in again[:10]))  # fmt: skip
+    return Check(
+        "chaos: an activity pause or reset applied no effect again",
+        not again,
+        f"{len(fired)} fired: {seen}" + "".join(f"; {a}" for a in again[:10]),
+    )

@@ -1,5 +1,5 @@
 """A user's workflow while chaos runs it: its activities as Temporal has them, read from history (a
-user's run has no step rows), classified by its framework's adapter (app/frameworks/); which of them
+user's run has no step rows), classified by its framework's adapter (core/frameworks/); which of them
 an event aims at (`--aim tool|model|any|GLOB`), and the wait for an aimed activity to be in flight."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from checkpoint_tui.app.activity_history import (
+from checkpoint_tui.core.activity_history import (
     ActivityExec,
     Chain,
     activities,
@@ -21,8 +21,8 @@ from checkpoint_tui.app.activity_history import (
     read_children,
     with_pending,
 )
-from checkpoint_tui.app.frameworks import Framework
-from checkpoint_tui.app.stuck import CHECK_EVERY_S, StuckTask, stuck_task
+from checkpoint_tui.core.frameworks import Framework
+from checkpoint_tui.core.stuck import CHECK_EVERY_S, StuckTask, stuck_task
 from checkpoint_tui.errors import Failed, UsageError
 
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
@@ -81,8 +81,15 @@ class Progress:
     def usual_s(self, act: ActivityExec) -> float | None:
         """The median duration of the run's completed activities of this one's type (same tool)."""
         kind = _kind(act)
-        same = [a.duration_s for a in self.acts if a is not act and a.status == "completed"
-                and a.activity_type == act.activity_type and _kind(a) == kind and a.duration_s is not None]  # fmt: skip
+        same = [
+            a.duration_s
+            for a in self.acts
+            if a is not act
+            and a.status == "completed"
+            and a.activity_type == act.activity_type
+            and _kind(a) == kind
+            and a.duration_s is not None
+        ]
         return statistics.median(same) if same else None
 
 

@@ -42,8 +42,10 @@ def _show(text: str) -> str:
 def check_name(name: str) -> str:
     """`name` if it is an environment variable name the lab may hand a worker; ValueError otherwise."""
     if not NAME.fullmatch(name):
-        raise ValueError(f"dependency name {_show(name)} is not an environment variable name ([A-Z_][A-Z0-9_]*, "
-                         "at most 64 characters)")  # fmt: skip
+        raise ValueError(
+            f"dependency name {_show(name)} is not an environment variable name ([A-Z_][A-Z0-9_]*, "
+            "at most 64 characters)"
+        )
     if name in _RESERVED or name.startswith(_RESERVED_PREFIXES):
         raise ValueError(f"dependency name {name} is one the lab or the worker's runtime uses itself; pick another")
     return name
@@ -69,8 +71,9 @@ def loopback_only(host: str, addresses: list[str]) -> list[str]:
         raise ValueError(f"dependency host {_show(host)} resolves to no address")
     for address in addresses:
         if not ipaddress.ip_address(address.split("%", 1)[0]).is_loopback:
-            raise ValueError(f"dependency host {_show(host)} is {address}, not loopback: the lab never proxies "
-                             "beyond this machine")  # fmt: skip
+            raise ValueError(
+                f"dependency host {_show(host)} is {address}, not loopback: the lab never proxies beyond this machine"
+            )
     return addresses
 
 
@@ -112,8 +115,15 @@ class DependencyProxy:
         self.address: str | None = None
         self.fault_kind: str | None = None  # the fault now in force
         self.latency_s = 0.0
-        self.counts = {"connections": 0, "during_faults": 0, "closed_by_fault": 0, "upstream_refused": 0,
-                       "bytes_up": 0, "bytes_down": 0, "bytes_dropped": 0}  # fmt: skip
+        self.counts = {
+            "connections": 0,
+            "during_faults": 0,
+            "closed_by_fault": 0,
+            "upstream_refused": 0,
+            "bytes_up": 0,
+            "bytes_down": 0,
+            "bytes_dropped": 0,
+        }
         self.faults = dict.fromkeys(FAULTS, 0)
         self._target: tuple[str, int] | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -159,8 +169,14 @@ class DependencyProxy:
                 self._close(link, by_fault=True)
 
     def stats(self) -> dict[str, object]:
-        return {"name": self.name, "upstream": f"{self.upstream[0]}:{self.upstream[1]}", "address": self.address,
-                "faults": dict(self.faults), "open": len(self._links), **self.counts}  # fmt: skip
+        return {
+            "name": self.name,
+            "upstream": f"{self.upstream[0]}:{self.upstream[1]}",
+            "address": self.address,
+            "faults": dict(self.faults),
+            "open": len(self._links),
+            **self.counts,
+        }
 
     async def close(self) -> None:
         if self._server is not None:
@@ -198,8 +214,7 @@ class DependencyProxy:
     async def _forward(self, reader: asyncio.StreamReader, link: _Link) -> None:
         assert self._target is not None
         try:
-            up_reader, link.upstream = await asyncio.wait_for(asyncio.open_connection(*self._target),
-                                                              CONNECT_TIMEOUT_S)  # fmt: skip
+            up_reader, link.upstream = await asyncio.wait_for(asyncio.open_connection(*self._target), CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError):
             self.counts["upstream_refused"] += 1  # the caller sees its connection closed, as it would
             return
@@ -207,8 +222,13 @@ class DependencyProxy:
             return
         watch = self.log.exchange() if self.log is not None else None
         up, down = (watch.up, watch.down) if watch is not None else (None, None)
-        await self._run(link, [self._pipe(reader, link.upstream, link, "bytes_up", up),
-                               self._pipe(up_reader, link.client, link, "bytes_down", down)])
+        await self._run(
+            link,
+            [
+                self._pipe(reader, link.upstream, link, "bytes_up", up),
+                self._pipe(up_reader, link.client, link, "bytes_down", down),
+            ],
+        )
 
     async def _run(self, link: _Link, pipes: list[Coroutine[object, object, None]]) -> None:
         link.tasks = [self._spawn(p) for p in pipes]
@@ -220,8 +240,14 @@ class DependencyProxy:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None, link: _Link,
-                    counter: str, seen: Callable[[bytes], None] | None = None) -> None:
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter | None,
+        link: _Link,
+        counter: str,
+        seen: Callable[[bytes], None] | None = None,
+    ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(CHUNK):
                 if writer is None or self.fault_kind == "blackhole" or link.held:

@@ -11,7 +11,7 @@ a real pid, identity-checked (a user's worker command with its process group):
   at a time; with `rollback_after_s`, the old command rolled back the same way after that long.
 
 Each graceful stop is a worker event `sigterm` (its identity, the nemesis, the grace) recorded before
-the signal, so the audit (app/lost_work.py) can name the rollout behind any task that then sat out
+the signal, so the audit (core/lost_work.py) can name the rollout behind any task that then sat out
 its timeout, and the supervisor records the exit as `exit`, not a death.
 """
 
@@ -56,12 +56,18 @@ async def stop_gracefully(settings: Settings, worker: WorkerProc, grace_s: float
         killed = False
     except TimeoutError:
         killed = worker.send(signal.SIGKILL)  # the grace is over, as the kubelet does
-    return {"pid": worker.pid, "identity": worker.name, "queue": worker.queue, "exited_s": round(time.time() - at, 3),
-            "killed_after_grace": killed}  # fmt: skip
+    return {
+        "pid": worker.pid,
+        "identity": worker.name,
+        "queue": worker.queue,
+        "exited_s": round(time.time() - at, 3),
+        "killed_after_grace": killed,
+    }
 
 
 async def _replaced(settings: Settings, slot: int, old_pid: int) -> int | None:
     """The pid the supervisor put in the slot after `old_pid`, once it is recorded."""
+
     def new() -> bool:
         w = worker_proc.load(settings, "active", slot)
         return w is not None and w.pid != old_pid
@@ -92,12 +98,14 @@ async def fleet_down(settings: Settings, queue: str | None, duration_s: float) -
     killed = [w.pid for w in workers(settings, queue) if w.send(signal.SIGKILL)]
     if not killed:
         return Miss(NO_WORKER)
-    return Hit(at, None, detail={"queue": queue or "all", "workers": killed, "duration_s": duration_s,
-                                 "held_until": until})  # fmt: skip
+    return Hit(
+        at, None, detail={"queue": queue or "all", "workers": killed, "duration_s": duration_s, "held_until": until}
+    )
 
 
-async def churn(settings: Settings, queue: str | None, duration_s: float, interval_s: float, fraction: float,
-                grace_s: float) -> Hit | Miss:  # fmt: skip
+async def churn(
+    settings: Settings, queue: str | None, duration_s: float, interval_s: float, fraction: float, grace_s: float
+) -> Hit | Miss:
     """Every `interval_s`, a graceful restart of `fraction` of each queue's workers (at least one), in
     turn, for `duration_s`."""
     at, rounds, stopped = time.time(), 0, []
@@ -116,9 +124,18 @@ async def churn(settings: Settings, queue: str | None, duration_s: float, interv
         await asyncio.sleep(max(0.0, min(interval_s - (time.monotonic() - began), at + duration_s - time.time())))
     if not stopped:
         return Miss(NO_WORKER)
-    return Hit(at, None, detail={"queue": queue or "all", "rounds": rounds, "restarts": len(stopped),
-                                 "killed_after_grace": sum(d["killed_after_grace"] for d in stopped),
-                                 "duration_s": duration_s, "held_until": time.time()})  # fmt: skip
+    return Hit(
+        at,
+        None,
+        detail={
+            "queue": queue or "all",
+            "rounds": rounds,
+            "restarts": len(stopped),
+            "killed_after_grace": sum(d["killed_after_grace"] for d in stopped),
+            "duration_s": duration_s,
+            "held_until": time.time(),
+        },
+    )
 
 
 async def _roll(settings: Settings, queue: str, grace_s: float, to_new: bool) -> list[dict]:

@@ -26,20 +26,32 @@ from dataclasses import dataclass, field
 import grpc
 from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
 
-from checkpoint_tui.app.activity_history import ActivityExec, decode_payload, label
-from checkpoint_tui.app.frameworks import Framework
+from checkpoint_tui.core.activity_history import ActivityExec, decode_payload, label
+from checkpoint_tui.core.frameworks import Framework
 from checkpoint_tui.proof.nemeses.aim import aimed
 from checkpoint_tui.proof.nemeses.records import Hit
 
 BEFORE, AFTER, RECORDED = "worker-before-effect", "worker-after-effect", "worker-after-record"
 HOP_KINDS = (BEFORE, AFTER, RECORDED)
-WINDOWS = {BEFORE: "inside the attempt, before its effect", AFTER: "after its effect, before Temporal recorded it",
-           RECORDED: "after Temporal recorded its completion"}
+WINDOWS = {
+    BEFORE: "inside the attempt, before its effect",
+    AFTER: "after its effect, before Temporal recorded it",
+    RECORDED: "after Temporal recorded its completion",
+}
 _SERVICE = "/temporal.api.workflowservice.v1.WorkflowService/"
-_POLL, _EAGER, _DONE = (_SERVICE + m for m in ("PollActivityTaskQueue", "RespondWorkflowTaskCompleted",
-                                               "RespondActivityTaskCompleted"))
-_DROP = {"grpc-timeout", "content-type", "user-agent", "te", "grpc-accept-encoding", "grpc-encoding", "grpc-status",
-         "grpc-message"}
+_POLL, _EAGER, _DONE = (
+    _SERVICE + m for m in ("PollActivityTaskQueue", "RespondWorkflowTaskCompleted", "RespondActivityTaskCompleted")
+)
+_DROP = {
+    "grpc-timeout",
+    "content-type",
+    "user-agent",
+    "te",
+    "grpc-accept-encoding",
+    "grpc-encoding",
+    "grpc-status",
+    "grpc-message",
+}
 _LIMIT = 128 * 1024 * 1024  # a workflow task with a long history is one message
 MAX_TOKENS = 100_000  # task tokens remembered (a long run's first attempts), oldest forgotten
 
@@ -52,7 +64,7 @@ class Task:
     activity_type: str
     attempt: int
     label: str
-    cls: str  # model, tool, mcp or other (app/frameworks/)
+    cls: str  # model, tool, mcp or other (core/frameworks/)
     aimed_at: int | None  # its ordinal among its workflow's aimed first attempts, None when not aimed
     aimed_any: int | None = None  # its ordinal among every workflow's (the run's children count too)
     key: str = ""  # what makes it a tool of its own: the tool's name, else the activity type
@@ -89,12 +101,21 @@ class Hop(grpc.GenericRpcHandler):
         """Listen on a free loopback port; returns its HOST:PORT for the workers."""
         opts = [("grpc.max_receive_message_length", _LIMIT), ("grpc.max_send_message_length", _LIMIT)]
         # After a dev server's restart, reconnect within 0.1-1 s (gRPC's default backoff grows to 120 s)
-        backoff = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
-                   ("grpc.max_reconnect_backoff_ms", 1000)]
+        backoff = [
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
         self._channel = grpc.aio.insecure_channel(self.upstream, options=opts + backoff)
-        self._server = grpc.aio.server(handlers=[self], options=[
-            *opts, ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_ping_strikes", 0),
-            ("grpc.http2.min_ping_interval_without_data_ms", 1000)])
+        self._server = grpc.aio.server(
+            handlers=[self],
+            options=[
+                *opts,
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.max_ping_strikes", 0),
+                ("grpc.http2.min_ping_interval_without_data_ms", 1000),
+            ],
+        )
         port = self._server.add_insecure_port("127.0.0.1:0")
         await self._server.start()
         return f"127.0.0.1:{port}"
@@ -140,7 +161,8 @@ class Hop(grpc.GenericRpcHandler):
         left = context.time_remaining()
         try:
             return await self._channel.unary_unary(method)(
-                request, metadata=metadata, timeout=None if left is None or left > 1e6 else left)
+                request, metadata=metadata, timeout=None if left is None or left > 1e6 else left
+            )
         except grpc.aio.AioRpcError as err:  # Temporal's own answer, details (its -bin trailer) included
             trailer = [(k, v) for k, v in err.trailing_metadata() or () if k not in _DROP]
             context.set_trailing_metadata(trailer)
@@ -162,17 +184,33 @@ class Hop(grpc.GenericRpcHandler):
         return None
 
     def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task | None:
-        act = ActivityExec(0, 0, task.workflow_execution.run_id, task.activity_id, task.activity_type.name,
-                           time.time(), attempt=task.attempt)
+        act = ActivityExec(
+            0,
+            0,
+            task.workflow_execution.run_id,
+            task.activity_id,
+            task.activity_type.name,
+            time.time(),
+            attempt=task.attempt,
+        )
         act.args = [decode_payload(p) for p in list(task.input.payloads)[:16]]
         label([act], self.framework)
         workflow_id, ordinal, any_ordinal = task.workflow_execution.workflow_id, None, None
         if task.attempt == 1 and aimed(self.aim, act):
             ordinal = self.counts[workflow_id] = self.counts.get(workflow_id, 0) + 1
             any_ordinal = self.any_count = self.any_count + 1
-        seen = Task(workflow_id, task.workflow_execution.run_id, task.activity_id, act.activity_type, task.attempt,
-                    act.label, act.cls, ordinal, any_ordinal,
-                    key=act.info.name if act.info is not None and act.info.name else act.activity_type)
+        seen = Task(
+            workflow_id,
+            task.workflow_execution.run_id,
+            task.activity_id,
+            act.activity_type,
+            task.attempt,
+            act.label,
+            act.cls,
+            ordinal,
+            any_ordinal,
+            key=act.info.name if act.info is not None and act.info.name else act.activity_type,
+        )
         if len(self.tasks) >= MAX_TOKENS:
             self.tasks.pop(next(iter(self.tasks)))
         self.tasks[task.task_token] = seen
@@ -210,9 +248,15 @@ class Hop(grpc.GenericRpcHandler):
             hit, arming.why = None, f"the kill failed: {type(err).__name__}"
         task = arming.task
         assert task is not None
-        detail = {"window": WINDOWS[arming.kind], "activity_id": task.activity_id, "label": task.label,
-                  "class": task.cls, "workflow_id": task.workflow_id, "execution": task.execution,
-                  "aimed_at": task.aimed_any}
+        detail = {
+            "window": WINDOWS[arming.kind],
+            "activity_id": task.activity_id,
+            "label": task.label,
+            "class": task.cls,
+            "workflow_id": task.workflow_id,
+            "execution": task.execution,
+            "aimed_at": task.aimed_any,
+        }
         if hit is None:
             arming.why = arming.why or f"the worker {identity[:80]!r} that held it is not one of this lab's"
         else:

@@ -104,8 +104,7 @@ class Exchange:
             if isinstance(ev, h11.Request):
                 self._head, self._body = list(ev.headers), b""
                 # mirrored to the answers' parser (no body: only the answer's framing matters there)
-                self.answers.send(h11.Request(method=ev.method, target=ev.target,
-                                              headers=[(b"host", b"dependency")]))
+                self.answers.send(h11.Request(method=ev.method, target=ev.target, headers=[(b"host", b"dependency")]))
                 self.answers.send(h11.EndOfMessage())
             elif isinstance(ev, h11.Data) and len(self._body) < MAX_BODY:
                 self._body += bytes(ev.data)[: MAX_BODY - len(self._body)]

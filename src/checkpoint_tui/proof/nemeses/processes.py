@@ -154,8 +154,10 @@ def nemesis_figures(fired: list[tuple[str, float | None, float | None]]) -> dict
             stalls[kind].append(stalled_s)
         if recovery_s is not None:
             recoveries[kind].append(recovery_s)
-    return {kind: {"count": n, **_spread("stall", stalls[kind]), **_spread("recovery", recoveries[kind])}
-            for kind, n in sorted(counts.items())}  # fmt: skip
+    return {
+        kind: {"count": n, **_spread("stall", stalls[kind]), **_spread("recovery", recoveries[kind])}
+        for kind, n in sorted(counts.items())
+    }
 
 
 def _spread(name: str, values: list[float]) -> dict:

@@ -21,8 +21,8 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client
 
-from checkpoint_tui.app.activity_history import ActivityExec, Chain, activities, decode_payload, label, plain
-from checkpoint_tui.app.frameworks import Framework
+from checkpoint_tui.core.activity_history import ActivityExec, Chain, activities, decode_payload, label, plain
+from checkpoint_tui.core.frameworks import Framework
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt
@@ -37,9 +37,15 @@ async def reset_to(client: Client, workflow_id: str, execution: str, point: int,
     when, and the activities Temporal had pending just before (`in_flight`: their work is cut off
     and runs again)."""
     desc = await client.get_workflow_handle(workflow_id, run_id=execution).describe()
-    in_flight = [{"activity_id": plain(p.activity_id, 64), "type": plain(p.activity_type.name, 128),
-                  "attempt": p.attempt, "started": p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED}
-                 for p in desc.raw_description.pending_activities]  # fmt: skip
+    in_flight = [
+        {
+            "activity_id": plain(p.activity_id, 64),
+            "type": plain(p.activity_type.name, 128),
+            "attempt": p.attempt,
+            "started": p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        }
+        for p in desc.raw_description.pending_activities
+    ]
     at = time.time()
     reply = await client.workflow_service.reset_workflow_execution(
         ResetWorkflowExecutionRequest(
@@ -50,8 +56,13 @@ async def reset_to(client: Client, workflow_id: str, execution: str, point: int,
             request_id=str(uuid.uuid4()),
         )
     )
-    return {"reset_to_event": point, "old_execution": execution, "new_execution": reply.run_id, "at": at,
-            "in_flight": in_flight}  # fmt: skip
+    return {
+        "reset_to_event": point,
+        "old_execution": execution,
+        "new_execution": reply.run_id,
+        "at": at,
+        "in_flight": in_flight,
+    }
 
 
 async def reset_workflow(client: Client, workflow_id: str, step: int, back: int) -> dict | None:
@@ -109,8 +120,11 @@ def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, fram
     if old is None or new is None:
         return {"re_ran": [], "claims_after_reset": {}}
     point, pending = reset["reset_to_event"], {p["activity_id"]: p["started"] for p in reset["in_flight"]}
-    after = {ev.activity_task_scheduled_event_attributes.activity_id for ev in old
-             if ev.HasField("activity_task_scheduled_event_attributes") and ev.event_id > point}  # fmt: skip
+    after = {
+        ev.activity_task_scheduled_event_attributes.activity_id
+        for ev in old
+        if ev.HasField("activity_task_scheduled_event_attributes") and ev.event_id > point
+    }
     again = {a.activity_id: a for a in _acts(chain, reset["new_execution"], new, framework) if a.started_at}
     entries, outcomes = [], Counter()
     for act in _acts(chain, reset["old_execution"], old, framework):
@@ -140,8 +154,10 @@ def _verdict(act: ActivityExec, claims: list[ClaimAttempt], at: float) -> tuple[
     mine = [c for c in claims if c.step == n and c.started_at >= act.scheduled_at]
     before, after = [c for c in mine if c.started_at < at], [c for c in mine if c.started_at >= at]
     kinds = {c.kind for c in before}
-    again = sorted({c.kind for c in after if c.outcome == "applied" and c.kind in kinds}
-                   | {k for k, m in Counter(c.kind for c in after if c.outcome == "applied").items() if m > 1})
+    again = sorted(
+        {c.kind for c in after if c.outcome == "applied" and c.kind in kinds}
+        | {k for k, m in Counter(c.kind for c in after if c.outcome == "applied").items() if m > 1}
+    )
     if act.cls == "model":
         verdict, why = "model", "a model request: no side effect of its own"
     elif not after:
@@ -151,6 +167,7 @@ def _verdict(act: ActivityExec, claims: list[ClaimAttempt], at: float) -> tuple[
     else:
         verdict, why = "guarded", "its claims found the effect done or finished it"
     seen = [c.outcome for c in after]
-    entry = {k: v for k, v in act.to_dict().items() if k in ("activity_id", "type", "class", "label", "tool",
-                                                              "call_id")}  # fmt: skip
+    entry = {
+        k: v for k, v in act.to_dict().items() if k in ("activity_id", "type", "class", "label", "tool", "call_id")
+    }
     return {**entry, "verdict": verdict, "why": why, "claims_after_reset": ",".join(seen)}, seen

@@ -70,8 +70,11 @@ class ReplayBox:
         self._stderr = b""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "checkpoint_tui.proof.replay.replayer"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.getcwd(),
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=os.getcwd(),
+        )
         header = {"workflow": self.ref, "sys_path": sys.path, "parent": os.getpid()}
         reply, why = self._ask(json.dumps(header) + "\n", START_DEADLINE_S)
         if reply is None or not reply.get("ready"):

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.workload import Workload
-from checkpoint_tui.engine.workflow import AgentLoop
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Failed, UsageError
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.workflow import AgentLoop
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.junit import write_junit
 from checkpoint_tui.proof.replay.box import REPLAY_DEADLINE_S, ReplayBox
@@ -112,8 +112,13 @@ class Replaying:
                 self._out = self._stack.enter_context(OutputDir(self.export_dir, "--export"))
             self.exported += len(export([rec], self._out))
         done = outcome(self.box, rec)
-        self.report.check(f"replay {done.name}", done.ok, done.observed, events=done.events,
-                          event_id=done.divergence.event_id if done.divergence else None)  # fmt: skip
+        self.report.check(
+            f"replay {done.name}",
+            done.ok,
+            done.observed,
+            events=done.events,
+            event_id=done.divergence.event_id if done.divergence else None,
+        )
 
     def files(self, source: Path) -> bool:
         """Every file under `source`; False if none of them claims to be a history."""
@@ -183,9 +188,12 @@ def _only_ours(recorded: list[Recorded], workflow: type) -> list[Recorded]:
 
 
 async def _from_temporal(
-    settings: Settings, selection: Selection, report: Report, replaying: Replaying,
+    settings: Settings,
+    selection: Selection,
+    report: Report,
+    replaying: Replaying,
     of_run: Callable[[RunRow], Workload] | None,
-) -> None:  # fmt: skip
+) -> None:
     conn = connect(settings.ledger) if settings.ledger_exists else None
     if conn is None and selection.run_ids and settings.embedded:  # no runs, so no dev server worth starting
         raise UsageError(f"no run {selection.run_ids[0]!r}: {settings.home} has no ledger yet")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 
-from checkpoint_tui.app.chain import continued_as_new, read_chain
+from checkpoint_tui.core.chain import continued_as_new, read_chain
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import HISTORY_LIMIT, OutputDir, read_json_file
 

@@ -30,7 +30,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
-from checkpoint_tui.app.history import to_history_event
+from checkpoint_tui.core.history import to_history_event
 from checkpoint_tui.ops.procs import bind_to_parent
 from checkpoint_tui.proof.replay.histories import MIN_EVENTS
 

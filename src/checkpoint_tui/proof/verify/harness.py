@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ops import worker_proc
@@ -25,9 +25,13 @@ from checkpoint_tui.settings import Settings
 
 
 async def run_verify(
-    settings: Settings, workload: Workload, plan: VerifyPlan, json_path: Path | None = None,
-    outputs: ProofOutputs | None = None, strict_latency: bool = False,
-) -> int:  # fmt: skip
+    settings: Settings,
+    workload: Workload,
+    plan: VerifyPlan,
+    json_path: Path | None = None,
+    outputs: ProofOutputs | None = None,
+    strict_latency: bool = False,
+) -> int:
     """The plan's scenarios, each on fresh runs in run/verify, then the one summary and outputs."""
     started = time.monotonic()
     address, _ = resolve_address(settings)
@@ -42,8 +46,7 @@ async def run_verify(
         vhome = replace(vhome, task_queue_name=f"checkpoint-verify-{vhome.home_id}")
     client = await connect_client(vhome, address)
     report = Report(strict_latency)
-    print(f"verify: {plan.header} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}",
-          flush=True)  # fmt: skip
+    print(f"verify: {plan.header} · Temporal {address} · home {vhome.home} · task queue {vhome.task_queue}", flush=True)
     ctx = VerifyContext(vhome, address, client, report, workload, framework=plan.framework)
     ctx.readings = [await asyncio.to_thread(read_ids, d, vhome.run_dir) for d in getattr(workload, "destinations", ())]
     try:
@@ -61,9 +64,14 @@ async def run_verify(
 
 
 async def _finish(
-    report: Report, wall: float, vhome: Settings, json_path: Path | None, outputs: ProofOutputs | None,
-    command: str, runs: list[str],
-) -> int:  # fmt: skip
+    report: Report,
+    wall: float,
+    vhome: Settings,
+    json_path: Path | None,
+    outputs: ProofOutputs | None,
+    command: str,
+    runs: list[str],
+) -> int:
     total, failed = len(report.checks), len(report.failures)
     if failed:
         print(f"CHECKS FAILED — {failed}/{total}: " + ", ".join(c.name for c in report.failures))
@@ -73,8 +81,15 @@ async def _finish(
         names = ", ".join(c.name for c in report.slow)
         print(f"over a latency target on this machine (not gating; --strict-latency gates): {names}")
     checks = [asdict(c) for c in report.checks]
-    document = {"passed": total - failed, "total": total, "checks": checks, **report.figures, "runs": runs,
-                "strict_latency": report.strict_latency, "slow": [c.name for c in report.slow]}  # fmt: skip
+    document = {
+        "passed": total - failed,
+        "total": total,
+        "checks": checks,
+        **report.figures,
+        "runs": runs,
+        "strict_latency": report.strict_latency,
+        "slow": [c.name for c in report.slow],
+    }
     if json_path is not None:
         write_output(json_path, json.dumps(document, indent=2), "--json")  # no link followed, atomic
     if outputs is not None and outputs.wanted:

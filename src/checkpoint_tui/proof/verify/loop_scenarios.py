@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import psutil
 
-from checkpoint_tui.app.snapshot import build_snapshot
-from checkpoint_tui.app.view import Snapshot
-from checkpoint_tui.engine.shared import timer_ms
+from checkpoint_tui.core.snapshot import build_snapshot
+from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import step_file
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.latency import measure
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.loop_worker.shared import timer_ms
 from checkpoint_tui.proof.measure.task_cost import task_times
 from checkpoint_tui.proof.report import Report
 from checkpoint_tui.proof.verify import plan
@@ -291,5 +291,9 @@ def summarise(report: Report, wall_s: float) -> None:
     report.figures["next_step_latency_s"] = median("next_step_s")
     report.figures["next_step_excess_s"] = median("next_step_excess_s")
     report.figures["unassisted_restart_latency_s"] = median("unassisted_restart_s")
-    report.latency_check(f"verify wall time within {VERIFY_WALL_S:.0f} s", wall_s <= VERIFY_WALL_S,
-                         f"wall={wall_s:.1f}s", verify_wall_s=wall_s)  # fmt: skip
+    report.latency_check(
+        f"verify wall time within {VERIFY_WALL_S:.0f} s",
+        wall_s <= VERIFY_WALL_S,
+        f"wall={wall_s:.1f}s",
+        verify_wall_s=wall_s,
+    )

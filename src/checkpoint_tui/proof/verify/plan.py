@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
-from checkpoint_tui.app.frameworks import Framework
-from checkpoint_tui.app.workload import Workload
+from checkpoint_tui.core.frameworks import Framework
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -94,30 +94,23 @@ class VerifyPlan:
 
 
 async def supervisor_killed(
-    ctx: VerifyContext, number: int, workload: Workload, progressed: Callable[[str], Awaitable[object]],
-    judge: Callable[[str, str | None], Awaitable[None]], timeout: float,
-) -> None:  # fmt: skip
+    ctx: VerifyContext,
+    number: int,
+    workload: Workload,
+    progressed: Callable[[str], Awaitable[object]],
+    judge: Callable[[str, str | None], Awaitable[None]],
+    timeout: float,
+) -> None:
     """A separate `start --wait` process supervises a run; once the run `progressed`, that supervisor is
     SIGKILLed: its worker survives and a fresh supervisor adopts the same pid; `judge` checks the run."""
     await ctx.unsupervise(stop_workers=True)
-    s = ctx.settings
-    global_flags, start_flags = workload.command_flags(s)
-    argv = [sys.executable, "-m", "checkpoint_tui", "--home", str(s.home), "--temporal-address", ctx.address,
-            "--namespace", s.namespace, "--task-queue", s.task_queue, *s.connection.worker_args(), *global_flags,
-            "start", *start_flags, "--wait"]  # fmt: skip
-    log = open_log(s.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=log.fd,
-                                                    stdin=asyncio.subprocess.DEVNULL, env=s.child_env(),
-                                                    cwd=s.worker_cwd)  # fmt: skip
-    finally:
-        log.close()  # the child holds its own copy
+    proc = await _start_wait(ctx, workload)
     try:
         assert proc.stdout is not None
         run_id = (await asyncio.wait_for(proc.stdout.readline(), CHILD_LINE_S)).decode().strip()
         ctx.runs.append(run_id)
         await progressed(run_id)
-        worker = worker_proc.load(s, "active")
+        worker = worker_proc.load(ctx.settings, "active")
         proc.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
         await proc.wait()
     finally:
@@ -125,13 +118,37 @@ async def supervisor_killed(
             proc.kill()
             await proc.wait()
     alive = worker is not None and worker.ident.exists()
-    ctx.report.check(f"{number}. supervisor process SIGKILLed, its worker survived",
-                     proc.returncode == -signal.SIGKILL and alive,
-                     f"supervisor pid {proc.pid} rc={proc.returncode}; worker pid {worker.pid if worker else None} "
-                     f"alive={alive}")  # fmt: skip
+    ctx.report.check(
+        f"{number}. supervisor process SIGKILLed, its worker survived",
+        proc.returncode == -signal.SIGKILL and alive,
+        f"supervisor pid {proc.pid} rc={proc.returncode}; worker pid {worker.pid if worker else None} alive={alive}",
+    )
     sup = await ctx.supervise()
     adopted = sup.primary.pid if sup.primary else None
-    ctx.report.check(f"{number}b. a new supervisor adopted the same worker",
-                     worker is not None and adopted == worker.pid,
-                     f"new supervisor adopted worker {adopted} (was {worker.pid if worker else None})")  # fmt: skip
+    ctx.report.check(
+        f"{number}b. a new supervisor adopted the same worker",
+        worker is not None and adopted == worker.pid,
+        f"new supervisor adopted worker {adopted} (was {worker.pid if worker else None})",
+    )
     await judge(run_id, await ctx.finish(run_id, timeout))
+
+
+async def _start_wait(ctx: VerifyContext, workload: Workload) -> asyncio.subprocess.Process:
+    """`start --wait` of this run's workload, as a separate process whose stdout gives the run id."""
+    s = ctx.settings
+    global_flags, start_flags = workload.command_flags(s)
+    where = ["--home", str(s.home), "--temporal-address", ctx.address, "--namespace", s.namespace]
+    argv = [sys.executable, "-m", "checkpoint_tui", *where, "--task-queue", s.task_queue]
+    argv += [*s.connection.worker_args(), *global_flags, "start", *start_flags, "--wait"]
+    log = open_log(s.run_dir, "verify-supervisor.log")  # capped and rotated (ops/logcap.py)
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log.fd,
+            stdin=asyncio.subprocess.DEVNULL,
+            env=s.child_env(),
+            cwd=s.worker_cwd,
+        )
+    finally:
+        log.close()  # the child holds its own copy

@@ -11,7 +11,7 @@
    of the user's command (a query on a closed workflow replays its whole history on the current
    workflow code: a non-determinism error fails it), and no workflow task failed during the runs.
 
-Each run is audited (app/activity_audit.py): completed, nothing lost or duplicated, no re-executed
+Each run is audited (core/activity_audit.py): completed, nothing lost or duplicated, no re-executed
 tool call or activity at risk (model requests re-run are reported apart). Everything is read back
 from Temporal and the ledger.
 """
@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict
 
-from checkpoint_tui.app.activity_history import (
+from checkpoint_tui.core.activity_history import (
     Chain,
     first_event_after,
     read_activities,
     read_chain,
     workflow_task_failures,
 )
-from checkpoint_tui.app.destination_audit import assign, read_after, save
+from checkpoint_tui.core.destination_audit import assign, read_after, save
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.proof.nemeses.aim import Progress, until_activity
 from checkpoint_tui.proof.verify import plan
@@ -56,9 +56,11 @@ async def _audit(ctx: VerifyContext, tag: str, run_id: str, status: str | None) 
         save(ctx.settings.run_dir, run_id, diffs, assign(diffs, {run_id: acts}, run_id)[run_id])
         ctx.readings = [await asyncio.to_thread(read_ids, d, run_dir) for d in dests]  # the next run's baseline
     a = await ctx.workload.audit(ctx.settings, ctx.client, run_id, status)
-    ctx.report.check(f"{tag} COMPLETED, nothing lost, duplicated or at risk", a.ok,
-                     f"status={status} {a.summary()}" + "".join(f"; {d}" for d in (a.lost_detail +
-                                                                                     a.duplicated_detail)[:5]))
+    ctx.report.check(
+        f"{tag} COMPLETED, nothing lost, duplicated or at risk",
+        a.ok,
+        f"status={status} {a.summary()}" + "".join(f"; {d}" for d in (a.lost_detail + a.duplicated_detail)[:5]),
+    )
 
 
 async def _kill_in_activity(ctx: VerifyContext, run_id: str, k: int, reason: str) -> dict | None:
@@ -76,9 +78,15 @@ async def _kill_in_activity(ctx: VerifyContext, run_id: str, k: int, reason: str
     report = await sup.kill(reason, worker)
     bound = act.unassisted_bound_s
     name = act.info.name if act.info is not None and act.cls in ("tool", "mcp") and act.info.name else None
-    return {**asdict(report), "identity": worker.name, "activity": k, "label": act.label, "bound_s": bound,
-            "kind": f"the {name} tool's activity" if name else act.activity_type,
-            "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout"}
+    return {
+        **asdict(report),
+        "identity": worker.name,
+        "activity": k,
+        "label": act.label,
+        "bound_s": bound,
+        "kind": f"the {name} tool's activity" if name else act.activity_type,
+        "bound_from": "heartbeat timeout" if act.heartbeat_timeout_s else "start-to-close timeout",
+    }
 
 
 def _resume_s(chain: Chain, kill: dict) -> float | None:
@@ -94,26 +102,37 @@ async def kill_mid_run(ctx: VerifyContext) -> None:
     r = ctx.report
     r.check(
         "1. worker really dies: SIGKILL, no exit code, confirmed",
-        bool(kills) and all(k["signal"] == "SIGKILL" and k["observed"] and k["exit_code"] is None and k["confirmed"]
-                            for k in kills),
-        "; ".join(f"pid={k['pid']} activity={k['activity']} signal={k['signal']} exit_code={k['exit_code'] or 'none'}"
-                  f" confirmed={k['confirmed']}" for k in kills) or "no kill landed (the workflow ended first)",
-    )  # fmt: skip
+        bool(kills)
+        and all(
+            k["signal"] == "SIGKILL" and k["observed"] and k["exit_code"] is None and k["confirmed"] for k in kills
+        ),
+        "; ".join(
+            f"pid={k['pid']} activity={k['activity']} signal={k['signal']} exit_code={k['exit_code'] or 'none'}"
+            f" confirmed={k['confirmed']}"
+            for k in kills
+        )
+        or "no kill landed (the workflow ended first)",
+    )
     names = {k["identity"] for k in kills}
     acts = [ev for ev in chain.events if ev.HasField("activity_task_started_event_attributes")]
     last = acts[-1].activity_task_started_event_attributes.identity if acts else None
-    r.check("1b. another worker finished the run", last is not None and last not in names,
-            f"last activity by {last}; killed {', '.join(sorted(names)) or 'none'}")  # fmt: skip
+    r.check(
+        "1b. another worker finished the run",
+        last is not None and last not in names,
+        f"last activity by {last}; killed {', '.join(sorted(names)) or 'none'}",
+    )
     spawn = ctx.ready_s or 0.0
     target = spawn + FIRST_RETRY_S + RESUME_SLACK_S
     for i, k in enumerate(kills, 1):
         resumed = _resume_s(chain, k)
         judge = r.check if resumed is None else r.latency_check  # None: it never resumed, a failure
-        judge(f"1c. kill #{i} (activity {k['activity']}): the run resumed in time",
-              resumed is not None and resumed <= target,
-              f"resumed after {_s(resumed)} (≤{target:.1f}s: a cold spawn of the worker command {spawn:.2f} s, "
-              f"the first retry {FIRST_RETRY_S:g} s, {RESUME_SLACK_S:g} s slack)",
-              resume_s=resumed)  # fmt: skip
+        judge(
+            f"1c. kill #{i} (activity {k['activity']}): the run resumed in time",
+            resumed is not None and resumed <= target,
+            f"resumed after {_s(resumed)} (≤{target:.1f}s: a cold spawn of the worker command {spawn:.2f} s, "
+            f"the first retry {FIRST_RETRY_S:g} s, {RESUME_SLACK_S:g} s slack)",
+            resume_s=resumed,
+        )
     await _audit(ctx, "1d.", run_id, status)
 
 
@@ -137,13 +156,19 @@ async def unassisted(ctx: VerifyContext) -> None:
     own = (kill or {}).get("bound_s") or 0.0
     budget = own + UNASSISTED_SLACK_S
     source = (kill or {}).get("bound_from", "timeout")
-    slow = f"; a kill there costs a minute or more: give {(kill or {}).get('kind')} a heartbeat timeout" \
-        if own >= 60 else ""
+    slow = (
+        f"; a kill there costs a minute or more: give {(kill or {}).get('kind')} a heartbeat timeout"
+        if own >= 60
+        else ""
+    )
     judge = ctx.report.check if kill is None or resumed is None else ctx.report.latency_check
-    judge(f"3. unassisted kill: the activity's own {source} brings it back",
-          kill is not None and resumed is not None and resumed <= budget,
-          f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
-          f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}", unassisted_resume_s=resumed)  # fmt: skip
+    judge(
+        f"3. unassisted kill: the activity's own {source} brings it back",
+        kill is not None and resumed is not None and resumed <= budget,
+        f"resumed after {_s(resumed)} (≤ {source} {own:g} s of {(kill or {}).get('label')} + "
+        f"{UNASSISTED_SLACK_S:g} s = {budget:.1f} s){slow}",
+        unassisted_resume_s=resumed,
+    )
     await _audit(ctx, "3b.", run_id, status)
 
 
@@ -161,10 +186,14 @@ async def replay(ctx: VerifyContext) -> None:
                 replayed += 1
             except Exception as err:  # WorkflowQueryFailedError / RPCError: the replay's error
                 failed.append(f"{run_id}/{execution[:8]}: {str(err).splitlines()[0][:200] if str(err) else err!r}")
-    ctx.report.check("4. every recorded history replays on the worker's current code", replayed > 0 and not failed,
-                     f"replayed {replayed} execution(s) on a fresh worker" + "".join(f"; {f}" for f in failed[:5]))
-    ctx.report.check("4b. no workflow task failed during the runs", not task_failures,
-                     "; ".join(task_failures[:5]) or "none")  # fmt: skip
+    ctx.report.check(
+        "4. every recorded history replays on the worker's current code",
+        replayed > 0 and not failed,
+        f"replayed {replayed} execution(s) on a fresh worker" + "".join(f"; {f}" for f in failed[:5]),
+    )
+    ctx.report.check(
+        "4b. no workflow task failed during the runs", not task_failures, "; ".join(task_failures[:5]) or "none"
+    )
 
 
 def _s(value: float | None) -> str:

@@ -15,10 +15,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from checkpoint_tui.app.fleet_marks import marker_text, place_mark
-from checkpoint_tui.app.kill_marker import place_kill
-from checkpoint_tui.app.view import HistoryEvent
-from checkpoint_tui.app.windows import classify
+from checkpoint_tui.core.fleet_marks import marker_text, place_mark
+from checkpoint_tui.core.kill_marker import place_kill
+from checkpoint_tui.core.view import HistoryEvent
+from checkpoint_tui.core.windows import classify
 from checkpoint_tui.ledger.inspect_queries import FleetEvent, KillEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
@@ -30,15 +30,20 @@ class Marker:
 
     kill: KillEvent
     text: str
-    window: str  # from history alone (app/windows.classify without claim attempts)
+    window: str  # from history alone (core/windows.classify without claim attempts)
     before: tuple[HistoryEvent, ...] = ()  # the events up to the kill: the inspector refines the window
 
 
 MAX_ROWS = 2000  # the newest events; a 1,000-step run has ~28k
 FLUSH_EVERY_S = 1.0
 # A fleet event's marker line: a graceful stop is the point of a rollout, a fleet-down kills every worker
-MARK_STYLE = {"sigterm": "bold yellow", "exit": "yellow", "chaos:fleet-down": "bold red",
-              "chaos:deploy": "bold cyan", "chaos:dependency": "bold magenta"}  # fmt: skip
+MARK_STYLE = {
+    "sigterm": "bold yellow",
+    "exit": "yellow",
+    "chaos:fleet-down": "bold red",
+    "chaos:deploy": "bold cyan",
+    "chaos:dependency": "bold magenta",
+}
 
 
 class HistoryPane(KeyedTable):

@@ -9,7 +9,7 @@ import time
 
 from rich.text import Text
 
-from checkpoint_tui.app.view import Snapshot
+from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.ledger.rows import EffectRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
@@ -17,9 +17,13 @@ from checkpoint_tui.tui.panes.pane_info import PaneInfo
 # The claims (what the ledger decided: applied, skipped, recovered) come right after the id: they are the
 # proof, and a narrow pane cuts from the right.
 COLUMNS = [
-    ("id", "effect"), ("outcome", "claims"), ("attempt", "att"), ("claimed", "claimed"), ("applied", "applied"),
+    ("id", "effect"),
+    ("outcome", "claims"),
+    ("attempt", "att"),
+    ("claimed", "claimed"),
+    ("applied", "applied"),
     ("kind", "kind"),
-]  # fmt: skip
+]
 OUTCOME_STYLE = {"applied": "green", "skipped": "cyan", "recovered": "bold yellow", "interrupted": "red"}
 
 

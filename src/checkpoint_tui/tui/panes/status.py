@@ -13,7 +13,7 @@ import time
 from rich.text import Text
 from textual.reactive import reactive
 
-from checkpoint_tui.app.view import View
+from checkpoint_tui.core.view import View
 from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.tui.panes.text_lines import TextLines
 
@@ -32,11 +32,17 @@ PILLS = (
 # supervisor states a pill shows as they are (the others show the run's state)
 SUPERVISOR_PILLS = (SupervisorState.WORKER_DEAD, SupervisorState.RESPAWNING, SupervisorState.TEMPORAL_DOWN)
 PILL_STYLE = {
-    "running": "black on green", "completed": "black on bright_green", "worker-dead": "white on red",
-    "respawning": "black on yellow", "failed": "white on dark_red", "idle": "black on grey70",
-    "starting": "black on grey70", "temporal-down": "white on red", "cancelled": "black on grey50",
+    "running": "black on green",
+    "completed": "black on bright_green",
+    "worker-dead": "white on red",
+    "respawning": "black on yellow",
+    "failed": "white on dark_red",
+    "idle": "black on grey70",
+    "starting": "black on grey70",
+    "temporal-down": "white on red",
+    "cancelled": "black on grey50",
     "stuck": "white on dark_red",
-}  # fmt: skip
+}
 BAR_WIDTH = 20
 NARROW_BAR_WIDTH = 0  # below WIDE_COLUMNS `12/30` alone: the worker pid keeps its place
 WIDE_COLUMNS = 110  # the app's breakpoint (app.py): below it, the narrow layout

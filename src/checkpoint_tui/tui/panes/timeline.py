@@ -9,8 +9,8 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 
-from checkpoint_tui.app.heartbeat import PendingActivity
-from checkpoint_tui.app.view import RunCounts, Snapshot
+from checkpoint_tui.core.heartbeat import PendingActivity
+from checkpoint_tui.core.view import RunCounts, Snapshot
 from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
@@ -20,9 +20,16 @@ from checkpoint_tui.tui.panes.pane_info import PaneInfo
 # (`tool · send_email_guarded · call 7e3906…`) or a long heartbeat note must not push them out of a
 # half-width pane.
 COLUMNS = [
-    ("step", "step"), ("status", "status"), ("attempt", "att"), ("pid", "worker pid"), ("duration", "dur"),
-    ("mark", ""), ("provider", "provider"), ("tokens", "tokens"), ("cost", "cost $"),
-]  # fmt: skip
+    ("step", "step"),
+    ("status", "status"),
+    ("attempt", "att"),
+    ("pid", "worker pid"),
+    ("duration", "dur"),
+    ("mark", ""),
+    ("provider", "provider"),
+    ("tokens", "tokens"),
+    ("cost", "cost $"),
+]
 STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
 
 
@@ -129,7 +136,6 @@ def _cells(s: StepRow, resumed: bool, truncated: bool = False, pending: PendingA
         str(s.tokens or ""),
         f"{s.cost_usd:.4f}" if s.cost_usd else "0",
     )
-
 
 
 def heartbeat_age(p: PendingActivity) -> Text:

@@ -9,15 +9,22 @@ import time
 
 from rich.text import Text
 
-from checkpoint_tui.app.fleet_marks import words
-from checkpoint_tui.app.view import Backlog, FleetCommand
+from checkpoint_tui.core.fleet_marks import words
+from checkpoint_tui.core.view import Backlog, FleetCommand
 from checkpoint_tui.ledger.rows import WorkerEvent
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
 COLUMNS = [("time", "time"), ("what", "worker events")]
-STYLE = {"kill": "bold red", "died": "bold red", "promote": "green", "respawn": "green", "adopt": "cyan",
-         "sigterm": "yellow", "exit": "yellow"}  # fmt: skip
+STYLE = {
+    "kill": "bold red",
+    "died": "bold red",
+    "promote": "green",
+    "respawn": "green",
+    "adopt": "cyan",
+    "sigterm": "yellow",
+    "exit": "yellow",
+}
 CHAOS_STYLE = "bold yellow"  # chaos's own record of a nemesis it fired
 QUEUE_CHARS = 40  # a queue's name in the fleet lines (at most 200 characters)
 
@@ -69,8 +76,10 @@ def fleet_text(fleet: list[FleetCommand] | None, backlog: Backlog | None) -> Tex
 def backlog_text(backlog: Backlog) -> Text:
     """`backlog 3 (fleet-activities 3)`: the queues with tasks waiting named, an empty one not."""
     waiting = [f"{queue} {n}" for queue, n in backlog.queues if n]
-    return Text(f"backlog {backlog.total}" + (f" ({', '.join(waiting)})" if waiting else ""),
-                style="bold yellow" if backlog.total else "")  # fmt: skip
+    return Text(
+        f"backlog {backlog.total}" + (f" ({', '.join(waiting)})" if waiting else ""),
+        style="bold yellow" if backlog.total else "",
+    )
 
 
 def describe(e: WorkerEvent) -> str:

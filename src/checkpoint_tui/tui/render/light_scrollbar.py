@@ -68,8 +68,15 @@ class LightScrollBar(ScrollBar):
             self._drawn = drawn
         return True
 
-    def _draw(self, bar: ScrollBarRender, width: int, height: int, base: Style, background: Color,
-              filters: tuple[LineFilter, ...]) -> list[Strip]:  # fmt: skip
+    def _draw(
+        self,
+        bar: ScrollBarRender,
+        width: int,
+        height: int,
+        base: Style,
+        background: Color,
+        filters: tuple[LineFilter, ...],
+    ) -> list[Strip]:
         style = bar.style
         segments = bar.render_bar(
             size=height if self.vertical else width,

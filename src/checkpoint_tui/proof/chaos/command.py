@@ -1,0 +1,93 @@
+"""The chaos command: a schedule's run (and --until-covered's aimed rounds) printed, its report and
+JUnit written, a proof bundle emitted; said first when it takes over a lab running in the home."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from checkpoint_tui.files import write_output
+from checkpoint_tui.ops import devserver, worker_proc
+from checkpoint_tui.ops.sigterm import until_sigterm
+from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.chaos import coverage, windows
+from checkpoint_tui.proof.chaos.engine import Chaos
+from checkpoint_tui.proof.chaos.printing import print_report
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.chaos.targets import ChaosTarget
+from checkpoint_tui.proof.report import Check
+from checkpoint_tui.settings import Settings
+
+
+async def until_sigterm_said(run: Coroutine[Any, Any, dict]) -> dict:
+    return await until_sigterm(
+        run,
+        "chaos: stopped by SIGTERM (`stop`, or a CI timeout); its supervisor (and a worker command of yours) stopped",
+    )
+
+
+def say_taken_over(settings: Settings) -> None:
+    """A lab left running in the home (the app's `q`, a `start`) is chaos's to kill now: said, not done
+    without a word."""
+    server, _ = devserver.recorded(settings)
+    workers = [f"{w.role} {w.pid}" for w in worker_proc.load_all(settings)]
+    if server is None and not workers:
+        return
+    what = ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
+    print(
+        f"chaos: this home's lab is running ({what}): chaos takes it over and its kills land on it; "
+        "`stop` ends what is left afterwards",
+        flush=True,
+    )
+
+
+async def run_schedule(
+    settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget
+) -> dict:
+    """One chaos run of exactly these events, with its checks (what --schedule and --shrink run)."""
+    return await Chaos(settings, seed, steps, events, target).run()
+
+
+async def chaos_command(
+    settings: Settings,
+    seed: int,
+    steps: int,
+    events: list[ChaosEvent],
+    target: ChaosTarget,
+    command: str,
+    json_path: Path | None,
+    outputs: ProofOutputs | None = None,
+    runs: int = 1,
+    max_kills: int | None = None,
+    rate: float | None = None,
+) -> int:
+    """Run `events` against the target's workload; print, write the report (and the JUnit, a bundle).
+    With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
+    settings.ensure_dirs()
+    say_taken_over(settings)
+    devserver.ensure_devserver(settings)
+    chaos = Chaos(settings, seed, steps, events, target, runs, rate)
+    report = await until_sigterm_said(chaos.run())
+    print_report(report, chaos.target)
+    if max_kills is not None:
+
+        def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
+            return Chaos(settings, seed, steps, aimed, chaos.target.round_target()).run()
+
+        aims = chaos.target.coverage_aims(chaos)
+        report = await until_sigterm_said(coverage.cover(seed, report, max_kills, aimed_round, aims))
+        coverage.print_coverage(report)
+    checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
+    path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
+    write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
+    print(f"wrote {path}")
+    if outputs is not None and outputs.wanted:
+        figures = {
+            "kills_fired": len(report["kills"]),
+            "pauses_fired": len(report["pauses"]),
+            "median_restart_s": report["median_restart_s"],
+        }
+        await emit(outputs, ProofRun(command, settings, report, checks, report["wall_s"], [report["run_id"]], figures))
+    return 0 if all(c.ok for c in checks) else 1
