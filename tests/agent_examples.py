@@ -25,7 +25,7 @@ from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.testing import ActivityEnvironment
 
-from checkpoint_tui.core.frameworks import ActivitySeen, UnitInfo, classify
+from checkpoint_tui.frameworks import ActivitySeen, UnitInfo, classify
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings

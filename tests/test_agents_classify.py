@@ -1,7 +1,7 @@
 """The agent examples (examples/agents) run for real on the session's dev server, and their histories
-are classified by `checkpoint_tui.core.frameworks`: model requests and tool calls counted, tool names
+are classified by `checkpoint_tui.frameworks`: model requests and tool calls counted, tool names
 and call ids read, tokens from usage; the guarded variants write each line once, keyed by workflow
-id + call id (`checkpoint_tui.integrations`), and a reset between a model request and its tool call
+id + call id (`checkpoint_tui.frameworks`), and a reset between a model request and its tool call
 keeps that call's key. Plus hostile payloads the classifiers must survive without raising."""
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agent_examples import OPENAI_WORKER, PYDANTIC_WORKER, Workers, activities_seen, first_model_done_task
-from checkpoint_tui.core.frameworks import FRAMEWORKS, ActivitySeen, UnitInfo, classify, detect, overridden
 from checkpoint_tui.effects import EffectRefused
-from checkpoint_tui.integrations._keys import call_key
-from checkpoint_tui.integrations.openai_agents import ToolCall, guarded_activity_as_tool, tool_call_key
+from checkpoint_tui.frameworks import ActivitySeen, UnitInfo, classify, detect, names, overridden
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.openai_agents import ToolCall, guarded_activity_as_tool, tool_call_key
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings
@@ -280,7 +280,7 @@ def test_detect_names_a_framework_by_its_activity_types_only() -> None:
     assert detect(["send_email", "invoke_model_activity"]) == "openai-agents"
     assert detect(["send_line", "agent__x", 12, None, "x" * 10**6]) is None  # type: ignore[list-item]
     assert detect(iter(["send_line"] * 10**6 + ["invoke_model_activity"])) is None  # looks at a bounded prefix
-    assert set(FRAMEWORKS) == {"pydantic-ai", "openai-agents", "langgraph", "strands", "google-adk", "deepagents"}
+    assert set(names()) == {"pydantic-ai", "openai-agents", "langgraph", "strands", "google-adk", "deepagents"}
     # LangGraph's `<graph>.<node>` is a shape a plain workflow's type may have: by its type alone only a
     # prebuilt node's name is taken for it, and with payloads only the plugin's shapes
     assert detect(["payments.charge", "billing.tools.v2"]) is None
@@ -360,7 +360,7 @@ def deep(levels: int) -> object:
 
 
 def test_args_digest_is_of_canonical_json_within_a_budget() -> None:
-    from checkpoint_tui.core.frameworks.units import digest
+    from checkpoint_tui.frameworks.units import digest
 
     assert digest({"a": 1, "b": [1.5, None]}) == digest({"b": [1.5, None], "a": 1}) != digest({"a": 2})
     assert len(digest("x") or "") == 12
@@ -411,7 +411,7 @@ HOSTILE_TYPES: list[object] = [
 ]
 
 
-@pytest.mark.parametrize("framework", [None, *FRAMEWORKS, "no-such-framework"])
+@pytest.mark.parametrize("framework", [None, *names(), "no-such-framework"])
 def test_hostile_payloads_never_raise_and_labels_stay_short(framework: str | None) -> None:
     batch = [seen(t, [v, v], v, v) for t in HOSTILE_TYPES for v in HOSTILE_VALUES[::3]]
     batch += [seen(t, v, v, v) for t in HOSTILE_TYPES[:5] for v in HOSTILE_VALUES]  # args not even a list
@@ -439,6 +439,6 @@ JSON = st.recursive(
 @given(kind=st.sampled_from(HOSTILE_TYPES[:6]), args=st.lists(JSON, max_size=3), result=JSON, summary=JSON)
 def test_any_json_classifies(kind: str, args: list, result: object, summary: object) -> None:
     batch = [seen("invoke_model_activity", args, result), seen(kind, args, result, summary), seen(kind, args)]
-    for framework in (None, *FRAMEWORKS):
+    for framework in (None, *names()):
         assert len(classify(framework, batch)) == 3
     json.dumps([u.label for u in classify("openai-agents", batch)])  # plain strings all the way

@@ -11,9 +11,9 @@ from collections import Counter
 import pytest
 
 from checkpoint_tui.cli.workload_flags import declaration
-from checkpoint_tui.core.frameworks import ActivitySeen, Declared, classify
-from checkpoint_tui.core.frameworks.declared import check_glob
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.frameworks import ActivitySeen, Declared, classify
+from checkpoint_tui.frameworks.declared import check_glob
 from conftest import run_cli
 from test_agents_lab import lab, sent
 from test_user_workflow_lab import stop_lab

@@ -1,5 +1,5 @@
 """LangChain Deep Agents under `temporalio.deepagents` as history shows it, classified by
-`checkpoint_tui.core.frameworks.deepagents`: payloads cut down from a real run of
+`checkpoint_tui.frameworks.deepagents`: payloads cut down from a real run of
 examples/agents/deepagents_mailer, hostile ones, and the example run for real on the session's dev
 server: 21 activities for 10 turns, the tool named with the plugin's call id, each line once, a guarded
 call keyed by workflow id + that id, and what a reset between a model request and its tool call does
@@ -27,10 +27,9 @@ from agent_examples import (
     nested,
     seen,
 )
-from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.core.frameworks.deepagents import owns, recognises
 from checkpoint_tui.effects import EffectRefused
-from checkpoint_tui.integrations.deepagents import tool_call_key
+from checkpoint_tui.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.frameworks.deepagents import owns, recognises, tool_call_key
 
 WORKER = EXAMPLES / "deepagents_mailer" / "worker.py"
 PLAN = '{"turns": 1, "to": "ops@example.com", "pace": 0.1, "think": 0.1}'
@@ -184,7 +183,7 @@ def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework(
     with pytest.raises(EffectRefused):  # outside an activity there is no workflow to name
         tool_call_key("a491eb62")
     frameworks = ("deepagents", "langgraph", "langchain_core", "temporalio.deepagents")
-    assert frameworks_imported("checkpoint_tui.integrations.deepagents", frameworks) == "[]"
+    assert frameworks_imported("checkpoint_tui.frameworks.deepagents", frameworks) == "[]"
 
 
 # --- the example, for real ------------------------------------------------------------------------------
@@ -214,7 +213,7 @@ async def test_ten_turns_are_21_activities_with_the_tool_named(lab: ExampleWorke
 
 
 async def test_a_reset_between_the_model_and_the_tool_call(lab: ExampleWorker) -> None:
-    """Measured for integrations/deepagents.py: a guarded run keys each call `deepagents:<workflow>:<the
+    """Measured for frameworks/deepagents.py: a guarded run keys each call `deepagents:<workflow>:<the
     plugin's call id>`; a reset to the workflow task after the first model request (the task that
     scheduled the tool call and drew its id from `workflow.uuid4()`) runs on a new random seed: every
     tool call after it gets a new id, a new key, and is `applied` again (the file keeps one copy only

@@ -15,7 +15,7 @@ import pytest
 
 from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.core.destination_audit import assign, callers, diff
-from checkpoint_tui.core.frameworks import UnitInfo
+from checkpoint_tui.frameworks import UnitInfo
 from checkpoint_tui.ledger.destination import DestinationError, parse_destination, read_ids
 from conftest import run_cli
 from test_agents_lab import TURNS, lab, sent

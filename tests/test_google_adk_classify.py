@@ -1,5 +1,5 @@
 """Google ADK on Temporal, piece by piece: the exactly-once key of a tool call
-(`checkpoint_tui.integrations.google_adk`) and the classifier (`checkpoint_tui.core.frameworks.google_adk`)
+(`checkpoint_tui.frameworks.google_adk`) and the classifier (`checkpoint_tui.frameworks.google_adk`)
 on payloads as history holds them (taken from a run of examples/agents/google_adk_mailer, cut small)
 and on hostile ones. The example itself, run for real and under the lab: tests/test_google_adk_lab.py."""
 
@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 
 from agent_examples import HUGE, activity_env, classify_in_time, nested, seen
-from checkpoint_tui.core.frameworks import UnitInfo, classify, detect
-from checkpoint_tui.core.frameworks.google_adk import owns, recognises
 from checkpoint_tui.effects import EffectRefused
-from checkpoint_tui.integrations.google_adk import tool_call_key
+from checkpoint_tui.frameworks import UnitInfo, classify, detect
+from checkpoint_tui.frameworks.google_adk import owns, recognises, tool_call_key
 
 PLAN = '{"turns": 2, "to": "ops@example.com", "pace": 0.3, "think": 0.2}'
 ARGS = {"to": "ops@example.com", "body": "hello, this is turn 1", "pace": 0.3}

@@ -1,5 +1,5 @@
 """LangGraph under `temporalio.langgraph` as history shows it, classified by
-`checkpoint_tui.core.frameworks.langgraph`: payloads cut down from a real run of
+`checkpoint_tui.frameworks.langgraph`: payloads cut down from a real run of
 examples/agents/langgraph_mailer (one `ActivityInput` / `ActivityOutput` per node activity), hostile
 ones, and the example run for real on the session's dev server: 21 activities for 10 turns, the tool
 named with its call id, each line once, a guarded call keyed by workflow id + call id, and a reset
@@ -29,10 +29,9 @@ from agent_examples import (
     nested,
     seen,
 )
-from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.core.frameworks.langgraph import owns, recognises
 from checkpoint_tui.effects import EffectRefused
-from checkpoint_tui.integrations.langgraph import tool_call_key
+from checkpoint_tui.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.frameworks.langgraph import owns, recognises, tool_call_key
 
 WORKER = EXAMPLES / "langgraph_mailer" / "worker.py"
 PLAN = '{"turns": 1, "to": "ops@example.com", "pace": 0.1, "think": 0.1}'
@@ -252,7 +251,7 @@ def test_tool_call_key_names_the_workflow_and_the_call_and_imports_no_framework(
     with pytest.raises(EffectRefused):  # outside an activity there is no workflow to name
         tool_call_key("call_9")
     frameworks = ("langgraph", "langchain_core", "temporalio.langgraph")
-    assert frameworks_imported("checkpoint_tui.integrations.langgraph", frameworks) == "[]"
+    assert frameworks_imported("checkpoint_tui.frameworks.langgraph", frameworks) == "[]"
 
 
 # --- the example, for real ------------------------------------------------------------------------------
@@ -293,7 +292,7 @@ async def test_ten_turns_are_21_node_activities_with_the_tool_named(lab: Example
 
 
 async def test_a_reset_between_the_model_and_the_tools_keeps_the_call_and_its_key(lab: ExampleWorker) -> None:
-    """Measured for integrations/langgraph.py: a guarded run keys each call `langgraph:<workflow>:<call>`;
+    """Measured for frameworks/langgraph.py: a guarded run keys each call `langgraph:<workflow>:<call>`;
     a reset to the workflow task after the first model node keeps its call (the tools node re-runs
     `skipped`) and re-runs the second model node, which makes a new call id (a new key: `applied`;
     the file keeps one copy by the write's own check)."""

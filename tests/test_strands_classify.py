@@ -1,6 +1,6 @@
 """Strands on Temporal, piece by piece: the exactly-once key of a tool call
-(`checkpoint_tui.integrations.strands`) and the guarded tool that hands its activity the call; the
-classifier (`checkpoint_tui.core.frameworks.strands`) on payloads as history holds them (taken from a
+(`checkpoint_tui.frameworks.strands`) and the guarded tool that hands its activity the call; the
+classifier (`checkpoint_tui.frameworks.strands`) on payloads as history holds them (taken from a
 run of examples/agents/strands_mailer, cut small) and on hostile ones. The example itself, run for
 real and under the lab: tests/test_strands_lab.py."""
 
@@ -13,10 +13,9 @@ import pytest
 from temporalio import activity
 
 from agent_examples import HUGE, activity_env, assert_bounded, classify_in_time, nested, seen
-from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
-from checkpoint_tui.core.frameworks.strands import owns
 from checkpoint_tui.effects import EffectRefused
-from checkpoint_tui.integrations.strands import ToolCall, guarded_activity_as_tool, tool_call_key
+from checkpoint_tui.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.frameworks.strands import ToolCall, guarded_activity_as_tool, owns, tool_call_key
 
 # --- the key and the guarded tool ----------------------------------------------------------------------
 

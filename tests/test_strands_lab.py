@@ -30,7 +30,7 @@ from agent_examples import (
     sent,
     turns_sent_twice,
 )
-from checkpoint_tui.core.frameworks import ActivitySeen, classify, detect
+from checkpoint_tui.frameworks import ActivitySeen, classify, detect
 
 WORKER = EXAMPLES / "strands_mailer" / "worker.py"
 TURNS = 5  # 11 activities: 6 model requests, 5 tool calls

@@ -14,7 +14,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from temporalio import activity
 from temporalio.deepagents import tool_as_activity
 
-from checkpoint_tui.integrations.deepagents import tool_call_key
+from checkpoint_tui.frameworks.deepagents import tool_call_key
 
 from mailroom import send_email as send
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.google_adk.workflow import ToolContextSnapshot
 
-from checkpoint_tui.integrations.google_adk import tool_call_key
+from checkpoint_tui.frameworks.google_adk import tool_call_key
 
 from mailroom import send_email as send
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from langchain_core.tools import InjectedToolCallId, tool
 
-from checkpoint_tui.integrations.langgraph import tool_call_key
+from checkpoint_tui.frameworks.langgraph import tool_call_key
 
 from mailroom import send_email as send
 

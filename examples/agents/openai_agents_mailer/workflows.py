@@ -14,7 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from agents import Agent, Runner, Tool
     from temporalio.openai_agents.workflow import activity_as_tool
 
-    from checkpoint_tui.integrations.openai_agents import guarded_activity_as_tool
+    from checkpoint_tui.frameworks.openai_agents import guarded_activity_as_tool
 
     from mailer_agent import INSTRUCTIONS, MODEL_NAME
     from mailroom import MailInput, decode, parse_input, prompt

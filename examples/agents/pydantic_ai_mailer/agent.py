@@ -17,7 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from checkpoint_tui.effects import exactly_once
-from checkpoint_tui.integrations.pydantic_ai import tool_call_key
+from checkpoint_tui.frameworks.pydantic_ai import tool_call_key
 
 from mailroom import check_email, email_line, next_step, out_dir, output_path, send_paced
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from checkpoint_tui.integrations.strands import ToolCall, tool_call_key
+from checkpoint_tui.frameworks.strands import ToolCall, tool_call_key
 
 from mailroom import send_email as send
 

@@ -14,7 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.strands_agents import TemporalAgent
     from temporalio.strands_agents.workflow import activity_as_tool
 
-    from checkpoint_tui.integrations.strands import guarded_activity_as_tool
+    from checkpoint_tui.frameworks.strands import guarded_activity_as_tool
 
     from mailer_agent import INSTRUCTIONS, MODEL_NAME
     from mailroom import MailInput, decode, parse_input, prompt

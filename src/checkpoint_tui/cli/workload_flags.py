@@ -14,12 +14,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checkpoint_tui.core.frameworks import FRAMEWORKS
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.frameworks import names
 from checkpoint_tui.settings import FleetMember, Settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.core.frameworks.declared import Declared
+    from checkpoint_tui.frameworks.declared import Declared
     from checkpoint_tui.ledger.destination import Destination
     from checkpoint_tui.workloads import Adapter
 
@@ -127,7 +127,7 @@ def _audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", dest="verify_input", metavar="JSON", help="with --verify or the app: its input")
     p.add_argument(
         "--framework",
-        choices=FRAMEWORKS,
+        choices=names(),
         help="classify the workflow's activities with this agent framework's adapter (default: "
         "recognised from the activity types)",
     )
@@ -176,7 +176,7 @@ def add_run_flags(p: argparse.ArgumentParser, chaos: bool = False) -> None:
 
 
 def _glob(text: str) -> str:
-    from checkpoint_tui.core.frameworks.declared import check_glob
+    from checkpoint_tui.frameworks.declared import check_glob
 
     try:
         return check_glob(text)
@@ -342,7 +342,7 @@ def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
 def declaration(args: argparse.Namespace) -> Declared | None:
     """What the user declared the activities to be: the flags, else [tool.checkpoint-tui] of the
     pyproject.toml where the worker command runs (the current directory), else nothing."""
-    from checkpoint_tui.core.frameworks.declared import MAX_GLOBS, Declared, check_glob
+    from checkpoint_tui.frameworks.declared import MAX_GLOBS, Declared, check_glob
 
     model, tool = args.model_activities or [], args.tool_activities or []
     if not model and not tool:

@@ -3,7 +3,7 @@
 What it can see, and from where:
 - **re-executed** (from Temporal history): every activity whose closing attempt is > 1, i.e. that
   ran more than once (a retry, or a worker killed under it and the activity started again). Each is
-  of a class (core/frameworks/): a tool call (named, with its call id), an MCP call, a model request,
+  of a class (frameworks/): a tool call (named, with its call id), an MCP call, a model request,
   or another activity.
 - **guarded**: the activity made at least one claim attempt through the library (an
   `effect_outcomes` row of the run with `step` = its activity id). A re-executed tool call or other
@@ -46,10 +46,10 @@ from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.core.audit import lost_verdict
 from checkpoint_tui.core.audit_names import names
 from checkpoint_tui.core.chain import Chain
-from checkpoint_tui.core.frameworks import detect
 from checkpoint_tui.core.lost_work import SLACK_S, LabEvent, LostWork, event_time, lost_work
 from checkpoint_tui.core.stuck import STUCK
 from checkpoint_tui.effects import read_probe_log
+from checkpoint_tui.frameworks import detect
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import EffectRow

@@ -1,7 +1,7 @@
 """A user's workflow as Temporal recorded it: its activity executions, read from history (every
 execution of the continue-as-new chain), for the timeline, `status`, chaos and the audit. Each one is
 classified (model request, tool call, MCP call, other) by the agent framework's adapter that the
-activity types name (core/frameworks/), from its payloads as history holds them.
+activity types name (frameworks/), from its payloads as history holds them.
 
 History holds one ACTIVITY_TASK_STARTED per activity, written when it closes, with the attempt that
 closed it: an activity that ran more than once (a retry, or a worker killed under it) shows attempt
@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 
 # The chain reader lives in core/chain.py; callers of this module import it from here too.
 from checkpoint_tui.core.chain import Chain, all_executions, read_chain, read_children, reset_run  # noqa: F401
-from checkpoint_tui.core.frameworks import ActivitySeen, Framework, UnitInfo, classify, detect, overridden
+from checkpoint_tui.frameworks import ActivitySeen, Classifier, UnitInfo, classify, detect, overridden
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -56,7 +56,7 @@ class ActivityExec:
     result: object = field(default=None, repr=False)  # the completion's first payload, decoded
     summary: str | None = None  # the user-metadata summary the workflow gave it
     task_queue: str | None = None  # the queue it was scheduled on (a fleet's activity worker polls it)
-    info: UnitInfo | None = None  # what it is (model request, tool call, ...): core/frameworks/
+    info: UnitInfo | None = None  # what it is (model request, tool call, ...): frameworks/
 
     def seen(self) -> ActivitySeen:
         """As the framework adapters take it."""
@@ -210,7 +210,7 @@ def _say_once(line: str) -> None:
         print(f"checkpoint-tui: {line}", file=sys.stderr, flush=True)
 
 
-def label(acts: list[ActivityExec], framework: Framework = None) -> Framework:
+def label(acts: list[ActivityExec], framework: Classifier = None) -> Classifier:
     """Classify every activity by its framework's adapter (`framework`, else the one the activity
     types name); returns the framework used (None: a plain workflow)."""
     seen = [a.seen() for a in acts]
@@ -275,13 +275,13 @@ async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -
 
 
 async def read_activities(
-    client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
+    client: Client, workflow_id: str, first_execution: str | None = None, framework: Classifier = None
 ) -> list[ActivityExec]:
     return (await read_run(client, workflow_id, first_execution, framework))[1]
 
 
 async def read_run(
-    client: Client, workflow_id: str, first_execution: str | None = None, framework: Framework = None
+    client: Client, workflow_id: str, first_execution: str | None = None, framework: Classifier = None
 ) -> tuple[Chain, list[ActivityExec]]:
     """The run's history (its chain, its child workflows' chains in `children`) and its activities read
     from it, for an audit that needs both (lost work is read from the chain: core/lost_work.py)."""

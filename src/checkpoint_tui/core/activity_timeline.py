@@ -14,11 +14,11 @@ from temporalio.client import Client
 
 from checkpoint_tui.core.activity_audit import audit_of
 from checkpoint_tui.core.activity_history import ActivityExec, Chain, read_run
-from checkpoint_tui.core.frameworks import Framework
 from checkpoint_tui.core.runs import LedgerCall
 from checkpoint_tui.core.timeline import Timeline
 from checkpoint_tui.core.view import RunCounts, Snapshot, View
 from checkpoint_tui.core.workflow_runs import record_end
+from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, StepDetail
@@ -65,7 +65,7 @@ def step_row(a: ActivityExec) -> StepRow:
 @dataclass
 class ActivityTimeline(Timeline):
     workflow_type: str | None = None
-    framework: Framework = None  # forced (--framework) or declared; None: recognised from the activity types
+    framework: Classifier = None  # forced (--framework) or declared; None: recognised from the activity types
     strict_models: bool = False  # a model request re-run fails the verdict too
     _acts: tuple[str, float, list[ActivityExec]] | None = None  # (run, when read, activities)
     _chain: Chain | None = None  # the history they were read from (the audit's lost work reads it)

@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from checkpoint_tui.core.activity_history import Chain, activities, decode_payload, plain
-from checkpoint_tui.core.doctor_advice import heartbeat_fix
-from checkpoint_tui.core.frameworks import detect
+from checkpoint_tui.frameworks import detect, get
+from checkpoint_tui.frameworks.base import PYTHON_HEARTBEAT_FIX
 
 KILL_COST_LIMIT_S = 10.0  # an unassisted kill that costs this or more is a finding, however short the activity
 DEFAULT_RETRY_INITIAL_S = 1.0  # Temporal's default first retry interval
@@ -342,7 +342,7 @@ def _findings(t: ActivityType, framework: str | None) -> list[Finding]:
                 "kill-costs-timeout",
                 t.name,
                 f"a worker killed under it is retried only after its {which} of {fmt_s(cost)}{run}",
-                heartbeat_fix(t.cls, framework),
+                _heartbeat_fix(t.cls, framework),
             )
         )
     if t.maximum_attempts == 1:
@@ -370,3 +370,9 @@ def _local_findings(locals_: dict[str, int], wtt: float | None) -> list[Finding]
         )
         for name, n in locals_.items()
     ]
+
+
+def _heartbeat_fix(cls: str, framework: str | None) -> str:
+    """The framework's own words for it, else the Python SDK's."""
+    module = get(framework)
+    return module.heartbeat_fix(cls) if module is not None else PYTHON_HEARTBEAT_FIX

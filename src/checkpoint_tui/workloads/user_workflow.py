@@ -1,6 +1,6 @@
 """A user's own workflow as a workload: any Temporal workflow on their worker command (`--worker-cmd`),
 agent frameworks on Temporal included (pydantic-ai's durability, the OpenAI Agents SDK's plugin: an
-adapter in core/frameworks/ classifies their activities, recognised from the activity types or forced
+adapter in frameworks/ classifies their activities, recognised from the activity types or forced
 with `framework`). Its units are its activities, read from Temporal history; its effects are the ones
 made through the effects library, read from the ledger."""
 
@@ -18,7 +18,6 @@ from temporalio.service import RPCError
 from checkpoint_tui.core.activity_audit import ActivityAudit, audit_of
 from checkpoint_tui.core.activity_history import read_run
 from checkpoint_tui.core.activity_timeline import ActivityTimeline
-from checkpoint_tui.core.frameworks import Declared, Framework
 from checkpoint_tui.core.runs import LedgerCall
 from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.core.status_text import activity_status
@@ -26,6 +25,7 @@ from checkpoint_tui.core.timeline import Timeline
 from checkpoint_tui.core.workflow_runs import NO_INPUT, start_workflow_run, wait_workflow_run
 from checkpoint_tui.core.workload import StatusReport, Workload
 from checkpoint_tui.errors import UsageError
+from checkpoint_tui.frameworks import Classifier, Declared
 from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
@@ -56,7 +56,7 @@ class UserWorkflow(Adapter):
     units: ClassVar[str] = "activities"
 
     @property
-    def classifier(self) -> Framework:
+    def classifier(self) -> Classifier:
         """What classifies its activities: a declaration, the forced framework, or None (recognised)."""
         return self.declared or self.framework
 

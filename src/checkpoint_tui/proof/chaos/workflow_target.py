@@ -31,11 +31,11 @@ from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_history import read_activities
 from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.destination_audit import assign, read_after, save
-from checkpoint_tui.core.frameworks import Framework, detect
 from checkpoint_tui.core.windows import MODEL, TOOL
 from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.effects import read_probe_records
 from checkpoint_tui.errors import Failed
+from checkpoint_tui.frameworks import Classifier, detect
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ledger.store import connect
@@ -78,7 +78,7 @@ class ActivityTarget(ChaosTarget):
         self,
         workload: Workload,
         workflow: str | None,
-        framework: Framework,
+        framework: Classifier,
         strict_models: bool,
         aim: str = "any",
         seed: int | None = None,

@@ -1,5 +1,5 @@
 """A user's workflow while chaos runs it: its activities as Temporal has them, read from history (a
-user's run has no step rows), classified by its framework's adapter (core/frameworks/); which of them
+user's run has no step rows), classified by its framework's adapter (frameworks/); which of them
 an event aims at (`--aim tool|model|any|GLOB`), and the wait for an aimed activity to be in flight."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from checkpoint_tui.core.activity_history import (
     read_children,
     with_pending,
 )
-from checkpoint_tui.core.frameworks import Framework
 from checkpoint_tui.core.stuck import CHECK_EVERY_S, StuckTask, stuck_task
 from checkpoint_tui.errors import Failed, UsageError
+from checkpoint_tui.frameworks import Classifier
 
 AIMS = ("tool", "model", "any")  # or a glob over activity types and tool names
 POLL_S = 0.03  # how often history is read while an event waits for its activity start
@@ -51,7 +51,7 @@ class Progress:
     """The run as Temporal has it: activities in scheduling order (open ones with their pending
     state), classified."""
 
-    def __init__(self, client: Client, run_id: str, framework: Framework = None) -> None:
+    def __init__(self, client: Client, run_id: str, framework: Classifier = None) -> None:
         self.client, self.run_id, self.framework = client, run_id, framework
         self.chain = Chain(run_id)
         self._done: dict = {}  # child workflows seen closed (read once)

@@ -27,7 +27,7 @@ import grpc
 from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
 
 from checkpoint_tui.core.activity_history import ActivityExec, decode_payload, label
-from checkpoint_tui.core.frameworks import Framework
+from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.proof.nemeses.aim import aimed
 from checkpoint_tui.proof.nemeses.records import Hit
 
@@ -64,7 +64,7 @@ class Task:
     activity_type: str
     attempt: int
     label: str
-    cls: str  # model, tool, mcp or other (core/frameworks/)
+    cls: str  # model, tool, mcp or other (frameworks/)
     aimed_at: int | None  # its ordinal among its workflow's aimed first attempts, None when not aimed
     aimed_any: int | None = None  # its ordinal among every workflow's (the run's children count too)
     key: str = ""  # what makes it a tool of its own: the tool's name, else the activity type
@@ -86,7 +86,7 @@ class Arming:
 
 
 class Hop(grpc.GenericRpcHandler):
-    def __init__(self, upstream: str, aim: str, framework: Framework, kill: Callable[[str], Hit | None]) -> None:
+    def __init__(self, upstream: str, aim: str, framework: Classifier, kill: Callable[[str], Hit | None]) -> None:
         """`kill(identity)`: SIGKILL the worker of that identity if it is ours (a Hit), else None."""
         self.upstream, self.aim, self.framework, self.kill = upstream, aim, framework, kill
         self.armed: list[Arming] = []

@@ -22,7 +22,7 @@ from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client
 
 from checkpoint_tui.core.activity_history import ActivityExec, Chain, activities, decode_payload, label, plain
-from checkpoint_tui.core.frameworks import Framework
+from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.rows import ClaimAttempt
@@ -106,7 +106,7 @@ def scheduled_by(events: list, activity_id: str) -> int | None:
     return None
 
 
-def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, framework: Framework) -> dict:
+def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, framework: Classifier) -> dict:
     """A user's workflow, after the run: each activity the replaced execution had run after the reset
     point (completed, or pending just before the reset: started, or scheduled and maybe started as the
     reset landed) that the new execution started again, as history names it, with what the library's
@@ -142,7 +142,7 @@ def _execution(chain: Chain, run: str) -> list | None:
     return next((events for r, events in chain.executions + chain.replaced if r == run), None)
 
 
-def _acts(chain: Chain, run: str, events: list, framework: Framework) -> list[ActivityExec]:
+def _acts(chain: Chain, run: str, events: list, framework: Classifier) -> list[ActivityExec]:
     acts = activities(Chain(chain.workflow_id, [(run, events)]))
     label(acts, framework)
     return acts

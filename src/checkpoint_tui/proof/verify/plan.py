@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
-from checkpoint_tui.core.frameworks import Framework
 from checkpoint_tui.core.workload import Workload
+from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -35,7 +35,7 @@ class VerifyContext:
     runs: list[str] = field(default_factory=list)  # every run this invocation started, in order
     completions: list[tuple[str, int, int]] = field(default_factory=list)  # (scenario, units done, of units)
     ready_s: float | None = None  # the slowest start of a worker until it could take a run
-    framework: Framework = None  # what classifies its activities (VerifyPlan's)
+    framework: Classifier = None  # what classifies its activities (VerifyPlan's)
     readings: list = field(default_factory=list)  # each destination's ids after the last run's audit (--effects)
 
     async def supervise(self, assist: bool = True, spare: bool = True) -> Supervisor:
@@ -90,7 +90,7 @@ class VerifyPlan:
     command: str  # as a report and JUnit name it, e.g. "checkpoint-tui --verify"
     header: str  # what the scenarios run, for the first printed line
     summarise: Callable[[Report, float], None] = lambda report, wall_s: None  # figures and targets of its own
-    framework: Framework = None  # a user's workflow: what classifies its activities (a framework, a declaration)
+    framework: Classifier = None  # a user's workflow: what classifies its activities (a framework, a declaration)
 
 
 async def supervisor_killed(

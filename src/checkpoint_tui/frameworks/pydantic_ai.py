@@ -8,13 +8,30 @@
   (`serialized_run_context.tool_call_id`); its second the run's deps;
 - `agent__<agent>__mcp_server__<id>__call_tool`: an MCP tool call, the same first argument;
 - anything else (`__get_tools`, `__validate_args`, `__event_stream_handler`, `__capability__...`,
-  `__model_compact_messages`, ...): other."""
+  `__model_compact_messages`, ...): other.
+
+Keys for the effects library. The exactly-once key of a pydantic-ai tool call under `TemporalDurability`.
+
+    @agent.tool
+    async def send_email(ctx: RunContext[Deps], to: str, body: str) -> str:
+        return await exactly_once(kind="email", payload=line, write=send, key=tool_call_key(ctx))
+
+`tool_call_key(ctx)` is `pydantic-ai:<workflow id>:<ctx.tool_call_id>`. The call id is made by the
+model request activity and kept in history, so: an activity retry (a killed worker) has the same key
+(`recovered` or `skipped`); a continue-as-new keeps the workflow id and carries the messages, so a
+call redone after it keeps its key; a workflow reset to before the model request re-runs the request,
+which makes a new call id (a new key: the tool sends again), while a reset between the request and
+the tool keeps the call id from history (skipped). Duck-typed: it reads `ctx.tool_call_id` and does
+not import pydantic_ai. One key per tool call: a tool with two effects suffixes it.
+"""
 
 from __future__ import annotations
 
 import re
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.base import BY_TYPE, NO
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
@@ -30,6 +47,7 @@ from checkpoint_tui.core.frameworks.units import (
 )
 
 NAME = "pydantic-ai"
+LANGUAGE = "python"
 _MODEL = re.compile(r"agent__.+__model_request(?:_stream)?")
 _CALL = re.compile(r"agent__.+__(?P<kind>toolset|dynamic_toolset|mcp_server)__(?P<toolset>.+)__call_tool")
 _SUMMARY_MODEL = "request model: "
@@ -40,9 +58,9 @@ def owns(activity_type: str) -> bool:
     return bool(_MODEL.fullmatch(activity_type) or _CALL.fullmatch(activity_type))
 
 
-def recognises(seen: ActivitySeen) -> bool:
-    """Its activity type is enough (the payloads add nothing a type does not say)."""
-    return owns(type_of(seen))
+def recognises(seen: ActivitySeen) -> int:
+    """By its activity type (the payloads add nothing a type does not say)."""
+    return BY_TYPE if owns(type_of(seen)) else NO
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
@@ -91,4 +109,23 @@ def _tool(seen: object, cls: str, toolset: str) -> UnitInfo:
         summary_of(seen),
         None,
         " · ".join(parts),
+    )
+
+
+def tool_call_key(ctx: object) -> str:
+    """The key of this tool call: workflow id + `ctx.tool_call_id` (see the module doc)."""
+    return call_key(NAME, getattr(ctx, "tool_call_id", None))
+
+
+def heartbeat_fix(cls: str) -> str:
+    """How a killed worker's attempt of this class fails fast, in pydantic-ai's words."""
+    if cls == "model":
+        return (
+            "TemporalAgent(..., model_activity_config=ActivityConfig(heartbeat_timeout=timedelta(seconds=5)))"
+            ": its activities already heartbeat in the background"
+        )
+    return (
+        "TemporalAgent(..., toolset_activity_config={'<toolset id>': ActivityConfig("
+        "heartbeat_timeout=timedelta(seconds=5))}): pydantic-ai sets none on tools by default, though "
+        "its activities heartbeat in the background"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,

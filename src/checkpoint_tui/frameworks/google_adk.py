@@ -16,14 +16,39 @@
   was keyed by, so it goes first. Otherwise the call is matched by name, in order, from that request's
   result, else from the next request's contents (the calls new since the one before). A model that
   gives no id leaves one to ADK (`adk-<uuid>`, made in the workflow and stripped from what the next
-  request sends): only the snapshot shows it. An activity no call names is other."""
+  request sends): only the snapshot shows it. An activity no call names is other.
+
+Keys for the effects library. The exactly-once key of a Google ADK tool call under `temporalio.google_adk`.
+
+`temporalio.google_adk.workflow.activity_as_tool(fn)` hands an activity that declares a parameter
+`tool_context: ToolContextSnapshot` a snapshot of ADK's tool context (hidden from the model, like a
+native tool's `tool_context`), whose `function_call_id` is the id of the function call being run:
+
+    @activity.defn
+    async def send_email_guarded(to: str, body: str, tool_context: ToolContextSnapshot) -> str:
+        return await exactly_once(kind="email", payload=line, write=send, key=tool_call_key(tool_context))
+
+`tool_call_key(tool_context)` is `google-adk:<workflow id>:<function call id>`. The id is the model's
+(made inside the `invoke_model` activity, whose result history keeps) or, when the model gives none,
+ADK's `adk-<uuid>` made in the workflow from `workflow.uuid4()` (the plugin installs it), so replay
+makes the same one. The snapshot is in the tool activity's input, so:
+- an activity retry (a killed worker, a timeout) has the same key (`recovered` or `skipped`);
+- a reset to between the model request and the tool call keeps the request's result and so a model's
+  id (`skipped`); a reset to before the request runs it again and the model makes a new id (a new
+  key: the tool sends again). An id ADK made after the reset point may differ too (a reset reseeds
+  the workflow's randomness);
+- a continue-as-new starts a new ADK run, whose model requests make new ids (the workflow id stays).
+A model that repeats ids makes one key of all its calls. Duck-typed: imports no ADK.
+"""
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.base import BY_PAYLOAD, NO, PYTHON_HEARTBEAT_FIX
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
@@ -40,6 +65,7 @@ from checkpoint_tui.core.frameworks.units import (
 )
 
 NAME = "google-adk"
+LANGUAGE = "python"
 MODEL_TYPES = frozenset({"invoke_model", "invoke_model_streaming"})
 MCP_CALL, MCP_OTHER = "-call-tool", ("-list-tools", "-server-session")
 SNAPSHOT_KEYS = frozenset({"state", "function_call_id"})
@@ -59,17 +85,17 @@ def owns(activity_type: str) -> bool:
     return activity_type in MODEL_TYPES
 
 
-def recognises(seen: ActivitySeen) -> bool:
-    """A model activity whose input is an ADK `LlmRequest` or whose result is a list of `LlmResponse`s
-    (a bare type cannot tell ADK's from Strands')."""
+def recognises(seen: ActivitySeen) -> int:
+    """By the payloads: a model activity whose input is an ADK `LlmRequest` or whose result is a list of
+    `LlmResponse`s (a bare type cannot tell ADK's from Strands', which recognises it by type alone)."""
     if type_of(seen) not in MODEL_TYPES:
-        return False
+        return NO
     request = _request(seen)
     if isinstance(request, dict) and isinstance(request.get("contents"), list):
-        return True
+        return BY_PAYLOAD
     result = getattr(seen, "result", None)
     head = result[0] if isinstance(result, list) and result else None
-    return isinstance(head, dict) and bool(head) and set(head) <= _RESPONSE_KEYS
+    return BY_PAYLOAD if isinstance(head, dict) and bool(head) and set(head) <= _RESPONSE_KEYS else NO
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
@@ -224,3 +250,16 @@ def _tokens(responses: object) -> int | None:
 
 def _count(n: object) -> bool:
     return isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53
+
+
+def tool_call_key(tool_context: object) -> str:
+    """The key of this tool call: workflow id + the function call id of `tool_context` (a
+    `ToolContextSnapshot`, or the id itself as a string; see the module doc). Raises EffectRefused
+    outside an activity or without a usable id."""
+    call_id = tool_context if isinstance(tool_context, str) else getattr(tool_context, "function_call_id", None)
+    return call_key(NAME, call_id)
+
+
+def heartbeat_fix(cls: str) -> str:
+    """How a killed worker's attempt fails fast: the Python SDK's way (the plugin sets no heartbeat)."""
+    return PYTHON_HEARTBEAT_FIX

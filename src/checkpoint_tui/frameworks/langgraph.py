@@ -13,11 +13,35 @@
 
 The type alone cannot tell a LangGraph node from a plain workflow's dotted activity type
 (`payments.charge`): `owns` accepts the shape, `recognises` also looks at the input, and `classify`
-calls an activity whose decoded payloads are not LangGraph's "other"."""
+calls an activity whose decoded payloads are not LangGraph's "other".
+
+Keys for the effects library. The exactly-once key of a LangGraph tool call under `temporalio.langgraph`.
+
+    @tool("send_email")
+    async def send_email(to: str, body: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        return await exactly_once(kind="email", payload=line, write=send, key=tool_call_key(tool_call_id))
+
+`tool_call_key(tool_call_id)` is `langgraph:<workflow id>:<tool call id>`. The tool runs inside the
+node that executes tool calls (an activity, `<graph>.tools`), whose input is the graph's state: the
+call id is the one the model node's activity made and history keeps in its result, so:
+- an activity retry of the tools node (a killed worker, a timeout) has the same key (`recovered` or
+  `skipped`); a tools node that runs several calls re-runs them all, those done skipped by their keys;
+- a workflow reset to between the model node and the tools node keeps the call id (skipped); a reset
+  to before the model node runs it again and the model makes a new call id (a new key: it sends
+  again). Both measured (tests/test_langgraph_classify.py);
+- a continue-as-new keeps the workflow id; a node the plugin's task cache carries over
+  (`temporalio.langgraph.graph(name, cache=cache())`, keyed by the node and its input) is not run
+  again, so its calls keep their ids and keys; a graph that starts over makes new calls, new keys
+  (read in temporalio-langgraph 0.1.0, not measured).
+Duck-typed on a string: it imports neither LangGraph nor LangChain. One key per tool call: a tool with
+two effects suffixes it.
+"""
 
 from __future__ import annotations
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.base import BY_SHAPE, NO
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
@@ -33,6 +57,7 @@ from checkpoint_tui.core.frameworks.units import (
 )
 
 NAME = "langgraph"
+LANGUAGE = "python"
 _INPUT_KEYS = frozenset({"args", "kwargs", "langgraph_config"})
 _OUTPUT_KEYS = frozenset({"result", "langgraph_command", "langgraph_interrupts"})
 _MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "function", "remove", "AIMessageChunk"})
@@ -52,7 +77,7 @@ def owns(activity_type: str) -> bool:
     return isinstance(activity_type, str) and len(activity_type) <= 1000 and _node(activity_type) is not None
 
 
-def recognises(seen: object) -> bool:
+def recognises(seen: object) -> int:
     """An activity LangGraph's plugin scheduled: its type has the shape, and its input and result, each
     where it decoded, have the plugin's shapes. With neither payload (a type alone), only a prebuilt
     node's name (`<graph>.agent`, `<graph>.tools`...) is taken for LangGraph's: `payments.charge` is not."""
@@ -60,8 +85,9 @@ def recognises(seen: object) -> bool:
     result = getattr(seen, "result", None)
     node = _node(type_of(seen))
     if node is None or _foreign(first, result):
-        return False
-    return first is not None or result is not None or node in _MODEL_NODES | _TOOL_NODES
+        return NO
+    known = first is not None or result is not None or node in _MODEL_NODES | _TOOL_NODES
+    return BY_SHAPE if known else NO  # a shape: a type only another integration makes outranks it
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
@@ -194,3 +220,17 @@ def _update_messages(result: object) -> list[dict]:
         if isinstance(messages, list):
             return [m for m in messages[:UPDATE_MESSAGES] if _type(m) is not None]
     return []
+
+
+def tool_call_key(tool_call_id: object) -> str:
+    """The key of this tool call: workflow id + the model's tool call id (see the module doc); raises
+    EffectRefused outside an activity or without a usable id."""
+    return call_key(NAME, tool_call_id)
+
+
+def heartbeat_fix(cls: str) -> str:
+    """How a killed worker's attempt fails fast, in LangGraph's words (a node is the activity)."""
+    return (
+        "heartbeat from the node (activity.heartbeat() about every second) and put "
+        "heartbeat_timeout=timedelta(seconds=5) in the node's metadata, beside execute_in='activity'"
+    )

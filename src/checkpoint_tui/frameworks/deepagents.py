@@ -17,11 +17,39 @@ LangGraph node's `<graph>.<node>` (its nodes are not activities):
   `backend:<op>`. An op that changes the world (`write`, `edit`, `execute`, ...) is an effect as much
   as a tool is: classed a tool, named `backend:<op>`; a read is other.
 Messages cross in LangChain's `dumpd` form: `{"lc": 1, "type": "constructor", "id": [..., "AIMessage"],
-"kwargs": {...}}`."""
+"kwargs": {...}}`.
+
+Keys for the effects library. The exactly-once key of a LangChain Deep Agents tool call under `temporalio.deepagents`.
+
+    @tool
+    async def send_email(to: str, body: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        return await exactly_once(kind="email", payload=line, write=send, key=tool_call_key(tool_call_id))
+
+    SEND_EMAIL = tool_as_activity(send_email, start_to_close_timeout=timedelta(seconds=10))
+
+`tool_call_key(tool_call_id)` is `deepagents:<workflow id>:<tool call id>`. Not LangGraph's key: the
+id a tool wrapped by `tool_as_activity` gets through `InjectedToolCallId` is the plugin's own, drawn
+in the workflow by `workflow.uuid4()` when it schedules the `deepagents.invoke_tool` activity and
+kept in that activity's input (`tool_call_id`); the model's id (`call_...`) rides in the input's
+`args` and is overwritten by the injection (measured with temporalio-deepagents 0.0.3). So:
+- an activity retry (a killed worker, a timeout) has the same key (`recovered` or `skipped`), and so
+  has a replay of the workflow (the same seed draws the same id);
+- a workflow reset to any point before the tool call was scheduled, including the workflow task right
+  after the model request that asked for it, runs on a new random seed: a new id, a new key, and the
+  tool sends again (measured: tests/test_deepagents_classify.py). A write that checks for itself (as
+  the example's append does) is the only guard across a reset;
+- a continue-as-new (`run_deep_agent`) carries the conversation, not the calls: a call made after it is
+  a new call with a new key (read in temporalio-deepagents 0.0.3, not measured).
+A tool given by `activity_as_tool` is the user's own activity and receives no call id at all.
+Duck-typed on a string: it imports neither Deep Agents nor LangChain. One key per tool call: a tool
+with two effects suffixes it.
+"""
 
 from __future__ import annotations
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.base import BY_TYPE, NO, PYTHON_HEARTBEAT_FIX
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
@@ -37,6 +65,7 @@ from checkpoint_tui.core.frameworks.units import (
 )
 
 NAME = "deepagents"
+LANGUAGE = "python"
 MODEL_TYPES = frozenset({"deepagents.invoke_model", "deepagents.invoke_model_streaming"})
 TOOL_TYPE = "deepagents.invoke_tool"
 BACKEND_TYPE = "deepagents.backend_op"
@@ -51,8 +80,9 @@ def owns(activity_type: str) -> bool:
     )
 
 
-def recognises(seen: ActivitySeen) -> bool:
-    return owns(type_of(seen))
+def recognises(seen: ActivitySeen) -> int:
+    """By its activity type."""
+    return BY_TYPE if owns(type_of(seen)) else NO
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
@@ -116,3 +146,14 @@ def _backend(seen: object, first: object) -> UnitInfo:
         return UnitInfo("other", name, None, None, summary_of(seen), None, f"backend · {op or '?'}")
     parts = [field(first, "args"), field(first, "kwargs")]
     return UnitInfo("tool", name, None, digest(parts), summary_of(seen), None, f"tool · {name}")
+
+
+def tool_call_key(tool_call_id: object) -> str:
+    """The key of this tool call: workflow id + the plugin's tool call id (see the module doc); raises
+    EffectRefused outside an activity or without a usable id."""
+    return call_key(NAME, tool_call_id)
+
+
+def heartbeat_fix(cls: str) -> str:
+    """How a killed worker's attempt fails fast: the Python SDK's way (the plugin sets no heartbeat)."""
+    return PYTHON_HEARTBEAT_FIX

@@ -12,18 +12,46 @@
 - a tool: an activity named as a call of the model request before it (`activity_as_tool` names the
   tool after the activity), whose input is only the model's arguments, positionally. Its call id is
   matched here by name, in order, from that request's result, else from the next request's messages
-  (the calls new since the one before). `checkpoint_tui.integrations.strands.guarded_activity_as_tool`
+  (the calls new since the one before). `checkpoint_tui.frameworks.strands.guarded_activity_as_tool`
   hands the tool its call as the first argument (`{"tool_use_id", "tool_name"}`): that one is the id
   the activity was keyed by, so it goes first. An activity no call names (a hook's, one before the
-  first request) is other."""
+  first request) is other.
+
+Keys for the effects library. A Strands tool whose Temporal activity learns its tool-use id, for exactly-once keys.
+
+`temporalio.strands_agents.workflow.activity_as_tool(fn)` hands the activity only the model's
+arguments: the `toolUseId` stays in the workflow (and the next model request's messages), and nothing
+else the activity can see names the call (its activity id restarts at a continue-as-new and is the
+same for another call after a reset). Here the activity's first parameter is a `ToolCall` (tool-use
+id and tool name) that the model never sees:
+
+    @activity.defn
+    async def send_email_guarded(call: ToolCall, to: str, body: str) -> str:
+        return await exactly_once(kind="email", payload=line, write=send, key=tool_call_key(call))
+
+    TemporalAgent(model=..., tools=[guarded_activity_as_tool(send_email_guarded, start_to_close_timeout=...)])
+
+`tool_call_key(call)` is `strands:<workflow id>:<toolUseId>`. The id is made by the model inside the
+`invoke_model` activity, whose result history keeps, so: an activity retry (a killed worker) has the
+same key (`recovered` or `skipped`); a reset to between the model request and the tool keeps the
+request's result and so the id (`skipped`), while a reset to before the request re-runs it and the
+model makes a new id (a new key: the tool sends again); a continue-as-new starts a new agent run,
+whose model requests make new ids (the workflow id stays, so an id carried over in `messages=` keeps
+its key). A model that repeats ids makes one key of all its calls. Imports Strands only when
+`guarded_activity_as_tool` is called.
+"""
 
 from __future__ import annotations
 
-import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from checkpoint_tui.core.frameworks.units import (
+from checkpoint_tui.frameworks.base import BY_TYPE, NO
+from checkpoint_tui.frameworks.keys import call_key
+from checkpoint_tui.frameworks.tool_call import ARGUMENTS_LIMIT, Call, handed, json_digest, tool_call_parameter
+from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
     args_of,
@@ -40,18 +68,11 @@ from checkpoint_tui.core.frameworks.units import (
 )
 
 NAME = "strands"
+LANGUAGE = "python"
 MODEL_TYPES = frozenset({"invoke_model", "invoke_model_streaming"})
 SANDBOX_PREFIX = "strands-sandbox-"
 MCP_CALL, MCP_LIST = "-call-tool", "-list-tools"
 EVENT_LIMIT = 20_000  # stream events, messages, or content blocks looked at per model request
-ARGUMENTS_LIMIT = 256 * 1024  # characters of a call's input (its JSON pieces together) decoded for the digest
-
-
-@dataclass(frozen=True)
-class _Call:
-    call_id: str
-    name: str | None
-    arguments: object  # the model's input: a JSON string from a stream, a dict from the messages
 
 
 def owns(activity_type: str) -> bool:
@@ -60,9 +81,10 @@ def owns(activity_type: str) -> bool:
     return activity_type in MODEL_TYPES or activity_type.startswith(SANDBOX_PREFIX)
 
 
-def recognises(seen: ActivitySeen) -> bool:
-    """Its activity type is enough (the payloads add nothing a type does not say)."""
-    return owns(type_of(seen))
+def recognises(seen: ActivitySeen) -> int:
+    """By its activity type. Google ADK's integration names its model activity `invoke_model` too, and
+    tells its own by the payloads: a stronger word (frameworks/base.py)."""
+    return BY_TYPE if owns(type_of(seen)) else NO
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
@@ -79,18 +101,18 @@ def _model(seen: object) -> UnitInfo:
     return UnitInfo("model", name, None, None, summary_of(seen), tokens, f"model · {name}" if name else "model")
 
 
-def _tools(seen: list[ActivitySeen], made: list[_Call] | None) -> list[UnitInfo]:
+def _tools(seen: list[ActivitySeen], made: list[Call] | None) -> list[UnitInfo]:
     """The activities after one model request: each a tool when it was handed its call, or a call of
     that request names it (by name, in order), or the request's calls are unknown; else other."""
-    handed = [_handed(s) for s in seen]
+    handed_calls = [handed(s, "tool_use_id") for s in seen]
     by_id = {c.call_id: c for c in made or []}
-    by_name: dict[str | None, deque[_Call]] = {}
-    taken = {c.call_id for c in handed if c is not None}
+    by_name: dict[str | None, deque[Call]] = {}
+    taken = {c.call_id for c in handed_calls if c is not None}
     for call in made or []:
         if call.call_id not in taken:
             by_name.setdefault(call.name, deque()).append(call)
     units = []
-    for s, given in zip(seen, handed, strict=True):
+    for s, given in zip(seen, handed_calls, strict=True):
         same = by_name.get(type_of(s)) if given is None else None
         call = same.popleft() if same else given
         if call is None and made is not None:
@@ -100,11 +122,11 @@ def _tools(seen: list[ActivitySeen], made: list[_Call] | None) -> list[UnitInfo]
     return units
 
 
-def _tool(seen: object, call: _Call | None, made: _Call | None, handed: bool) -> UnitInfo:
+def _tool(seen: object, call: Call | None, made: Call | None, was_handed: bool) -> UnitInfo:
     name = clean(type_of(seen))
     parts = ["tool", name or "?"] + ([f"call {short_id(call.call_id)}"] if call else [])
     args = args_of(seen)  # the model's arguments as the activity got them, after a handed call
-    args_digest = (_arguments_digest(made.arguments) if made else None) or digest(args[1:] if handed else args)
+    args_digest = (_arguments_digest(made.arguments) if made else None) or digest(args[1:] if was_handed else args)
     return UnitInfo(
         "tool", name, call.call_id if call else None, args_digest, summary_of(seen), None, " · ".join(parts)
     )
@@ -129,7 +151,7 @@ def _framework_other(seen: object) -> UnitInfo:
     return mcp_unit(seen, server, tool, call_id, field(first, "arguments"))
 
 
-def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[_Call] | None:
+def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[Call] | None:
     """The calls model request `model` made: from its result's stream events, else what the next
     request's messages hold that this one's did not (a result that did not decode, e.g. too big);
     None when neither tells."""
@@ -144,13 +166,13 @@ def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[_
     return [c for c in after if c.call_id not in known]
 
 
-def _streamed_calls(events: object) -> list[_Call] | None:
+def _streamed_calls(events: object) -> list[Call] | None:
     """The tool uses of a model's stream events, in order, each id once; None if it is not a list.
     A call's id and name come with its block's start (or, from some providers, a delta); its input
     in the deltas' pieces until the block stops."""
     if not isinstance(events, list):
         return None
-    found: dict[str, _Call] = {}
+    found: dict[str, Call] = {}
     current: dict[str, object] = {}
     pieces: list[str] = []
     size = 0
@@ -170,17 +192,17 @@ def _streamed_calls(events: object) -> list[_Call] | None:
             call_id = call_id_of(current.get("id"))
             if call_id is not None and call_id not in found:
                 arguments = "".join(pieces) if size <= ARGUMENTS_LIMIT else None
-                found[call_id] = _Call(call_id, clean(current.get("name"), 256), arguments)
+                found[call_id] = Call(call_id, clean(current.get("name"), 256), arguments)
             current, pieces, size = {}, [], 0
     return list(found.values())
 
 
-def _message_calls(messages: object) -> list[_Call] | None:
+def _message_calls(messages: object) -> list[Call] | None:
     """The toolUse blocks of a conversation's messages, in order, each id once; None if it is not a
     list. At most EVENT_LIMIT messages and blocks are looked at in all."""
     if not isinstance(messages, list):
         return None
-    found: dict[str, _Call] = {}
+    found: dict[str, Call] = {}
     budget = EVENT_LIMIT
     for message in messages[:EVENT_LIMIT]:
         content = field(message, "content")
@@ -190,19 +212,10 @@ def _message_calls(messages: object) -> list[_Call] | None:
             use = field(block, "toolUse")
             call_id = call_id_of(field(use, "toolUseId"))
             if call_id is not None and call_id not in found:
-                found[call_id] = _Call(call_id, clean(field(use, "name"), 256), field(use, "input"))
+                found[call_id] = Call(call_id, clean(field(use, "name"), 256), field(use, "input"))
         if budget <= 0:
             break
     return list(found.values())
-
-
-def _handed(seen: object) -> _Call | None:
-    """The call `guarded_activity_as_tool` hands its activity first: `{"tool_use_id", "tool_name"}`."""
-    first = (args_of(seen) or [None])[0]
-    if not isinstance(first, dict) or set(first) != {"tool_use_id", "tool_name"}:
-        return None
-    call_id = call_id_of(first["tool_use_id"])
-    return _Call(call_id, clean(first["tool_name"], 256), None) if call_id else None
 
 
 def _arguments_digest(arguments: object) -> str | None:
@@ -210,14 +223,9 @@ def _arguments_digest(arguments: object) -> str | None:
     same arguments, however spaced, give the same digest), else of the value itself."""
     if not isinstance(arguments, str):
         return digest(arguments) if arguments is not None else None
-    if len(arguments) > ARGUMENTS_LIMIT:
-        return None
     if not arguments.strip():
         return digest({})  # Strands reads an empty input as no arguments
-    try:
-        return digest(json.loads(arguments))
-    except (ValueError, RecursionError):  # not JSON, too deep, an integer of > 4300 digits
-        return None
+    return json_digest(arguments)
 
 
 def _tokens(events: object) -> int | None:
@@ -233,3 +241,75 @@ def _tokens(events: object) -> int | None:
                 return counts[0] + counts[1]  # type: ignore[operator]
             return None
     return None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What the guarded tool's activity receives first: the tool use the model asked for (the names
+    are Strands' own, as its MCP call-tool activity takes them)."""
+
+    tool_use_id: str
+    tool_name: str
+
+
+def tool_call_key(call: ToolCall) -> str:
+    """The key of this tool call: workflow id + the model's toolUseId (see the module doc)."""
+    return call_key(NAME, getattr(call, "tool_use_id", None))
+
+
+def guarded_activity_as_tool(fn: Callable[..., Any], **activity_options: Any) -> Any:
+    """`activity_as_tool(fn, **activity_options)` for an activity whose first parameter (after any
+    `self`) is a `ToolCall`: the model sees the other parameters; the activity gets the call first.
+    Returns a Strands `AgentTool` named after the activity."""
+    from temporalio import activity
+
+    defn = activity._Definition.from_callable(fn)
+    if defn is None or not defn.name:
+        raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
+    call_param = tool_call_parameter(fn, defn.name, ToolCall)[0].name
+    return _tool_class()(fn, activity_options, call_param)
+
+
+def _tool_class() -> type:
+    """The guarded tool's class, built on first use so that importing this module imports no Strands.
+
+    It is the integration's own `TemporalActivityTool` (a private class of temporalio-strands-agents
+    0.1: the same activity options, error results and interrupts as `activity_as_tool`) with two
+    changes: the spec the model sees leaves out the ToolCall parameter (Strands' `FunctionToolMetadata`
+    drops its context parameter from the schema), and each call puts the ToolCall under that
+    parameter's name before the arguments are bound to the activity's signature. The tests name this
+    if an upgrade moves it (tests/test_strands_classify.py)."""
+    from strands.tools.decorator import FunctionToolMetadata
+    from temporalio.strands_agents._temporal_activity_tool import TemporalActivityTool
+
+    class GuardedActivityTool(TemporalActivityTool):
+        def __init__(self, fn: Callable[..., Any], options: dict[str, Any], call_param: str) -> None:
+            super().__init__(fn, options)
+            self._call_param = call_param
+            spec = FunctionToolMetadata(fn, context_param=call_param).extract_metadata()
+            spec["name"] = self._activity_name
+            self._spec = spec
+
+        async def stream(self, tool_use: Any, invocation_state: dict[str, Any], **kwargs: Any) -> Any:
+            call = ToolCall(tool_use_id=tool_use["toolUseId"], tool_name=tool_use["name"])
+            given = tool_use.get("input")
+            # The model's arguments, then the call: a model that names the call's parameter cannot
+            # stand in for it.
+            arguments = {**(given if isinstance(given, dict) else {}), self._call_param: call}
+            async for event in super().stream({**tool_use, "input": arguments}, invocation_state, **kwargs):
+                yield event
+
+    return GuardedActivityTool
+
+
+def heartbeat_fix(cls: str) -> str:
+    """How a killed worker's attempt of this class fails fast, in Strands' words."""
+    if cls == "model":
+        return (
+            "TemporalAgent(..., heartbeat_timeout=timedelta(seconds=5)): its model activity already "
+            "heartbeats, only the timeout is missing"
+        )
+    return (
+        "heartbeat from the tool's activity (activity.heartbeat() about every second) and pass "
+        "heartbeat_timeout=timedelta(seconds=5) to activity_as_tool(...)"
+    )

@@ -1,0 +1,56 @@
+"""What the OpenAI Agents SDK's and Strands' modules share: a tool call as the model made it, the call
+that `guarded_activity_as_tool` hands a tool's activity first (each names its id field its own way),
+the digest of a call's JSON arguments, and the check that a guarded activity takes that call first."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint_tui.frameworks.units import args_of, call_id_of, clean, digest
+
+ARGUMENTS_LIMIT = 256 * 1024  # characters of a call's arguments decoded for the digest
+
+
+@dataclass(frozen=True)
+class Call:
+    call_id: str
+    name: str | None
+    arguments: object  # the model's arguments as found: a JSON string, or a decoded value
+
+
+def handed(seen: object, id_field: str) -> Call | None:
+    """The call `guarded_activity_as_tool` hands its activity first: `{id_field, "tool_name"}`."""
+    first = (args_of(seen) or [None])[0]
+    if not isinstance(first, dict) or set(first) != {id_field, "tool_name"}:
+        return None
+    call_id = call_id_of(first[id_field])
+    return Call(call_id, clean(first["tool_name"], 256), None) if call_id else None
+
+
+def json_digest(arguments: str) -> str | None:
+    """The digest of a call's JSON arguments, of the decoded value: the same arguments written with
+    other spacing or key order give the same digest; None for what is not JSON or too big."""
+    if len(arguments) > ARGUMENTS_LIMIT:
+        return None
+    try:
+        return digest(json.loads(arguments))
+    except (ValueError, RecursionError):  # not JSON, too deep, an integer of > 4300 digits
+        return None
+
+
+def tool_call_parameter(fn: Callable[..., Any], name: str, tool_call: type) -> list[inspect.Parameter]:
+    """`fn`'s parameters after any `self`, the first of which must be annotated `tool_call` (the call
+    the model never sees); raises TypeError naming the activity otherwise."""
+    params = list(inspect.signature(fn).parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    if not params:
+        raise TypeError(f"{name}: the first parameter must take the ToolCall")
+    if typing.get_type_hints(fn, include_extras=True).get(params[0].name) is not tool_call:
+        raise TypeError(f"{name}: the first parameter ({params[0].name}) must be annotated ToolCall")
+    return params
