@@ -162,7 +162,7 @@ def test_a_duplicate_is_named_with_the_tool_call_whose_arguments_it_holds():
 
 def test_a_call_whose_effect_never_reached_the_destination_stays_at_risk():
     from checkpoint_tui.core.activity_audit import ActivityAudit
-    from checkpoint_tui.core.destination_audit import apply
+    from checkpoint_tui.core.activity_audit import apply_destinations as apply
 
     calls = [_call(1, "turn 1", attempt=2), _call(2, "turn 2", attempt=2)]
     risky = [{"activity_id": "1", "seq": 1}, {"activity_id": "2", "seq": 2}]

@@ -19,7 +19,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.preload import SCRIPT, not_preloadable
 from checkpoint_tui.ops.preloader import top_level_imports
-from checkpoint_tui.ops.user_worker import wait_polling
+from checkpoint_tui.ops.user_polling import wait_polling
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until, wait_until_sync
 from conftest import supervised

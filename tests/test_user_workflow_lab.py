@@ -165,7 +165,7 @@ async def test_the_app_on_a_user_workflow_and_k_kills_the_users_worker(session_r
     from checkpoint_tui.core.session import LabSession
     from checkpoint_tui.core.workflow_runs import start_workflow_run
     from checkpoint_tui.ops.temporal import connect_client
-    from checkpoint_tui.ops.user_worker import pollers
+    from checkpoint_tui.ops.user_polling import pollers
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.tui.app import CheckpointApp
     from checkpoint_tui.workloads import AgentLoopWorkload

@@ -36,17 +36,17 @@ than the lab's.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from checkpoint_tui.core import destination_audit
+from checkpoint_tui.core import audit_names, destination_audit
 from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.core.audit import lost_verdict
 from checkpoint_tui.core.audit_names import names
 from checkpoint_tui.core.chain import Chain
-from checkpoint_tui.core.lost_work import SLACK_S, LabEvent, LostWork, event_time, lost_work
+from checkpoint_tui.core.lost_work import LostWork, read_lost_work
+from checkpoint_tui.core.lost_work_lines import lost_work_lines
 from checkpoint_tui.core.stuck import STUCK
 from checkpoint_tui.effects import read_probe_log
 from checkpoint_tui.frameworks import detect
@@ -59,12 +59,6 @@ from checkpoint_tui.settings import Settings
 DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays readable)
 # How a dead worker's attempt fails: Temporal's timeouts, and ops/failover.py's assisted failure.
 WORKER_DEATHS = ("timeout", "died (seen by the supervisor)")
-# History's events that name the worker that ran a task (a worker this run used)
-_IDENTIFIED = (
-    "activity_task_started_event_attributes",
-    "workflow_task_started_event_attributes",
-    "workflow_task_completed_event_attributes",
-)
 
 
 @dataclass
@@ -160,8 +154,6 @@ class ActivityAudit:
         )
 
     def lines(self) -> list[str]:
-        from checkpoint_tui.core.audit_lines import audit_lines  # the printing reads this class
-
         return audit_lines(self)
 
     def to_dict(self) -> dict:
@@ -292,25 +284,8 @@ def audit_of(
     lost = read_lost_work(conn, run_id, chain) if chain is not None else None
     audit = audit_activities(conn, run_id, workflow_type, status, acts, probes, strict_models, lost)
     if (reading := destination_audit.load(settings.run_dir, run_id)) is not None:  # chaos read where effects land
-        destination_audit.apply(audit, *reading, acts)
+        apply_destinations(audit, *reading, acts)
     return audit
-
-
-def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = None) -> LostWork:
-    """The run's lost work: its history against the lab's worker events over the history's span (a
-    workflow task still failing is measured to `now`). An event counts if it is filed under this run or
-    under none, or stopped a worker this run's history names: the run an event is filed under is a
-    guess (the latest running one), and a kill filed under another run still stops this one's attempt on
-    that worker; a worker this run never used (another lab's, on a shared ledger) explains nothing."""
-    events = chain.events
-    now = time.time() if now is None else now
-    if not events:
-        return lost_work(chain, (), now)
-    served = {getattr(ev, name).identity for ev in events for name in _IDENTIFIED if ev.HasField(name)}
-    rows = queries.lab_events(conn, event_time(events[0]) - SLACK_S, event_time(events[-1]) + SLACK_S)
-    lab = [LabEvent(r["at"], r["event"], r["pid"], r["host"], r["identity"], r["detail"]) for r in rows]
-    mine = [e for e, r in zip(lab, rows, strict=True) if r["run_id"] in (None, run_id) or e.who in served]
-    return lost_work(chain, mine, now)
 
 
 def probe_counts(path: Path) -> dict[str, int] | None:
@@ -318,3 +293,85 @@ def probe_counts(path: Path) -> dict[str, int] | None:
     if not path.exists():
         return None
     return dict(read_probe_log(path))  # the library's own reader (bounded; torn or foreign lines skipped)
+
+
+def audit_lines(a: ActivityAudit) -> list[str]:
+    """The report, plainly: what ran more than once, which of it was guarded, what is at risk."""
+    kind = f" ({a.framework}: {a.model_requests} model requests, {a.tool_calls} tool calls)" if a.framework else ""
+    lines = [
+        f"workflow {a.workflow_type} {a.workflow_status}{kind} · activities {a.completed}/{a.activities} completed · "
+        f"re-executed {len(a.re_executed)} (guarded {len(a.guarded_re_executed)}, AT RISK {len(a.at_risk)}, "
+        f"model requests {len(a.model_reruns)}, never ran {len(a.never_ran)})"
+    ]
+    for r in a.guarded_re_executed:
+        lines.append(f"  re-executed, guarded: {audit_names.act(r)} · " + "; ".join(r["effects"]))
+    for r in a.effect_once:
+        where = ", ".join(d["label"] for d in a.destinations)
+        lines.append(f"  re-executed · effect once at {where}: {audit_names.act(r)}")
+    for r in a.at_risk:
+        lines.append(
+            f"  AT RISK: {audit_names.act(r)} ran {r['attempt']} times with no effect through the library: "
+            "what it did outside may have happened more than once (name where it lands with --effects)"
+        )
+    if any(r["class"] == "other" for r in a.at_risk):  # unclassified: it may be a model request after all
+        lines.append(
+            "  (an activity the lab cannot classify: if it is an agent's model request or tool call, "
+            "declare it with --model-activities GLOB / --tool-activities GLOB, or in "
+            "[tool.checkpoint-tui] of pyproject.toml)"
+        )
+    if a.model_reruns:
+        strict = " (fails the verdict: --strict-models)" if a.strict_models else " (not a side effect: reported apart)"
+        lines.append(f"  model requests re-run {len(a.model_reruns)}, tokens paid twice {a.tokens_paid_again}{strict}")
+        lines += [f"    {audit_names.act(r)}" for r in a.model_reruns[:10]]
+    for r in a.never_ran:
+        lines.append(f"  never ran ({r['why']}): {audit_names.act(r)} · {r['attempt']} attempts, no effect claimed")
+    o = a.outcomes
+    lines.append(
+        f"library effects {a.effects} · applied {o.get('applied', 0)} · skipped {o.get('skipped', 0)} · "
+        f"recovered {o.get('recovered', 0)} · interrupted {o.get('interrupted', 0)} · unstamped {len(a.unstamped)}"
+    )
+    if a.probe_available:
+        total = sum(a.probe_writes.values())
+        twice = sum(n > 1 for n in a.probe_writes.values())
+        lines.append(
+            f"probe log: {len(a.probe_writes)} keys · {total} physical writes · entered again by a recovery {twice}"
+        )
+        lines += [f"  {r}" for r in a.re_entered[:10]]
+    else:
+        lines.append("probe log: none (no effect went through the library)")
+    lines += [
+        f"destination {d['label']}: {d['new']} effect(s) landed · duplicates {d['duplicates']}" for d in a.destinations
+    ]
+    lines += lost_work_lines(a.lost_work) if a.lost_work else []
+    work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
+    lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")
+    lines += [f"  {d}" for d in (a.lost_detail + a.duplicated_detail)[:10]]
+    return lines
+
+
+def apply_destinations(
+    audit: ActivityAudit, diffs: list[destination_audit.DestinationDiff], dups: list[dict], acts: list[ActivityExec]
+) -> None:
+    """The destinations' reading in the run's audit: its duplicates are DUPLICATED (the seed's number), and a
+    re-executed call at risk whose effect the destination shows once is "effect once" (it passes). One whose
+    effect is nowhere in the destinations (another place, or a destination named wrong) stays at risk; so do
+    all of them when a read after the run failed."""
+    audit.destinations = [
+        {
+            "label": d.label,
+            "new": d.new,
+            "duplicates": d.extra,
+            "again": len(d.again),
+            **({"error": d.error} if d.error else {}),
+        }
+        for d in diffs
+    ]
+    if any(d.error for d in diffs):
+        return
+    named = {aid for d in dups for aid in d["activity_ids"]}
+    seen = destination_audit.effect_seen(diffs, [a for a in acts if a.re_executed]) - named
+    audit.effect_once = [r for r in audit.at_risk if r["activity_id"] in seen]
+    audit.at_risk = [r for r in audit.at_risk if r["activity_id"] not in seen and r["activity_id"] not in named]
+    audit.destination_duplicates = dups
+    audit.duplicated_detail += [destination_audit.destination_line(d) for d in dups]
+    audit.duplicated += sum(d["extra"] for d in dups)

@@ -15,15 +15,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import read_input, write_output
 from checkpoint_tui.ledger.destination import Destination, read_ids
-
-if TYPE_CHECKING:
-    from checkpoint_tui.core.activity_audit import ActivityAudit
 
 MAX_LEAVES = 64  # argument strings looked at per call
 MAX_NAMED = 200  # duplicate ids named per destination (the count is whole)
@@ -157,32 +153,6 @@ def effect_seen(diffs: list[DestinationDiff], acts: list[ActivityExec]) -> set[s
 def destination_line(dup: dict) -> str:
     made = f", made by {', '.join(dup['calls'])}" if dup["calls"] else " (no tool call's arguments name it)"
     return f"DUPLICATED at {dup['destination']}: {dup['id'][:120]!r} {dup['copies']} times{made}"
-
-
-def apply(audit: ActivityAudit, diffs: list[DestinationDiff], dups: list[dict], acts: list[ActivityExec]) -> None:
-    """The destinations' reading in the run's audit: its duplicates are DUPLICATED (the seed's number), and a
-    re-executed call at risk whose effect the destination shows once is "effect once" (it passes). One whose
-    effect is nowhere in the destinations (another place, or a destination named wrong) stays at risk; so do
-    all of them when a read after the run failed."""
-    audit.destinations = [
-        {
-            "label": d.label,
-            "new": d.new,
-            "duplicates": d.extra,
-            "again": len(d.again),
-            **({"error": d.error} if d.error else {}),
-        }
-        for d in diffs
-    ]
-    if any(d.error for d in diffs):
-        return
-    named = {aid for d in dups for aid in d["activity_ids"]}
-    seen = effect_seen(diffs, [a for a in acts if a.re_executed]) - named
-    audit.effect_once = [r for r in audit.at_risk if r["activity_id"] in seen]
-    audit.at_risk = [r for r in audit.at_risk if r["activity_id"] not in seen and r["activity_id"] not in named]
-    audit.destination_duplicates = dups
-    audit.duplicated_detail += [destination_line(d) for d in dups]
-    audit.duplicated += sum(d["extra"] for d in dups)
 
 
 def read_after(dest: Destination, before: Counter[str], run_dir: Path | None = None) -> DestinationDiff:

@@ -1,6 +1,7 @@
 """Lost work in a run of a user's workflow, from its history: what Temporal's pre-production testing guide
 asks to watch under chaos (timeouts sat out, failed workflows, workflow task failures, schedule-to-start),
-each timeout named by the lab event behind it. Pure (core/activity_audit.py reads it). The lab's SIGKILL
+each timeout named by the lab event behind it. Pure but for `read_lost_work`, which reads the lab's
+events from the ledger (core/activity_audit.py reads it). The lab's SIGKILL
 costs a wait, not work; a timeout no lab event explains, or one after a graceful stop (the SDK finishes a
 task or hands it back), is the application's loss, as are a final timeout, a failed or timed-out
 workflow and a workflow task failing for good."""
@@ -8,6 +9,7 @@ workflow and a workflow task failing for good."""
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
@@ -24,6 +26,8 @@ from checkpoint_tui.core.workflow_end import (
     outcome,
     workflow_task_failures,
 )
+from checkpoint_tui.ledger import queries
+from checkpoint_tui.ledger.backend import Ledger
 
 SLACK_S = 0.5  # a lab event this much outside a lost attempt's estimated window still counts (clocks, rounding)
 TIMER_LATE_S = 1.5  # timers fire late: a retry came 0.92 s after timeout + backoff (measured); windows start early
@@ -299,3 +303,28 @@ def lost_work(chain: Chain, worker_events: Iterable[LabEvent] = (), now: float |
     return LostWork(
         attribute(timeouts(chain), worker_events), workflow_task_failures(chain, now), outcome(chain), latency(chain)
     )
+
+
+# History's events that name the worker that ran a task (a worker this run used)
+_IDENTIFIED = (
+    "activity_task_started_event_attributes",
+    "workflow_task_started_event_attributes",
+    "workflow_task_completed_event_attributes",
+)
+
+
+def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = None) -> LostWork:
+    """The run's lost work: its history against the lab's worker events over the history's span (a
+    workflow task still failing is measured to `now`). An event counts if it is filed under this run or
+    under none, or stopped a worker this run's history names: the run an event is filed under is a
+    guess (the latest running one), and a kill filed under another run still stops this one's attempt on
+    that worker; a worker this run never used (another lab's, on a shared ledger) explains nothing."""
+    events = chain.events
+    now = time.time() if now is None else now
+    if not events:
+        return lost_work(chain, (), now)
+    served = {getattr(ev, name).identity for ev in events for name in _IDENTIFIED if ev.HasField(name)}
+    rows = queries.lab_events(conn, event_time(events[0]) - SLACK_S, event_time(events[-1]) + SLACK_S)
+    lab = [LabEvent(r["at"], r["event"], r["pid"], r["host"], r["identity"], r["detail"]) for r in rows]
+    mine = [e for e, r in zip(lab, rows, strict=True) if r["run_id"] in (None, run_id) or e.who in served]
+    return lost_work(chain, mine, now)

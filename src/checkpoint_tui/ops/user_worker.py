@@ -12,29 +12,15 @@ is the SDK's default, `pid@host`, which assisted failover matches against `last_
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
-import time
-from typing import TYPE_CHECKING
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
-
-from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.ops.exit_reason import startup_death
 from checkpoint_tui.ops.launch import WORKER_OF_ENV, Launch
 from checkpoint_tui.ops.procs import ProcIdentity
 from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, FleetMember, Settings
 from checkpoint_tui.waiting import wait_until_sync
 
-if TYPE_CHECKING:  # worker_proc imports this module to launch a user's command
-    from checkpoint_tui.ops.worker_proc import WorkerProc
-
 EXEC_WAIT_S = 5.0
-POLL_EVERY_S = 0.1
 # Inherited variables the SDK's environment configuration would read instead of the lab's values.
 SDK_VARS = (
     "TEMPORAL_ADDRESS",
@@ -113,59 +99,3 @@ def identity_after_user_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAI
     wait_until_sync(execd_or_gone, timeout, every=0.002)
     ident = seen[-1] if seen else None
     return ident if ident is not None and ident.cmdline[-len(cmd) :] == tuple(cmd) else None
-
-
-async def pollers(client: Client, settings: Settings, queue: str | None = None) -> set[str]:
-    """Identities Temporal lists as polling the task queue (workflow and activity tasks; default the
-    workflow's). A worker that died lingers in the list for a while: use it to see a new identity
-    arrive, not an old one leave."""
-    found: set[str] = set()
-    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
-        resp = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=settings.namespace,
-                task_queue=TaskQueue(name=queue or settings.task_queue),
-                task_queue_type=kind,
-            )
-        )
-        found |= {p.identity for p in resp.pollers}
-    return found
-
-
-POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
-
-
-async def wait_polling(
-    client: Client, settings: Settings, worker: WorkerProc, timeout: float = POLLING_WAIT_S
-) -> float:
-    """Wait until Temporal lists the worker's identity as a poller; returns the seconds it took."""
-    started = time.monotonic()
-    log = settings.run_dir / "worker.log"
-    queue = worker.queue or settings.task_queue
-    while worker.name not in await pollers(client, settings, queue):
-        if not worker.alive():
-            rc = worker.proc.returncode if worker.proc is not None else None
-            raise Unavailable(startup_death("the worker command", rc, log, 0, "before it polled"))
-        if time.monotonic() - started > timeout:
-            raise Unavailable(
-                f"the worker command (pid {worker.pid}) is not polling task queue {queue} as "
-                f"{worker.name} after {timeout:g} s: does it read CHECKPOINT_TASK_QUEUE and keep the SDK's "
-                f"default identity? (see {log})"
-            )
-        await asyncio.sleep(POLL_EVERY_S)
-    return time.monotonic() - started
-
-
-async def wait_recorded(settings: Settings, slot: int, timeout: float = POLLING_WAIT_S) -> WorkerProc:
-    """The slot's worker once its supervisor (maybe another process) has started and recorded it."""
-    from checkpoint_tui.ops import worker_proc  # it imports this module
-
-    started = time.monotonic()
-    while (worker := worker_proc.load(settings, "active", slot)) is None:
-        if time.monotonic() - started > timeout:
-            raise Unavailable(
-                f"the fleet's worker of slot {slot} did not start within {timeout:g} s "
-                f"(see {settings.run_dir / 'worker.log'})"
-            )
-        await asyncio.sleep(POLL_EVERY_S)
-    return worker

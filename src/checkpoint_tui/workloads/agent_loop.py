@@ -50,6 +50,10 @@ class AgentLoopWorkload(Adapter):
     shrinkable: ClassVar[bool] = True
     bundles: ClassVar[bool] = True
 
+    @classmethod
+    def from_row(cls, row: RunRow) -> Adapter:
+        return cls(row.total_steps, row.pace)
+
     def title(self) -> str:
         return f"AgentLoop · {self.steps} steps · pace {self.pace:g}"
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Failed
-from checkpoint_tui.ledger.rows import AGENT_LOOP, WORKFLOW, RunRow
+from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.verify.plan import VerifyPlan
@@ -63,13 +63,23 @@ class Adapter(Workload):
     def verify_plan(self, settings: Settings) -> VerifyPlan:
         """Its --verify scenarios and how their figures are summed up (proof/verify/)."""
 
+    # Each adapter, by the runs.kind it reads (registered as its class is defined; the package's
+    # __init__ imports every adapter module before any of them can be used).
+    _by_kind: ClassVar[dict[str, type[Adapter]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            Adapter._by_kind[cls.kind] = cls
+
+    @classmethod
+    @abstractmethod
+    def from_row(cls, row: RunRow) -> Adapter:
+        """The workload of a recorded run of this kind."""
+
     def of_run(self, row: RunRow) -> Workload:
         """The workload a recorded run of another kind is (each adapter reads its own kind's runs)."""
-        from checkpoint_tui.workloads.agent_loop import AgentLoopWorkload  # the adapters import this module
-        from checkpoint_tui.workloads.user_workflow import UserWorkflow
-
-        if row.kind == WORKFLOW:
-            return UserWorkflow(row.workflow_type)
-        if row.kind == AGENT_LOOP:
-            return AgentLoopWorkload(row.total_steps, row.pace)
-        raise Failed(f"{row.run_id[:80]} is a run of {row.kind[:40]!r}, which this checkpoint-tui does not know")
+        adapter = Adapter._by_kind.get(row.kind)
+        if adapter is None:
+            raise Failed(f"{row.run_id[:80]} is a run of {row.kind[:40]!r}, which this checkpoint-tui does not know")
+        return adapter.from_row(row)

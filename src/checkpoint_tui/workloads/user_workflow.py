@@ -30,7 +30,7 @@ from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
-from checkpoint_tui.ops.user_worker import wait_polling, wait_recorded
+from checkpoint_tui.ops.user_polling import wait_polling, wait_recorded
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
@@ -54,6 +54,10 @@ class UserWorkflow(Adapter):
     kind: ClassVar[str] = WORKFLOW
     unit: ClassVar[str] = "activity"
     units: ClassVar[str] = "activities"
+
+    @classmethod
+    def from_row(cls, row: RunRow) -> Adapter:
+        return cls(row.workflow_type)
 
     @property
     def classifier(self) -> Classifier:
