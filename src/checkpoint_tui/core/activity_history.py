@@ -187,12 +187,13 @@ def activities(chain: Chain) -> list[ActivityExec]:
                 found.append(act)
             elif ev.HasField("activity_task_started_event_attributes"):
                 a = ev.activity_task_started_event_attributes
-                act = by_sched.get(a.scheduled_event_id)
-                if act is not None:
-                    act.attempt, act.identity, act.started_at = max(1, a.attempt), plain(a.identity) or None, _t(ev)
-                    act.status = "running" if act.closed_at is None else act.status
+                started = by_sched.get(a.scheduled_event_id)
+                if started is not None:
+                    started.attempt, started.identity = max(1, a.attempt), plain(a.identity) or None
+                    started.started_at = _t(ev)
+                    started.status = "running" if started.closed_at is None else started.status
                     if a.HasField("last_failure") and a.last_failure.message:
-                        act.last_failure = plain(a.last_failure.message)
+                        started.last_failure = plain(a.last_failure.message)
             else:
                 _close(ev, by_sched)
     mark_resumed(found)

@@ -143,7 +143,7 @@ def assign(diffs: list[DestinationDiff], runs: dict[str, list[ActivityExec]], le
 def effect_seen(diffs: list[DestinationDiff], acts: list[ActivityExec]) -> set[str]:
     """The activity ids of the calls some id the run added came from (by the same match as a duplicate's):
     only those are judged by the destination; a call none of whose effects landed there stays at risk."""
-    calls, seen = Calls(acts), set()
+    calls, seen = Calls(acts), set[str]()
     for d in diffs:
         for key in d.added[:MAX_MATCHED]:
             seen.update(a.activity_id for a in calls.callers(key))

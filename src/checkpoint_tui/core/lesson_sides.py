@@ -117,20 +117,21 @@ class NaiveSide:
     async def next_step(self) -> str:
         if self.proc is None:
             await self._spawn()
+            assert self.proc is not None
             self.log.append(f"started process {self.proc.pid} (progress in its memory)")
         elif not self.alive:
             return "the naive process is gone: Restart and finish starts a new one"
         if self.reported >= self.steps:
             return "the naive loop has done every step"
-        target = self.reported + 1
+        target, proc = self.reported + 1, self.proc
         self.state = f"running step {target}"
         await self._say("next")
         with contextlib.suppress(TimeoutError):
             await wait_until(lambda: self.reported >= target or not self.alive, STEP_WAIT_S, what="a naive step")
         if not self.alive:  # killed in the middle of it: kill() said so
-            return f"naive: pid {self.proc.pid} died during step {target}"
+            return f"naive: pid {proc.pid} died during step {target}"
         self.state = f"waiting before step {self.reported + 1}" if self.reported < self.steps else "all steps done"
-        self.log.append(f"step {self.reported} done (pid {self.proc.pid} remembers it)")
+        self.log.append(f"step {self.reported} done (pid {proc.pid} remembers it)")
         return f"naive: step {self.reported} done"
 
     async def kill(self) -> str:
@@ -152,15 +153,16 @@ class NaiveSide:
             assert self.proc is not None
             again = f"restarted as {self.proc.pid}: it starts again from step 1" if old else "started"
             self.log.append(f"{again} (pid {old} is gone)" if old else f"started process {self.proc.pid}")
-        self.state = "finishing every step"
+        self.state, proc = "finishing every step", self.proc
+        assert proc is not None
         await self._say("finish")
         with contextlib.suppress(TimeoutError):
             await wait_until(lambda: not self.alive, STEP_WAIT_S, what="the naive loop's end")
-        if self.proc.returncode != 0:  # killed on the way (kill() said so), or still going after the wait
-            return f"naive: pid {self.proc.pid} stopped after step {self.reported}"
-        self.state = f"finished: pid {self.proc.pid} did {self.reported} steps, then exited"
-        self.log.append(f"pid {self.proc.pid} did steps 1-{self.reported}")
-        return f"naive: finished, {self.reported} steps done by pid {self.proc.pid}"
+        if proc.returncode != 0:  # killed on the way (kill() said so), or still going after the wait
+            return f"naive: pid {proc.pid} stopped after step {self.reported}"
+        self.state = f"finished: pid {proc.pid} did {self.reported} steps, then exited"
+        self.log.append(f"pid {proc.pid} did steps 1-{self.reported}")
+        return f"naive: finished, {self.reported} steps done by pid {proc.pid}"
 
     def view(self, busy: bool) -> SideView:
         emails, repeated = self._outbox()

@@ -273,7 +273,8 @@ class LostWork:
 
     def units(self, end: bool = True) -> list[str]:
         """One line per unit of work lost: timeouts, workflow tasks failing for good, the workflow's end."""
-        found = [u.line() for u in [*self.timeouts, *self.task_failures] if u.lost]
+        units: list[TimedOut | TaskFailure] = [*self.timeouts, *self.task_failures]
+        found = [u.line() for u in units if u.lost]
         return found + ([self.outcome.line()] if end and self.outcome is not None and self.outcome.lost else [])
 
     @property

@@ -68,7 +68,8 @@ async def stuck_task(client: Client, run_id: str, desc: WorkflowExecutionDescrip
 
 def _cause(cause: int) -> str:
     try:
-        return WorkflowTaskFailedCause.Name(cause).removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
+        name = WorkflowTaskFailedCause.Name(cause)  # type: ignore[arg-type]  # any int: a newer server's too
+        return name.removeprefix("WORKFLOW_TASK_FAILED_CAUSE_")
     except ValueError:  # a cause this SDK does not know (a newer server)
         return f"cause {cause}"
 
@@ -81,7 +82,8 @@ class StuckWatch:
 
     def __init__(self, client: Client, run_id: str, patience_s: float = 0.0) -> None:
         self.client, self.run_id, self.asked = client, run_id, 0.0
-        self.patience_s, self.since = patience_s, None  # since: when it was first seen stuck, in a row
+        self.patience_s = patience_s
+        self.since: float | None = None  # when it was first seen stuck, in a row
 
     async def check(self) -> str | None:
         now = time.monotonic()

@@ -88,7 +88,7 @@ def classify(
         finisher = next(
             (
                 a
-                for a in attempts
+                for a in attempts or ()
                 if a.effect_id == open_claim.effect_id
                 and a.seq > open_claim.seq
                 and a.outcome in ("recovered", "skipped")

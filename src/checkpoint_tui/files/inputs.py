@@ -52,7 +52,8 @@ def read_input(path: str | os.PathLike[str], what: str, limit: int, *, follow: b
 
 
 def _read_bounded(fd: int, path: str | os.PathLike[str], what: str, limit: int) -> bytes:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         try:
             chunk = os.read(fd, min(_CHUNK, limit + 1 - size))

@@ -170,10 +170,10 @@ def _match(kinds: list[str], calls: list[Call]) -> list[Call | None]:
     rest = iter(j for j in range(len(calls)) if j not in used)
     for i in range(len(kinds)):
         if matched[i] is None:
-            j = next(rest, None)
-            if j is None:
+            k = next(rest, None)
+            if k is None:
                 break
-            matched[i] = calls[j]
+            matched[i] = calls[k]
     return matched
 
 
@@ -203,19 +203,20 @@ def guarded_activity_as_tool(fn: Callable[..., Any], **activity_options: Any) ->
     defn = activity._Definition.from_callable(fn)
     if defn is None or not defn.name:
         raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
-    schema = function_schema(_model_facing(fn, defn.name), strict_json_schema=True)
+    name = defn.name
+    schema = function_schema(_model_facing(fn, name), strict_json_schema=True)
 
     async def invoke(ctx: Any, arguments: str) -> str:
         if not isinstance(ctx, ToolContext):  # the SDK hands a ToolContext to every function tool
-            raise ApplicationError(f"{defn.name}: no tool call context", non_retryable=True)
+            raise ApplicationError(f"{name}: no tool call context", non_retryable=True)
         try:
             parsed = json.loads(arguments)
             args, _ = schema.to_call_args(schema.params_pydantic_model(**parsed))
         except Exception as err:  # the model's arguments: anything
-            raise ApplicationError(f"invalid arguments for tool {defn.name}: {type(err).__name__}") from None
+            raise ApplicationError(f"invalid arguments for tool {name}: {type(err).__name__}") from None
         call = ToolCall(call_id=ctx.tool_call_id, tool_name=ctx.tool_name)
         options = {"summary": schema.description or None, **activity_options}
-        result = await workflow.execute_activity(defn.name, args=[call, *args], **options)
+        result = await workflow.execute_activity(name, args=[call, *args], **options)
         return str(result)
 
     return FunctionTool(

@@ -15,7 +15,7 @@ import importlib
 import logging
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from itertools import islice
 from types import ModuleType
@@ -47,13 +47,14 @@ def frameworks() -> tuple[Framework, ...]:
             log.warning("checkpoint-tui: framework %s left out: it failed to import (%s)", where, type(err).__name__)
             continue
         problem = _problem(module)
-        if problem is None and module.NAME in found and found[module.NAME] is not module:
-            problem = f"the name {module.NAME!r} is taken"
+        framework = cast(Framework, module)  # when _problem found none
+        if problem is None and found.get(framework.NAME, module) is not module:
+            problem = f"the name {framework.NAME!r} is taken"
         if problem is not None:
             if where.startswith("entry point"):  # our own helper modules are not frameworks: no word
                 log.warning("checkpoint-tui: framework %s left out: %s", where, problem)
             continue
-        found.setdefault(module.NAME, cast(Framework, module))
+        found.setdefault(framework.NAME, framework)
     return tuple(found.values())
 
 
@@ -122,7 +123,7 @@ def _recognises(framework: Framework, seen: ActivitySeen) -> int:
     return word if isinstance(word, int) and not isinstance(word, bool) else int(word is True)
 
 
-def _ours() -> list[tuple[str, object]]:
+def _ours() -> list[tuple[str, Callable[[], object]]]:
     package = importlib.import_module(__package__ or "checkpoint_tui.frameworks")
     return [
         (f"module {info.name}", functools.partial(importlib.import_module, f"{package.__name__}.{info.name}"))
@@ -131,7 +132,7 @@ def _ours() -> list[tuple[str, object]]:
     ]
 
 
-def _plugins() -> list[tuple[str, object]]:
+def _plugins() -> list[tuple[str, Callable[[], object]]]:
     return [(f"entry point {ep.name} ({ep.value})", ep.load) for ep in list(entry_points(group=GROUP))[:MAX_PLUGINS]]
 
 

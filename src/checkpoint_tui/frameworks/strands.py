@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from checkpoint_tui.frameworks.base import BY_TYPE, NO
 from checkpoint_tui.frameworks.keys import call_key
@@ -108,13 +108,13 @@ def _tools(seen: list[ActivitySeen], made: list[Call] | None) -> list[UnitInfo]:
     by_id = {c.call_id: c for c in made or []}
     by_name: dict[str | None, deque[Call]] = {}
     taken = {c.call_id for c in handed_calls if c is not None}
-    for call in made or []:
-        if call.call_id not in taken:
-            by_name.setdefault(call.name, deque()).append(call)
+    for made_call in made or []:
+        if made_call.call_id not in taken:
+            by_name.setdefault(made_call.name, deque()).append(made_call)
     units = []
     for s, given in zip(seen, handed_calls, strict=True):
         same = by_name.get(type_of(s)) if given is None else None
-        call = same.popleft() if same else given
+        call: Call | None = same.popleft() if same else given
         if call is None and made is not None:
             units.append(other(s))
         else:  # a handed call's arguments are the model's, as the request made them
@@ -296,7 +296,8 @@ def _tool_class() -> type:
             # The model's arguments, then the call: a model that names the call's parameter cannot
             # stand in for it.
             arguments = {**(given if isinstance(given, dict) else {}), self._call_param: call}
-            async for event in super().stream({**tool_use, "input": arguments}, invocation_state, **kwargs):
+            given_use = cast(Any, {**tool_use, "input": arguments})  # Strands' ToolUse, the call added
+            async for event in super().stream(given_use, invocation_state, **kwargs):
                 yield event
 
     return GuardedActivityTool

@@ -43,7 +43,7 @@ def redact_url(url: str) -> str:
 
 # Bounds on a PostgreSQL session, so a stuck lock or a dead peer cannot stall an activity (its
 # statements run on the worker's event loop, beside the heartbeats) for longer than a retry costs.
-PG_SESSION = {
+PG_SESSION: dict[str, Any] = {
     "options": "-c lock_timeout=1500 -c statement_timeout=15000 -c idle_in_transaction_session_timeout=30000",
     "keepalives": 1,
     "keepalives_idle": 5,
@@ -54,7 +54,8 @@ PG_SESSION = {
 
 
 class Cursor(Protocol):
-    rowcount: int
+    @property
+    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
 

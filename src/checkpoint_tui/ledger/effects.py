@@ -295,7 +295,9 @@ def physical_for(
     if kind == "file":
         return lambda spec, recovering: write_step_file(artifacts_dir, spec, recovering, durable)
     if kind == "db":
-        through = call or partial(_on, conn)
+        if call is None and conn is None:
+            raise ValueError("a db write needs a ledger: `call` or `conn`")
+        through = call or partial(_on, conn)  # type: ignore[arg-type]  # not None: checked above
         return lambda spec, recovering: note_through(through, spec, guarded or recovering)
     if kind == "email":
         return lambda spec, recovering: append_outbox(artifacts_dir, spec, guarded or recovering, durable)

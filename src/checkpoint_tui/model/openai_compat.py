@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 import httpx
@@ -201,7 +201,11 @@ def _tokens(data: dict[str, Any], messages: list[dict], content: str) -> tuple[i
     """(prompt, completion) from `usage`; without a usable one, the documented ~4 characters a token."""
     usage = data.get("usage")
     if isinstance(usage, dict):
-        counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
-        if all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= MAX_REPORTED_TOKENS for c in counts):
-            return counts[0], counts[1]
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if _token_count(prompt) and _token_count(completion):
+            return prompt, completion
     return sum(len(m["content"]) for m in messages) // 4, len(content) // 4
+
+
+def _token_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS

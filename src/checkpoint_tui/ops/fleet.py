@@ -116,8 +116,9 @@ def held_until(settings: Settings, queue: str) -> float | None:
 
 def hold_down(settings: Settings, queue: str | None, until: float) -> None:
     doc = _read(settings, HOLD)
-    down = doc.get("down") if isinstance(doc.get("down"), dict) else {}
-    down = {k: v for k, v in down.items() if isinstance(v, int | float) and v > time.time()}
+    held = doc.get("down")
+    down = {k: v for k, v in (held if isinstance(held, dict) else {}).items() if isinstance(v, int | float)}
+    down = {k: v for k, v in down.items() if v > time.time()}
     down[queue or "*"] = max(until, down.get(queue or "*", 0.0))  # two overlapping fleet-downs: the later end
     _write(settings, HOLD, {**doc, "down": down})
 

@@ -157,7 +157,7 @@ def say(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def become(script: str | None, module: str | None, argv: list[str], ready: str, mask: set[signal.Signals]) -> None:
+def become(script: str | None, module: str | None, argv: list[str], ready: str, mask: set[int]) -> None:
     """The forked child: a session of its own (the supervisor signals a worker's process group), its
     pid said, then the program as `python ...` would run it."""
     os.setsid()
@@ -169,7 +169,7 @@ def become(script: str | None, module: str | None, argv: list[str], ready: str, 
     sys.argv = argv
     if module is not None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
-    else:
+    elif script is not None:
         runpy.run_path(script, run_name="__main__")
     sys.exit(0)
 

@@ -159,7 +159,8 @@ class Supervisor:
         """Swap in a fresh status (one reference assignment: readers on other threads see old or new)."""
         primary, spare = self.primary, self.spare
         pool = [w.pid for w in self.pool_workers()]
-        self.status = SupervisorStatus(self.state, primary and primary.pid, spare and spare.pid, pool, self.owns_home)
+        primary_pid, spare_pid = primary.pid if primary else None, spare.pid if spare else None
+        self.status = SupervisorStatus(self.state, primary_pid, spare_pid, pool, self.owns_home)
 
     # --- running on its own thread ---------------------------------------------------------------
 
@@ -383,7 +384,7 @@ class Supervisor:
             self.pool[slot] = new
             return
         ready = spare is not None and spare.alive() and spare.ready(self.settings)
-        if ready and worker_proc.promote(self.settings, spare, slot):  # type: ignore[arg-type]
+        if spare is not None and ready and worker_proc.promote(self.settings, spare, slot):
             self.pool[slot], self.spare = spare, None
             record_worker_event(conn, "promote", spare.pid, spare.name, run_id, step, f"replaces {dead.pid}")
             return

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -73,7 +74,7 @@ def stop_group(settings: Settings, leader: ProcIdentity, grace: float = 5.0) -> 
     for sig, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
         targets = [m for m in members(settings, leader) if send_signal_if_ours(m, sig)]
         signalled += [m.pid for m in targets if m.pid not in signalled]
-        if targets and wait_until_sync(lambda t=targets: not any(m.exists() for m in t), wait_s):
+        if targets and wait_until_sync(partial(_all_gone, targets), wait_s):
             break
     return signalled
 
@@ -93,3 +94,7 @@ def leftover_groups(settings: Settings) -> list[ProcIdentity]:
         else:
             forget_group(settings, leader.pid)
     return left
+
+
+def _all_gone(members: list[ProcIdentity]) -> bool:
+    return not any(m.exists() for m in members)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from checkpoint_tui.errors import UsageError
@@ -17,7 +18,7 @@ def is_postgres_url(target: str | Path) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
-def postgres_parts(url: str) -> dict[str, str]:
+def postgres_parts(url: str) -> dict[str, Any]:
     """The URL as libpq reads it (psycopg's own parser: multi-host lists, ?host=, ?port=, escapes).
     A URL it cannot parse is a usage error that does not repeat the URL (it may hold a password)."""
     from psycopg import conninfo  # only a shared-ledger user needs psycopg loaded

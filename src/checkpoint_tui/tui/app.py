@@ -252,7 +252,11 @@ class CheckpointApp(App[int]):
         if not self.session.workload.asks_shape:  # a user's workflow: its type and input were given
             self._start_run(0, 0.0)
         else:
-            self.push_screen(NewRunScreen(), lambda result: self._start_run(*result) if result else None)
+            self.push_screen(NewRunScreen(), self._new_run_chosen)
+
+    def _new_run_chosen(self, result: tuple[int, float] | None) -> None:
+        if result:
+            self._start_run(*result)
 
     @work(group="actions", exit_on_error=False)
     async def _start_run(self, steps: int, pace: float) -> None:

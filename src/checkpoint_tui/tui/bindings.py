@@ -5,9 +5,9 @@ palette."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-BINDINGS = [
+BINDINGS: list[BindingType] = [
     Binding("n", "new_run", "New run", id="new-run", tooltip="Start a run (asks for the step count)"),
     Binding("k", "kill_worker", "Kill", id="kill-worker", tooltip="A real SIGKILL of the worker"),
     Binding("m", "kill_marker(1)", "Marker", id="next-marker", tooltip="The history at the next kill marker"),

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from checkpoint_tui.core.view import View
+from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.panes.history import HistoryPane
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.tui.panes.worker_events import WorkerEventsPane
+from checkpoint_tui.workloads import AgentLoopWorkload
 
 SIZE = (160, 44)
 MAX_MARKER_SVGS = 10  # a soak's dozens of kills: the first ten each get a picture
@@ -24,6 +26,7 @@ class StillSession:
     def __init__(self, view: View) -> None:
         self.view = view
         self.polls = 0
+        self.workload: Workload = AgentLoopWorkload()  # screenshots are of proof bundles, which are our own loop's
 
     async def boot(self) -> None:
         return None
@@ -98,6 +101,7 @@ async def save_svg(
         written.append((path, app.export_screenshot(title=title)))
         rows = [i for i, name in enumerate(history.names) if name == "KILL"][:MAX_MARKER_SVGS]
         for n, row in enumerate(rows if markers is not None else [], start=1):
+            assert markers is not None
             history.scroll_to(y=max(0, row - history.size.height // 2), animate=False, immediate=True)
             await pilot.pause()
             written.append((markers / f"kill-{n}.svg", app.export_screenshot(title=f"{title} · kill {n}")))

@@ -54,7 +54,9 @@ class TimelinePane(KeyedTable):
         resumed, truncated = set(snap.resumed_steps), set(snap.truncated_steps)
         self.resumed.difference_update(s.step for s in snap.steps if s.step not in resumed)
         self.resumed |= resumed
-        rows = {str(s.step): (s, s.step in resumed, s.step in truncated, None) for s in snap.steps}
+        rows: dict[str, tuple[StepRow, bool, bool, PendingActivity | None]] = {
+            str(s.step): (s, s.step in resumed, s.step in truncated, None) for s in snap.steps
+        }
         for s in snap.steps:  # rows come when they change: the newest running one is the live step
             if s.status == "running" and (self._live is None or s.step >= self._live[0].step):
                 self._live = (s, s.step in resumed, s.step in truncated)

@@ -14,7 +14,7 @@ widget's bars: its vertical_scrollbar / horizontal_scrollbar properties make the
 
 from __future__ import annotations
 
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from rich.color import Color as RichColor
 from rich.segment import Segment
@@ -28,6 +28,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from checkpoint_tui.tui.render.switch import LIGHT_SCROLLBAR, on
+
+if TYPE_CHECKING:  # what it is mixed into (a ScrollView), for the type checker only
+    from textual.scroll_view import ScrollView as _Host
+else:
+    _Host = object
 
 
 class LightScrollBar(ScrollBar):
@@ -78,6 +83,7 @@ class LightScrollBar(ScrollBar):
         filters: tuple[LineFilter, ...],
     ) -> list[Strip]:
         style = bar.style
+        assert isinstance(style, Style)  # a scrollbar's rich style (never a style name)
         segments = bar.render_bar(
             size=height if self.vertical else width,
             virtual_size=bar.virtual_size,
@@ -106,7 +112,7 @@ class LightScrollBar(ScrollBar):
         return strips
 
 
-class LightBars:
+class LightBars(_Host):
     """Textual's scrollbar properties for a scrolling widget, making LightScrollBars (a mixin that is
     not a Widget: a Widget base ahead of ScrollView would bring Widget's default CSS back over it)."""
 

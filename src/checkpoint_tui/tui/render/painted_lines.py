@@ -12,6 +12,7 @@ line on its own, whatever the crop), which the tests compare with Textual's own 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from textual.geometry import Region
@@ -19,13 +20,24 @@ from textual.strip import Strip
 
 from checkpoint_tui.tui.render.switch import PAINTED_LINES, on
 
+if TYPE_CHECKING:  # what it is mixed into (tui/panes/keyed_table.py), for the type checker only
+    from textual.scroll_view import ScrollView as _Host
+else:
+    _Host = object
 
-class PaintedLines:
+
+class PaintedLines(_Host):
     # provided by KeyedTable / its Widget bases
     _top: int
     _painted: dict[object, tuple[tuple, Strip]]
     _pass_base: Style | None
     cursor_row: int
+    if TYPE_CHECKING:
+
+        @property
+        def row_count(self) -> int:  # the table's (tui/panes/keyed_table.py)
+            raise NotImplementedError
+
     _show_cursor: bool
 
     def render_lines(self, crop: Region) -> list[Strip]:
