@@ -5,7 +5,7 @@ the one verdict sentence the app, `status` and chaos show."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Audit(Protocol):
@@ -33,7 +33,7 @@ class Audit(Protocol):
         """The report, plainly, one line a figure (what chaos prints under its events)."""
         ...
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON of the report's `audit` (with `ok`)."""
         ...
 

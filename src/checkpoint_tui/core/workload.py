@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from temporalio.client import Client
 
@@ -35,7 +35,7 @@ from checkpoint_tui.settings import Settings
 class StatusReport:
     """`status RUN`: the --json document and the text, both from durable data and Temporal."""
 
-    doc: dict
+    doc: dict[str, Any]  # the --json document
     text: str
 
 

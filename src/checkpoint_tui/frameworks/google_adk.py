@@ -242,7 +242,7 @@ def _tokens(responses: object) -> int | None:
         if isinstance(usage, dict):
             total = usage.get("total_token_count")
             if _count(total):
-                return total  # type: ignore[return-value]
+                return total
             counts = [usage.get("prompt_token_count"), usage.get("candidates_token_count")]
             return counts[0] + counts[1] if all(_count(n) for n in counts) else None  # type: ignore[operator]
     return None

@@ -197,7 +197,7 @@ def _messages(state: object) -> list:
 def _last_message(state: object) -> dict | None:
     messages = _messages(state)
     last = messages[-1] if messages else None
-    return last if _type(last) is not None else None  # type: ignore[return-value]
+    return last if _type(last) is not None else None
 
 
 def _calls(node_arg: object) -> list[dict]:

@@ -313,7 +313,7 @@ def _postgres_ids(dest: Destination) -> Counter[str]:
         with psycopg.connect(dest.target, connect_timeout=5, options=options) as conn:
             conn.read_only = True
             with conn.cursor(name="checkpoint_destination") as cur:  # server-side: rows come in batches
-                cur.execute(_bounded(dest.query))  # type: ignore[arg-type]  # the user's own query, read-only
+                cur.execute(_bounded(dest.query))  # the user's own query, read-only
                 return _rows(cur, dest)
     except psycopg.OperationalError as err:
         first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__

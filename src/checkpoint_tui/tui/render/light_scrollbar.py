@@ -125,7 +125,7 @@ class LightBars(_Host):
     @property
     def vertical_scrollbar(self) -> ScrollBar:
         if not on(LIGHT_SCROLLBAR):
-            return super().vertical_scrollbar  # type: ignore[misc]
+            return super().vertical_scrollbar
         if self._vertical_scrollbar is None:
             self._vertical_scrollbar = self._make_bar(True, self.scrollbar_size_vertical)
         return self._vertical_scrollbar
@@ -133,7 +133,7 @@ class LightBars(_Host):
     @property
     def horizontal_scrollbar(self) -> ScrollBar:
         if not on(LIGHT_SCROLLBAR):
-            return super().horizontal_scrollbar  # type: ignore[misc]
+            return super().horizontal_scrollbar
         if self._horizontal_scrollbar is None:
             self._horizontal_scrollbar = self._make_bar(False, self.scrollbar_size_horizontal)
         return self._horizontal_scrollbar

@@ -43,7 +43,7 @@ class PaintedLines(_Host):
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines of `crop`: those shown before as they were, the rest styled (see the module)."""
         if not on(PAINTED_LINES):
-            return super().render_lines(crop)  # type: ignore[misc]
+            return super().render_lines(crop)
         top, scroll_y = self._top, self.scroll_offset.y
         base = self._pass_base = self.rich_style  # one DOM walk per pass (it was one per line)
         filters = tuple(self.get_line_filters())
