@@ -183,3 +183,20 @@ def test_only_the_framework_modules_import_an_agent_framework():
         n.startswith("temporalio.contrib.openai_agents")
         for n in imported_names(ast.parse("from temporalio.contrib.openai_agents import workflow"))
     ), "the detector sees the import"
+
+
+def test_the_architecture_page_states_the_layers_the_contracts_check():
+    """docs/architecture.md's layer lines are the import-linter contracts' own (pyproject.toml)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    page = " ".join((root / "docs" / "architecture.md").read_text().split())
+    layers = [c for c in contracts if c["type"] == "layers"]
+    assert len(layers) == 2
+    for contract in layers:
+        line = contract["name"].split(": ", 1)[1]
+        assert f"`{line}`" in page or line.split("by job: ")[-1] in page, line
+    top = next(c for c in layers if "containers" not in c)
+    shown = [name.replace("checkpoint_tui.", "") for name in top["layers"]]
+    assert " > ".join(shown) in page  # the contract's layers are the name's (the name is what the page shows)
