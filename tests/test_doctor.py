@@ -301,7 +301,7 @@ def _history(*, heartbeat: float | None, start_to_close: float, attempts: int = 
 
 
 def test_diagnose_reads_timeouts_and_retries_from_history_alone():
-    from checkpoint_tui.core.doctor import diagnose
+    from checkpoint_tui.core.diagnosis import diagnose
 
     bad = diagnose(_history(heartbeat=None, start_to_close=30))
     (t,) = bad.types
@@ -344,7 +344,7 @@ def test_next_attempt_reads_what_temporal_did_after_the_kill():
 
 
 def test_a_measurement_confirms_or_questions_the_finding():
-    from checkpoint_tui.core.doctor import Measurement, diagnose
+    from checkpoint_tui.core.diagnosis import Measurement, diagnose
 
     slow = diagnose(_history(heartbeat=None, start_to_close=30))
     capped = Measurement("send_note", "capped", 15.0, attempt=1)

@@ -3,8 +3,8 @@ events, the step inspector (Enter, click, Escape), the ledger pane following the
 
 from __future__ import annotations
 
-from checkpoint_tui.core.heartbeat import pending_of
 from checkpoint_tui.core.kill_marker import in_flight, place_kill
+from checkpoint_tui.core.pending_activity import pending_of
 from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.settings import HOST
 from checkpoint_tui.tui.panes.status import StatusBar

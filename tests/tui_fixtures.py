@@ -6,9 +6,9 @@ import html
 import json
 import re
 
-from checkpoint_tui.core.heartbeat import PendingActivity
 from checkpoint_tui.core.lesson import LessonView
 from checkpoint_tui.core.lesson_sides import SideView
+from checkpoint_tui.core.pending_activity import PendingActivity
 from checkpoint_tui.core.view import HistoryEvent, Snapshot, View
 from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.ledger.inspect_queries import ActivityAttempt, KillEvent, StepDetail

@@ -1,6 +1,6 @@
 """`doctor`: run the workload once (ours, or `--worker-cmd ... doctor --workflow T --input J`), or read a
 finished run (`doctor RUN`), and report what a kill would cost each of its activity types
-(core/doctor.py); with `--measure`, run it a second time and kill the worker once under each type
+(core/diagnosis.py); with `--measure`, run it a second time and kill the worker once under each type
 (proof/measure/doctor.py). Exit 1 when there are findings, 0 when there are none."""
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ async def _diagnosed(
 
 
 def not_completed(run: str, status: str | None):
-    from checkpoint_tui.core.doctor import Finding
+    from checkpoint_tui.core.diagnosis import Finding
 
     return Finding(
         "run-not-completed",
@@ -215,7 +215,7 @@ async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: 
 
 async def _diagnose(settings: Settings, client, address: str, run: str, framework: str | None):
     from checkpoint_tui.core.activity_history import read_chain
-    from checkpoint_tui.core.doctor import diagnose
+    from checkpoint_tui.core.diagnosis import diagnose
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import connect
 

@@ -20,10 +20,10 @@ from temporalio.client import Client
 
 from checkpoint_tui.core.comparison import Comparison, read_comparison
 from checkpoint_tui.core.fleet_view import BacklogRead, FleetWatch
-from checkpoint_tui.core.heartbeat import PendingActivity, describe_run
 from checkpoint_tui.core.history import HistoryFollower
 from checkpoint_tui.core.lesson import Lesson
 from checkpoint_tui.core.mark_feed import MarkFeed
+from checkpoint_tui.core.pending_activity import PendingActivity, describe_run
 from checkpoint_tui.core.runs import cancel_run
 from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.core.stuck import STUCK_ATTEMPT, stuck_task

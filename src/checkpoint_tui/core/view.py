@@ -12,7 +12,7 @@ from checkpoint_tui.ledger.rows import EffectRow, StepRow, WorkerEvent
 from checkpoint_tui.ops.state import SupervisorState
 
 if TYPE_CHECKING:
-    from checkpoint_tui.core.heartbeat import PendingActivity
+    from checkpoint_tui.core.pending_activity import PendingActivity
 
 
 @dataclass(frozen=True)

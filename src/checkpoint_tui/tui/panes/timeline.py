@@ -9,7 +9,7 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 
-from checkpoint_tui.core.heartbeat import PendingActivity
+from checkpoint_tui.core.pending_activity import PendingActivity
 from checkpoint_tui.core.view import RunCounts, Snapshot
 from checkpoint_tui.ledger.rows import StepRow
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
