@@ -45,7 +45,7 @@ from typing import Any
 
 from checkpoint_tui.frameworks.base import BY_TYPE, NO
 from checkpoint_tui.frameworks.keys import call_key
-from checkpoint_tui.frameworks.tool_call import Call, handed, json_digest, tool_call_parameter
+from checkpoint_tui.frameworks.tool_call import Call, activity_name, handed, json_digest, tool_call_parameter
 from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
@@ -197,13 +197,10 @@ def guarded_activity_as_tool(fn: Callable[..., Any], **activity_options: Any) ->
     from agents import FunctionTool
     from agents.function_schema import function_schema
     from agents.tool_context import ToolContext
-    from temporalio import activity, workflow
+    from temporalio import workflow
     from temporalio.exceptions import ApplicationError
 
-    defn = activity._Definition.from_callable(fn)
-    if defn is None or not defn.name:
-        raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
-    name = defn.name
+    name = activity_name(fn)
     schema = function_schema(_model_facing(fn, name), strict_json_schema=True)
 
     async def invoke(ctx: Any, arguments: str) -> str:

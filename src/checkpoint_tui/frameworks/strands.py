@@ -50,7 +50,14 @@ from typing import Any, cast
 
 from checkpoint_tui.frameworks.base import BY_TYPE, NO
 from checkpoint_tui.frameworks.keys import call_key
-from checkpoint_tui.frameworks.tool_call import ARGUMENTS_LIMIT, Call, handed, json_digest, tool_call_parameter
+from checkpoint_tui.frameworks.tool_call import (
+    ARGUMENTS_LIMIT,
+    Call,
+    activity_name,
+    handed,
+    json_digest,
+    tool_call_parameter,
+)
 from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
@@ -261,12 +268,9 @@ def guarded_activity_as_tool(fn: Callable[..., Any], **activity_options: Any) ->
     """`activity_as_tool(fn, **activity_options)` for an activity whose first parameter (after any
     `self`) is a `ToolCall`: the model sees the other parameters; the activity gets the call first.
     Returns a Strands `AgentTool` named after the activity."""
-    from temporalio import activity
 
-    defn = activity._Definition.from_callable(fn)
-    if defn is None or not defn.name:
-        raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
-    call_param = tool_call_parameter(fn, defn.name, ToolCall)[0].name
+    name = activity_name(fn)
+    call_param = tool_call_parameter(fn, name, ToolCall)[0].name
     return _tool_class()(fn, activity_options, call_param)
 
 

@@ -54,3 +54,13 @@ def tool_call_parameter(fn: Callable[..., Any], name: str, tool_call: type) -> l
     if typing.get_type_hints(fn, include_extras=True).get(params[0].name) is not tool_call:
         raise TypeError(f"{name}: the first parameter ({params[0].name}) must be annotated ToolCall")
     return params
+
+
+def activity_name(fn: Callable[..., Any]) -> str:
+    """The name of the Temporal activity `fn` defines (`@activity.defn`); TypeError for anything else."""
+    from temporalio import activity
+
+    defn = activity._Definition.from_callable(fn)  # the SDK's own reading of the decorator
+    if defn is None or not defn.name:
+        raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
+    return defn.name
