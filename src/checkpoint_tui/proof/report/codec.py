@@ -1,0 +1,353 @@
+"""The reports' one codec: a report is a tree of dataclasses (this package's modules), written to JSON
+and read back by their annotations, so a field is declared once and both ways follow it.
+
+Reading is strict about shapes and lenient about absence: a value of the wrong JSON type is a
+`ReportError` naming where it is (`report.runs[3].audit.lost: expected a whole number, got a
+string`), never a traceback; a field absent from the object takes its default (older reports lack
+the fields added since, and a report built by hand names only what it needs), unless it has none.
+A union of records reads as the first of them whose fields without a default are all present.
+
+What a field's metadata may say (the helpers below): its JSON key when that is not its name; `rest`,
+the object's keys no other field names (a nemesis's own figures, a verify run's figures), written
+back in its place; `omitted`, left out of the JSON when None (parts only some reports have); `flat`,
+a record whose keys sit in the parent object itself; `empty_none`, None written and read as `{}`;
+`version`, the report's schema number, at most the one this code writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+if TYPE_CHECKING:
+    Json: TypeAlias = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
+else:  # what json.loads makes; the codec passes such a value through as it is
+    Json = object
+JsonObject: TypeAlias = dict[str, Json]
+
+SCHEMA = 1  # the reports' schema number, written as "schema"; a report without one has the same shape
+T = TypeVar("T")
+Read = Callable[[object, str], object]
+
+
+class ReportError(ValueError):
+    """A report that does not read as its schema: where, and what was wrong."""
+
+
+def key(name: str, default: object = dataclasses.MISSING) -> Any:
+    """A field written under another JSON key (`class`, a Python keyword)."""
+    return _field({"key": name}, default)
+
+
+def rest(required: bool = False) -> Any:
+    """The object's keys no other field of the record names, kept and written back in its place
+    (`required`: no default, so the record's constructor takes it before the fields with one)."""
+    if required:
+        return dataclasses.field(metadata={"rest": True})
+    return dataclasses.field(default_factory=dict, metadata={"rest": True})
+
+
+def omitted(default: object = None) -> Any:
+    """Left out of the JSON when None: a part only some reports have."""
+    return _field({"omit": True}, default)
+
+
+def flat() -> Any:
+    """A record (or None) whose keys sit in the parent's object, not under a key of their own."""
+    return dataclasses.field(default=None, metadata={"flat": True})
+
+
+def empty_none() -> Any:
+    """None, written and read as `{}` (a skipped experiment's report)."""
+    return dataclasses.field(default=None, metadata={"empty_none": True})
+
+
+def version(current: int) -> Any:
+    """The schema number: absent in a report written before it had one (the same shape), else a whole
+    number from 1 to `current`."""
+    return dataclasses.field(default=current, metadata={"version": True})
+
+
+def _field(metadata: dict[str, object], default: object) -> Any:
+    if isinstance(default, list | dict):
+        made = type(default)
+        return dataclasses.field(default_factory=made, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def loads(data: bytes | str, limit: int, what: str = "report") -> Json:
+    """JSON of at most `limit` bytes; too long, not JSON or nested too deep is a ReportError."""
+    if len(data) > limit:
+        raise ReportError(f"{what}: {len(data)} bytes, more than the {limit} a report may have")
+    try:
+        value: Json = json.loads(data)
+    except RecursionError:
+        raise ReportError(f"{what}: nested too deep to be a report") from None
+    except ValueError as err:  # UnicodeDecodeError too
+        raise ReportError(f"{what}: not JSON ({str(err)[:200]})") from None
+    return value
+
+
+def decode(cls: type[T], value: object, path: str = "report") -> T:
+    """`value` (what json.loads made) as the record type `cls`; a ReportError says where it does not fit."""
+    return typing.cast(T, _record_reader(cls)(value, path))
+
+
+def decode_union(hint: object, value: object, path: str = "report") -> object:
+    """`value` as one of a union of record types (`hint`, e.g. `A | B`): the caller narrows it."""
+    return _reader(hint)(value, path)
+
+
+def encode(record: object) -> JsonObject:
+    """The record's JSON object (json.dumps writes it as is)."""
+    return _encode_record(record)
+
+
+# Reading: one reader per annotation, built once per record type.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    name: str
+    key: str
+    read: Read
+    required: bool
+    omit: bool = False
+    rest: bool = False
+    flat: tuple[type, ...] = ()  # the record types a flat field may be
+    empty_none: bool = False
+    version: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How one record type reads: its fields, the keys they name, the keys it cannot do without."""
+
+    fields: tuple[_Field, ...]
+    known: frozenset[str]
+    required: frozenset[str]
+
+
+_PLANS: dict[type, _Plan] = {}
+_READERS: dict[object, Read] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = _fields(cls)
+        known = {f.key for f in fields if not f.rest and not f.flat}
+        known.update(k for f in fields for member in f.flat for k in _plan(member).known)
+        plan = _PLANS[cls] = _Plan(fields, frozenset(known), frozenset(f.key for f in fields if f.required))
+    return plan
+
+
+def _fields(cls: type) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        meta, hint = f.metadata, hints[f.name]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if meta.get("rest"):
+            out.append(_Field(f.name, f.name, _reader(typing.get_args(hint)[1]), False, rest=True))
+        elif meta.get("flat"):
+            members = tuple(m for m in typing.get_args(hint) if _is_record(m))
+            out.append(_Field(f.name, f.name, _union_of_records(members, True), False, flat=members))
+        else:
+            current = f.default if meta.get("version") and isinstance(f.default, int) else None
+            name, omit, empty = str(meta.get("key", f.name)), bool(meta.get("omit")), bool(meta.get("empty_none"))
+            out.append(_Field(f.name, name, _reader(hint), required, omit, empty_none=empty, version=current))
+    return tuple(out)
+
+
+def _is_record(hint: object) -> typing.TypeGuard[type]:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
+
+
+def _kind(value: object) -> str:
+    names = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+    names |= {list: "a list", dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _bad(path: str, wanted: str, value: object) -> ReportError:
+    return ReportError(f"{path}: expected {wanted}, got {_kind(value)}")
+
+
+def _read_record(cls: type, value: object, path: str) -> object:
+    if not isinstance(value, dict):
+        raise _bad(path, "an object", value)
+    plan = _plan(cls)
+    kwargs: dict[str, object] = {}
+    for f in plan.fields:
+        if f.flat:
+            kwargs[f.name] = f.read(value, path)
+        elif f.rest:
+            kwargs[f.name] = {k: f.read(v, f"{path}.{k}") for k, v in value.items() if k not in plan.known}
+        elif f.key in value:
+            kwargs[f.name] = _read_field(f, value[f.key], f"{path}.{f.key}")
+        elif f.required:
+            raise ReportError(f"{path}: missing '{f.key}'")
+    return cls(**kwargs)
+
+
+def _read_field(f: _Field, value: object, path: str) -> object:
+    if f.empty_none and value == {}:
+        return None
+    read = f.read(value, path)
+    if f.version is not None and not (isinstance(read, int) and 1 <= read <= f.version):
+        raise ReportError(
+            f"{path}: schema {read} is not one this checkpoint-tui reads (1 to {f.version}); "
+            "a newer checkpoint-tui wrote it"
+        )
+    return read
+
+
+def _record_reader(cls: type) -> Read:
+    return lambda value, path: _read_record(cls, value, path)
+
+
+def _union_of_records(members: tuple[type, ...], none_ok: bool) -> Read:
+    """The first record type whose required keys the object has (None for a flat field none fits)."""
+
+    def read(value: object, path: str) -> object:
+        if not isinstance(value, dict):
+            raise _bad(path, "an object", value)
+        for member in members:
+            if _plan(member).required <= value.keys():
+                return _read_record(member, value, path)
+        if none_ok:
+            return None
+        names = " or ".join(f"{m.__name__} ({', '.join(sorted(_plan(m).required))})" for m in members)
+        raise ReportError(f"{path}: has the keys of none of {names}")
+
+    return read
+
+
+def _scalar(kind: type) -> Read:
+    wanted = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}[kind]
+
+    def read(value: object, path: str) -> object:
+        if type(value) is kind:
+            return value
+        if kind is float and type(value) is int:  # JSON writes 2.0 as 2.0, a hand-written report 2
+            return float(value)
+        raise _bad(path, wanted, value)
+
+    return read
+
+
+def _any(value: object, path: str) -> object:
+    return value
+
+
+def _none(value: object, path: str) -> object:
+    if value is not None:
+        raise _bad(path, "null", value)
+    return None
+
+
+def _reader(hint: object) -> Read:
+    """The reader of one annotation (made once): a scalar, None, object or Any (any JSON), a list,
+    tuple or dict of those, a record, or a union of them."""
+    found = _READERS.get(hint)
+    if found is None:
+        found = _READERS[hint] = _make_reader(hint)
+    return found
+
+
+def _make_reader(hint: object) -> Read:
+    if hint is object or hint is Any:  # any JSON value (what json.loads made), kept as it is
+        return _any
+    if hint is type(None):
+        return _none
+    if _is_record(hint):
+        return _record_reader(hint)
+    if isinstance(hint, type) and hint in (bool, int, float, str):
+        return _scalar(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list or origin is tuple:
+        return _sequence(_reader(args[0]), origin)
+    if origin is dict:
+        return _mapping(_reader(args[1]))
+    if origin is types.UnionType or origin is typing.Union:
+        return _union(args)
+    raise TypeError(f"the report codec reads no {hint!r}")
+
+
+def _sequence(item: Read, made: type) -> Read:
+    def read(value: object, path: str) -> object:
+        if not isinstance(value, list | tuple):
+            raise _bad(path, "a list", value)
+        items = [item(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return items if made is list else tuple(items)
+
+    return read
+
+
+def _mapping(item: Read) -> Read:
+    def read(value: object, path: str) -> object:
+        if not isinstance(value, dict):
+            raise _bad(path, "an object", value)
+        return {str(k): item(v, f"{path}.{k}") for k, v in value.items()}
+
+    return read
+
+
+def _union(args: tuple[object, ...]) -> Read:
+    """None if null is allowed; records as `_union_of_records`; else the member of the value's own
+    JSON type (a whole number stays one where the union has int, else becomes a float)."""
+    none_ok = type(None) in args
+    members = [a for a in args if a is not type(None)]
+    records = tuple(m for m in members if _is_record(m))
+    if len(members) == 1:
+        one = _reader(members[0])
+        return lambda value, path: None if value is None and none_ok else one(value, path)
+    if records and len(records) == len(members):
+        both = _union_of_records(records, False)
+        return lambda value, path: None if value is None and none_ok else both(value, path)
+    scalars = {m: _reader(m) for m in members}
+
+    def read(value: object, path: str) -> object:
+        if value is None and none_ok:
+            return None
+        exact = scalars.get(type(value)) or (scalars.get(float) if type(value) is int else None)
+        if exact is None:
+            names = " or ".join(getattr(m, "__name__", str(m)) for m in members)
+            raise _bad(path, names + (" or null" if none_ok else ""), value)
+        return exact(value, path)
+
+    return read
+
+
+# Writing: the fields in their declared order, each as json.dumps takes it.
+
+
+def _encode_record(record: object) -> JsonObject:
+    out: JsonObject = {}
+    for f in _plan(type(record)).fields:
+        value = getattr(record, f.name)
+        if f.rest:
+            out.update({k: _encode(v) for k, v in value.items()})
+        elif f.flat:
+            out.update(_encode_record(value) if value is not None else {})
+        elif value is None and f.empty_none:
+            out[f.key] = {}
+        elif value is not None or not f.omit:
+            out[f.key] = _encode(value)
+    return out
+
+
+def _encode(value: object) -> Json:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encode_record(value)
+    raise TypeError(f"a report holds no {type(value).__name__}")
