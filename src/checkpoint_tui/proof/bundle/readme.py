@@ -6,13 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from checkpoint_tui.core.view import Snapshot
+from checkpoint_tui.proof.bundle.proof_run import ProofRun
 from checkpoint_tui.proof.replay.histories import Recorded
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.bundle.writer import ProofRun
+from checkpoint_tui.proof.report.verify import VerifyReport
 
 COUNT_DUPLICATES = (
     "python3 -c \"import csv; ids=[r['id'] for r in csv.DictReader(open('ledger/effects.csv'))]; "
@@ -35,6 +33,7 @@ def index_text(
 ) -> str:
     command, document, checks, home = run.command, run.document, run.checks, run.settings.home
     passed = sum(c.ok for c in checks)
+    tally = f" (`passed` {document.passed} of `total` {document.total})" if isinstance(document, VerifyReport) else ""
     chained = sum(1 for r in recorded if r.index > 1)
     lines = [
         f"# Proof bundle: `{command}`",
@@ -46,9 +45,8 @@ def index_text(
         "",
         "| file | what it proves | how to re-check |",
         "|---|---|---|",
-        "| `report.json` | the JSON report: every check with the values it looked at"
-        + (f" (`passed` {document['passed']} of `total` {document['total']})" if "total" in document else "")
-        + " | read it; `checks[].observed` holds each check's values |",
+        f"| `report.json` | the JSON report: every check with the values it looked at{tally} | read it; "
+        "`checks[].observed` holds each check's values |",
         "| `junit.xml` | the same checks as JUnit XML: one testcase per check, the observed values in "
         "`<system-out>`, a failing check as `<failure>` with its values | any JUnit reader (a CI test report) |",
         f"| `histories/` | {len(recorded)} workflow histories of {len(run_ids)} run(s) as Temporal recorded them "

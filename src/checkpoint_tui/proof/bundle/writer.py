@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -27,11 +27,12 @@ from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, RunRow, WorkerEv
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.state import SupervisorState
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
+from checkpoint_tui.proof.bundle.proof_run import ProofRun
 from checkpoint_tui.proof.bundle.readme import completion_line, index_text
 from checkpoint_tui.proof.junit import junit_xml, write_junit
 from checkpoint_tui.proof.replay.command import chains
 from checkpoint_tui.proof.replay.histories import Recorded, export
-from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.codec import encode
 from checkpoint_tui.settings import Settings
 
 HISTORY_KEEP = 2000  # what the history pane keeps on screen
@@ -62,19 +63,6 @@ class ProofOutputs:
         return self.junit is not None or self.bundle is not None
 
 
-@dataclass
-class ProofRun:
-    """What a proving command hands over once its checks are done."""
-
-    command: str  # e.g. "checkpoint-tui --verify"
-    settings: Settings  # the home whose ledger holds the runs
-    document: dict  # the JSON report, as --json writes it
-    checks: Sequence[Check]
-    wall_s: float
-    run_ids: list[str] | None = None  # None: every run on the home's task queue
-    properties: dict[str, object] = field(default_factory=dict)
-
-
 async def emit(outputs: ProofOutputs, run: ProofRun) -> None:
     if outputs.junit is not None:
         write_junit(outputs.junit, run.command, run.checks, run.properties, run.wall_s)
@@ -98,7 +86,7 @@ async def _fill(out: OutputDir, run: ProofRun, screenshot: Screenshot | None) ->
     conn = connect(run.settings.ledger)
     run_ids = run.run_ids if run.run_ids is not None else queries.run_ids(conn, run.settings.task_queue)
     files = [
-        out.write("report.json", json.dumps(run.document, indent=2)),
+        out.write("report.json", json.dumps(encode(run.document), indent=2)),
         out.write("junit.xml", junit_xml(run.command, run.checks, run.properties, run.wall_s)),
     ]
     address, _ = resolve_address(run.settings)

@@ -6,22 +6,26 @@ from __future__ import annotations
 import json
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.sigterm import until_sigterm
-from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.bundle.proof_run import ProofRun
+from checkpoint_tui.proof.bundle.writer import ProofOutputs, emit
 from checkpoint_tui.proof.chaos import coverage, windows
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
-from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.chaos import ChaosReport
+from checkpoint_tui.proof.report.codec import encode
 from checkpoint_tui.settings import Settings
 
+T = TypeVar("T")
 
-async def until_sigterm_said(run: Coroutine[Any, Any, dict]) -> dict:
+
+async def until_sigterm_said(run: Coroutine[Any, Any, T]) -> T:
     return await until_sigterm(
         run,
         "chaos: stopped by SIGTERM (`stop`, or a CI timeout); its supervisor (and a worker command of yours) stopped",
@@ -45,7 +49,7 @@ def say_taken_over(settings: Settings) -> None:
 
 async def run_schedule(
     settings: Settings, seed: int | None, steps: int, events: list[ChaosEvent], target: ChaosTarget
-) -> dict:
+) -> ChaosReport:
     """One chaos run of exactly these events, with its checks (what --schedule and --shrink run)."""
     return await Chaos(settings, seed, steps, events, target).run()
 
@@ -73,21 +77,22 @@ async def chaos_command(
     print_report(report, chaos.target)
     if max_kills is not None:
 
-        def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, dict]:
+        def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, ChaosReport]:
             return Chaos(settings, seed, steps, aimed, chaos.target.round_target()).run()
 
         aims = chaos.target.coverage_aims(chaos)
         report = await until_sigterm_said(coverage.cover(seed, report, max_kills, aimed_round, aims))
         coverage.print_coverage(report)
-    checks = [Check(**c) for c in report["checks"]] + windows.window_cases(report)
+    checks = report.checks + windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
-    write_output(path, json.dumps(report, indent=2), "--json")  # no link followed, atomic
+    write_output(path, json.dumps(encode(report), indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")
     if outputs is not None and outputs.wanted:
         figures = {
-            "kills_fired": len(report["kills"]),
-            "pauses_fired": len(report["pauses"]),
-            "median_restart_s": report["median_restart_s"],
+            "kills_fired": len(report.kills),
+            "pauses_fired": len(report.pauses),
+            "median_restart_s": report.median_restart_s,
         }
-        await emit(outputs, ProofRun(command, settings, report, checks, report["wall_s"], [report["run_id"]], figures))
+        run_ids = [report.run_id] if report.run_id is not None else []
+        await emit(outputs, ProofRun(command, settings, report, checks, report.wall_s, run_ids, figures))
     return 0 if all(c.ok for c in checks) else 1

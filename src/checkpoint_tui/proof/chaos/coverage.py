@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 
 from checkpoint_tui.core.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof.chaos import windows
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.chaos import ChaosReport, Coverage, CoverageRound
 
 DEFAULT_MAX_KILLS = 30
 MAX_ROUNDS = 8  # a window still missed after this many aimed rounds is reported, not chased forever
@@ -97,64 +98,63 @@ def _lengths(unreachable: dict[str, str]) -> str:
 
 
 # One aimed round: (steps, events) -> that chaos run's report (proof/chaos/engine.py makes it a Chaos run).
-Round = Callable[[int, list[ChaosEvent]], Awaitable[dict]]
+Round = Callable[[int, list[ChaosEvent]], Awaitable[ChaosReport]]
 
 
-async def cover(seed: int, report: dict, max_kills: int, run_round: Round, aims: Aims | None = None) -> dict:
+async def cover(
+    seed: int, report: ChaosReport, max_kills: int, run_round: Round, aims: Aims | None = None
+) -> ChaosReport:
     """Aimed rounds after the seeded run: each a run of its own in the same home, its checks and kills
     added to the report, its windows merged into the report's."""
     aims = aims or ours()
-    found, deaths = report["windows"], list(report["kill_windows"])
-    rounds: list[dict] = []
+    found, deaths = report.windows, list(report.kill_windows)
+    rounds: list[CoverageRound] = []
     while (missed := aims.missing(found)) and len(deaths) < max_kills and len(rounds) < MAX_ROUNDS:
         events, steps = aims.draw(missed, seed, len(rounds) + 1, max_kills - len(deaths))
         if not events:  # nothing left to aim with (a window the seeded run showed nowhere a round can reach)
             break
         print(f"coverage round {len(rounds) + 1}: aiming at {', '.join(missed[: len(events)])}", flush=True)
         sub = await run_round(steps, events)
-        deaths += sub["kill_windows"]
-        found = merge(found, sub["windows"])
+        deaths += sub.kill_windows
+        found = merge(found, sub.windows)
         rounds.append(
-            {
-                "run_id": sub["run_id"],
-                "schedule": sub["schedule"],
-                "windows": sub["windows"],
-                "audit": sub["audit"],
-                "wall_s": sub["wall_s"],
-            }
+            CoverageRound(
+                run_id=sub.run_id, schedule=sub.schedule, windows=sub.windows, audit=sub.audit, wall_s=sub.wall_s
+            )
         )
-        report["checks"] += [{**c, "name": f"{c['name']} (coverage round {len(rounds)})"} for c in sub["checks"]]
-        report["kills"] += sub["kills"]
-        report["wall_s"] += sub["wall_s"]
-    report["windows"], report["kill_windows"] = found, deaths
-    report["checks"].append(asdict(coverage_check(found, len(deaths), max_kills, aims)))
-    report["coverage"] = {
-        "max_kills": max_kills,
-        "kills": len(deaths),
-        "rounds": rounds,
-        "wanted": list(aims.wanted),
-        "missing": aims.missing(found),
-        "unreachable": aims.unreachable,
-    }
+        report.checks += [replace(c, name=f"{c.name} (coverage round {len(rounds)})") for c in sub.checks]
+        report.kills += sub.kills
+        report.wall_s += sub.wall_s
+    report.windows, report.kill_windows = found, deaths
+    report.checks.append(coverage_check(found, len(deaths), max_kills, aims))
+    report.coverage = Coverage(
+        max_kills=max_kills,
+        kills=len(deaths),
+        rounds=rounds,
+        wanted=list(aims.wanted),
+        missing=aims.missing(found),
+        unreachable=aims.unreachable,
+    )
     return report
 
 
-def print_coverage(report: dict) -> None:
+def print_coverage(report: ChaosReport) -> None:
     """After the aimed rounds: each round's verdict, the windows over all runs, the one verdict."""
-    cov = report["coverage"]
-    for i, rnd in enumerate(cov["rounds"], 1):
-        bad = [c["name"] for c in report["checks"] if c["name"].endswith(f"(coverage round {i})") and not c["ok"]]
-        a = rnd["audit"]
+    cov = report.coverage
+    assert cov is not None  # cover() wrote it
+    for i, rnd in enumerate(cov.rounds, 1):
+        bad = [c.name for c in report.checks if c.name.endswith(f"(coverage round {i})") and not c.ok]
+        lost, duplicated = (rnd.audit.lost, rnd.audit.duplicated) if rnd.audit is not None else (0, 0)
         print(
-            f"  coverage round {i}: run {rnd['run_id']} · LOST {a['lost']} · DUPLICATED {a['duplicated']} · "
+            f"  coverage round {i}: run {rnd.run_id} · LOST {lost} · DUPLICATED {duplicated} · "
             f"{'PASS' if not bad else 'FAIL ' + '; '.join(bad)}"
         )
-    found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-    print(f"windows over {cov['kills']} worker deaths (bound {cov['max_kills']}): {found}")
-    print(f"aimed at: {', '.join(cov['wanted'])}")
-    if cov.get("unreachable"):
-        print(f"shown, but not reachable by timing here (not aimed at): {_lengths(cov['unreachable'])}")
-    if cov["missing"]:
-        print(f"never hit: {', '.join(cov['missing'])}")
-    ok = all(c["ok"] for c in report["checks"])
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")
+    found = " · ".join(f"{w} {n}" for w, n in report.windows.items())
+    print(f"windows over {cov.kills} worker deaths (bound {cov.max_kills}): {found}")
+    print(f"aimed at: {', '.join(cov.wanted)}")
+    if cov.unreachable:
+        print(f"shown, but not reachable by timing here (not aimed at): {_lengths(cov.unreachable)}")
+    if cov.missing:
+        print(f"never hit: {', '.join(cov.missing)}")
+    ok = all(c.ok for c in report.checks)
+    print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if ok else 'FAIL'}")

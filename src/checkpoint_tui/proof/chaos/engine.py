@@ -18,10 +18,12 @@ import signal
 import statistics
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
+from typing import Any
 
 from temporalio.client import Client
 
+from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.errors import Failed, Unavailable, UsageError
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
@@ -41,6 +43,9 @@ from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
+from checkpoint_tui.proof.report.audit import audit_record
+from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord
+from checkpoint_tui.proof.report.codec import JsonObject
 from checkpoint_tui.settings import Settings
 
 FIRST_WORKER_S = 30.0
@@ -82,7 +87,7 @@ class Chaos:
         self.kills: list[Fired] = []  # SIGKILLs
         self.pauses: list[Fired] = []  # pauses, hangs, partitions, forged writes, activity pauses and resets
         self.resets: list[Fired] = []  # workflow resets (proof/nemeses/resets.py)
-        self.client = None  # the Temporal client of the run (a reset is a request to it)
+        self._client: Client | None = None  # the Temporal client of the run (a reset is a request to it)
         self.runs = runs  # concurrent runs under the one schedule (the first, the lead, places its events)
         self.run_ids: list[str] = []
         self.not_fired: list[NotFired] = []  # events the run did not live to see, or that found nothing to hit
@@ -92,9 +97,16 @@ class Chaos:
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
         self.hop: Hop | None = None  # between the workers and Temporal, for crash points (nemeses/hop.py)
         self._closed: set[str] = set()  # runs other than the lead seen ended
-        self._events: dict[int, dict] = {}  # each Fired's schedule event
+        self._events: dict[int, JsonObject] = {}  # each Fired's schedule event
         self.say_schedule = True  # each event printed before the run (--every-window says its rounds instead)
         self._others_asked = 0.0
+
+    @property
+    def client(self) -> Client:
+        """The run's Temporal client, connected as the run starts."""
+        if self._client is None:
+            raise RuntimeError("chaos: the Temporal client is not connected before the run starts")
+        return self._client
 
     async def spawn_supervisor(self) -> None:
         """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
@@ -152,14 +164,14 @@ class Chaos:
         await self.spawn_supervisor()
         return address
 
-    async def run(self) -> dict:
+    async def run(self) -> ChaosReport:
         started = time.monotonic()
         target = self.target
         before = await asyncio.to_thread(target.read_destinations, self)  # where the effects land, before the run
         try:  # from the first process it starts on, whatever ends the run stops what chaos started
             address = await self.start_lab(target.header(self))
             settings = self.settings
-            client = self.client = await connect_client(settings, address)
+            client = self._client = await connect_client(settings, address)
             await self._worker_ready(client)  # a worker that cannot start: one line, exit 3
             for i in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
                 self.run_ids.append(await target.start(self, client))
@@ -312,7 +324,7 @@ class Chaos:
     def _record(self, ev: ChaosEvent, run_id: str, hit: Hit) -> None:
         """The event as fired: in the ledger's worker events (the app's markers read them) and the report."""
         sig = SIGNALS.get(ev.kind, "SIGKILL")
-        extra = {"identity": hit.identity} if hit.identity is not None else {}
+        extra: dict[str, Any] = {"identity": hit.identity} if hit.identity is not None else {}
         if ev.at_s is not None:  # placed by time: say when it fired, and at which unit the run was
             extra.update(at_s=ev.at_s, fired_s=round(hit.at - self.run_started_at, 3))
         extra = {**self.target.landing(ev), **extra, **hit.detail}  # where it landed, as the target saw it
@@ -335,42 +347,42 @@ class Chaos:
                 await self.supervisor.wait()
         chaos_supervisor.forget(self.settings)
 
-    def _report(self, run_id: str, audits: list, wall: float) -> dict:
+    def _report(self, run_id: str, audits: list[Audit], wall: float) -> ChaosReport:
         """The report: what every workload has, then its target's own figures (and its checks). With
         several runs, the lead's audit is `audit`, every run's is in `runs` with its checks, and the
         checks are every run's (named by run)."""
-        target, audit = self.target, audits[0]
+        target = self.target
         target.stalls(self, run_id)
         figures = target.figures(self, run_id)  # before the records are written out: it completes them
         restarts = [k.restart_s for k in self.kills if k.restart_s is not None]
-        report = {
-            "seed": self.seed,
-            "workload": target.workload.kind,
-            "unit": target.workload.unit,
-            "steps": self.steps,
-            "run_id": run_id,
-            "schedule": [e.to_json() for e in self.schedule],
-            "run_started_at": self.run_started_at,
-            "audit": audit.to_dict(),
-            "kills": [k.to_json() for k in self.kills],
-            "pauses": [p.to_json() for p in self.pauses],
-            "resets": [r.to_json() for r in self.resets],
-            "not_fired": [n.to_json() for n in self.not_fired],
-            "median_restart_s": statistics.median(restarts) if restarts else None,
-            "wall_s": wall,
-            "windows": windows.window_counts(self.kill_windows),
-            "kill_windows": [w.to_json() for w in self.kill_windows],
-        }
-        report.update(figures)
-        report.update(self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at))
+        records = [audit_record(a) for a in audits]
+        report = ChaosReport(
+            seed=self.seed,
+            workload=target.workload.kind,
+            unit=target.workload.unit,
+            steps=self.steps,
+            run_id=run_id,
+            schedule=[e.to_json() for e in self.schedule],
+            run_started_at=self.run_started_at,
+            audit=records[0],
+            kills=list(self.kills),
+            pauses=list(self.pauses),
+            resets=list(self.resets),
+            not_fired=list(self.not_fired),
+            median_restart_s=statistics.median(restarts) if restarts else None,
+            wall_s=wall,
+            windows=windows.window_counts(self.kill_windows),
+            kill_windows=list(self.kill_windows),
+            figures=figures,
+            fleet=self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at),
+        )
         if len(audits) == 1:
-            report["checks"] = [asdict(c) for c in target.checks(audit)]
+            report.checks = target.checks(audits[0])
             return report
-        per_run = [
-            {"run_id": r, "audit": a.to_dict(), "checks": [asdict(c) for c in target.checks(a)]}
-            for r, a in zip(self.run_ids, audits, strict=True)
+        report.runs = [
+            RunRecord(run_id=r, audit=record, checks=target.checks(a))
+            for r, a, record in zip(self.run_ids, audits, records, strict=True)
         ]
-        report["runs"] = per_run
-        report["totals"] = totals([r["audit"] for r in per_run])
-        report["checks"] = [{**c, "name": f"{c['name']} ({r['run_id']})"} for r in per_run for c in r["checks"]]
+        report.totals = totals(records)
+        report.checks = [replace(c, name=f"{c.name} ({r.run_id})") for r in report.runs for c in r.checks]
         return report

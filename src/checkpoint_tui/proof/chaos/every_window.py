@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from checkpoint_tui.files import write_output
@@ -14,6 +15,9 @@ from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE, HOP_KINDS, RECORDED
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.audit import ActivityAuditRecord, AuditRecord
+from checkpoint_tui.proof.report.chaos import ChaosReport, EveryWindow, EveryWindowReport, Fired
+from checkpoint_tui.proof.report.codec import encode
 from checkpoint_tui.settings import Settings
 
 WINDOWS = (BEFORE, AFTER, RECORDED)
@@ -27,44 +31,43 @@ def schedule_for(kind: str) -> list[ChaosEvent]:
     return [ChaosEvent(k, kind, 0) for k in range(1, MAX_TOOLS + 1)]
 
 
-def outcome(kill: dict, audit: dict) -> str:
+def outcome(kill: Fired, audit: AuditRecord | None) -> str:
     """What the kill did to its call's effect, from the round's audit (the destination's and the library's)."""
-    aid = (str(kill.get("execution")), str(kill.get("activity_id")))  # activity ids repeat across workflows
-    dups = [d for d in audit.get("destination_duplicates", []) if aid[1] in d["activity_ids"]]
-    if dups and any(aid == (str(r["execution"]), str(r["activity_id"])) for r in audit.get("re_executed", [])):
-        return f"DUPLICATED {sum(d['extra'] for d in dups)}"
-    if audit.get("workflow_status") != "COMPLETED":
+    if not isinstance(audit, ActivityAuditRecord):  # a user's workflow's rounds: an activity audit each
+        return NOT_REACHED
+    aid = (str(kill.execution), str(kill.activity_id))  # activity ids repeat across workflows
+    dups = [d for d in audit.destination_duplicates if aid[1] in d.activity_ids]
+    if dups and any(aid == r.id for r in audit.re_executed):
+        return f"DUPLICATED {sum(d.extra for d in dups)}"
+    if audit.workflow_status != "COMPLETED":
         return "lost"
-    ids = {
-        key: {(str(r["execution"]), str(r["activity_id"])) for r in audit.get(key, [])}
-        for key in ("at_risk", "effect_once", "guarded_re_executed", "re_executed")
-    }
-    if aid in ids["at_risk"]:
+    if aid in {r.id for r in audit.at_risk}:
         return "AT RISK"
-    if aid in ids["guarded_re_executed"]:
+    if aid in {r.id for r in audit.guarded_re_executed}:
         return "guarded"
-    if aid in ids["effect_once"]:
+    if aid in {r.id for r in audit.effect_once}:
         return "effect once"
-    if kill["kind"] == RECORDED and aid not in ids["re_executed"]:
+    again = {r.id for r in audit.re_executed}
+    if kill.kind == RECORDED and aid not in again:
         return "held: nothing ran again"
-    if aid in ids["re_executed"]:  # ran again outside any destination and the library: said, not passed
+    if aid in again:  # ran again outside any destination and the library: said, not passed
         return "AT RISK"
     return NOT_REACHED
 
 
-def _tool(kill: dict) -> str:
-    label = str(kill.get("label") or "?")
+def _tool(kill: Fired) -> str:
+    label = kill.label or "?"
     parts = label.split(" · ")
     return " · ".join(parts[:2]) if parts[0] in ("tool", "mcp") and len(parts) > 1 else label
 
 
-def table(rounds: dict[str, dict]) -> dict[str, dict[str, str]]:
+def table(rounds: dict[str, ChaosReport]) -> dict[str, dict[str, str]]:
     """{tool: {window kind: outcome}} over the rounds (a tool a round did not reach: NOT_REACHED)."""
     cells: dict[str, dict[str, str]] = {}
     for kind, report in rounds.items():
-        for kill in report.get("kills", []):
-            if kill["kind"] in HOP_KINDS:
-                cells.setdefault(_tool(kill), {})[kind] = outcome(kill, report["audit"])
+        for kill in report.kills:
+            if kill.kind in HOP_KINDS:
+                cells.setdefault(_tool(kill), {})[kind] = outcome(kill, report.audit)
     for row in cells.values():
         for kind in rounds:
             row.setdefault(kind, NOT_REACHED)
@@ -91,16 +94,18 @@ def table_lines(cells: dict[str, dict[str, str]]) -> list[str]:
     return [head, *rows]
 
 
-async def every_window(run_round: Callable[[str], Awaitable[dict]]) -> dict:
-    """A round per window (`run_round(kind)` runs one chaos run of that window's events), then the table."""
+async def every_window(run_round: Callable[[str], Awaitable[ChaosReport]]) -> EveryWindowReport:
+    """A round per window (`run_round(kind)` runs one chaos run of that window's events), then the table;
+    the checks are the table's, then every round's, named by window."""
     rounds = {kind: await run_round(kind) for kind in WINDOWS}
     cells = table(rounds)
-    check = table_check(cells)
-    return {
-        "every_window": {"rounds": rounds, "table": cells},
-        "checks": [{**check.__dict__}],
-        "wall_s": sum(r["wall_s"] for r in rounds.values()),
-    }
+    checks = [table_check(cells)]
+    checks += [replace(c, name=f"{c.name} ({kind})") for kind, rnd in rounds.items() for c in rnd.checks]
+    return EveryWindowReport(
+        every_window=EveryWindow(rounds=rounds, table=cells),
+        checks=checks,
+        wall_s=sum(r.wall_s for r in rounds.values()),
+    )
 
 
 async def every_window_command(
@@ -115,31 +120,31 @@ async def every_window_command(
     say_taken_over(settings)
     devserver.ensure_devserver(settings)
 
-    async def run_round(kind: str) -> dict:
+    async def run_round(kind: str) -> ChaosReport:
         target = make_target()
         target.fresh_tools = True  # type: ignore[attr-defined]  # a user's workflow's target (checked by the CLI)
         chaos = Chaos(settings, seed, MAX_TOOLS + 1, schedule_for(kind), target)
         chaos.say_schedule = False  # sixteen events of one kind: the round's line says it
         print(f"window {kind}: each tool's next call killed there once", flush=True)
         report = await until_sigterm_said(chaos.run())
-        a, failed = report["audit"], [c["name"] for c in report["checks"] if not c["ok"]]
+        failed = [c.name for c in report.checks if not c.ok]
+        a = report.audit
+        status, lost, duplicated = (a.workflow_status, a.lost, a.duplicated) if a is not None else (None, 0, 0)
         print(
-            f"window {kind}: {len(report['kills'])} tool(s) killed · workflow {a['workflow_status']} · LOST "
-            f"{a['lost']} · DUPLICATED {a['duplicated']} · {'PASS' if not failed else 'FAIL ' + '; '.join(failed)}",
+            f"window {kind}: {len(report.kills)} tool(s) killed · workflow {status} · LOST "
+            f"{lost} · DUPLICATED {duplicated} · {'PASS' if not failed else 'FAIL ' + '; '.join(failed)}",
             flush=True,
         )
         return report
 
     report = await every_window(run_round)
-    for kind, rnd in report["every_window"]["rounds"].items():  # every round's checks count, named by window
-        report["checks"] += [{**c, "name": f"{c['name']} ({kind})"} for c in rnd["checks"]]
-    for line in table_lines(report["every_window"]["table"]):
+    for line in table_lines(report.every_window.table):
         print(line)
-    failed = [c for c in report["checks"] if not c["ok"]]
+    failed = [c for c in report.checks if not c.ok]
     for c in failed:
-        print(f"FAIL  {c['name']}: {c['observed'][:600]}")
+        print(f"FAIL  {c.name}: {c.observed[:600]}")
     path = json_path or settings.run_dir / f"chaos-every-window-seed{seed}.json"
-    write_output(path, json.dumps(report, indent=2), "--json")
+    write_output(path, json.dumps(encode(report), indent=2), "--json")
     print(f"wrote {path}")
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
+    print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
     return 0 if not failed else 1

@@ -27,6 +27,8 @@ from checkpoint_tui.proof.nemeses.dependency import DependencyProxy
 from checkpoint_tui.proof.nemeses.http_log import HttpLog
 from checkpoint_tui.proof.nemeses.processes import ended_at
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
+from checkpoint_tui.proof.report.chaos import Backlog, CommandEvents, FleetFigures
+from checkpoint_tui.proof.report.codec import decode
 from checkpoint_tui.settings import Settings
 
 WORKER_EVENTS = ("spawn", "respawn", "promote", "adopt", "died", "exit", "sigterm", "kill")
@@ -104,28 +106,28 @@ class FleetLab:
                 await proxy.close()
         fleet.clear(settings)
 
-    def figures(self, settings: Settings, fired: list[Fired], since: float) -> dict:
+    def figures(self, settings: Settings, fired: list[Fired], since: float) -> FleetFigures:
         """The report's `fleet`: per command, its worker events; the backlog; each fleet event's drain."""
         events = [e for e in worker_events_between(connect(settings.ledger), since) if e.event in WORKER_EVENTS]
         queue_of = {e.identity: q for e in events if e.identity and (q := _queue(e.detail))}
         per_queue: dict[str, dict[str, int]] = {q: {} for q in self.queues}
         for ev in events:
-            counts = per_queue.setdefault(queue_of.get(ev.identity) or settings.task_queue, {})
+            counts = per_queue.setdefault(queue_of.get(ev.identity or "") or settings.task_queue, {})
             counts[ev.event] = counts.get(ev.event, 0) + 1
         members = {m.queue: " ".join(m.cmd) for m in settings.members}
-        out: dict = {
-            "commands": [
-                {"queue": q, "command": members.get(q, "checkpoint_tui.worker")[:300], **c}
+        out = FleetFigures(
+            commands=[
+                CommandEvents(queue=q, command=members.get(q, "checkpoint_tui.worker")[:300], events=c)
                 for q, c in per_queue.items()
             ]
-        }
-        events = [(f.kind, f.at, ended_at(f.at, f.detail)) for f in fired if f.kind in (*FLEET_KINDS, DEPENDENCY)]
+        )
+        spans = [(f.kind, f.at, ended_at(f.at, f.detail)) for f in fired if f.kind in (*FLEET_KINDS, DEPENDENCY)]
         if self.backlog_path is not None:
-            out["backlog"] = backlog_summary(read_samples(self.backlog_path), events)
-            out["backlog_samples"] = str(self.backlog_path)
+            out.backlog = decode(Backlog, backlog_summary(read_samples(self.backlog_path), spans), "fleet.backlog")
+            out.backlog_samples = str(self.backlog_path)
         if self.proxies:
-            out["dependencies"] = {name: p.stats() for name, p in self.proxies.items()}
-        return {"fleet": out}
+            out.dependencies = {name: p.stats() for name, p in self.proxies.items()}
+        return out
 
 
 SLOT_QUEUE = re.compile(r"\(slot \d+, ([^)]{1,200})\)")  # ops/pool_slots.where()

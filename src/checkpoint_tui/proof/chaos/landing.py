@@ -4,19 +4,15 @@ hop named as history classifies their activity; each kill's retry and restart ti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from checkpoint_tui.core.activity_history import ActivityExec, first_event_after
 from checkpoint_tui.core.chain import Chain
+from checkpoint_tui.proof.chaos.targets import ChaosRun
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import Progress
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, RECORDED
 from checkpoint_tui.proof.nemeses.records import Fired
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
 
 
 def _landed(act: ActivityExec, fired: Fired) -> str:
@@ -44,7 +40,7 @@ def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
         d["label"], d["class"] = act.label, act.cls
 
 
-def place(chaos: Chaos, progress: Progress | None, run_id: str, chains: list[Chain]) -> None:
+def place(chaos: ChaosRun, progress: Progress | None, run_id: str, chains: list[Chain]) -> None:
     """Set each fired kill's and pause's `landed`, `retry_s`, `stalled_s` and `restart_s` (`chains`: every
     run's, whose workflows and children are the run's own)."""
     chain = progress.chain if progress is not None else Chain(run_id)

@@ -6,12 +6,11 @@ artifact files and Temporal's status (core/step_audit.py, the workload's audit).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
+from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.runs import TERMINAL
-from checkpoint_tui.core.step_audit import StepAudit
 from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger import queries
@@ -21,16 +20,16 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.loop_worker.shared import timer_ms
 from checkpoint_tui.proof.chaos.coverage import Aims, ours
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
-from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
+from checkpoint_tui.proof.chaos.targets import ChaosRun, ChaosTarget, Handled, until
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
+from checkpoint_tui.proof.report.audit import AuditRecord, StepAuditRecord, audit_record, read_audit
+from checkpoint_tui.proof.report.chaos import ChaosReport, StepFigures
+from checkpoint_tui.proof.report.codec import JsonObject, ReportError
 
 
 class StepTarget(ChaosTarget):
@@ -40,10 +39,10 @@ class StepTarget(ChaosTarget):
         self.resets: list[Fired] = []  # the run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the checks of its activity pauses and resets
 
-    def header(self, chaos: Chaos) -> str:
+    def header(self, chaos: ChaosRun) -> str:
         return f"steps={chaos.steps}"
 
-    async def start(self, chaos: Chaos, client: Client) -> str:
+    async def start(self, chaos: ChaosRun, client: Client) -> str:
         lead = not chaos.run_ids  # the schedule's own faults are the lead run's (it places the events)
         plan = [
             FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind)
@@ -55,28 +54,29 @@ class StepTarget(ChaosTarget):
     def round_target(self) -> StepTarget:
         return StepTarget(self.workload, self.pace)
 
-    def span(self, chaos: Chaos) -> int:
+    def span(self, chaos: ChaosRun) -> int:
         return chaos.steps
 
-    def coverage_aims(self, chaos: Chaos) -> Aims:
+    def coverage_aims(self, chaos: ChaosRun) -> Aims:
         """Every window of core/windows.py, the claim-window hooks included (the worker's own fault plan)."""
         return ours()
 
-    def reset_summary(self, r: dict) -> str:
-        """What a fired reset (as the report has it) ran again and what the ledger answered, on one line."""
-        after = r.get("claims_after_reset", {})
-        reran = sum(a.get("count", 1) for a in r.get("re_ran", []))
+    def reset_summary(self, r: Fired) -> str:
+        """What a fired reset ran again and what the ledger answered (its detail: resets.what_it_reran),
+        on one line."""
+        after = r.detail.get("claims_after_reset") or {}
+        reran = sum(a.get("count", 1) for a in r.detail.get("re_ran") or [])
         skipped, applied = after.get("skipped", 0), after.get("applied", 0)
         return f"re-ran {reran} activities · claims skipped {skipped} · applied again {applied}"
 
-    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+    async def closed(self, chaos: ChaosRun, run_id: str) -> bool:
         try:
             row = queries.run(connect(chaos.settings.ledger), run_id)
         except Unavailable:  # the ledger restarting: not closed; ask again
             return False
         return row is None or row.status in TERMINAL
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+    async def arrive(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> str | None:
         conn = connect(chaos.settings.ledger)
         step = ev.step or 0
         if ev.kind in HOOK_CRASHES:
@@ -93,7 +93,7 @@ class StepTarget(ChaosTarget):
         await asyncio.sleep(ev.delay_ms / 1000 if ev.kind != "worker-in-timer" else 0)
         return None
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
+    async def strike(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
         if ev.kind in HOOK_CRASHES:  # the worker's fault plan
             return Handled.BY_THE_WORKER
         if ev.kind == FORGE:
@@ -107,11 +107,11 @@ class StepTarget(ChaosTarget):
             return Hit(done.pop("at"), detail={**done, "step": ev.step})
         return Handled.NOT_MINE
 
-    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+    def in_flight(self, chaos: ChaosRun, run_id: str) -> int:
         """The step a time-placed event landed in: the first one not completed yet."""
         return min(queries.count_completed(connect(chaos.settings.ledger), run_id) + 1, chaos.steps)
 
-    def stalls(self, chaos: Chaos, run_id: str) -> None:
+    def stalls(self, chaos: ChaosRun, run_id: str) -> None:
         conn = connect(chaos.settings.ledger)
         for k in chaos.kills:
             if k.kind.startswith("worker"):
@@ -121,7 +121,7 @@ class StepTarget(ChaosTarget):
                 k.restart_s = None if first is None else first - k.at
             k.stalled_s = k.recovery_s = k.restart_s  # a kill ends when it lands
 
-    def figures(self, chaos: Chaos, run_id: str) -> dict:
+    def figures(self, chaos: ChaosRun, run_id: str) -> StepFigures:
         conn = connect(chaos.settings.ledger)
         for r in chaos.resets:  # what each reset ran again, and what the ledger answered
             r.detail.update(resets.what_it_reran(conn, run_id, {"at": r.at, "step": r.step, **r.detail}))
@@ -142,13 +142,13 @@ class StepTarget(ChaosTarget):
             if f.stalled_s is None:
                 f.stalled_s, f.recovery_s = nemeses.stall_times(conn, run_id, f.at, f.detail)
         fired = [(f.kind, f.stalled_s, f.recovery_s) for f in [*chaos.kills, *chaos.pauses]]
-        return {
-            "nemeses": nemeses.nemesis_figures(fired),
-            "worker_deaths_seen_by_supervisor": len(queries.death_events(conn, run_id, kinds=("died",))),
-        }
+        return StepFigures(
+            nemeses=nemeses.nemesis_figures(fired),
+            worker_deaths_seen_by_supervisor=len(queries.death_events(conn, run_id, kinds=("died",))),
+        )
 
-    def checks(self, audit: StepAudit) -> list[Check]:
-        found = audit_checks(audit.to_dict())
+    def checks(self, audit: Audit) -> list[Check]:
+        found = audit_checks(audit_record(audit))
         if self.resets:  # what figures() found for them
             again = sum(r.detail["claims_after_reset"].get("applied", 0) for r in self.resets)
             idle = [r.step for r in self.resets if not r.detail["re_ran"]]
@@ -161,35 +161,37 @@ class StepTarget(ChaosTarget):
             )
         return found + self.more
 
-    def lines(self, report: dict) -> list[str]:
+    def lines(self, report: ChaosReport) -> list[str]:
         lines = self.lead_audit.lines() if self.lead_audit is not None else []
-        for kind, f in report["nemeses"].items():
+        kinds = report.figures.nemeses if isinstance(report.figures, StepFigures) else {}
+        for kind, f in kinds.items():
             med, top, back = (
-                ("—" if v is None else f"{v:.2f} s")
-                for v in (f["median_stall_s"], f["max_stall_s"], f["median_recovery_s"])
+                ("—" if v is None else f"{v:.2f} s") for v in (f.median_stall_s, f.max_stall_s, f.median_recovery_s)
             )
-            lines.append(f"  {kind:<26} x{f['count']:<3} median stall {med} · max {top} · median after its end {back}")
+            lines.append(f"  {kind:<26} x{f.count:<3} median stall {med} · max {top} · median after its end {back}")
         return lines
 
 
-def audit_checks(a: dict) -> list[Check]:
-    """The audit's verdict as checks (for --junit): it is ok exactly when all of them pass."""
-    done = a["total_steps"] - len(a["step_gaps"])
+def audit_checks(audit: AuditRecord | JsonObject) -> list[Check]:
+    """The audit's verdict as checks (for --junit): it is ok exactly when all of them pass. `audit`: our
+    loop's audit as the report has it (or its JSON)."""
+    a = read_audit(audit) if isinstance(audit, dict) else audit
+    if not isinstance(a, StepAuditRecord):
+        raise ReportError("audit: our loop's chaos checks read a step audit (one with total_steps)")
+    done = a.total_steps - len(a.step_gaps)
     claims = (
-        f"claims attempted {a['claims_attempted']} · applied {a['applied']} · skipped {a['skipped']} · "
-        f"recovered {a['recovered']} · interrupted {a['interrupted']}"
+        f"claims attempted {a.claims_attempted} · applied {a.applied} · skipped {a.skipped} · "
+        f"recovered {a.recovered} · interrupted {a.interrupted}"
     )
-    lost = "".join(f"; {d}" for d in a["lost_detail"][:10])
-    duplicated = "".join(f"; {d}" for d in a["duplicated_detail"][:10])
+    lost = "".join(f"; {d}" for d in a.lost_detail[:10])
+    duplicated = "".join(f"; {d}" for d in a.duplicated_detail[:10])
     return [
         Check(
             "chaos: workflow COMPLETED",
-            a["workflow_status"] == "COMPLETED",
-            f"workflow {a['workflow_status']} · steps {done}/{a['total_steps']}",
+            a.workflow_status == "COMPLETED",
+            f"workflow {a.workflow_status} · steps {done}/{a.total_steps}",
         ),
-        Check("chaos: no lost effect", a["lost"] == 0, f"lost {a['lost']} · {claims}{lost}"),
-        Check(
-            "chaos: no duplicated effect", a["duplicated"] == 0, f"duplicated {a['duplicated']} · {claims}{duplicated}"
-        ),
-        Check("chaos: no step gaps", not a["step_gaps"], f"step gaps {a['step_gaps']}"),
+        Check("chaos: no lost effect", a.lost == 0, f"lost {a.lost} · {claims}{lost}"),
+        Check("chaos: no duplicated effect", a.duplicated == 0, f"duplicated {a.duplicated} · {claims}{duplicated}"),
+        Check("chaos: no step gaps", not a.step_gaps, f"step gaps {a.step_gaps}"),
     ]

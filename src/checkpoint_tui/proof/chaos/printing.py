@@ -9,101 +9,113 @@ from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.report import EXERCISED
+from checkpoint_tui.proof.report.chaos import ChaosReport, Fired
 
 
-def print_report(report: dict, target: ChaosTarget) -> None:
+def print_report(report: ChaosReport, target: ChaosTarget) -> None:
     """What fired where and what it cost, then the workload's audit, then the one verdict."""
-    unit = report.get("unit", "step")
-    for k in report["kills"]:
-        r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
-        r += f", its next attempt after {k['retry_s']:.2f} s" if k.get("retry_s") is not None else ""
-        print(f"  kill {k['kind']:<26} {_where(k, unit)} pid {k['pid'] or '-':>7}{_landed(k)} -> run resumed after {r}")
-    for p in report["pauses"]:
-        r = "none" if p.get("stalled_s") is None else f"{p['stalled_s']:.2f} s"
-        if p.get("recovery_s") is not None and p["kind"] != FORGE:
-            r += f" (next activity {p['recovery_s']:.2f} s after it ended)"
-        how = f"for {p['duration_s']:.2f} s" if "duration_s" in p else (p.get("watchdog") or "")
-        how += f" · {activity_nemeses.describe(p)}" if p["kind"] in ACTIVITY_NEMESES else ""
-        print(f"  {p['kind']:<31} {_where(p, unit)} pid {p['pid'] or '-':>7} {how} -> run stalled {r}")
-    for r in report.get("resets", []):
-        print(
-            f"  reset {'':<26} {_where(r, unit)} back to {unit} {r['from_step']} (event {r['reset_to_event']}): "
-            f"{target.reset_summary(r)}"
-        )
-    for ev in report.get("not_fired", []):
-        where = f"{unit} {ev['at_step']}" if "at_step" in ev else f"{ev['at_s']:.2f} s"
-        print(f"  not fired: {ev['nemesis']} at {where} ({ev['why']})")
-    for run in report.get("runs", [])[1:]:  # the lead's audit is the report's own, printed below
-        bad = [c["name"] for c in run["checks"] if not c["ok"]]
-        print(f"  run {run['run_id']}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
-    if report.get("kill_windows"):
-        found = " · ".join(f"{w} {n}" for w, n in report["windows"].items())
-        deaths, runs = (
-            {(k["pid"], k["at"]) for k in report["kill_windows"]},
-            {k["run_id"] for k in report["kill_windows"]},
-        )
-        placed = f", each placed in {len(runs)} runs" if len(deaths) < len(report["kill_windows"]) else ""
-        print(f"  windows ({len(deaths)} worker deaths{placed}): {found}")
-        for run in report.get("runs", []) if placed else []:  # each run's own history says where
-            mine = counts([k["window"] for k in report["kill_windows"] if k["run_id"] == run["run_id"]])
-            print(f"    {run['run_id']}: {' · '.join(f'{w} {n}' for w, n in mine.items()) or 'none'}")
-    for line in fleet_lines(report):
+    for line in fired_lines(report, target):
         print(line)
-    for line in target.lines(report):
+    for line in window_lines(report):
         print(line)
-    if "totals" in report:
-        t = report["totals"]
-        risk = f" · AT RISK {t['at_risk']}" if "at_risk" in t else ""
+    for line in [*fleet_lines(report), *target.lines(report)]:
+        print(line)
+    if (t := report.totals) is not None:
+        risk = f" · AT RISK {t.at_risk}" if t.at_risk is not None else ""
         print(
-            f"{t['runs_completed']}/{t['runs']} runs COMPLETED · over all runs: LOST {t.get('lost', 0)} · "
-            f"DUPLICATED {t.get('duplicated', 0)}{risk}"
+            f"{t.runs_completed}/{t.runs} runs COMPLETED · over all runs: LOST {t.lost} · "
+            f"DUPLICATED {t.duplicated}{risk}"
         )
-    failed = [c for c in report["checks"] if not c["ok"]]
+    failed = [c for c in report.checks if not c.ok]
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
-        print(f"FAIL  {c['name']}: {c['observed'][:600]}")
-    idle = bool(failed) and all(c["name"] == EXERCISED for c in failed)  # nothing else failed: nothing was tried
-    print(f"wall {report['wall_s']:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
+        print(f"FAIL  {c.name}: {c.observed[:600]}")
+    idle = bool(failed) and all(c.name == EXERCISED for c in failed)  # nothing else failed: nothing was tried
+    print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 
 
-def _where(fired: dict, unit: str = "step") -> str:
+def fired_lines(report: ChaosReport, target: ChaosTarget) -> list[str]:
+    """Each kill, pause and reset with where it landed and what it cost; each event that did not fire;
+    each run but the lead's verdict."""
+    unit, lines = report.unit, []
+    for k in report.kills:
+        r = "none" if k.restart_s is None else f"{k.restart_s:.2f} s"
+        r += f", its next attempt after {k.retry_s:.2f} s" if k.retry_s is not None else ""
+        where = f"{_where(k, unit)} pid {k.pid or '-':>7}{_landed(k)}"
+        lines.append(f"  kill {k.kind:<26} {where} -> run resumed after {r}")
+    for p in report.pauses:
+        r = "none" if p.stalled_s is None else f"{p.stalled_s:.2f} s"
+        if p.recovery_s is not None and p.kind != FORGE:
+            r += f" (next activity {p.recovery_s:.2f} s after it ended)"
+        how = f"for {p.duration_s:.2f} s" if p.duration_s is not None else (p.watchdog or "")
+        how += f" · {activity_nemeses.describe(p.detail)}" if p.kind in ACTIVITY_NEMESES else ""
+        lines.append(f"  {p.kind:<31} {_where(p, unit)} pid {p.pid or '-':>7} {how} -> run stalled {r}")
+    for reset in report.resets:
+        back = f"back to {unit} {reset.detail.get('from_step')} (event {reset.detail.get('reset_to_event')})"
+        lines.append(f"  reset {'':<26} {_where(reset, unit)} {back}: {target.reset_summary(reset)}")
+    for ev in report.not_fired:
+        where = f"{unit} {ev.at_step}" if ev.at_step is not None else f"{ev.at_s or 0.0:.2f} s"
+        lines.append(f"  not fired: {ev.nemesis} at {where} ({ev.why})")
+    for run in (report.runs or [])[1:]:  # the lead's audit is the report's own, printed below
+        bad = [c.name for c in run.checks if not c.ok]
+        lines.append(f"  run {run.run_id}: {'PASS' if not bad else 'FAIL ' + '; '.join(bad)}")
+    return lines
+
+
+def window_lines(report: ChaosReport) -> list[str]:
+    """Where the worker deaths landed, counted by window (with several runs, each run's too)."""
+    placed = report.kill_windows
+    if not placed:
+        return []
+    found = " · ".join(f"{w} {n}" for w, n in report.windows.items())
+    deaths, runs = {(k.pid, k.at) for k in placed}, {k.run_id for k in placed}
+    each = f", each placed in {len(runs)} runs" if len(deaths) < len(placed) else ""
+    lines = [f"  windows ({len(deaths)} worker deaths{each}): {found}"]
+    for run in (report.runs or []) if each else []:  # each run's own history says where
+        mine = counts([k.window for k in placed if k.run_id == run.run_id])
+        lines.append(f"    {run.run_id}: {' · '.join(f'{w} {n}' for w, n in mine.items()) or 'none'}")
+    return lines
+
+
+def _where(fired: Fired, unit: str = "step") -> str:
     """Where a fired nemesis landed: its unit (and what it was), and its time if placed by time."""
-    at = f" (at {fired['fired_s']:.2f} s)" if "fired_s" in fired else ""
-    what = f" {fired['label']}" if fired.get("label") else ""
-    return f"{unit} {fired['step']:>4}{what}{at}"
+    at = f" (at {fired.fired_s:.2f} s)" if fired.fired_s is not None else ""
+    what = f" {fired.label}" if fired.label else ""
+    return f"{unit} {fired.step:>4}{what}{at}"
 
 
-def _landed(fired: dict) -> str:
+def _landed(fired: Fired) -> str:
     """How far into its activity an in-activity kill landed, against the type's usual duration (a crash point
     of the hop: the window it was held in)."""
-    if fired.get("window"):
-        return f" ({fired['window']})"
-    if fired.get("into_s") is None:
+    if fired.window:
+        return f" ({fired.window})"
+    if fired.into_s is None:
         return ""
-    usual = f" of ~{fired['usual_s']:.2f} s" if fired.get("usual_s") else ""
-    landed = f" ({fired['landed']})" if fired.get("landed") else ""
-    return f" {fired['into_s']:.2f} s in{usual}{landed}"
+    usual = f" of ~{fired.usual_s:.2f} s" if fired.usual_s else ""
+    landed = f" ({fired.landed})" if fired.landed else ""
+    return f" {fired.into_s:.2f} s in{usual}{landed}"
 
 
-def fleet_lines(report: dict) -> list[str]:
+def fleet_lines(report: ChaosReport) -> list[str]:
     """A game day's figures (proof/chaos/fleet_lab.py): each worker command's events, the backlog's peak
     and each fleet event's drain, the dependencies' traffic."""
-    fleet = report.get("fleet") or {}
+    fleet = report.fleet
+    if fleet is None:
+        return []
     lines = []
-    for c in fleet.get("commands", []):
-        counts = " · ".join(f"{k} {v}" for k, v in c.items() if k not in ("queue", "command")) or "no worker events"
-        lines.append(f"  fleet {c['queue']}: {counts}")
-    backlog = fleet.get("backlog") or {}
-    if backlog.get("samples"):
+    for c in fleet.commands:
+        events = " · ".join(f"{k} {v}" for k, v in c.events.items()) or "no worker events"
+        lines.append(f"  fleet {c.queue}: {events}")
+    backlog = fleet.backlog
+    if backlog is not None and backlog.samples:
         drains = [
-            f"after {e['name']} peak {e.get('peak')}, "
-            + ("never drained" if e.get("drain_s") is None else f"drained in {e['drain_s']:.1f} s")
-            for e in backlog.get("events", [])
+            f"after {e.name} peak {e.peak}, "
+            + ("never drained" if e.drain_s is None else f"drained in {e.drain_s:.1f} s")
+            for e in backlog.events
         ]
         lines.append(
-            f"  backlog: peak {backlog.get('peak')} tasks ({backlog['samples']} samples)"
-            + "".join(f" · {d}" for d in drains)
+            f"  backlog: peak {backlog.peak} tasks ({backlog.samples} samples)" + "".join(f" · {d}" for d in drains)
         )
-    for name, stats in (fleet.get("dependencies") or {}).items():
+    for name, stats in (fleet.dependencies or {}).items():
         nums = " · ".join(f"{k} {v}" for k, v in stats.items() if type(v) in (int, float))
         lines.append(f"  dependency {name}: {nums}")
     return lines

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
-LISTED = ("re_executed", "guarded_re_executed", "at_risk", "model_reruns", "never_ran")
+from dataclasses import fields
+
+from checkpoint_tui.proof.report.audit import ActivityAuditRecord, AuditRecord
+from checkpoint_tui.proof.report.chaos import Totals
 
 
-def totals(audits: list[dict]) -> dict:
-    """The Jepsen-style counts summed over several runs' audits, and how many runs completed."""
-    keys = [k for k, v in audits[0].items() if isinstance(v, int) and not isinstance(v, bool)]
-    out = {k: sum(a.get(k, 0) for a in audits) for k in keys}
-    for name in LISTED:  # a user workflow's audit lists these: counted
-        if isinstance(audits[0].get(name), list):
-            out[name] = sum(len(a.get(name) or []) for a in audits)
-    out["runs"] = len(audits)
-    out["runs_completed"] = sum(a.get("workflow_status") == "COMPLETED" for a in audits)
-    return out
+def counts(audit: AuditRecord) -> dict[str, int]:
+    """An audit's whole-number figures by name, and each list of calls a user's workflow's audit has,
+    counted."""
+    found = {f.name: value for f in fields(audit) if type(value := getattr(audit, f.name)) is int}
+    if isinstance(audit, ActivityAuditRecord):
+        found.update({name: len(calls) for name, calls in audit.calls.items()})
+    return found
+
+
+def totals(audits: list[AuditRecord]) -> Totals:
+    """The Jepsen-style counts summed over several runs' audits (the figures the first one has), and
+    how many runs completed."""
+    each = [counts(a) for a in audits]
+    summed = {name: sum(c.get(name, 0) for c in each) for name in each[0]}
+    lost, duplicated, at_risk = summed.pop("lost", 0), summed.pop("duplicated", 0), summed.pop("at_risk", None)
+    return Totals(
+        runs=len(audits),
+        runs_completed=sum(a.workflow_status == "COMPLETED" for a in audits),
+        lost=lost,
+        duplicated=duplicated,
+        at_risk=at_risk,
+        counts=summed,
+    )

@@ -79,7 +79,8 @@ async def shrink_command(
         nonlocal runs
         runs += 1
         try:
-            ok = (await run_schedule(settings, seed, total, candidate, make_target()))["audit"]["ok"]
+            audit = (await run_schedule(settings, seed, total, candidate, make_target())).audit
+            ok = audit is not None and audit.ok is True
         except Failed as err:  # the run stopped making progress: that is a failure too
             print(f"  ({err})", flush=True)
             ok = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from temporalio.client import Client
 
@@ -22,12 +22,33 @@ from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
 from checkpoint_tui.proof.nemeses.hop import Hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog
-from checkpoint_tui.proof.nemeses.records import Hit, Miss
+from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.chaos import ChaosReport, TargetFigures
+from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
+
+class ChaosRun(Protocol):
+    """What a target reads of the chaos run it serves, and the records it completes after the run
+    (proof/chaos/engine.py's `Chaos` is the one there is)."""
+
+    settings: Settings
+    seed: int | None
+    steps: int  # the units the schedule is placed over
+    schedule: list[ChaosEvent]
+    run_ids: list[str]  # the lead's first
+
+    @property
+    def client(self) -> Client:
+        """The run's Temporal client (connected as the run starts)."""
+        ...
+
+    hop: Hop | None
+    kills: list[Fired]
+    pauses: list[Fired]
+    resets: list[Fired]
+    not_fired: list[NotFired]
 
 
 class Handled(enum.Enum):
@@ -41,33 +62,33 @@ class ChaosTarget:
     workload: Workload
     lead_audit: Audit | None = None  # the lead run's (it places the events), once audited
 
-    def header(self, chaos: Chaos) -> str:
+    def header(self, chaos: ChaosRun) -> str:
         raise NotImplementedError
 
-    def span(self, chaos: Chaos) -> int:
+    def span(self, chaos: ChaosRun) -> int:
         """How many units the run is expected to have (bounds the wait for its end)."""
         raise NotImplementedError
 
-    async def start(self, chaos: Chaos, client: Client) -> str:
+    async def start(self, chaos: ChaosRun, client: Client) -> str:
         raise NotImplementedError
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+    async def arrive(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> str | None:
         """Wait for the event's moment (its delay included); None: fire it; else why it cannot fire."""
         raise NotImplementedError
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
+    async def strike(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
         """Fire what only this workload has (or how it fires what every workload has)."""
         return Handled.NOT_MINE
 
-    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+    async def closed(self, chaos: ChaosRun, run_id: str) -> bool:
         raise NotImplementedError
 
-    async def activity_windows(self, chaos: Chaos, run_id: str) -> dict[str, str]:
+    async def activity_windows(self, chaos: ChaosRun, run_id: str) -> dict[str, str]:
         """{activity type: window} for the types the workload's own classification names (a framework's
         model request is a `model call`, its tool activity a `tool call`); the lab's loop needs none."""
         return {}
 
-    def deaths(self, chaos: Chaos, conn: Ledger, run_id: str) -> list[KillEvent] | None:
+    def deaths(self, chaos: ChaosRun, conn: Ledger, run_id: str) -> list[KillEvent] | None:
         """The worker deaths to place against this run's history; None: those the ledger files under
         the run (a death our loop's worker had a step of the run in flight for). With several runs on
         the same workers, every death of the chaos's workers, whichever run it was filed under: each
@@ -76,7 +97,7 @@ class ChaosTarget:
             return None
         return inspect_queries.kill_events(conn, run_id, of_runs=chaos.run_ids)
 
-    def coverage_aims(self, chaos: Chaos) -> Aims:
+    def coverage_aims(self, chaos: ChaosRun) -> Aims:
         """What --until-covered aims at on this workload, after the seeded run (`chaos`)."""
         raise NotImplementedError
 
@@ -84,12 +105,12 @@ class ChaosTarget:
         """A fresh target for one aimed round of --until-covered."""
         raise NotImplementedError
 
-    def probe(self, chaos: Chaos) -> list | None:
+    def probe(self, chaos: ChaosRun) -> list | None:
         """A user's workload: the effects library's probe log records (where a death inside a user's
         effect was, core/windows.classify); None for our loop, whose effects say it themselves."""
         return None
 
-    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+    def in_flight(self, chaos: ChaosRun, run_id: str) -> int:
         raise NotImplementedError
 
     def landing(self, ev: ChaosEvent) -> dict:
@@ -97,7 +118,7 @@ class ChaosTarget:
         its arrival saw it; {} when its place is the schedule's."""
         return {}
 
-    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
+    async def audit(self, chaos: ChaosRun, run_id: str, status: str | None) -> Audit:
         """The audit of the run, its workload's (the one verdict `status` and the app show too); the lead
         run's is kept for the printed report."""
         audit = await self.workload.audit(chaos.settings, chaos.client, run_id, status)
@@ -105,40 +126,40 @@ class ChaosTarget:
             self.lead_audit = audit
         return audit
 
-    def hop(self, chaos: Chaos, upstream: str) -> Hop | None:
+    def hop(self, chaos: ChaosRun, upstream: str) -> Hop | None:
         """The gRPC hop between the workers and Temporal for crash points (proof/nemeses/hop.py), if needed."""
         return None
 
-    def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
+    def http_logs(self, chaos: ChaosRun) -> dict[str, HttpLog]:
         """{dependency name: its proxy's log} for the http: destinations (--effects http:NAME:FIELD)."""
         return {}
 
-    def ended_at(self, chaos: Chaos) -> float | None:
+    def ended_at(self, chaos: ChaosRun) -> float | None:
         """When the last of the runs closed, from history (None: not known, or one is still open)."""
         return None
 
-    def read_destinations(self, chaos: Chaos) -> list:
+    def read_destinations(self, chaos: ChaosRun) -> list:
         """What each destination of the workload's effects (--effects) holds now, in its order: the run is
         read against it afterwards. Our loop's outbox is audited by its own audit."""
         return []
 
-    async def at_destination(self, chaos: Chaos, before: list) -> None:
+    async def at_destination(self, chaos: ChaosRun, before: list) -> None:
         """What the destinations gained since `before`, kept for each run's audit."""
 
-    def stalls(self, chaos: Chaos, run_id: str) -> None:
+    def stalls(self, chaos: ChaosRun, run_id: str) -> None:
         """Fill in each fired event's restart_s / stalled_s / recovery_s from durable data."""
 
-    def figures(self, chaos: Chaos, run_id: str) -> dict:
+    def figures(self, chaos: ChaosRun, run_id: str) -> TargetFigures | None:
         """Report keys of this workload's own."""
-        return {}
+        return None
 
     def checks(self, audit: Audit) -> list[Check]:
         raise NotImplementedError
 
-    def lines(self, report: dict) -> list[str]:
+    def lines(self, report: ChaosReport) -> list[str]:
         raise NotImplementedError
 
-    def reset_summary(self, r: dict) -> str:
+    def reset_summary(self, r: Fired) -> str:
         """What a fired reset (as the report has it) ran again and what the ledger answered, on one line."""
         raise NotImplementedError
 

@@ -4,8 +4,6 @@ counts them; `chaos --until-covered` aims at the ones not hit yet."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 from temporalio.client import Client
 
 from checkpoint_tui.core.activity_history import read_chain, timeline
@@ -15,6 +13,8 @@ from checkpoint_tui.core.windows import counts, windows_of
 from checkpoint_tui.ledger import inspect_queries, queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.chaos import ChaosReport, Placement, read_chaos
+from checkpoint_tui.proof.report.codec import JsonObject
 
 
 async def history_events(client: Client, conn: Ledger, run_id: str) -> list[HistoryEvent]:
@@ -22,21 +22,6 @@ async def history_events(client: Client, conn: Ledger, run_id: str) -> list[Hist
     row = queries.run(conn, run_id)
     chain = await read_chain(client, run_id, row.first_execution if row else None)
     return [to_history_event(ev, segment) for segment, (_, events) in enumerate(timeline(chain)) for ev in events]
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A worker death placed against one run's history: the window it landed in."""
-
-    run_id: str
-    event: str  # the worker event: kill | died
-    pid: int | None
-    at: float
-    step: int | None  # the unit it landed in
-    window: str
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 async def kill_windows(
@@ -72,11 +57,12 @@ def window_counts(placed: list[Placement]) -> dict[str, int]:
     return counts([p.window for p in placed])
 
 
-def window_cases(report: dict) -> list[Check]:
+def window_cases(report: ChaosReport | JsonObject) -> list[Check]:
     """One JUnit case per window a worker death landed in (a count, not a verdict: always ok). With
-    several runs a death is placed in each, and the count is of placements."""
-    what = "placement(s) of a worker death in a run" if "runs" in report else "worker death(s)"
-    return [
-        Check(f"window: {w}", True, f"{n} {what} landed here", {"kills": n})
-        for w, n in report.get("windows", {}).items()
-    ]
+    several runs a death is placed in each, and the count is of placements. `report`: the report, or
+    its JSON (read through the schema)."""
+    doc = read_chaos(report) if isinstance(report, dict) else report
+    if not isinstance(doc, ChaosReport):  # --every-window: its rounds' reports count their own
+        return []
+    what = "placement(s) of a worker death in a run" if doc.runs is not None else "worker death(s)"
+    return [Check(f"window: {w}", True, f"{n} {what} landed here", {"kills": n}) for w, n in doc.windows.items()]

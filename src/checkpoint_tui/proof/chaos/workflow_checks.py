@@ -4,28 +4,27 @@ what resets re-ran, that an aim picked something, and that some fault reached an
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Any
 
 from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_history import ActivityExec
+from checkpoint_tui.proof.chaos.targets import ChaosRun
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE
+from checkpoint_tui.proof.nemeses.records import Fired
 from checkpoint_tui.proof.report import EXERCISED, Check
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
 
 IN_ACTIVITY = ("worker-in-activity", BEFORE, AFTER, *ACTIVITY_NEMESES)  # placed inside the aimed activity
 
 
-def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: bool) -> Check:
+def exercised_check(chaos: ChaosRun, acts: list[ActivityExec], aim: str, allowed: bool) -> Check:
     """Some fault reached an aimed activity: a kill inside one, an activity that ran again, a reset that re-ran
     something, an activity paused or reset (a schedule aimed at none of them: some event fired). Else the run
     proved nothing, and says so (NOT EXERCISED)."""
     inside = sum(k.landed == "inside" for k in chaos.kills)
     again = sum(a.re_executed for a in acts)
-    reran = sum(bool(r.detail.get("re_ran")) for r in chaos.resets)
+    reran = sum(bool(re_ran(r)) for r in chaos.resets)
     acted = sum(p.kind in ACTIVITY_NEMESES for p in chaos.pauses)
     seen = (
         f"kills inside an activity {inside} · activities run again {again} · resets that re-ran {reran} · "
@@ -36,7 +35,7 @@ def exercised_check(chaos: Chaos, acts: list[ActivityExec], aim: str, allowed: b
     # Events aimed into activities must reach one; others (a fleet's, the supervisor's, the dev server's) must fire.
     ok = bool(inside or again or reran or acted) if aimed_in else bool(fired or not chaos.schedule)
     if not ok:
-        missed = [f"{n.event.get('nemesis', '?')}: {n.why}" for n in chaos.not_fired][:5]
+        missed = [f"{n.nemesis}: {n.why}" for n in chaos.not_fired][:5]
         seen = (
             f"NOT EXERCISED: no fault reached an activity aimed at ({aim}) · {seen} · fired {len(chaos.kills)} "
             f"kill(s) and {len(chaos.pauses)} other(s)" + "".join(f"; not fired {m}" for m in missed)
@@ -56,11 +55,17 @@ def aim_check(aim: str, acts: list) -> Check:
     )
 
 
-def reset_check(fired: list[dict], strict_models: bool) -> Check:
+def re_ran(reset: Fired) -> list[dict[str, Any]]:
+    """What a fired reset ran again, each activity with its verdict (resets.activities_reran, in its detail)."""
+    found = reset.detail.get("re_ran")
+    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+
+def reset_check(fired: list[Fired], strict_models: bool) -> Check:
     """Every reset re-ran something, and nothing it re-ran was at risk (nor a model request, if strict)."""
-    reran = [e for r in fired for e in r.get("re_ran", [])]
+    reran = [e for r in fired for e in re_ran(r)]
     n = Counter(e["verdict"] for e in reran)
-    idle = [r["step"] for r in fired if not r.get("re_ran")]
+    idle = [r.step for r in fired if not re_ran(r)]
     risky = "".join(f"; #{e['activity_id']} {e['label']}: {e['why']}" for e in reran if e["verdict"] == "at risk")
     ok = not n["at risk"] and not idle and not (strict_models and n["model"])
     return Check(

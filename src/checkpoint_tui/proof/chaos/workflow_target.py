@@ -23,7 +23,6 @@ import random
 import time
 from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
@@ -43,12 +42,13 @@ from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.proof.chaos import coverage_activities, landing
 from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
-from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled
+from checkpoint_tui.proof.chaos.targets import ChaosRun, ChaosTarget, Handled
 from checkpoint_tui.proof.chaos.workflow_checks import (
     IN_ACTIVITY,
     activity_checks,
     aim_check,
     exercised_check,
+    re_ran,
     reset_check,
 )
 from checkpoint_tui.proof.nemeses import activities as activity_nemeses
@@ -60,9 +60,7 @@ from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Arming, Hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.chaos.engine import Chaos
+from checkpoint_tui.proof.report.chaos import ActivityFigures, ChaosReport
 
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
@@ -102,25 +100,25 @@ class ActivityTarget(ChaosTarget):
         self.allow_unexercised = False  # --allow-unexercised: a run no fault reached passes
         self.fresh_tools = False  # --every-window: each crash point on the next tool not hit yet
 
-    def header(self, chaos: Chaos) -> str:
+    def header(self, chaos: ChaosRun) -> str:
         return f"{self.workload.title()} aim={self.aim} ({chaos.steps} aimed activity starts)"
 
-    async def activity_windows(self, chaos: Chaos, run_id: str) -> dict[str, str]:
+    async def activity_windows(self, chaos: ChaosRun, run_id: str) -> dict[str, str]:
         """Each activity type the framework's adapter classed as a model request or a tool call."""
         acts = await read_activities(chaos.client, run_id, None, self.framework)
         names = {"model": MODEL, "tool": TOOL, "mcp": TOOL}
         return {a.activity_type: names[a.cls] for a in acts if a.cls in names}
 
-    def span(self, chaos: Chaos) -> int:
+    def span(self, chaos: ChaosRun) -> int:
         return max(chaos.steps * 4, 40)  # the run's activities are unknown up front: a generous bound
 
-    async def start(self, chaos: Chaos, client: Client) -> str:
+    async def start(self, chaos: ChaosRun, client: Client) -> str:
         run_id = await self.workload.start(chaos.settings, client)
         self.runs[run_id] = Progress(client, run_id, self.framework)
         self.progress = self.progress or self.runs[run_id]
         return run_id
 
-    async def closed(self, chaos: Chaos, run_id: str) -> bool:
+    async def closed(self, chaos: ChaosRun, run_id: str) -> bool:
         progress = self.runs.get(run_id, self.progress)
         assert progress is not None
         await progress.refresh()
@@ -133,7 +131,7 @@ class ActivityTarget(ChaosTarget):
         landing = {k: v for k, v in self._landing.items() if k != "started_at"}
         return {**landing, "aimed": ev.step}
 
-    def hop(self, chaos: Chaos, upstream: str) -> Hop | None:
+    def hop(self, chaos: ChaosRun, upstream: str) -> Hop | None:
         """The hop between the workers and Temporal, when an event needs a crash point of its (hop.py)."""
         if not any(ev.kind in HOP_KINDS for ev in chaos.schedule):
             return None
@@ -150,7 +148,7 @@ class ActivityTarget(ChaosTarget):
         }
         return hop
 
-    async def _armed(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+    async def _armed(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> str | None:
         """Wait until the hop fired the event's crash point (None), or the run closed first (why not)."""
         assert self.progress is not None and chaos.hop is not None
         arming = self._armings[id(ev)]
@@ -176,7 +174,7 @@ class ActivityTarget(ChaosTarget):
             self._landing = {"step": step, "label": task.label, "class": task.cls}
         return None
 
-    async def arrive(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> str | None:
+    async def arrive(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> str | None:
         progress, k = self.progress, ev.step or 0
         assert progress is not None
         if ev.kind in HOP_KINDS:
@@ -208,7 +206,7 @@ class ActivityTarget(ChaosTarget):
     def _count(self, progress: Progress) -> int:
         return sum(aimed(self.aim, a) for a in progress.acts)
 
-    async def strike(self, chaos: Chaos, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
+    async def strike(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> Hit | Miss | Handled:
         if ev.kind in ACTIVITY_NEMESES:  # the aimed activity if still pending
             return await activity_nemeses.fire(chaos.client, ev.kind, ev.duration_s, run_id, prefer=self._aimed_id)
         if ev.kind == resets.RESET:
@@ -228,10 +226,10 @@ class ActivityTarget(ChaosTarget):
             return replace(hit, detail={"into_s": round(hit.at - started, 3)})
         return hit
 
-    def probe(self, chaos: Chaos) -> list | None:
+    def probe(self, chaos: ChaosRun) -> list | None:
         return read_probe_records(chaos.settings.probe_log)
 
-    def coverage_aims(self, chaos: Chaos) -> Aims:
+    def coverage_aims(self, chaos: ChaosRun) -> Aims:
         """The windows the seeded run showed and timing can reach (proof/chaos/coverage_activities.py)."""
         assert self.progress is not None
         claims = queries.claim_attempts(connect(chaos.settings.ledger), self.progress.run_id)
@@ -244,27 +242,27 @@ class ActivityTarget(ChaosTarget):
         again = ActivityTarget(self.workload, self.workflow, self.framework, self.strict_models, "any", placed=False)
         return again
 
-    async def audit(self, chaos: Chaos, run_id: str, status: str | None) -> Audit:
+    async def audit(self, chaos: ChaosRun, run_id: str, status: str | None) -> Audit:
         """The workload's audit; the run's progress is read once more first: what the run made after the
         last event (a reset's new execution, the last activities) is where stalls and resets look."""
         await self.runs[run_id].refresh()
         return await super().audit(chaos, run_id, status)
 
-    def ended_at(self, chaos: Chaos) -> float | None:
+    def ended_at(self, chaos: ChaosRun) -> float | None:
         ends = [closed_at(p.chain) for p in self.runs.values()]
         return None if not ends or None in ends else max(e for e in ends if e is not None)
 
-    def read_destinations(self, chaos: Chaos) -> list:
+    def read_destinations(self, chaos: ChaosRun) -> list:
         return [read_ids(d, chaos.settings.run_dir) for d in self.workload.destinations]
 
-    def http_logs(self, chaos: Chaos) -> dict[str, HttpLog]:
+    def http_logs(self, chaos: ChaosRun) -> dict[str, HttpLog]:
         return {
             d.target: HttpLog(log_path(chaos.settings.run_dir, d.target), d.pattern or "")
             for d in self.workload.destinations
             if d.kind == "http"
         }
 
-    async def at_destination(self, chaos: Chaos, before: list) -> None:
+    async def at_destination(self, chaos: ChaosRun, before: list) -> None:
         if not self.workload.destinations:
             return
         runs = {r: await read_activities(chaos.client, r, None, self.framework) for r in self.runs}  # children too
@@ -276,7 +274,7 @@ class ActivityTarget(ChaosTarget):
         for run_id in self.runs:  # each run's audit reads it back (core/activity_audit.audit_of): one verdict
             save(chaos.settings.run_dir, run_id, diffs, dups.get(run_id, []))
 
-    def in_flight(self, chaos: Chaos, run_id: str) -> int:
+    def in_flight(self, chaos: ChaosRun, run_id: str) -> int:
         return max(len(self.progress.acts), 1) if self.progress is not None else 1
 
     async def _reset(self, ev: ChaosEvent, run_id: str) -> dict | None:
@@ -299,10 +297,10 @@ class ActivityTarget(ChaosTarget):
         done = await resets.reset_to(progress.client, run_id, execution, point, f"reset to activity {target.seq}")
         return {**done, "from_step": target.seq, "back_steps": back, "from_label": target.label}
 
-    def stalls(self, chaos: Chaos, run_id: str) -> None:
+    def stalls(self, chaos: ChaosRun, run_id: str) -> None:
         landing.place(chaos, self.progress, run_id, [p.chain for p in self.runs.values()])
 
-    def figures(self, chaos: Chaos, run_id: str) -> dict:
+    def figures(self, chaos: ChaosRun, run_id: str) -> ActivityFigures:
         claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
         for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
             r.detail.update(
@@ -326,33 +324,36 @@ class ActivityTarget(ChaosTarget):
         self.more.append(
             exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim, self.allow_unexercised)
         )
-        return {"workflow": self.workflow, "aim": self.aim, "framework": detect(a.seen() for a in acts)}
+        return ActivityFigures(workflow=self.workflow, aim=self.aim, framework=detect(a.seen() for a in acts))
 
-    def checks(self, audit: ActivityAudit) -> list[Check]:
+    def checks(self, audit: Audit) -> list[Check]:
+        assert isinstance(audit, ActivityAudit)  # this workload's (UserWorkflow.audit)
         lead = self.progress is not None and audit.run_id == self.progress.run_id
-        more = [reset_check([r.to_json() for r in self.resets], self.strict_models)] if self.resets else []
+        more = [reset_check(self.resets, self.strict_models)] if self.resets else []
         return activity_checks(audit) + ((more + self.more) if lead else [])
 
-    def reset_summary(self, r: dict) -> str:
-        n = Counter(e["verdict"] for e in r.get("re_ran", []))
-        after = ", ".join(f"{k} {v}" for k, v in sorted(r.get("claims_after_reset", {}).items())) or "none"
+    def reset_summary(self, r: Fired) -> str:
+        """What a fired reset ran again (its detail: resets.activities_reran) and the claims after it."""
+        reran = re_ran(r)
+        n = Counter(e["verdict"] for e in reran)
+        after = ", ".join(f"{k} {v}" for k, v in sorted((r.detail.get("claims_after_reset") or {}).items()))
         return (
-            f"re-ran {len(r.get('re_ran', []))} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
-            f"model {n['model']}) · claims after it: {after}"
+            f"re-ran {len(reran)} activities (guarded {n['guarded']}, AT RISK {n['at risk']}, "
+            f"model {n['model']}) · claims after it: {after or 'none'}"
         )
 
-    def lines(self, report: dict) -> list[str]:
+    def lines(self, report: ChaosReport) -> list[str]:
         found = [
-            f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r['step']}: "
+            f"  {'AT RISK' if e['verdict'] == 'at risk' else e['verdict']} after the reset at {r.step}: "
             f"#{e['activity_id']} {e['label']} ({e['was']}) · {e['claims_after_reset'] or 'no claim'} · {e['why']}"
-            for r in report.get("resets", [])
-            for e in r.get("re_ran", [])
+            for r in report.resets
+            for e in re_ran(r)
         ]
         lines = found + (self.lead_audit.lines() if self.lead_audit is not None else [])
-        if report.get("resets"):  # the audit above counts attempts; what a reset re-ran is a new execution's
-            n = Counter(e["verdict"] for r in report["resets"] for e in r.get("re_ran", []))
+        if report.resets:  # the audit above counts attempts; what a reset re-ran is a new execution's
+            n = Counter(e["verdict"] for r in report.resets for e in re_ran(r))
             lines.append(
-                f"RESETS {len(report['resets'])} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
+                f"RESETS {len(report.resets)} · re-ran {sum(n.values())} · guarded {n['guarded']} · "
                 f"AT RISK {n['at risk']} · model requests {n['model']}"
             )
         return lines

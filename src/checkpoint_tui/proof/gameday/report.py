@@ -5,13 +5,15 @@ JUnit. Every figure comes from the experiment's chaos report (the ledger, histor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from checkpoint_tui.proof.gameday.scenarios import Scenario
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.audit import ActivityAuditRecord
+from checkpoint_tui.proof.report.chaos import ChaosReport
+from checkpoint_tui.proof.report.codec import JsonObject, decode, encode
+from checkpoint_tui.proof.report.gameday import ExperimentRecord, GamedayReport
 from checkpoint_tui.settings import Settings
-
-if TYPE_CHECKING:
-    from checkpoint_tui.proof.gameday.run import Experiment
 
 CHECKLIST = (
     ("Workflows resume without manual intervention", "every run COMPLETED"),
@@ -21,81 +23,115 @@ CHECKLIST = (
 )
 
 
-def scenario_checks(report: dict, max_drain_s: float) -> list[Check]:
+@dataclass
+class Experiment:
+    """One scenario of the game day as it ran: when, its chaos report (the schema's, or its JSON, read
+    through it) and its checks."""
+
+    scenario: Scenario
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    report: ChaosReport = field(default_factory=ChaosReport)
+    checks: list[Check] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.report, dict):
+            self.report = decode(ChaosReport, self.report)
+
+    @property
+    def held(self) -> bool:
+        return self.scenario.skipped is not None or all(c.ok for c in self.checks)
+
+    def record(self) -> ExperimentRecord:
+        s = self.scenario
+        return ExperimentRecord(
+            scenario=s.name,
+            guide=s.guide,
+            watch=s.watch,
+            skipped=s.skipped,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            held=self.held,
+            schedule=[e.to_json() for e in s.events],
+            checks=self.checks,
+            report=self.report if s.skipped is None else None,
+        )
+
+
+def scenario_checks(report: ChaosReport | JsonObject, max_drain_s: float) -> list[Check]:
     """The experiment's checks: its chaos checks (every run's audit: lost work, duplicates, at risk),
-    then one drain check per fleet event whose backlog the sampler saw."""
-    checks = [Check(c["name"], c["ok"], c["observed"], c.get("numbers", {})) for c in report.get("checks", [])]
-    backlog = (report.get("fleet") or {}).get("backlog") or {}
-    for ev in backlog.get("events", []):
-        drain, peak = ev.get("drain_s"), ev.get("peak") or 0
+    then one drain check per fleet event whose backlog the sampler saw. `report`: the experiment's
+    chaos report, or its JSON."""
+    doc = decode(ChaosReport, report) if isinstance(report, dict) else report
+    checks = list(doc.checks)
+    backlog = doc.fleet.backlog if doc.fleet is not None else None
+    for ev in backlog.events if backlog is not None else []:
+        drain, peak = ev.drain_s, ev.peak or 0
         ok = peak == 0 or (drain is not None and drain <= max_drain_s)  # no backlog: nothing to drain
         seen = "never drained" if drain is None else f"drained {drain:.1f} s after it ended"
         seen = "no backlog" if peak == 0 else seen
         checks.append(
             Check(
-                f"gameday: backlog drains after {ev['name']} (≤ {max_drain_s:g} s)",
+                f"gameday: backlog drains after {ev.name} (≤ {max_drain_s:g} s)",
                 ok,
-                f"peak {ev.get('peak')} tasks · {seen}",
-                {"drain_s": drain, "peak": ev.get("peak")},
+                f"peak {ev.peak} tasks · {seen}",
+                {"drain_s": drain, "peak": ev.peak},
             )
         )
     return checks
 
 
-def _lost(report: dict) -> list[str]:
+def _lost(report: ChaosReport) -> list[str]:
     """Every unit of lost work the runs' audits named, one line each."""
-    runs = [r["audit"] for r in report.get("runs", [])] or [report.get("audit") or {}]
-    out = []
-    for audit in runs:
-        lost = audit.get("lost_work") or {}
-        out += [f"{audit.get('run_id')}: {line}" for line in lost.get("units", [])]
-    return out
+    return [f"{a.run_id}: {line}" for a in _runs(report) if a.lost_work is not None for line in a.lost_work.units]
 
 
-def _recovered(report: dict) -> list[str]:
+def _runs(report: ChaosReport) -> list[ActivityAuditRecord]:
+    """Every run's audit (a game day's workload is a user's workflow: an activity audit each)."""
+    audits = [r.audit for r in report.runs or []] or [report.audit]
+    return [a for a in audits if isinstance(a, ActivityAuditRecord)]
+
+
+def _recovered(report: ChaosReport) -> list[str]:
     """What the runs' histories show went wrong and recovered: timeouts waited out after the lab's
     kills, workflow task failures that ended (how long the run was stuck), each run's schedule-to-start."""
-    runs = [r["audit"] for r in report.get("runs", [])] or [report.get("audit") or {}]
     out, latencies = [], []
-    for audit in runs:
-        lost = audit.get("lost_work") or {}
-        out += [
-            f"{audit.get('run_id')}: {u['line']}"
-            for key in ("timeouts", "task_failures")
-            for u in lost.get(key, [])
-            if not u.get("lost")
-        ]
-        latency = (lost.get("schedule_to_start") or {}).get("activity") or {}
-        if latency.get("p99_s") is not None:
-            latencies.append(latency["p99_s"])
+    for audit in _runs(report):
+        lost = audit.lost_work
+        if lost is None:
+            continue
+        out += [f"{audit.run_id}: {u.line}" for u in (*lost.timeouts, *lost.task_failures) if not u.lost]
+        latency = lost.schedule_to_start.get("activity")
+        if latency is not None and latency.p99_s is not None:
+            latencies.append(latency.p99_s)
     if latencies:
         out.append(f"activity schedule-to-start p99 per run: worst {max(latencies):.3f} s")
     return out
 
 
-def _figures(report: dict) -> list[str]:
-    fleet, lines = report.get("fleet") or {}, []
-    for c in fleet.get("commands", []):
-        counts = " · ".join(f"{k} {v}" for k, v in c.items() if k not in ("queue", "command"))
-        lines.append(f"- `{c['queue']}` (`{c['command'][:80]}`): {counts or 'no worker events'}")
-    backlog = fleet.get("backlog") or {}
-    if backlog.get("samples"):
-        lines.append(f"- backlog: peak {backlog.get('peak')} tasks over {backlog['samples']} samples")
-        for ev in backlog.get("events", []):
-            drain = "never drained" if ev.get("drain_s") is None else f"drained in {ev['drain_s']:.1f} s"
-            lines.append(f"  - after {ev['name']}: peak {ev.get('peak')}, {drain}")
-    for name, stats in (fleet.get("dependencies") or {}).items():
+def _figures(report: ChaosReport) -> list[str]:
+    fleet, lines = report.fleet, []
+    for c in fleet.commands if fleet is not None else []:
+        counts = " · ".join(f"{k} {v}" for k, v in c.events.items())
+        lines.append(f"- `{c.queue}` (`{c.command[:80]}`): {counts or 'no worker events'}")
+    backlog = fleet.backlog if fleet is not None else None
+    if backlog is not None and backlog.samples:
+        lines.append(f"- backlog: peak {backlog.peak} tasks over {backlog.samples} samples")
+        for ev in backlog.events:
+            drain = "never drained" if ev.drain_s is None else f"drained in {ev.drain_s:.1f} s"
+            lines.append(f"  - after {ev.name}: peak {ev.peak}, {drain}")
+    for name, stats in ((fleet.dependencies if fleet is not None else None) or {}).items():
         lines.append(
             f"- dependency `{name}`: " + " · ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, int | float))
         )
-    restarts = [k.get("restart_s") for k in report.get("kills", []) if k.get("restart_s") is not None]
+    restarts = [k.restart_s for k in report.kills if k.restart_s is not None]
     if restarts:
         lines.append(f"- runs resumed after each kill in {', '.join(f'{r:.2f} s' for r in restarts)}")
     return lines
 
 
-def after_action(done: list[Experiment], title: str, settings: Settings, max_drain_s: float) -> tuple[str, dict]:
-    """(the Markdown report, its JSON)."""
+def after_action(done: list[Experiment], title: str, settings: Settings, max_drain_s: float) -> tuple[str, JsonObject]:
+    """(the Markdown report, its JSON: gameday.json as the schema writes it)."""
     ran = [e for e in done if e.scenario.skipped is None]
     held = all(e.held for e in done)
     fleet = ", ".join(f"`{m.queue}`: `{' '.join(m.cmd)[:100]}`" for m in settings.members) or "checkpoint-tui's worker"
@@ -129,13 +165,10 @@ def after_action(done: list[Experiment], title: str, settings: Settings, max_dra
         md += [f"- lost: {line[:400]}" for line in _lost(e.report)[:50]]
         md += [f"- recovered: {line[:400]}" for line in _recovered(e.report)[:50]]
     md += ["", "## What to change", ""] + (_advice(ran) or ["Nothing: every experiment held."])
-    doc = {
-        "title": title,
-        "verdict": "PASS" if held else "FAIL",
-        "max_drain_s": max_drain_s,
-        "experiments": [e.to_json() for e in done],
-    }
-    return "\n".join(md) + "\n", doc
+    doc = GamedayReport(
+        title=title, verdict="PASS" if held else "FAIL", max_drain_s=max_drain_s, experiments=[e.record() for e in done]
+    )
+    return "\n".join(md) + "\n", encode(doc)
 
 
 def _checklist(ran: list[Experiment], item: str) -> str:

@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from checkpoint_tui.core.workload import Workload
@@ -21,42 +20,15 @@ from checkpoint_tui.ops import devserver
 from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
-from checkpoint_tui.proof.gameday.report import after_action, scenario_checks
+from checkpoint_tui.proof.gameday.report import Experiment, after_action, scenario_checks
 from checkpoint_tui.proof.gameday.scenarios import Scenario
 from checkpoint_tui.proof.junit import junit_xml
 from checkpoint_tui.proof.replay.histories import export, fetch_chain
 from checkpoint_tui.proof.report import Check
+from checkpoint_tui.proof.report.codec import encode
 from checkpoint_tui.settings import Settings
 
 SUBDIRS = ("histories",)
-
-
-@dataclass
-class Experiment:
-    scenario: Scenario
-    started_at: float = 0.0
-    ended_at: float = 0.0
-    report: dict = field(default_factory=dict)
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def held(self) -> bool:
-        return self.scenario.skipped is not None or all(c.ok for c in self.checks)
-
-    def to_json(self) -> dict:
-        s = self.scenario
-        return {
-            "scenario": s.name,
-            "guide": s.guide,
-            "watch": s.watch,
-            "skipped": s.skipped,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "held": self.held,
-            "schedule": [e.to_json() for e in s.events],
-            "checks": [asdict(c) for c in self.checks],
-            "report": self.report,
-        }
 
 
 async def gameday(
@@ -92,7 +64,7 @@ async def gameday(
             await _bundle(folder.subdir(scenario.name), chaos, exp)
         md, doc = after_action(done, workload.title(), settings, max_drain_s)
         folder.write("gameday.md", md)
-        folder.write("gameday.json", json.dumps(doc, indent=1, default=str))
+        folder.write("gameday.json", json.dumps(doc, indent=1))
         checks = [Check(f"{e.scenario.name}: {c.name}", c.ok, c.observed, c.numbers) for e in done for c in e.checks]
         folder.write("gameday.junit.xml", junit_xml("checkpoint-tui gameday", checks))
     held = all(e.held for e in done)
@@ -110,7 +82,7 @@ async def _bundle(folder: OutputDir, chaos: Chaos, exp: Experiment) -> None:
     """The experiment's proof: its report and JUnit, every run's history, its backlog samples and the
     worker events of its span; all read back from Temporal, the ledger and run/ after it ended."""
     with folder:
-        folder.write("report.json", json.dumps(exp.to_json(), indent=1, default=str))
+        folder.write("report.json", json.dumps(encode(exp.record()), indent=1))
         folder.write("junit.xml", junit_xml(f"gameday {exp.scenario.name}", exp.checks))
         histories = folder.subdir("histories")
         for run_id in chaos.run_ids:
@@ -118,7 +90,7 @@ async def _bundle(folder: OutputDir, chaos: Chaos, exp: Experiment) -> None:
                 export(await fetch_chain(chaos.client, run_id), histories)
             except Exception as err:  # NoHistory: one Temporal no longer has; said in the folder
                 histories.write(f"{run_id}.missing.txt", f"{str(err)[:300]}\n")
-        samples = (exp.report.get("fleet") or {}).get("backlog_samples")
+        samples = exp.report.fleet.backlog_samples if exp.report.fleet is not None else None
         if samples and Path(samples).is_file():
             folder.write("backlog.jsonl", Path(samples).read_bytes()[: 8 * 1024 * 1024])
         rows = worker_events_between(connect(chaos.settings.ledger), exp.started_at, exp.ended_at)

@@ -31,6 +31,7 @@ from checkpoint_tui.ledger.effects import effect_id
 from checkpoint_tui.ops import devserver, fleet, watchdog, worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours
 from checkpoint_tui.proof.nemeses.records import Hit
+from checkpoint_tui.proof.report.chaos import NemesisFigures
 from checkpoint_tui.settings import Settings
 
 HOLD_MARGIN_S = 5.0  # the hold outlives the pause by this much, in case SIGCONT is late
@@ -142,7 +143,7 @@ def stall_times(conn: Ledger, run_id: str, at: float, detail: dict) -> tuple[flo
     return (None, None) if first is None else (first - at, first - end)
 
 
-def nemesis_figures(fired: list[tuple[str, float | None, float | None]]) -> dict:
+def nemesis_figures(fired: list[tuple[str, float | None, float | None]]) -> dict[str, NemesisFigures]:
     """Per nemesis kind, from (kind, stalled_s, recovery_s) of each fired one: how many fired, the
     median and the longest stall and recovery."""
     stalls: dict[str, list[float]] = defaultdict(list)
@@ -155,16 +156,19 @@ def nemesis_figures(fired: list[tuple[str, float | None, float | None]]) -> dict
         if recovery_s is not None:
             recoveries[kind].append(recovery_s)
     return {
-        kind: {"count": n, **_spread("stall", stalls[kind]), **_spread("recovery", recoveries[kind])}
+        kind: NemesisFigures(
+            count=n,
+            median_stall_s=_median(stalls[kind]),
+            max_stall_s=max(stalls[kind], default=None),
+            median_recovery_s=_median(recoveries[kind]),
+            max_recovery_s=max(recoveries[kind], default=None),
+        )
         for kind, n in sorted(counts.items())
     }
 
 
-def _spread(name: str, values: list[float]) -> dict:
-    return {
-        f"median_{name}_s": statistics.median(values) if values else None,
-        f"max_{name}_s": max(values) if values else None,
-    }
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def hang_kill_at(conn: Ledger, pid: int, since: float) -> tuple[float | None, str | None]:

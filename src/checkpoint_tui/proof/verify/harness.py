@@ -10,7 +10,7 @@ import json
 import shutil
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from checkpoint_tui.core.workload import Workload
@@ -18,8 +18,11 @@ from checkpoint_tui.files import write_output
 from checkpoint_tui.ledger.destination import read_ids
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.temporal import connect_client, resolve_address
-from checkpoint_tui.proof.bundle.writer import ProofOutputs, ProofRun, emit
+from checkpoint_tui.proof.bundle.proof_run import ProofRun
+from checkpoint_tui.proof.bundle.writer import ProofOutputs, emit
 from checkpoint_tui.proof.report import Report
+from checkpoint_tui.proof.report.codec import encode
+from checkpoint_tui.proof.report.verify import VerifyReport
 from checkpoint_tui.proof.verify.plan import VerifyContext, VerifyPlan
 from checkpoint_tui.settings import Settings
 
@@ -80,18 +83,9 @@ async def _finish(
     if report.slow:  # said after the verdict, never inside it: they did not gate
         names = ", ".join(c.name for c in report.slow)
         print(f"over a latency target on this machine (not gating; --strict-latency gates): {names}")
-    checks = [asdict(c) for c in report.checks]
-    document = {
-        "passed": total - failed,
-        "total": total,
-        "checks": checks,
-        **report.figures,
-        "runs": runs,
-        "strict_latency": report.strict_latency,
-        "slow": [c.name for c in report.slow],
-    }
+    document = VerifyReport.of(report, runs)
     if json_path is not None:
-        write_output(json_path, json.dumps(document, indent=2), "--json")  # no link followed, atomic
+        write_output(json_path, json.dumps(encode(document), indent=2), "--json")  # no link followed, atomic
     if outputs is not None and outputs.wanted:
         await emit(outputs, ProofRun(command, vhome, document, report.checks, wall, runs, report.figures))
     sys.stdout.flush()
