@@ -20,7 +20,15 @@ from pathlib import Path
 
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.lab import child
-from checkpoint_tui.lab.result import LabError, Result, chaos_verdict, doctor_verdict, read_report, verify_verdict
+from checkpoint_tui.lab.result import (
+    LabError,
+    Result,
+    chaos_verdict,
+    checked_document,
+    doctor_verdict,
+    read_report,
+    verify_verdict,
+)
 
 DEFAULT_TIMEOUT_S = 900.0  # one command, with the runs it starts; a CI job's step is usually capped above this
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -144,15 +152,14 @@ class Lab:
         words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
         words += ["--every-window"] if every_window else []
-        words += _opt("--junit", junit_path and str(junit_path)) + _opt("--proof", proof_path and str(proof_path))
+        words += _opt("--junit", _text(junit_path)) + _opt("--proof", _text(proof_path))
         front = self._front(worker_cmd, task_queue, workers, framework, global_args, effects)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
         passed = exit_code == Exit.OK
+        verdict = chaos_verdict(checked_document("chaos", doc, report, exit_code), passed)
         log = self._out / f"{name}.log"
-        return Result(
-            "chaos", passed, chaos_verdict(doc, passed), exit_code, doc, report, junit_path, proof_path, log, output
-        )
+        return Result("chaos", passed, verdict, exit_code, doc, report, junit_path, proof_path, log, output)
 
     def verify(
         self,
@@ -170,13 +177,12 @@ class Lab:
         report, junit_path = self._out / f"{name}.json", (self._out / f"{name}.xml" if junit else None)
         front = self._front(worker_cmd, task_queue, (), framework, global_args)
         front += _opt("--workflow", workflow) + _opt("--input", _json_input(input))
-        front += ["--verify", "--json", str(report)] + _opt("--junit", junit_path and str(junit_path))
+        front += ["--verify", "--json", str(report)] + _opt("--junit", _text(junit_path))
         exit_code, output = self._run(name, front, [])
         doc = read_report(report, exit_code, output)
+        verdict = verify_verdict(checked_document("verify", doc, report, exit_code))
         log = self._out / f"{name}.log"
-        return Result(
-            "verify", exit_code == Exit.OK, verify_verdict(doc), exit_code, doc, report, junit_path, None, log, output
-        )
+        return Result("verify", exit_code == Exit.OK, verdict, exit_code, doc, report, junit_path, None, log, output)
 
     def doctor(
         self,
@@ -199,10 +205,9 @@ class Lab:
         front = self._front(worker_cmd, task_queue, (), framework, global_args)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
+        verdict = doctor_verdict(checked_document("doctor", doc, report, exit_code))
         log = self._out / f"{name}.log"
-        return Result(
-            "doctor", exit_code == Exit.OK, doctor_verdict(doc), exit_code, doc, report, None, None, log, output
-        )
+        return Result("doctor", exit_code == Exit.OK, verdict, exit_code, doc, report, None, None, log, output)
 
     def close(self) -> None:
         """Stop everything this home runs (`checkpoint-tui --home HOME stop`) if one of this Lab's
@@ -342,6 +347,10 @@ def _checked(args: Sequence[str]) -> list[str]:
 
 def _opt(flag: str, value: str | None) -> list[str]:
     return [] if value is None else [flag, value]
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else str(path)
 
 
 def _json_input(value: object) -> str | None:
