@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,10 +244,14 @@ def test_too_big_too_deep_or_not_json_is_a_report_error():
 
 def test_the_version_is_checked():
     assert read_chaos({"schema": SCHEMA}).schema == SCHEMA
-    for bad, said in ((SCHEMA + 1, "a newer checkpoint-tui wrote it"), (0, "1 to"), ("1", "expected a whole number")):
+    for bad, said in (
+        (SCHEMA + 1, "a newer checkpoint-tui wrote it"),
+        (0, "not a schema number"),
+        ("1", "expected a whole number"),
+    ):
         with pytest.raises(ReportError, match=said):
             read_chaos({"schema": bad})
-    with pytest.raises(ReportError, match="report.schema: schema 2"):
+    with pytest.raises(ReportError, match="report.schema: schema 2: this checkpoint-tui reads 1 to 1"):
         read_verify({"schema": 2})
 
 
@@ -277,3 +284,19 @@ def test_doctor_s_report_reads_as_it_is_written():
     diagnosis = Diagnosis("wf-1", None, [], {}, 10.0, True, [Finding("single-attempt", "send", "p", "f")])
     report = read_doctor(json.loads(json.dumps(diagnosis.to_dict(), sort_keys=True)))
     assert report.findings == diagnosis.findings and report.ok is False and report.sticky_queue is True
+
+
+def test_the_schema_bench_runs(tmp_path: Path):
+    """bench/report_schema.py (tiny: not a measurement) reads back what it wrote and prints each candidate."""
+    bench = Path(__file__).resolve().parent.parent / "bench" / "report_schema.py"
+    env = {**os.environ, "CHECKPOINT_BENCH_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--runs", "5", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    found = json.loads((tmp_path / "report_schema.json").read_text())["candidates"]
+    assert {"json (dicts, no types)", "dataclasses + own reader"} <= set(found)

@@ -30,7 +30,7 @@ JsonObject: TypeAlias = dict[str, Json]
 
 SCHEMA = 1  # the reports' schema number, written as "schema"; a report without one has the same shape
 T = TypeVar("T")
-Read = Callable[[object, str], object]
+Read = Callable[[object], object]
 
 
 class ReportError(ValueError):
@@ -93,12 +93,15 @@ def loads(data: bytes | str, limit: int, what: str = "report") -> Json:
 
 def decode(cls: type[T], value: object, path: str = "report") -> T:
     """`value` (what json.loads made) as the record type `cls`; a ReportError says where it does not fit."""
-    return typing.cast(T, _record_reader(cls)(value, path))
+    return typing.cast(T, decode_union(cls, value, path))
 
 
 def decode_union(hint: object, value: object, path: str = "report") -> object:
-    """`value` as one of a union of record types (`hint`, e.g. `A | B`): the caller narrows it."""
-    return _reader(hint)(value, path)
+    """`value` as `hint`, a record type or a union of them (`A | B`: the caller narrows it)."""
+    try:
+        return _reader(hint)(value)
+    except _Misfit as err:
+        raise ReportError(f"{path}{''.join(reversed(err.where))}: {err.what}") from None
 
 
 def encode(record: object) -> JsonObject:
@@ -106,7 +109,9 @@ def encode(record: object) -> JsonObject:
     return _encode_record(record)
 
 
-# Reading: one reader per annotation, built once per record type.
+# Reading: one reader per annotation, made once. A reader that meets a value that does not fit raises
+# _Misfit; each container it is in adds its key or index on the way out, so no path is built for a
+# report that reads (most of a report's reading time would go to building them).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,11 +129,14 @@ class _Field:
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
-    """How one record type reads: its fields, the keys they name, the keys it cannot do without."""
+    """How one record type reads: its fields, the keys they name, the keys it cannot do without; and,
+    apart, the (name, key, reader) of each field read as it is, which is most of them."""
 
     fields: tuple[_Field, ...]
     known: frozenset[str]
     required: frozenset[str]
+    plain: tuple[tuple[str, str, Read], ...]
+    special: tuple[_Field, ...]
 
 
 _PLANS: dict[type, _Plan] = {}
@@ -141,7 +149,10 @@ def _plan(cls: type) -> _Plan:
         fields = _fields(cls)
         known = {f.key for f in fields if not f.rest and not f.flat}
         known.update(k for f in fields for member in f.flat for k in _plan(member).known)
-        plan = _PLANS[cls] = _Plan(fields, frozenset(known), frozenset(f.key for f in fields if f.required))
+        required = frozenset(f.key for f in fields if f.required)
+        special = tuple(f for f in fields if f.rest or f.flat or f.empty_none or f.version is not None)
+        plain = tuple((f.name, f.key, f.read) for f in fields if f not in special)
+        plan = _PLANS[cls] = _Plan(fields, frozenset(known), required, plain, special)
     return plan
 
 
@@ -173,56 +184,89 @@ def _kind(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _bad(path: str, wanted: str, value: object) -> ReportError:
-    return ReportError(f"{path}: expected {wanted}, got {_kind(value)}")
+_ABSENT = object()
 
 
-def _read_record(cls: type, value: object, path: str) -> object:
-    if not isinstance(value, dict):
-        raise _bad(path, "an object", value)
-    plan = _plan(cls)
+class _Misfit(Exception):
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what, self.where = what, list[str]()
+
+
+def _bad(wanted: str, value: object) -> _Misfit:
+    return _Misfit(f"expected {wanted}, got {_kind(value)}")
+
+
+def _read_record(cls: type, value: object) -> object:
+    if type(value) is not dict:
+        raise _bad("an object", value)
+    plan = _PLANS.get(cls) or _plan(cls)
     kwargs: dict[str, object] = {}
-    for f in plan.fields:
-        if f.flat:
-            kwargs[f.name] = f.read(value, path)
-        elif f.rest:
-            kwargs[f.name] = {k: f.read(v, f"{path}.{k}") for k, v in value.items() if k not in plan.known}
-        elif f.key in value:
-            kwargs[f.name] = _read_field(f, value[f.key], f"{path}.{f.key}")
-        elif f.required:
-            raise ReportError(f"{path}: missing '{f.key}'")
+    at = None  # the key being read: where a misfit inside it is
+    try:
+        for name, at, read in plan.plain:
+            found = value.get(at, _ABSENT)
+            if found is not _ABSENT:
+                kwargs[name] = read(found)
+            elif at in plan.required:
+                at, missing = None, at
+                raise _Misfit(f"missing '{missing}'")
+        at = None
+        for f in plan.special:
+            if f.flat:
+                kwargs[f.name] = f.read(value)
+            elif f.rest:
+                kwargs[f.name] = _read_rest(f.read, value, plan.known)
+            elif f.key in value:
+                at = f.key
+                kwargs[f.name] = _read_field(f, value[f.key])
+                at = None
+    except _Misfit as err:
+        if at is not None:
+            err.where.append(f".{at}")
+        raise
     return cls(**kwargs)
 
 
-def _read_field(f: _Field, value: object, path: str) -> object:
+def _read_rest(read: Read, value: dict[str, object], known: frozenset[str]) -> dict[str, object]:
+    out = {}
+    for k, v in value.items():
+        if k not in known:
+            try:
+                out[k] = read(v)
+            except _Misfit as err:
+                err.where.append(f".{k}")
+                raise
+    return out
+
+
+def _read_field(f: _Field, value: object) -> object:
     if f.empty_none and value == {}:
         return None
-    read = f.read(value, path)
-    if f.version is not None and not (isinstance(read, int) and 1 <= read <= f.version):
-        raise ReportError(
-            f"{path}: schema {read} is not one this checkpoint-tui reads (1 to {f.version}); "
-            "a newer checkpoint-tui wrote it"
-        )
+    read = f.read(value)
+    if f.version is not None and isinstance(read, int) and not 1 <= read <= f.version:
+        newer = "a newer checkpoint-tui wrote it" if read > f.version else "not a schema number"
+        raise _Misfit(f"schema {read}: this checkpoint-tui reads 1 to {f.version} ({newer})")
     return read
 
 
 def _record_reader(cls: type) -> Read:
-    return lambda value, path: _read_record(cls, value, path)
+    return lambda value: _read_record(cls, value)
 
 
 def _union_of_records(members: tuple[type, ...], none_ok: bool) -> Read:
     """The first record type whose required keys the object has (None for a flat field none fits)."""
 
-    def read(value: object, path: str) -> object:
-        if not isinstance(value, dict):
-            raise _bad(path, "an object", value)
+    def read(value: object) -> object:
+        if type(value) is not dict:
+            raise _bad("an object", value)
         for member in members:
             if _plan(member).required <= value.keys():
-                return _read_record(member, value, path)
+                return _read_record(member, value)
         if none_ok:
             return None
         names = " or ".join(f"{m.__name__} ({', '.join(sorted(_plan(m).required))})" for m in members)
-        raise ReportError(f"{path}: has the keys of none of {names}")
+        raise _Misfit(f"has the keys of none of {names}")
 
     return read
 
@@ -230,23 +274,23 @@ def _union_of_records(members: tuple[type, ...], none_ok: bool) -> Read:
 def _scalar(kind: type) -> Read:
     wanted = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}[kind]
 
-    def read(value: object, path: str) -> object:
+    def read(value: object) -> object:
         if type(value) is kind:
             return value
         if kind is float and type(value) is int:  # JSON writes 2.0 as 2.0, a hand-written report 2
             return float(value)
-        raise _bad(path, wanted, value)
+        raise _bad(wanted, value)
 
     return read
 
 
-def _any(value: object, path: str) -> object:
+def _any(value: object) -> object:
     return value
 
 
-def _none(value: object, path: str) -> object:
+def _none(value: object) -> object:
     if value is not None:
-        raise _bad(path, "null", value)
+        raise _bad("null", value)
     return None
 
 
@@ -279,20 +323,38 @@ def _make_reader(hint: object) -> Read:
 
 
 def _sequence(item: Read, made: type) -> Read:
-    def read(value: object, path: str) -> object:
-        if not isinstance(value, list | tuple):
-            raise _bad(path, "a list", value)
-        items = [item(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    def read(value: object) -> object:
+        if type(value) is not list and type(value) is not tuple:
+            raise _bad("a list", value)
+        try:
+            items = [item(v) for v in value]
+        except _Misfit:  # again one by one, to say which (a report that reads never comes here)
+            for i, v in enumerate(value):
+                try:
+                    item(v)
+                except _Misfit as err:
+                    err.where.append(f"[{i}]")
+                    raise err from None
+            raise
         return items if made is list else tuple(items)
 
     return read
 
 
 def _mapping(item: Read) -> Read:
-    def read(value: object, path: str) -> object:
-        if not isinstance(value, dict):
-            raise _bad(path, "an object", value)
-        return {str(k): item(v, f"{path}.{k}") for k, v in value.items()}
+    def read(value: object) -> object:
+        if type(value) is not dict:
+            raise _bad("an object", value)
+        try:
+            return {k: item(v) for k, v in value.items()}
+        except _Misfit:
+            for k, v in value.items():
+                try:
+                    item(v)
+                except _Misfit as err:
+                    err.where.append(f".{k}")
+                    raise err from None
+            raise
 
     return read
 
@@ -303,51 +365,52 @@ def _union(args: tuple[object, ...]) -> Read:
     none_ok = type(None) in args
     members = [a for a in args if a is not type(None)]
     records = tuple(m for m in members if _is_record(m))
-    if len(members) == 1:
-        one = _reader(members[0])
-        return lambda value, path: None if value is None and none_ok else one(value, path)
-    if records and len(records) == len(members):
-        both = _union_of_records(records, False)
-        return lambda value, path: None if value is None and none_ok else both(value, path)
+    if len(members) == 1 or (records and len(records) == len(members)):
+        one = _reader(members[0]) if len(members) == 1 else _union_of_records(records, False)
+        return (lambda value: None if value is None else one(value)) if none_ok else one
     scalars = {m: _reader(m) for m in members}
 
-    def read(value: object, path: str) -> object:
+    def read(value: object) -> object:
         if value is None and none_ok:
             return None
         exact = scalars.get(type(value)) or (scalars.get(float) if type(value) is int else None)
         if exact is None:
             names = " or ".join(getattr(m, "__name__", str(m)) for m in members)
-            raise _bad(path, names + (" or null" if none_ok else ""), value)
-        return exact(value, path)
+            raise _bad(names + (" or null" if none_ok else ""), value)
+        return exact(value)
 
     return read
 
 
 # Writing: the fields in their declared order, each as json.dumps takes it.
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 
 def _encode_record(record: object) -> JsonObject:
     out: JsonObject = {}
-    for f in _plan(type(record)).fields:
+    for f in (_PLANS.get(type(record)) or _plan(type(record))).fields:
         value = getattr(record, f.name)
         if f.rest:
             out.update({k: _encode(v) for k, v in value.items()})
         elif f.flat:
             out.update(_encode_record(value) if value is not None else {})
-        elif value is None and f.empty_none:
-            out[f.key] = {}
-        elif value is not None or not f.omit:
-            out[f.key] = _encode(value)
+        elif value is None:
+            if not f.omit:
+                out[f.key] = {} if f.empty_none else None
+        else:
+            out[f.key] = value if type(value) in _SCALARS else _encode(value)
     return out
 
 
 def _encode(value: object) -> Json:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
+    kind = type(value)
+    if kind in _SCALARS:
+        return typing.cast(Json, value)
     if isinstance(value, list | tuple):
         return [_encode(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _encode(v) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _encode_record(value)
-    raise TypeError(f"a report holds no {type(value).__name__}")
+    raise TypeError(f"a report holds no {kind.__name__}")
