@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from checkpoint_tui.core.audit import Audit
-from checkpoint_tui.proof.report.codec import Json, decode_union, empty_none, key, omitted, rest
+from checkpoint_tui.proof.report.codec import Json, decode_union
+from checkpoint_tui.proof.report.fields import empty_none, key, omitted, rest
 
 
 @dataclass(kw_only=True)

@@ -13,7 +13,8 @@ from typing import Any, TypeAlias
 
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.audit import AuditRecord
-from checkpoint_tui.proof.report.codec import SCHEMA, Json, JsonObject, decode_union, flat, omitted, rest, version
+from checkpoint_tui.proof.report.codec import SCHEMA, Json, JsonObject, decode_union
+from checkpoint_tui.proof.report.fields import flat, omitted, rest, version
 
 
 def _number(value: object) -> float | None:

@@ -7,11 +7,8 @@ string`), never a traceback; a field absent from the object takes its default (o
 the fields added since, and a report built by hand names only what it needs), unless it has none.
 A union of records reads as the first of them whose fields without a default are all present.
 
-What a field's metadata may say (the helpers below): its JSON key when that is not its name; `rest`,
-the object's keys no other field names (a nemesis's own figures, a verify run's figures), written
-back in its place; `omitted`, left out of the JSON when None (parts only some reports have); `flat`,
-a record whose keys sit in the parent object itself; `empty_none`, None written and read as `{}`;
-`version`, the report's schema number, at most the one this code writes."""
+What a field may say of its JSON beyond its type (its key, `rest`, `omitted`, `flat`, `empty_none`,
+`version`) is declared with fields.py's helpers."""
 
 from __future__ import annotations
 
@@ -35,47 +32,6 @@ Read = Callable[[object], object]
 
 class ReportError(ValueError):
     """A report that does not read as its schema: where, and what was wrong."""
-
-
-def key(name: str, default: object = dataclasses.MISSING) -> Any:
-    """A field written under another JSON key (`class`, a Python keyword)."""
-    return _field({"key": name}, default)
-
-
-def rest(required: bool = False) -> Any:
-    """The object's keys no other field of the record names, kept and written back in its place
-    (`required`: no default, so the record's constructor takes it before the fields with one)."""
-    if required:
-        return dataclasses.field(metadata={"rest": True})
-    return dataclasses.field(default_factory=dict, metadata={"rest": True})
-
-
-def omitted(default: object = None) -> Any:
-    """Left out of the JSON when None: a part only some reports have."""
-    return _field({"omit": True}, default)
-
-
-def flat() -> Any:
-    """A record (or None) whose keys sit in the parent's object, not under a key of their own."""
-    return dataclasses.field(default=None, metadata={"flat": True})
-
-
-def empty_none() -> Any:
-    """None, written and read as `{}` (a skipped experiment's report)."""
-    return dataclasses.field(default=None, metadata={"empty_none": True})
-
-
-def version(current: int) -> Any:
-    """The schema number: absent in a report written before it had one (the same shape), else a whole
-    number from 1 to `current`."""
-    return dataclasses.field(default=current, metadata={"version": True})
-
-
-def _field(metadata: dict[str, object], default: object) -> Any:
-    if isinstance(default, list | dict):
-        made = type(default)
-        return dataclasses.field(default_factory=made, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
 
 
 def loads(data: bytes | str, limit: int, what: str = "report") -> Json:

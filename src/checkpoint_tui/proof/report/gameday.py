@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.chaos import ChaosReport
-from checkpoint_tui.proof.report.codec import SCHEMA, JsonObject, decode, empty_none, version
+from checkpoint_tui.proof.report.codec import SCHEMA, JsonObject, decode
+from checkpoint_tui.proof.report.fields import empty_none, version
 
 
 @dataclass(kw_only=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoint_tui.proof.report import Check, Report
-from checkpoint_tui.proof.report.codec import SCHEMA, decode, rest, version
+from checkpoint_tui.proof.report.codec import SCHEMA, decode
+from checkpoint_tui.proof.report.fields import rest, version
 
 
 @dataclass(kw_only=True)
