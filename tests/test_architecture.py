@@ -200,3 +200,55 @@ def test_the_architecture_page_states_the_layers_the_contracts_check():
     top = next(c for c in layers if "containers" not in c)
     shown = [name.replace("checkpoint_tui.", "") for name in top["layers"]]
     assert " > ".join(shown) in page  # the contract's layers are the name's (the name is what the page shows)
+
+
+def import_circles(graph) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    ours = sorted(m for m in graph.modules if m.startswith("checkpoint_tui"))
+    for root in ours:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((w for w in edges if w.startswith("checkpoint_tui")), None)
+            if nxt is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    part = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        part.append(w)
+                        if w == node:
+                            break
+                    if len(part) > 1:
+                        found.append(sorted(part))
+            elif nxt not in index:
+                index[nxt] = low[nxt] = len(index)
+                stack.append(nxt)
+                on_stack.add(nxt)
+                work.append((nxt, iter(sorted(graph.find_modules_directly_imported_by(nxt)))))
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+    return found
+
+
+def test_no_import_circles_even_under_type_checking():
+    import grimp
+
+    assert import_circles(grimp.build_graph("checkpoint_tui", exclude_type_checking_imports=False)) == []
+    toy = grimp.ImportGraph()  # the detector sees a circle when there is one
+    for a, b in (("checkpoint_tui.a", "checkpoint_tui.b"), ("checkpoint_tui.b", "checkpoint_tui.a")):
+        toy.add_import(importer=a, imported=b)
+    assert import_circles(toy) == [["checkpoint_tui.a", "checkpoint_tui.b"]]
