@@ -58,3 +58,12 @@ def test_the_after_action_report_names_what_was_lost(tmp_path: Path):
     assert f"- lost: run-1: {unit}" in md and "| churn |" in md and "skipped: no --deploy" in md
     assert "**not held** in churn" in md and "after fleet-down: peak 3, drained in 1.5 s" in md
     assert "graceful" in md.split("## What to change", 1)[1]  # the advice for a rollout that lost tasks
+
+
+def test_the_parsers_scenario_names_are_the_plans():
+    """--help lists the scenarios from cli/gameday.py's copy (the parser imports no proof/ module):
+    the same names, in the same order, as the plan runs them."""
+    from checkpoint_tui.cli.gameday import SCENARIOS
+    from checkpoint_tui.proof.gameday.scenarios import NAMES
+
+    assert SCENARIOS == NAMES

@@ -20,11 +20,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     """Parse, build the settings, run the chosen command; returns the exit code."""
-    from checkpoint_tui.cli.commands import dispatch
     from checkpoint_tui.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)  # a bad flag exits 2 here, before anything starts
     try:
+        from checkpoint_tui.cli.commands import dispatch
+
         return int(dispatch(args))
     except CheckpointError as err:
         print(f"checkpoint-tui: {err}", file=sys.stderr)

@@ -13,8 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from temporalio.service import RPCError
-
 from checkpoint_tui.cli import workload_flags
 from checkpoint_tui.cli.chaos_flags import (
     BUNDLES_OURS,
@@ -33,6 +31,9 @@ if TYPE_CHECKING:
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
+# Commands that run no workload (they stop, supervise or serve what the home has): its flags are
+# checked, it is not built (its classes import our workflow and the SDK's worker: 0.3 s of CPU).
+WORKLOADLESS = ("stop", "supervise", "worker", "model-server")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -42,12 +43,11 @@ def dispatch(args: argparse.Namespace) -> int:
         raise UsageError("--strict-latency goes with --verify")
     workload_flags.fold_fleet(args)  # --worker QUEUE=CMD ...: the workflow's command first
     workload_flags.check_pairing(args, bool(args.worker_cmd))
+    if args.command in WORKLOADLESS and not args.verify:
+        workload_flags.check_workload_flags(args)
+        return args.func(args, settings_from(args), None)
     workload = workload_flags.build_workload(args)
-    settings = workload_flags.with_worker_cmd(args, settings_from(args))
-    if args.command not in QUEUELESS and not args.verify:
-        from checkpoint_tui.ledger.store import with_shared_queue
-
-        settings = with_shared_queue(settings)
+    settings = settings_from(args)
     if args.verify:
         return verify(args, settings, workload)
     func = getattr(args, "func", None)
@@ -55,6 +55,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
+    """The flags' settings with the user's worker commands; a command that runs work, on the task
+    queue its shared ledger names."""
     connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key)
     settings = load_settings(
         args.home,
@@ -68,7 +70,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         task_queue=args.task_queue,
         pool_size=args.workers,
     )
-    return replace(settings, spare=not args.no_spare)
+    settings = workload_flags.with_worker_cmd(args, replace(settings, spare=not args.no_spare))
+    if args.command not in QUEUELESS and not args.verify:
+        from checkpoint_tui.ledger.store import with_shared_queue
+
+        settings = with_shared_queue(settings)
+    return settings
 
 
 def tui(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
@@ -125,6 +132,8 @@ def start(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
 async def start_workload(settings: Settings, workload: Adapter, wait: bool, runs: int = 1) -> int:
     """`start` of any workload: the worker (adopted or spawned, detached), `runs` runs of it at once
     (one run id per line); with `wait`, supervise them to their end (exit 0 only if every one COMPLETED)."""
+    from temporalio.service import RPCError
+
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client, resolve_address
 
@@ -192,6 +201,8 @@ def status(args: argparse.Namespace, settings: Settings, workload: Adapter) -> i
 
 
 async def _status(settings: Settings, workload, row):
+    from temporalio.service import RPCError
+
     from checkpoint_tui.core.history import workflow_status
     from checkpoint_tui.core.stuck import stuck_task
 
@@ -210,6 +221,8 @@ async def _status(settings: Settings, workload, row):
 
 async def peek_client(settings: Settings) -> Client | None:
     """A client of this home's Temporal if one is reachable now, else None: status never starts a dev server."""
+    from temporalio.service import RPCError
+
     from checkpoint_tui.errors import CheckpointError
     from checkpoint_tui.ops import devserver
     from checkpoint_tui.ops.temporal import connect_client
@@ -227,7 +240,7 @@ async def peek_client(settings: Settings) -> Client | None:
         return None
 
 
-def stop(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+def stop(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:
     from checkpoint_tui.ops import chaos_supervisor, devserver, lab_lock, worker_proc
     from checkpoint_tui.ops.modelserver import stop_model_server
 
@@ -255,7 +268,7 @@ def stop(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int
     return Exit.OK
 
 
-def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:
     """A headless supervisor for this home until SIGTERM/SIGINT (used by `chaos`; handy on a server).
     `--bound-to PID` (chaos's own): the kernel SIGTERMs it when that process dies."""
     if args.bound_to is not None:
@@ -265,7 +278,7 @@ def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter) -
     return asyncio.run(_supervise(settings, pool=False))
 
 
-def pool(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+def pool(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:
     """One host's pool of --workers N on a shared cluster and ledger, until SIGTERM/SIGINT."""
     return asyncio.run(_supervise(settings, pool=True))
 
@@ -380,7 +393,7 @@ def compare(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
         return asyncio.run(compare_command(settings, args.steps, args.kill_at))
 
 
-def model_server(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+def model_server(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:
     from checkpoint_tui.ops.modelserver import ensure_model_server
 
     print(ensure_model_server(settings))

@@ -6,7 +6,6 @@ finished run (`doctor RUN`), and report what a kill would cost each of its activ
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import time
@@ -85,6 +84,8 @@ def command(args: argparse.Namespace, settings: Settings, workload: Workload) ->
     from checkpoint_tui.ops.sigterm import until_sigterm
 
     stopped = "doctor: stopped by SIGTERM (`stop`, or a CI timeout); what it started stopped"
+    import asyncio
+
     from checkpoint_tui.cli.commands import lab
 
     # A run doctor starts, and kills under, is the home's alone; reading a finished RUN shares it.
@@ -148,6 +149,8 @@ async def _diagnosed(
     cap_s: float | None,
     budget,
 ):
+    import asyncio
+
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import connect_client
 
@@ -188,6 +191,8 @@ def not_completed(run: str, status: str | None):
 
 async def _run_once(settings: Settings, client, workload, budget) -> tuple[str, str | None]:
     """Start a run of the workload and wait for its end within what is left of --timeout."""
+    import asyncio
+
     run = await workload.start(settings, client)
     print(f"doctor: started {run} ({workload.title()}); waiting for it to end", flush=True)
     try:

@@ -8,13 +8,16 @@ import difflib
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from checkpoint_tui.cli import chaos_flags, commands, doctor, gameday, workload_flags
+from checkpoint_tui.cli import chaos_flags, doctor, gameday, workload_flags
 from checkpoint_tui.errors import Exit, UsageError
 from checkpoint_tui.files import check_output_dir, check_output_path
-from checkpoint_tui.ledger.faults import FaultSpec, parse_fault
 from checkpoint_tui.loop_worker.shared import MAX_PACE, MAX_STEPS, RUN_ID_PATTERN
 from checkpoint_tui.settings import is_postgres_url
+
+if TYPE_CHECKING:
+    from checkpoint_tui.ledger.faults import FaultSpec
 
 MAX_RUNS = chaos_flags.MAX_RUNS
 MAX_POOL = 32  # workers per supervisor: each is a process with its own Temporal connection
@@ -30,10 +33,13 @@ def has_default(action: argparse.Action) -> bool:
 
 class _Help(argparse.HelpFormatter):
     """`--help` shows each flag's default, unless its help already says it (e.g. "default: cwd",
-    where the value comes from the environment or from another flag at run time)."""
+    where the value comes from the environment or from another flag at run time), and the choices a
+    metavar stands for (--framework's: found when shown, see workload_flags.FrameworkNames)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:  # the hook ArgumentDefaultsHelpFormatter uses
         text = action.help or ""
+        if action.choices is not None and action.metavar is not None and "%(choices)" not in text:
+            text += " (one of: %(choices)s)"
         if has_default(action) and action.option_strings and not re.search(r"\bdefault\b", text):
             text += " (default: %(default)s)"
         return text
@@ -62,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="checkpoint-tui",
         description="A terminal chaos lab for durable AI-agent execution (Temporal + an exactly-once ledger).",
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action=_Version)
     _where_flags(p)
     _app_flags(p)
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
@@ -71,6 +77,32 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_parser(sub, _output_file, _bounded_int, _float_in)
     _replay_command(sub)
     return p
+
+
+def _command(name: str):
+    """The function of cli/commands.py that runs a subcommand, imported only when it runs: parsing,
+    --help and a usage error import no Temporal SDK and no workload (each CLI process pays for its imports)."""
+
+    def run(args: argparse.Namespace, settings, workload) -> int:
+        from checkpoint_tui.cli import commands
+
+        return getattr(commands, name)(args, settings, workload)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+class _Version(argparse.Action):
+    """--version, as argparse's own prints it, the version looked up only when asked (importlib.metadata
+    reads the installed distributions: every parse would pay for it)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        kwargs.update(default=argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
@@ -183,7 +215,7 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
 
 def _run_commands(sub) -> None:
     start = sub.add_parser("start", help="start a run (headless); prints its run id")
-    start.set_defaults(func=commands.start)
+    start.set_defaults(func=_command("start"))
     start.add_argument("--steps", type=_bounded_int(1, MAX_STEPS), default=None, help=f"1..{MAX_STEPS} (default 30)")
     start.add_argument(
         "--pace",
@@ -212,33 +244,33 @@ def _run_commands(sub) -> None:
     )
 
     status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")
-    status.set_defaults(func=commands.status)
+    status.set_defaults(func=_command("status"))
     status.add_argument("run", nargs="?", help="run id (default: the latest)")
     status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
 
     sub.add_parser("stop", help="stop the worker, the dev server and the model server this home started").set_defaults(
-        func=commands.stop
+        func=_command("stop")
     )
     supervise = sub.add_parser("supervise", help="run a headless supervisor for this home until SIGTERM")
-    supervise.set_defaults(func=commands.supervise)
+    supervise.set_defaults(func=_command("supervise"))
     # chaos's own: die with that process (the kernel's parent-death signal); not for people
     supervise.add_argument("--bound-to", type=_bounded_int(2, 2**22), default=None, help=argparse.SUPPRESS)
     sub.add_parser(
         "worker",
         help="run a pool of --workers N on this host against a shared cluster and ledger until SIGTERM",
-    ).set_defaults(func=commands.pool)
+    ).set_defaults(func=_command("pool"))
     sub.add_parser(
         "model-server", help="start (or find) the opt-in local llama.cpp model server; prints its URL"
-    ).set_defaults(func=commands.model_server)
+    ).set_defaults(func=_command("model_server"))
 
 
 def _proof_commands(sub) -> None:
     chaos_flags.add_parser(sub, chaos_flags.ArgTypes(_bounded_int, _float_in, _output_file, _output_dir)).set_defaults(
-        func=commands.chaos
+        func=_command("chaos")
     )
     gameday.add_parser(sub, _bounded_int, _float_in)
     compare = sub.add_parser("compare", help="naive loop vs durable loop under the same SIGKILL")
-    compare.set_defaults(func=commands.compare)
+    compare.set_defaults(func=_command("compare"))
     compare.add_argument("--steps", type=_bounded_int(2, 1000), default=6, help="steps of each loop's run (2..1000)")
     compare.add_argument(
         "--kill-at", type=_bounded_int(1, 999), default=3, help="kill right after this step's email (< --steps)"
@@ -249,7 +281,7 @@ def _replay_command(sub) -> None:
     replay = sub.add_parser(
         "replay", help="replay recorded histories against this checkout's workflow code (a non-determinism gate)"
     )
-    replay.set_defaults(func=commands.replay)
+    replay.set_defaults(func=_command("replay"))
     replay.add_argument("runs", nargs="*", metavar="RUN_ID", type=_run_id, help="runs of this home's ledger")
     replay.add_argument("--all", action="store_true", dest="all_runs", help="every run of this home's ledger")
     replay.add_argument(
@@ -331,6 +363,8 @@ def _ledger_url(text: str) -> str:
 
 
 def _fault_spec(text: str) -> FaultSpec:
+    from checkpoint_tui.ledger.faults import parse_fault
+
     try:
         return parse_fault(text)
     except ValueError as err:

@@ -11,15 +11,15 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from checkpoint_tui.cli.project import declaration, destinations
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.frameworks import names
 from checkpoint_tui.settings import FleetMember, Settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.frameworks.declared import Declared
     from checkpoint_tui.ledger.destination import Destination
     from checkpoint_tui.workloads import Adapter
 
@@ -30,9 +30,24 @@ TASK_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 # Commands that make no sense on a user's worker: they run our own workflow or loop.
 NOT_FOR_USER_WORKFLOWS = ("compare", "replay", "model-server")
 RUN_COMMANDS = ("start", "chaos", "doctor", "gameday")  # they take --workflow/--input after the command
-PYPROJECT_LIMIT = 1024 * 1024  # a project's pyproject.toml, read for its [tool.checkpoint-tui] table
 LOOP_STEPS = {"doctor": 3}  # doctor: every activity type runs in one step; three show their medians
 LOOP_PACE = {"chaos": 0.3, "doctor": 0.0}  # chaos: short timers between kills; doctor: no think time
+
+
+class FrameworkNames:
+    """--framework's choices, found when asked (a name given, or --help): the registry imports every
+    framework module, and those import the Temporal SDK, which a parse, --help's usage line or a
+    usage error should not pay for (a CLI process's start-up is most of a short command's CPU)."""
+
+    def __contains__(self, name: object) -> bool:
+        from checkpoint_tui.frameworks import names
+
+        return name in names()
+
+    def __iter__(self) -> Iterator[str]:
+        from checkpoint_tui.frameworks import names
+
+        return iter(names())
 
 
 def worker_cmd(text: str) -> tuple[str, ...]:
@@ -127,7 +142,8 @@ def _audit_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", dest="verify_input", metavar="JSON", help="with --verify or the app: its input")
     p.add_argument(
         "--framework",
-        choices=names(),
+        choices=FrameworkNames(),
+        metavar="FRAMEWORK",  # not the choices: listing them would find them (see FrameworkNames)
         help="classify the workflow's activities with this agent framework's adapter (default: "
         "recognised from the activity types)",
     )
@@ -289,6 +305,16 @@ def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:
     return check_workflow_type(workflow), NO_INPUT if text is None else parse_input(text)
 
 
+def check_workload_flags(args: argparse.Namespace) -> None:
+    """build_workload's checks, for a command that runs no workload (cli/commands.py WORKLOADLESS):
+    a user's declarations and destinations are read and checked; our loop's flags belong to the
+    commands that run it."""
+    if args.worker_cmd:
+        _check_user_flags(args)
+        declaration(args)
+        destinations(args)
+
+
 def build_workload(args: argparse.Namespace) -> Adapter:
     """The one workload of this invocation: a user's workflow with --worker-cmd, else our loop shaped by
     the command's flags (chaos runs it at its own pace; doctor a short one)."""
@@ -313,74 +339,6 @@ def build_workload(args: argparse.Namespace) -> Adapter:
         return UserWorkflow(None, framework=args.framework, declared=declared, destinations=dests)
     workflow, arg = workflow_and_input(workflow, text)
     return UserWorkflow(workflow, arg, args.framework, getattr(args, "strict_models", False), declared, dests)
-
-
-def destinations(args: argparse.Namespace) -> tuple[Destination, ...]:
-    """Where the effects land: --effects, else `effects` in [tool.checkpoint-tui] of ./pyproject.toml."""
-    from checkpoint_tui.ledger.destination import MAX_DESTINATIONS, parse_destination
-
-    given = list(getattr(args, "effects", None) or [])
-    if not given:
-        specs = _pyproject_table(Path.cwd() / "pyproject.toml").get("effects", [])
-        specs = [specs] if isinstance(specs, str) else specs
-        if not isinstance(specs, list) or not all(isinstance(x, str) for x in specs):
-            raise UsageError("pyproject.toml [tool.checkpoint-tui] effects is a list of sql:... or file:... specs")
-        given = [parse_destination(x) for x in specs[: MAX_DESTINATIONS + 1]]
-    deps = {name for name, _ in getattr(args, "dependency", None) or []}
-    if (http := next((d for d in given if d.kind == "http" and d.target not in deps), None)) is not None:
-        raise UsageError(
-            f"--effects {http.label}: give --dependency {http.target}=HOST:PORT too (chaos logs what "
-            "its proxy forwards)"
-        )
-    if len(given) > MAX_DESTINATIONS:
-        raise UsageError(f"at most {MAX_DESTINATIONS} --effects destinations")
-    if len({(d.kind, d.target, d.query, d.pattern) for d in given}) < len(given):
-        raise UsageError("the same --effects destination twice")
-    return tuple(given)
-
-
-def declaration(args: argparse.Namespace) -> Declared | None:
-    """What the user declared the activities to be: the flags, else [tool.checkpoint-tui] of the
-    pyproject.toml where the worker command runs (the current directory), else nothing."""
-    from checkpoint_tui.frameworks.declared import MAX_GLOBS, Declared, check_glob
-
-    model, tool = args.model_activities or [], args.tool_activities or []
-    if not model and not tool:
-        model, tool = _pyproject_declaration(Path.cwd() / "pyproject.toml")
-    if len(model) > MAX_GLOBS or len(tool) > MAX_GLOBS:
-        raise UsageError(f"at most {MAX_GLOBS} globs each of --model-activities and --tool-activities")
-    try:
-        found = Declared(tuple(check_glob(g) for g in model), tuple(check_glob(g) for g in tool))
-    except ValueError as err:
-        raise UsageError(f"pyproject.toml [tool.checkpoint-tui]: {err}") from None
-    return found or None
-
-
-def _pyproject_table(path: Path) -> dict:
-    """[tool.checkpoint-tui] of the project's pyproject.toml ({} when there is none)."""
-    import tomllib
-
-    from checkpoint_tui.files import read_input
-
-    if not path.is_file():
-        return {}
-    try:
-        table = tomllib.loads(read_input(path, "pyproject.toml", PYPROJECT_LIMIT).decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: not TOML ({str(err)[:120]})") from None
-    ours = table.get("tool", {}).get("checkpoint-tui", {})
-    if not isinstance(ours, dict):
-        raise UsageError(f"{path}: [tool.checkpoint-tui] is not a table")
-    return ours
-
-
-def _pyproject_declaration(path: Path) -> tuple[list, list]:
-    ours = _pyproject_table(path)
-    model, tool = ours.get("model-activities", []), ours.get("tool-activities", [])
-    model, tool = ([x] if isinstance(x, str) else x for x in (model, tool))
-    if not isinstance(model, list) or not isinstance(tool, list):
-        raise UsageError(f"{path}: [tool.checkpoint-tui] model-activities and tool-activities are lists of globs")
-    return model, tool
 
 
 def _check_user_flags(args: argparse.Namespace) -> None:
