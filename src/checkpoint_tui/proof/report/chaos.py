@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.audit import AuditRecord
-from checkpoint_tui.proof.report.codec import SCHEMA, Json, JsonObject, decode_union
+from checkpoint_tui.proof.report.codec import SCHEMA, Json, JsonObject, decode_union, encode
 from checkpoint_tui.proof.report.fields import flat, omitted, rest, version
 
 
@@ -37,6 +37,10 @@ class Fired:
     recovery_s: float | None = None  # the end of it (SIGCONT, heal, unpause) -> the run's next unit at work
     landed: str | None = omitted()  # a kill inside an activity: inside, as it completed, after it closed
     retry_s: float | None = omitted()  # a kill inside an activity: -> that activity's next attempt started
+
+    def to_json(self) -> JsonObject:
+        """As the report writes it: its figures beside its kind, then what it cost."""
+        return encode(self)
 
     def _text(self, name: str) -> str | None:
         value = self.detail.get(name)
@@ -97,6 +101,10 @@ class NotFired:
 
     event: dict[str, Json] = rest(required=True)
     why: str = ""
+
+    def to_json(self) -> JsonObject:
+        """As the report writes it: the event's keys, then `why`."""
+        return encode(self)
 
     @property
     def nemesis(self) -> str:
