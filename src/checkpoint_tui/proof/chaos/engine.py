@@ -153,7 +153,10 @@ class Chaos:
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule if self.say_schedule else []:
             print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
-        address = devserver.recorded(self.settings)[1]["address"]
+        record = devserver.recorded(self.settings)[1]
+        if record is None:  # ensure_devserver recorded it before chaos began: gone since
+            raise Unavailable(f"chaos: this home's dev server stopped (see {self.settings.run_dir / 'temporal.log'})")
+        address = str(record["address"])
         self.settings = await self.fleet.start(self.settings, self.target.http_logs(self))  # --dependency proxies
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
@@ -270,7 +273,7 @@ class Chaos:
         if not inside and self.run_ids and await self._all_closed():
             self.not_fired.append(NotFired(ev.to_json(), "the run closed before it fired"))
             return
-        done = await self.target.strike(self, ev, run_id)
+        done: Hit | Miss | Handled | None = await self.target.strike(self, ev, run_id)
         if done is Handled.NOT_MINE:
             done = await self._strike(ev, run_id)
         if isinstance(done, Miss):
@@ -284,7 +287,8 @@ class Chaos:
         if (fleet_hit := await self.fleet.strike(self.settings, ev)) is not None:
             return fleet_hit
         if ev.kind == "supervisor":
-            return await self._kill_supervisor(ev, run_id)
+            await self._kill_supervisor(ev, run_id)
+            return None
         if ev.kind == PARTITION and self.proxy is not None:
             return await self._partition(ev)
         if ev.kind in PAUSES:

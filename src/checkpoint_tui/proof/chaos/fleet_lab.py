@@ -83,7 +83,7 @@ class FleetLab:
         except RuntimeError as err:  # two faults of one dependency overlap in the schedule: said, not a crash
             return Miss(str(err)[:200])
         after = proxy.stats()
-        hit = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], int)}
+        hit = {k: v - _count(before.get(k)) for k, v in after.items() if isinstance(v, int)}
         return Hit(
             at,
             None,
@@ -128,6 +128,10 @@ class FleetLab:
         if self.proxies:
             out.dependencies = {name: p.stats() for name, p in self.proxies.items()}
         return out
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 SLOT_QUEUE = re.compile(r"\(slot \d+, ([^)]{1,200})\)")  # ops/pool_slots.where()

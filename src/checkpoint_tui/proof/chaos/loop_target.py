@@ -47,7 +47,7 @@ class StepTarget(ChaosTarget):
         plan = [
             FaultSpec(HOOK_CRASHES[e.kind], e.step, effect_kind=e.effect_kind)
             for e in chaos.schedule
-            if lead and e.kind in HOOK_CRASHES
+            if lead and e.kind in HOOK_CRASHES and e.step is not None  # a hook crash is placed by step
         ]
         return await self.workload.shaped(chaos.steps, self.pace, plan).start(chaos.settings, client)
 
@@ -114,7 +114,7 @@ class StepTarget(ChaosTarget):
     def stalls(self, chaos: ChaosRun, run_id: str) -> None:
         conn = connect(chaos.settings.ledger)
         for k in chaos.kills:
-            if k.kind.startswith("worker"):
+            if k.kind.startswith("worker") and k.pid is not None:  # a kill of a worker names its pid
                 k.restart_s = measure(conn, run_id, k.at, k.pid, None).restart_s
             else:  # the run's next activity after the supervisor / dev server came back
                 first = queries.first_activity_after(conn, run_id, k.at)
@@ -128,7 +128,8 @@ class StepTarget(ChaosTarget):
         self.resets = chaos.resets
         acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]
         for f in acted:  # the attempts of the activity started after it (activity_log)
-            again = queries.activities_since(conn, run_id, f.at, f.step, f.step)
+            step = f.step or 0  # always set: the step it landed in (Chaos._record)
+            again = queries.activities_since(conn, run_id, f.at, step, step)
             activity_nemeses.settle(
                 f,
                 f.detail["attempt_before"]

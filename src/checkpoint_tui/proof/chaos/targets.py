@@ -34,21 +34,19 @@ class ChaosRun(Protocol):
     (proof/chaos/engine.py's `Chaos` is the one there is)."""
 
     settings: Settings
-    seed: int | None
     steps: int  # the units the schedule is placed over
     schedule: list[ChaosEvent]
     run_ids: list[str]  # the lead's first
+    hop: Hop | None  # the gRPC hop of the crash points, if the schedule has one
+    kills: list[Fired]
+    pauses: list[Fired]
+    resets: list[Fired]
+    not_fired: list[NotFired]
 
     @property
     def client(self) -> Client:
         """The run's Temporal client (connected as the run starts)."""
         ...
-
-    hop: Hop | None
-    kills: list[Fired]
-    pauses: list[Fired]
-    resets: list[Fired]
-    not_fired: list[NotFired]
 
 
 class Handled(enum.Enum):
