@@ -369,32 +369,40 @@ def test_args_digest_is_of_canonical_json_within_a_budget() -> None:
 
 
 HUGE = "x" * 20_000_000
-HOSTILE_VALUES: list[object] = [
-    None,
-    12,
-    -1,
-    10**5000,
-    float("nan"),
-    True,
-    "str",
-    HUGE,
-    b"bytes",
-    [],
-    {},
-    deep(200_000),
-    [deep(5000)] * 3,
-    {1: "int key"},
-    {"parts": HUGE},
-    {"parts": [None, 1, {"part_kind": "tool-call"}] * 10_000},
-    {"output": [{"type": "function_call", "call_id": HUGE, "name": HUGE, "arguments": "[" * 100_000}]},
-    {"output": [{"type": "function_call", "call_id": "c", "arguments": "9" * 5000}]},
-    {"usage": {"input_tokens": 10**5000, "output_tokens": True}},
-    {"model_name": "\x1b[31m[bold]red\n" * 1000},
-    {"name": ["not", "a", "str"], "serialized_run_context": {"tool_call_id": 5}, "tool_args": deep(100)},
-    {"input": [{"type": "function_call", "call_id": str(i), "name": "t"} for i in range(50_000)]},
-    object(),
-    {"call_id": "c", "tool_name": HUGE},
-]
+
+
+@pytest.fixture(scope="module")
+def hostile_values() -> list[object]:
+    """Built when the test runs, not at import: every xdist worker imports every test module, and these
+    values are slow to build and hundreds of thousands of objects for every garbage collection after."""
+    return [
+        None,
+        12,
+        -1,
+        10**5000,
+        float("nan"),
+        True,
+        "str",
+        HUGE,
+        b"bytes",
+        [],
+        {},
+        deep(200_000),
+        [deep(5000)] * 3,
+        {1: "int key"},
+        {"parts": HUGE},
+        {"parts": [None, 1, {"part_kind": "tool-call"}] * 10_000},
+        {"output": [{"type": "function_call", "call_id": HUGE, "name": HUGE, "arguments": "[" * 100_000}]},
+        {"output": [{"type": "function_call", "call_id": "c", "arguments": "9" * 5000}]},
+        {"usage": {"input_tokens": 10**5000, "output_tokens": True}},
+        {"model_name": "\x1b[31m[bold]red\n" * 1000},
+        {"name": ["not", "a", "str"], "serialized_run_context": {"tool_call_id": 5}, "tool_args": deep(100)},
+        {"input": [{"type": "function_call", "call_id": str(i), "name": "t"} for i in range(50_000)]},
+        object(),
+        {"call_id": "c", "tool_name": HUGE},
+    ]
+
+
 HOSTILE_TYPES: list[object] = [
     "invoke_model_activity",
     "agent__a__model_request",
@@ -412,10 +420,10 @@ HOSTILE_TYPES: list[object] = [
 
 
 @pytest.mark.parametrize("framework", [None, *names(), "no-such-framework"])
-def test_hostile_payloads_never_raise_and_labels_stay_short(framework: str | None) -> None:
-    batch = [seen(t, [v, v], v, v) for t in HOSTILE_TYPES for v in HOSTILE_VALUES[::3]]
-    batch += [seen(t, v, v, v) for t in HOSTILE_TYPES[:5] for v in HOSTILE_VALUES]  # args not even a list
-    batch += [seen(HOSTILE_TYPES[i % 5], [v], v) for i, v in enumerate(HOSTILE_VALUES)]
+def test_hostile_payloads_never_raise_and_labels_stay_short(framework: str | None, hostile_values: list) -> None:
+    batch = [seen(t, [v, v], v, v) for t in HOSTILE_TYPES for v in hostile_values[::3]]
+    batch += [seen(t, v, v, v) for t in HOSTILE_TYPES[:5] for v in hostile_values]  # args not even a list
+    batch += [seen(HOSTILE_TYPES[i % 5], [v], v) for i, v in enumerate(hostile_values)]
     started = time.monotonic()
     units = classify(framework, batch)
     assert time.monotonic() - started < 10  # bounded: each value is sliced or walked with a budget

@@ -131,27 +131,30 @@ def deep(levels: int) -> object:
     return nested(levels, lambda v: {"kwargs": v, "args": [v]})
 
 
-BAD: list[object] = [
-    None,
-    12,
-    10**5000,
-    float("nan"),
-    True,
-    HUGE,
-    [],
-    {},
-    deep(100_000),
-    {1: "int key"},
-    object(),
-    {"kwargs": {"usage_metadata": {"input_tokens": 2**60, "output_tokens": -1}, "response_metadata": HUGE}},
-    {"kwargs": {"name": "\x1b[31m[bold]red\n" * 1000, "tool_call_id": "\x00" * 10}},
-]
+def bad() -> list[object]:
+    """Built when the test runs, not at import: every xdist worker imports every test module, and these
+    values are slow to build and hundreds of thousands of objects for every garbage collection after."""
+    return [
+        None,
+        12,
+        10**5000,
+        float("nan"),
+        True,
+        HUGE,
+        [],
+        {},
+        deep(100_000),
+        {1: "int key"},
+        object(),
+        {"kwargs": {"usage_metadata": {"input_tokens": 2**60, "output_tokens": -1}, "response_metadata": HUGE}},
+        {"kwargs": {"name": "\x1b[31m[bold]red\n" * 1000, "tool_call_id": "\x00" * 10}},
+    ]
 
 
 def hostile() -> list[ActivitySeen]:
     """Each bad value where an input, a field of it, a result and a summary go."""
     batch = []
-    for v in BAD:
+    for v in bad():
         batch += [
             seen("deepagents.invoke_model", [{"model_name": v, "messages": v}], {"message": v}, v),
             seen("deepagents.invoke_tool", [{"tool_name": v, "tool_call_id": v, "args": v}], {"message": v}, v),

@@ -213,31 +213,40 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
     assert tokens() is None
 
 
-HOSTILE_RESULTS: list[object] = [
-    None,
-    7,
-    HUGE,
-    {"usage_metadata": {}},
-    [None] * 100_000,
-    [nested(100_000)],
-    [{"content": {"parts": [{"function_call": {"id": HUGE, "name": HUGE, "args": nested(100_000)}}]}}],
-    [{"content": {"parts": [{"function_call": {"id": "t\n1", "name": ["x"]}}] * 100_000}}] * 3,
-    [{"content": {"parts": [{"function_call": {"id": str(i), "name": "send_email"}} for i in range(50_000)]}}],
-    [{"content": {"parts": HUGE}, "usage_metadata": {"total_token_count": 10**5000}, "partial": "yes"}],
-]
-HOSTILE_ARGS: list[object] = [
-    None,
-    [],
-    [None],
-    "str",
-    [nested(100_000)],
-    [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
-    [{"contents": [{"parts": [{"function_call": {"id": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
-    [{"llm_request": nested(1000)}],
-    [{"state": HUGE, "function_call_id": HUGE}],
-    [{"function_call_id": 5}, nested(100)],
-    [{"name": ["x"], "arguments": nested(1000), "tool_context": {"function_call_id": HUGE}}],
-]
+def hostile_results() -> list[object]:
+    """Built when the test runs, not at import: every xdist worker imports every test module, and these
+    values are slow to build and hundreds of thousands of objects for every garbage collection after."""
+    return [
+        None,
+        7,
+        HUGE,
+        {"usage_metadata": {}},
+        [None] * 100_000,
+        [nested(100_000)],
+        [{"content": {"parts": [{"function_call": {"id": HUGE, "name": HUGE, "args": nested(100_000)}}]}}],
+        [{"content": {"parts": [{"function_call": {"id": "t\n1", "name": ["x"]}}] * 100_000}}] * 3,
+        [{"content": {"parts": [{"function_call": {"id": str(i), "name": "send_email"}} for i in range(50_000)]}}],
+        [{"content": {"parts": HUGE}, "usage_metadata": {"total_token_count": 10**5000}, "partial": "yes"}],
+    ]
+
+
+def hostile_args() -> list[object]:
+    """Built when the test runs, as hostile_results()."""
+    return [
+        None,
+        [],
+        [None],
+        "str",
+        [nested(100_000)],
+        [{"model": "\x1b[31m[bold]red\n" * 1000, "contents": HUGE}],
+        [{"contents": [{"parts": [{"function_call": {"id": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
+        [{"llm_request": nested(1000)}],
+        [{"state": HUGE, "function_call_id": HUGE}],
+        [{"function_call_id": 5}, nested(100)],
+        [{"name": ["x"], "arguments": nested(1000), "tool_context": {"function_call_id": HUGE}}],
+    ]
+
+
 HOSTILE_TYPES: list[object] = [
     "invoke_model",
     "invoke_model_streaming",
@@ -253,16 +262,15 @@ HOSTILE_TYPES: list[object] = [
 
 
 def test_hostile_payloads_never_raise_and_stay_bounded() -> None:
+    arg_lists, results = hostile_args(), hostile_results()
     history = [
         seen(kind, args, result, summary)
         for kind in HOSTILE_TYPES
-        for args in HOSTILE_ARGS[:4]
-        for result in HOSTILE_RESULTS[:3]
+        for args in arg_lists[:4]
+        for result in results[:3]
         for summary in (None, HUGE)
     ]
-    history += [
-        seen(kind, args, result) for kind in HOSTILE_TYPES[:4] for args in HOSTILE_ARGS for result in HOSTILE_RESULTS
-    ]
+    history += [seen(kind, args, result) for kind in HOSTILE_TYPES[:4] for args in arg_lists for result in results]
     units = classify_in_time("google-adk", history, seconds=20)
     for unit in units:
         for text in (unit.name, unit.call_id, unit.label, unit.summary):

@@ -187,26 +187,29 @@ def deep(levels: int) -> object:
     return nested(levels, lambda v: {"messages": [v], "tool_calls": [v]})
 
 
-BAD: list[object] = [
-    None,
-    12,
-    10**5000,
-    float("nan"),
-    True,
-    HUGE,
-    [],
-    {},
-    deep(100_000),
-    {1: "int key"},
-    object(),
-    {"type": "ai", "tool_calls": HUGE},
-    {"type": "ai", "tool_calls": [{"name": HUGE, "id": HUGE, "args": deep(500)}]},
-    {"type": "ai", "tool_calls": [{"name": "t", "id": str(i), "args": {}} for i in range(100_000)]},
-    {"type": "ai", "tool_calls": [["not", "a", "dict"], {"name": ["x"], "id": 5, "args": {1: 2}}]},
-    {"type": "ai", "usage_metadata": {"input_tokens": 2**52, "output_tokens": 2**52}, "response_metadata": HUGE},
-    {"type": "ai", "response_metadata": {"model_name": "\x1b[31m[bold]red\n" * 1000}},
-    {"type": "tool", "name": HUGE, "tool_call_id": "\x00" * 10},
-]
+def bad() -> list[object]:
+    """Built when the test runs, not at import: every xdist worker imports every test module, and these
+    values are slow to build and hundreds of thousands of objects for every garbage collection after."""
+    return [
+        None,
+        12,
+        10**5000,
+        float("nan"),
+        True,
+        HUGE,
+        [],
+        {},
+        deep(100_000),
+        {1: "int key"},
+        object(),
+        {"type": "ai", "tool_calls": HUGE},
+        {"type": "ai", "tool_calls": [{"name": HUGE, "id": HUGE, "args": deep(500)}]},
+        {"type": "ai", "tool_calls": [{"name": "t", "id": str(i), "args": {}} for i in range(100_000)]},
+        {"type": "ai", "tool_calls": [["not", "a", "dict"], {"name": ["x"], "id": 5, "args": {1: 2}}]},
+        {"type": "ai", "usage_metadata": {"input_tokens": 2**52, "output_tokens": 2**52}, "response_metadata": HUGE},
+        {"type": "ai", "response_metadata": {"model_name": "\x1b[31m[bold]red\n" * 1000}},
+        {"type": "tool", "name": HUGE, "tool_call_id": "\x00" * 10},
+    ]
 
 
 def command(messages: object) -> dict:
@@ -216,7 +219,7 @@ def command(messages: object) -> dict:
 def hostile() -> list[ActivitySeen]:
     """Each bad value where a message, a state, a node's argument list, an update and a payload go."""
     batch = []
-    for v in BAD:
+    for v in bad():
         batch += [
             seen("g.agent", [node_in([HUMAN, v])], node_out({"messages": [v] * 100})),
             seen("g.tools", [{"args": [{"messages": v}], "kwargs": v, "langgraph_config": v}], node_out(v)),

@@ -275,40 +275,50 @@ def test_tokens_are_the_last_usage_when_it_is_sane() -> None:
     assert tokens() is None and classify("strands", [seen("invoke_model", [], {"metadata": {}})])[0].tokens is None
 
 
-HOSTILE_RESULTS: list[object] = [
-    None,
-    7,
-    HUGE,
-    {"metadata": {}},
-    [None] * 100_000,
-    [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": HUGE, "name": HUGE}}}}, {"contentBlockStop": {}}],
-    [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t\n1", "name": ["x"]}}}}, {"contentBlockStop": 1}],
-    [
-        {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "a", "name": "send_email"}}}},
-        *[{"contentBlockDelta": {"delta": {"toolUse": {"input": "[" * 100_000}}}}] * 50,
-        {"contentBlockStop": {}},
-    ],
-    [
-        {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "b", "name": "send_email"}}}},
-        {"contentBlockDelta": {"delta": {"toolUse": {"input": "9" * 5000}}}},
-        {"contentBlockStop": {}},
-    ],
-    [{"contentBlockDelta": {"delta": {"toolUse": {"input": 5, "toolUseId": 3}}}}, {"contentBlockStop": {}}] * 20_000,
-    [{"metadata": {"usage": {"inputTokens": 10**5000, "outputTokens": True}}}, nested(100_000)],
-]
-HOSTILE_ARGS: list[object] = [
-    None,
-    [],
-    [None],
-    "str",
-    [nested(100_000)],
-    [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
-    [{"messages": [{"content": [{"toolUse": {"toolUseId": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
-    [{"messages": [{"content": [{"toolUse": {"toolUseId": "x", "input": nested(200)}}] * 100_000}]}],
-    [{"tool_use_id": HUGE, "tool_name": HUGE}, 1],
-    [{"tool_use_id": "t", "tool_name": None}, nested(100)],
-    [{"tool_name": ["x"], "arguments": nested(1000), "tool_use_id": 5}],
-]
+def hostile_results() -> list[object]:
+    """Built when the test runs, not at import: every xdist worker imports every test module, and these
+    values are slow to build and hundreds of thousands of objects for every garbage collection after."""
+    return [
+        None,
+        7,
+        HUGE,
+        {"metadata": {}},
+        [None] * 100_000,
+        [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": HUGE, "name": HUGE}}}}, {"contentBlockStop": {}}],
+        [{"contentBlockStart": {"start": {"toolUse": {"toolUseId": "t\n1", "name": ["x"]}}}}, {"contentBlockStop": 1}],
+        [
+            {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "a", "name": "send_email"}}}},
+            *[{"contentBlockDelta": {"delta": {"toolUse": {"input": "[" * 100_000}}}}] * 50,
+            {"contentBlockStop": {}},
+        ],
+        [
+            {"contentBlockStart": {"start": {"toolUse": {"toolUseId": "b", "name": "send_email"}}}},
+            {"contentBlockDelta": {"delta": {"toolUse": {"input": "9" * 5000}}}},
+            {"contentBlockStop": {}},
+        ],
+        [{"contentBlockDelta": {"delta": {"toolUse": {"input": 5, "toolUseId": 3}}}}, {"contentBlockStop": {}}]
+        * 20_000,
+        [{"metadata": {"usage": {"inputTokens": 10**5000, "outputTokens": True}}}, nested(100_000)],
+    ]
+
+
+def hostile_args() -> list[object]:
+    """Built when the test runs, as hostile_results()."""
+    return [
+        None,
+        [],
+        [None],
+        "str",
+        [nested(100_000)],
+        [{"model_name": "\x1b[31m[bold]red\n" * 1000, "messages": HUGE}],
+        [{"messages": [{"content": [{"toolUse": {"toolUseId": str(i), "name": "t"}}] * 3} for i in range(50_000)]}],
+        [{"messages": [{"content": [{"toolUse": {"toolUseId": "x", "input": nested(200)}}] * 100_000}]}],
+        [{"tool_use_id": HUGE, "tool_name": HUGE}, 1],
+        [{"tool_use_id": "t", "tool_name": None}, nested(100)],
+        [{"tool_name": ["x"], "arguments": nested(1000), "tool_use_id": 5}],
+    ]
+
+
 HOSTILE_TYPES: list[object] = [
     "invoke_model",
     "send_email",
@@ -323,9 +333,10 @@ HOSTILE_TYPES: list[object] = [
 
 
 def test_hostile_payloads_never_raise_and_labels_stay_short() -> None:
-    batch = [seen("invoke_model", a, r, r) for a in HOSTILE_ARGS for r in HOSTILE_RESULTS[::2]]
-    batch += [seen(t, a, r) for t in HOSTILE_TYPES for a in HOSTILE_ARGS for r in HOSTILE_RESULTS[1::4]]
-    batch += [seen("invoke_model", a, None) for a in HOSTILE_ARGS] + [seen("send_email", a) for a in HOSTILE_ARGS]
+    args, results = hostile_args(), hostile_results()
+    batch = [seen("invoke_model", a, r, r) for a in args for r in results[::2]]
+    batch += [seen(t, a, r) for t in HOSTILE_TYPES for a in args for r in results[1::4]]
+    batch += [seen("invoke_model", a, None) for a in args] + [seen("send_email", a) for a in args]
     batch += [seen(t, HUGE, HUGE, HUGE) for t in HOSTILE_TYPES]  # args not even a list
     units = classify_in_time("strands", batch)  # bounded: each value is sliced or walked with a budget
     assert_bounded(units, ("model", "tool", "mcp", "other"), name_max=48)
