@@ -35,6 +35,11 @@ def _homes_stopped(tmp_path: Path) -> Iterator[None]:
         )
 
 
+# A scan of every process (command line and environment) costs 5-20 ms of CPU: polled at the default
+# 5 ms it would keep a core busy while the lab it waits for needs it.
+SCAN_EVERY_S = 0.1
+
+
 def _running_in(home: Path) -> list[int]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
@@ -78,7 +83,7 @@ def test_chaos_on_a_guarded_agent_passes_and_says_what_it_re_executed(
         assert len(queries.effects(connect(ledger), run_id)) >= 5
     finally:
         close_all()
-    assert wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30, every=SCAN_EVERY_S)
 
 
 def test_a_ledger_url_goes_through_the_environment_not_the_command_line(tmp_path: Path):
@@ -160,14 +165,14 @@ def test_ctrl_c_or_a_kill_of_the_caller_ends_the_command_and_everything_it_start
     try:
         # starting: the dev server just recorded; running: the pool and its preloaded spare are up
         marker = home / "run" / ("devserver.json" if when == "starting" else "preloader-0.ready")
-        assert wait_until_sync(lambda: marker.exists() and len(_running_in(home)) >= 3, 60)
+        assert wait_until_sync(lambda: marker.exists() and len(_running_in(home)) >= 3, 60, every=SCAN_EVERY_S)
         caller.send_signal(getattr(signal, how))
         _, err = caller.communicate(timeout=120)
         assert caller.returncode != 0 and (how == "SIGKILL" or b"KeyboardInterrupt" in err)
     finally:
         if caller.poll() is None:
             caller.kill()
-    assert wait_until_sync(lambda: not _running_in(home), 60)
+    assert wait_until_sync(lambda: not _running_in(home), 60, every=SCAN_EVERY_S)
 
 
 def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
@@ -176,7 +181,7 @@ def test_a_timeout_ends_the_command_and_everything_it_started(tmp_path: Path):
     with pytest.raises(LabError) as err:
         lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", input={"turns": 40}, kills=3)
     assert "did not finish in 6 s (stopped)" in str(err.value)
-    assert wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30, every=SCAN_EVERY_S)
     lab.close()
     lab.close()  # twice is fine
     with pytest.raises(LabError, match="closed"):
@@ -245,7 +250,7 @@ def test_doctor_of_a_user_s_agent_returns_its_findings(tmp_path: Path):
     assert not result.passed and result.exit_code == 1  # pydantic-ai's defaults: a kill waits out a timeout
     assert result.findings and all(f["kind"] == "kill-costs-timeout" for f in result.findings)
     assert str(result).startswith(f"doctor: {len(result.findings)} finding(s)") and "fix: " in str(result)
-    assert wait_until_sync(lambda: not _running_in(home), 30)
+    assert wait_until_sync(lambda: not _running_in(home), 30, every=SCAN_EVERY_S)
 
 
 def test_the_verdict_names_every_failing_run_and_coverage_round_and_survives_a_hostile_report(tmp_path: Path):

@@ -74,7 +74,7 @@ def test_a_guarded_agent_passes_over_seeds_1_to_5_on_two_xdist_workers_and_leave
     result.stdout.fnmatch_lines(["*PASSED*test_mailer_sends_each_email_once?seed1?*"])
     homes = {p.resolve().parent for p in pytester.path.rglob("chaos-lab*/lab")}
     assert len(homes) == 2  # one home (one dev server) per xdist worker
-    assert wait_until_sync(lambda: not _ours(pytester.path), 30)
+    assert wait_until_sync(lambda: not _ours(pytester.path), 30, every=0.1)  # a scan of every process
 
 
 def test_a_blind_agent_fails_naming_the_tool_and_the_call(pytester: pytest.Pytester):
@@ -90,7 +90,7 @@ def test_a_blind_agent_fails_naming_the_tool_and_the_call(pytester: pytest.Pytes
     )
     xml = junit.read_text()
     assert "send_email call pyd_ai_" in xml and 'name="checkpoint_chaos"' in xml  # the verdict, a property too
-    assert wait_until_sync(lambda: not _ours(pytester.path), 30)
+    assert wait_until_sync(lambda: not _ours(pytester.path), 30, every=0.1)  # a scan of every process
 
 
 def test_a_scope_that_is_not_one_is_a_usage_error(pytester: pytest.Pytester):
