@@ -40,6 +40,7 @@ test: $(TEST_STAMP) postgres-binaries $(TS_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(VENV)/bin/mkdocs build --strict --quiet
 	@# The suite starts over a thousand Python processes (CLI runs, workers, spares). Where the
 	@# environment says PYTHONDONTWRITEBYTECODE, each compiled our sources again (0.25 s of CPU a

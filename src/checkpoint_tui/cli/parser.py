@@ -8,7 +8,7 @@ import difflib
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from checkpoint_tui.cli import chaos_flags, doctor, gameday, workload_flags
 from checkpoint_tui.errors import Exit, UsageError
@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Help)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # one line, not a usage dump
+    def error(self, message: str) -> NoReturn:  # one line, not a usage dump
         self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
     def _check_value(self, action: argparse.Action, value) -> None:

@@ -25,6 +25,7 @@ from temporalio.client import Client
 from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.runs import LedgerCall
 from checkpoint_tui.core.timeline import Timeline
+from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.faults import FaultSpec
 from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.ops.worker_proc import WorkerProc
@@ -50,6 +51,9 @@ class Workload(ABC):
     # Its workers outlive a chaos run (the next round's supervisor adopts them; `stop` ends them). A
     # user's worker command is stopped with the chaos that started it: nothing of theirs is left behind.
     keeps_workers: ClassVar[bool] = False
+    # Where its effects land (--effects), read around each chaos run; none for our loop (its effects are
+    # the ledger's and the artifact files', which its own audit reads).
+    destinations: tuple[Destination, ...] = ()
 
     @abstractmethod
     def title(self) -> str:

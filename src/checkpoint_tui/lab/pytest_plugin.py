@@ -25,14 +25,15 @@ import itertools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from checkpoint_tui.lab.api import Lab, check_timeout
 from checkpoint_tui.lab.result import LabError, Result
 
-SCOPES = ("session", "package", "module", "class", "function")
+Scope = Literal["session", "package", "module", "class", "function"]
+SCOPES: tuple[Scope, ...] = ("session", "package", "module", "class", "function")
 MAX_SEEDS = 1000
 
 
@@ -63,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _scope(fixture_name: str, config: pytest.Config) -> str:
+def _scope(fixture_name: str, config: pytest.Config) -> Scope:
     scope = str(config.getini("chaos_lab_scope")).strip()
     return scope if scope in SCOPES else "session"  # pytest_configure refused any other
 

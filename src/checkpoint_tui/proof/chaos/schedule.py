@@ -257,6 +257,7 @@ def load_schedule(path: Path, steps: int | None = None) -> tuple[list[ChaosEvent
     seed = doc.get("seed")
     if seed is not None and not _whole(seed, 0, MAX_SEED):
         raise UsageError(f"{path}: 'seed' must be a whole number 0..{MAX_SEED} (or null)")
+    assert isinstance(total, int) and (seed is None or isinstance(seed, int))  # checked just above
     events = [_event(path, i, raw, total) for i, raw in enumerate(doc["events"])]
     if len({(e.step, e.at_s) for e in events}) != len(events):
         raise UsageError(f"{path}: at most one event per step (and per at_s)")
@@ -310,7 +311,7 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         kind,
         delay,
         effect_kind if kind in EFFECT_HOOKS else None,
-        float(duration) if kind in TIMED else None,
+        float(duration) if kind in TIMED and duration is not None else None,
         at_s,
         back if kind == RESET else None,
         opts,

@@ -59,6 +59,7 @@ class Handled(enum.Enum):
 class ChaosTarget:
     workload: Workload
     lead_audit: Audit | None = None  # the lead run's (it places the events), once audited
+    allow_unexercised = False  # --allow-unexercised: a run no fault reached passes (a user's workflow)
 
     def header(self, chaos: ChaosRun) -> str:
         raise NotImplementedError

@@ -302,10 +302,10 @@ class ActivityTarget(ChaosTarget):
 
     def figures(self, chaos: ChaosRun, run_id: str) -> ActivityFigures:
         claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
-        for r in chaos.resets if self.progress is not None else []:  # what each reset ran again
-            r.detail.update(
-                resets.activities_reran(self.progress.chain, claims, {"at": r.at, **r.detail}, self.framework)
-            )
+        progress = self.progress
+        for r in chaos.resets if progress is not None else []:  # what each reset ran again
+            assert progress is not None
+            r.detail.update(resets.activities_reran(progress.chain, claims, {"at": r.at, **r.detail}, self.framework))
             r.detail["at_risk"] = sum(e["verdict"] == "at risk" for e in r.detail["re_ran"])
         self.resets = chaos.resets
         acted = [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]

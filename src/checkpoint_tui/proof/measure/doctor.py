@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from temporalio.client import Client
 
 from checkpoint_tui.core.activity_history import ActivityExec
-from checkpoint_tui.core.doctor import ActivityType, Diagnosis, Measurement, fmt_s
+from checkpoint_tui.core.diagnosis import ActivityType, Diagnosis, Measurement, fmt_s
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ops.failover import assist
 from checkpoint_tui.ops.supervisor import Supervisor
@@ -176,6 +176,7 @@ class Measurer:
                 f"attempt was failed so the run goes on"
             )
             return m
+        assert not isinstance(found, str)  # the words were handled above: a figure is (outcome, closed at)
         m.outcome, closed_at = found
         m.measured_s = round(closed_at - at, 3)
         self.say(f"doctor: {act.activity_type}: {m.figure()} after the kill")

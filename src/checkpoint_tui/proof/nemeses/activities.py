@@ -43,7 +43,7 @@ async def fire(
     desc = await client.get_workflow_handle(run_id).describe()
     pending = list(desc.raw_description.pending_activities)
     running = [p for p in pending if p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED]
-    pick = next((p for p in pending if _id(p) == prefer), None) or (running or pending or [None])[0]
+    pick = next((p for p in pending if _id(p) == prefer), None) or next(iter(running or pending), None)
     if pick is None:
         return Miss("no activity was pending")
     execution = WorkflowExecution(workflow_id=run_id, run_id=desc.run_id)

@@ -87,7 +87,7 @@ class Exchange:
     def down(self, data: bytes) -> None:
         self._feed(self._down, data)
 
-    def _feed(self, step, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    def _feed(self, step, data: bytes) -> None:
         if self.broken:
             return
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, PendingActivityState
@@ -126,7 +127,8 @@ def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, fram
         if ev.HasField("activity_task_scheduled_event_attributes") and ev.event_id > point
     }
     again = {a.activity_id: a for a in _acts(chain, reset["new_execution"], new, framework) if a.started_at}
-    entries, outcomes = [], Counter()
+    entries: list[dict[str, Any]] = []
+    outcomes: Counter[str] = Counter()
     for act in _acts(chain, reset["old_execution"], old, framework):
         ran = act.closed_at is not None or act.activity_id in pending
         if act.activity_id not in after or not ran or act.activity_id not in again:

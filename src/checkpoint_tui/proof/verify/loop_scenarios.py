@@ -130,10 +130,11 @@ async def kill_mid_run(ctx: VerifyContext) -> None:
         budget = work + timer + replay
         excess = None if lat.next_step_s is None else lat.next_step_s - budget
         measured = lat.restart_s is not None and excess is not None  # else the step never came back: a failure
+        in_time = lat.restart_s is not None and excess is not None and lat.restart_s <= target
         judge = r.latency_check if measured else r.check
         judge(
             f"1e. kill #{i} at step {k['step']}: restart and next step in time",
-            measured and lat.restart_s <= target and excess <= NEXT_STEP_SLACK_S,
+            in_time and excess is not None and excess <= NEXT_STEP_SLACK_S,
             f"restart={_s(lat.restart_s)} (≤{target}s) next_step={_s(lat.next_step_s)} "
             f"(≤ work {work:.2f}s + timer {timer:.2f}s + replay {replay:.2f}s + {NEXT_STEP_SLACK_S}s)",
             restart_s=lat.restart_s,
@@ -206,12 +207,13 @@ async def garble(ctx: VerifyContext) -> None:
         and "Guardrail" in (bad.error or "")
         and took is not None
         and took < 5.0,
-        f"status={status} step={bad.step if bad else None} error={(bad.error or '')[:60]!r} step->failed={_s(took)}",
+        f"status={status} step={bad.step if bad else None} error={((bad.error if bad else '') or '')[:60]!r} "
+        f"step->failed={_s(took)}",
     )
     raw = bad.raw_output if bad else None
     ctx.report.check(
         "4b. raw output stored on the step row (<= 500 chars)",
-        bool(raw) and len(raw) <= 500,
+        bool(raw) and len(raw or "") <= 500,
         f"raw={len(raw or '')} chars {(raw or '')[:40]!r}",
     )
     step3 = [e for e in snap.effects if e.step == 3]
@@ -284,7 +286,7 @@ def summarise(report: Report, wall_s: float) -> None:
     """Our loop's latency figures (medians over the kills that measured them) and its wall-time target."""
 
     def median(key: str) -> float | None:
-        values = [c.numbers[key] for c in report.checks if isinstance(c.numbers.get(key), float | int)]
+        values = [v for c in report.checks if isinstance(v := c.numbers.get(key), float | int)]
         return round(statistics.median(values), 3) if values else None
 
     report.figures["restart_latency_s"] = median("restart_s")
