@@ -36,17 +36,25 @@ $(TS_STAMP): $(TS_MAILER)/package-lock.json
 	  cd $(TS_MAILER) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error && touch node_modules/.checkpoint-stamp; \
 	else echo "node or npm not found: the TypeScript worker tests skip"; fi
 
+# pytest11 plugins installed for the agent frameworks' sake and used by no test: 0.75 s of CPU each
+# pytest process loads them (a controller, four workers).
+PYTEST_UNUSED := -p no:langsmith_plugin -p no:anyio
+
 test: $(TEST_STAMP) postgres-binaries $(TS_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy
-	$(VENV)/bin/mkdocs build --strict --quiet
 	@# The suite starts over a thousand Python processes (CLI runs, workers, spares). Where the
 	@# environment says PYTHONDONTWRITEBYTECODE, each compiled our sources again (0.25 s of CPU a
 	@# process, measured): compiled once here (only what changed), they are read from __pycache__.
-	$(PY) -m compileall -q -j 0 src examples tests
-	$(PY) -m pytest -n 4 --dist worksteal
+	@# So are pytest's assertion rewrites of the test modules, which each xdist worker would redo
+	@# (3 s of CPU each): a collection writes them once. mypy (24 s of one core from a fresh clone)
+	@# runs beside the docs build and these, on the other core; its verdict counts all the same.
+	$(VENV)/bin/mypy & mypy=$$!; \
+	  $(VENV)/bin/mkdocs build --strict --quiet && $(PY) -m compileall -q -j 0 src examples tests; rc=$$?; \
+	  PYTHONDONTWRITEBYTECODE= $(PY) -m pytest --collect-only -q -p no:cacheprovider $(PYTEST_UNUSED) >/dev/null 2>&1; \
+	  wait $$mypy && exit $$rc
+	$(PY) -m pytest -n 4 --dist worksteal $(PYTEST_UNUSED)
 
 # The documentation site into site/ (git-ignored); --strict fails on a broken link, anchor or nav entry.
 docs: $(TEST_STAMP)
