@@ -180,6 +180,37 @@ def test_the_same_timeout_with_no_lab_event_in_its_window_is_the_applications_lo
     )
 
 
+def test_a_crash_point_on_the_activity_caused_its_timeout_when_a_cold_replacement_made_the_retry_late():
+    """A crash point (the hop) killed the worker holding attempt 1 at 0.3 s; the 2 s heartbeat timeout fired
+    at about 2.3 s, but the only worker was a cold node replacement: attempt 2 started at 8.4 s. The
+    estimated window (ending a backoff before 8.4 s) misses the kill; the crash point names the activity,
+    and attempt 1 can have started any time after its scheduling: the lab's kill, not the application's."""
+    chain = retried("HEARTBEAT", 8.4, start_to_close=30.0, heartbeat=2.0)
+    [t] = timeouts(chain)
+    assert t.earliest == pytest.approx(T0, abs=1e-3) and t.lost_from > T0 + 5.0  # the estimate alone misses it
+    hop = lab(0.3, "chaos:worker-after-effect", pid=99, identity="99@host", activity_id="1", nemesis="hop")
+    [t] = lost_work(chain, [hop]).timeouts
+    assert t.cause is not None and not t.lost, t.line()
+    # a kill at the same moment that names another activity, or none, explains nothing so far from the window
+    for other in (lab(0.3, "kill", activity_id="2"), lab(0.3, "kill")):
+        [t] = lost_work(chain, [other]).timeouts
+        assert t.cause is None and t.lost
+
+
+def test_a_crash_point_before_an_earlier_attempt_does_not_explain_a_later_attempts_timeout():
+    """Attempt 3's started event says attempt 2 timed out; attempt 2's start is unknown, so a crash point on
+    the activity long before the estimated window (it killed attempt 1) explains nothing."""
+    h = History()
+    h.task(-0.2)
+    sched = h.schedule(0.0, start_to_close=30.0, heartbeat=2.0)
+    started = h.start(20.0, sched, attempt=3, after="HEARTBEAT")
+    h.complete(20.5, sched, started)
+    chain = h.chain()
+    hop = lab(0.3, "chaos:worker-after-effect", pid=99, identity="99@host", activity_id="1", nemesis="hop")
+    [t] = lost_work(chain, [hop]).timeouts
+    assert t.attempt == 2 and t.cause is None and t.lost
+
+
 def test_a_retried_start_to_close_timeout_after_a_graceful_restart_is_lost_and_named():
     # a rollout's SIGTERM at 0.5 s (the worker exits 0.3 s later); the 10 s timeout, the 1 s retry: 11.3 s
     chain = retried("START_TO_CLOSE", 11.3)

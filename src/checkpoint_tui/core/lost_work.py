@@ -103,6 +103,10 @@ class TimedOut:
     lost_from: float  # the lost attempt's estimated window (see timeouts())
     lost_at: float
     cause: dict | None = None  # the lab event that caused it (LabEvent.cause()), None: the application's own
+    # The earliest the lost attempt can have started: its scheduling when it was the activity's first
+    # attempt (history cannot say when a later one started), else lost_from. A crash point on the activity
+    # between the two is its cause even when a cold replacement made the retry start late.
+    earliest: float | None = None
 
     @property
     def lost(self) -> bool:
@@ -208,6 +212,7 @@ def _retried(ev, scheduled: dict) -> TimedOut | None:
         None,
         lost_from,
         lost_at,
+        earliest=sched_at if a.attempt == 2 else lost_from,
     )
 
 
@@ -251,8 +256,11 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
         )
         window = events[lo:hi]
         own = [e for e in window if t.identity is not None and e.who == t.identity]
-        # a crash point names the activity it killed (proof/nemeses/hop.py): that one's cause, whatever came after
-        aimed = [e for e in window if str(e.detail.get("activity_id", "")) == t.activity_id and t.activity_id]
+        # a crash point names the activity it killed (proof/nemeses/hop.py): that one's cause, whatever came
+        # after, from the attempt's earliest start (a cold replacement delays the retry past the estimate)
+        first = bisect.bisect_left(times, min(t.lost_from, t.earliest or t.lost_from) - SLACK_S)
+        aimed = [e for e in events[first:hi] if str(e.detail.get("activity_id", "")) == t.activity_id and t.activity_id]
+        window = sorted({id(e): e for e in [*window, *aimed]}.values(), key=lambda e: e.at)
         pick = (own or aimed or window)[-1] if window else None
         cause = pick.cause() if pick is not None else None
         if pick is not None and cause and not cause["nemesis"]:  # an exit after a rollout's SIGTERM: the rollout's
