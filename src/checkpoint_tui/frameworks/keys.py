@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-from temporalio import activity
-
 from checkpoint_tui.effects import KEY_LIMIT, EffectRefused
 
 
@@ -16,6 +14,8 @@ def call_key(framework: str, call_id: object) -> str:
     and the whole is printable and at most KEY_LIMIT characters; otherwise `<framework>#sha256:<hex>`
     (a shape the readable form never takes). Raises EffectRefused outside an activity or without a
     usable call id: a tool call with no durable identity cannot be keyed."""
+    from temporalio import activity  # a worker's tool has it loaded; reading histories does not need it
+
     if not activity.in_activity():
         raise EffectRefused(f"a {framework} tool call key names an activity's workflow: call it in the tool's activity")
     workflow_id = activity.info().workflow_id or ""

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-import httpx
-
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.logcap import open_log
@@ -133,6 +131,8 @@ def ensure_model_server(
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, timeout: float, log_path: Path, log_start: int) -> None:
+    import httpx  # only the opt-in model server's start needs it (`stop` imports this module too)
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -173,6 +173,8 @@ class SmokeResult:
 def smoke(settings: Settings, server: Sequence[str] | None = None, model: Path | None = None) -> SmokeResult:
     """Start a model server in `settings`' home, wait for /health, ask one short completion, stop it
     (also when any of that fails)."""
+    import httpx  # as above
+
     if running(settings):
         raise Unavailable(f"a model server already runs in {settings.home}: the smoke would stop it")
     started = time.monotonic()

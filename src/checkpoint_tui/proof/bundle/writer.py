@@ -30,7 +30,6 @@ from checkpoint_tui.ops.temporal import connect_client, resolve_address
 from checkpoint_tui.proof.bundle.proof_run import ProofRun
 from checkpoint_tui.proof.bundle.readme import completion_line, index_text
 from checkpoint_tui.proof.junit import junit_xml, write_junit
-from checkpoint_tui.proof.replay.command import chains
 from checkpoint_tui.proof.replay.histories import Recorded, export
 from checkpoint_tui.proof.report.codec import encode
 from checkpoint_tui.settings import Settings
@@ -91,6 +90,8 @@ async def _fill(out: OutputDir, run: ProofRun, screenshot: Screenshot | None) ->
     ]
     address, _ = resolve_address(run.settings)
     client = await connect_client(run.settings, address)
+    from checkpoint_tui.proof.replay.command import chains  # the SDK's replayer: loaded when a bundle is written
+
     recorded = await chains(client, run_ids, conn, None, strict=False)
     files += export(recorded, out.subdir(HISTORIES))
     files += _ledger_csvs(conn, run_ids, out)
