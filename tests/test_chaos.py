@@ -9,8 +9,8 @@ import pytest
 
 from bundle_checks import assert_bundle, assert_junit_matches
 from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.proof.chaos.kill_windows import window_cases
 from checkpoint_tui.proof.chaos.schedule import REQUIRED
-from checkpoint_tui.proof.chaos.windows import window_cases
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.workloads import AgentLoopWorkload, Counts, UserWorkflow
 from conftest import run_cli

@@ -322,7 +322,7 @@ def test_diagnose_reads_timeouts_and_retries_from_history_alone():
 
 def test_next_attempt_reads_what_temporal_did_after_the_kill():
     from checkpoint_tui.core.activity_history import ActivityExec
-    from checkpoint_tui.proof.measure.doctor import next_attempt
+    from checkpoint_tui.proof.measure.kill_cost import next_attempt
 
     def act(**kw) -> ActivityExec:
         return ActivityExec(1, 0, "exec-1", "1", "send_note", 100.0, **kw)

@@ -12,9 +12,9 @@ from temporalio.api.common.v1 import ActivityType
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
 
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses import resets
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_RESET
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_RESET
 
 HOSTILE_ID = "\x1b]0;owned\x07\x1b[2J" + "i" * 5000  # a terminal title, a clear screen, then 5000 bytes
 HOSTILE_TYPE = "\x1b[31mSend\r\nFAKE PASS\x00" + "t" * 5000

@@ -1,7 +1,7 @@
 """`doctor`: run the workload once (ours, or `--worker-cmd ... doctor --workflow T --input J`), or read a
 finished run (`doctor RUN`), and report what a kill would cost each of its activity types
 (core/diagnosis.py); with `--measure`, run it a second time and kill the worker once under each type
-(proof/measure/doctor.py). Exit 1 when there are findings, 0 when there are none."""
+(proof/measure/kill_cost.py). Exit 1 when there are findings, 0 when there are none."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ async def doctor(
     from checkpoint_tui.files import write_output
     from checkpoint_tui.ops import worker_proc
     from checkpoint_tui.ops.temporal import resolve_address
-    from checkpoint_tui.proof.measure.doctor import Budget
+    from checkpoint_tui.proof.measure.kill_cost import Budget
 
     budget = Budget(time.monotonic() + deadline_s, deadline_s)
     settings.ensure_dirs()
@@ -205,8 +205,8 @@ async def _run_once(settings: Settings, client, workload, budget) -> tuple[str, 
 
 
 async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: float, budget, framework) -> None:
-    """A second run, one unassisted kill per activity type of the diagnosis (proof/measure/doctor.py)."""
-    from checkpoint_tui.proof.measure.doctor import Measurer
+    """A second run, one unassisted kill per activity type of the diagnosis (proof/measure/kill_cost.py)."""
+    from checkpoint_tui.proof.measure.kill_cost import Measurer
 
     workload = workload.measured()  # ours thinks long enough to be hit
     run = await workload.start(settings, client)

@@ -5,7 +5,7 @@ A worker that dies under an activity is not noticed by Temporal until the attemp
 heartbeat timeout if one is set, else the start-to-close (the SDK does not detect a process exit;
 sdk-python#1012). So the unassisted kill → retry of a type is that timeout plus the retry's first
 interval. Pure functions over a history chain (core/activity_history.py): nothing here talks to a server.
-`doctor --measure` adds one measured kill per type (a `Measurement`, made by proof/measure/doctor.py), set
+`doctor --measure` adds one measured kill per type (a `Measurement`, made by proof/measure/kill_cost.py), set
 beside the prediction with the finding it confirms."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Finding:
 @dataclass
 class Measurement:
     """One SIGKILL of the worker under an activity of this type with no assistance, and when Temporal
-    started the activity's next attempt or closed it, as history has it (proof/measure/doctor.py)."""
+    started the activity's next attempt or closed it, as history has it (proof/measure/kill_cost.py)."""
 
     activity_type: str
     outcome: str = "not-measured"  # retried | failed | capped | not-measured

@@ -172,7 +172,7 @@ def _notes_once(ledger: Ledger) -> None:
 
 def _found_written(ledger: Ledger) -> None:
     """Whether a claim attempt found its write already done (1) or did it (0): what tells a kill
-    between the write and the stamp from one between the claim and the write (proof/chaos/windows.py)."""
+    between the write and the stamp from one between the claim and the write (proof/chaos/kill_windows.py)."""
     if "found_written" not in ledger.columns("effect_outcomes"):
         ledger.execute(ledger.ddl("ALTER TABLE effect_outcomes ADD COLUMN found_written INTEGER"))
 

@@ -13,7 +13,7 @@ from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.proof.bundle.proof_run import ProofRun
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, emit
-from checkpoint_tui.proof.chaos import coverage, windows
+from checkpoint_tui.proof.chaos import coverage, kill_windows
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
@@ -83,7 +83,7 @@ async def chaos_command(
         aims = chaos.target.coverage_aims(chaos)
         report = await until_sigterm_said(coverage.cover(seed, report, max_kills, aimed_round, aims))
         coverage.print_coverage(report)
-    checks = report.checks + windows.window_cases(report)
+    checks = report.checks + kill_windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(encode(report), indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")

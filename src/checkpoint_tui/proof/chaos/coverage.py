@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from checkpoint_tui.core.windows import BEFORE_CLAIM, CLAIM_WRITE, COVERAGE, MODEL, STAMPED, TIMER, TOOL, WRITE_STAMP
 from checkpoint_tui.ledger.effects import KINDS
-from checkpoint_tui.proof.chaos import windows
+from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.chaos import ChaosReport, Coverage, CoverageRound
@@ -79,7 +79,7 @@ def merge(found: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     out = dict(found)
     for w, n in more.items():
         out[w] = out.get(w, 0) + n
-    return windows.counts([w for w, n in out.items() for _ in range(n)])
+    return kill_windows.counts([w for w, n in out.items() for _ in range(n)])
 
 
 def coverage_check(found: dict[str, int], kills: int, max_kills: int, aims: Aims | None = None) -> Check:

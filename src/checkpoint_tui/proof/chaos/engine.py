@@ -30,15 +30,15 @@ from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client
-from checkpoint_tui.proof.chaos import windows
+from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
+from checkpoint_tui.proof.chaos.kill_windows import Placement
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
-from checkpoint_tui.proof.chaos.windows import Placement
 from checkpoint_tui.proof.nemeses import processes as nemeses
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
@@ -211,7 +211,7 @@ class Chaos:
         ended = target.ended_at(self)
         for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
             named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)
-            placed = await windows.kill_windows(client, conn, r, named, deaths, probe)
+            placed = await kill_windows.kill_windows(client, conn, r, named, deaths, probe)
             self.kill_windows += [p for p in placed if ended is None or p.at <= ended]
         self._after_close(ended)
         return self._report(run_id, audits, time.monotonic() - started)
@@ -375,7 +375,7 @@ class Chaos:
             not_fired=list(self.not_fired),
             median_restart_s=statistics.median(restarts) if restarts else None,
             wall_s=wall,
-            windows=windows.window_counts(self.kill_windows),
+            windows=kill_windows.window_counts(self.kill_windows),
             kill_windows=list(self.kill_windows),
             figures=figures,
             fleet=self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at),

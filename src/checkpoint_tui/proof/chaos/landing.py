@@ -7,9 +7,9 @@ from __future__ import annotations
 from checkpoint_tui.core.activity_history import ActivityExec, first_event_after
 from checkpoint_tui.core.chain import Chain
 from checkpoint_tui.proof.chaos.targets import ChaosRun
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import Progress
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, RECORDED
 from checkpoint_tui.proof.nemeses.records import Fired

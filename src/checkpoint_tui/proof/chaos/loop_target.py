@@ -21,10 +21,10 @@ from checkpoint_tui.loop_worker.shared import timer_ms
 from checkpoint_tui.proof.chaos.coverage import Aims, ours
 from checkpoint_tui.proof.chaos.schedule import FORGE, HOOK_CRASHES, PARTITION, PAUSES, ChaosEvent
 from checkpoint_tui.proof.chaos.targets import ChaosRun, ChaosTarget, Handled, until
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.audit import AuditRecord, StepAuditRecord, audit_record, read_audit

@@ -6,8 +6,8 @@ from __future__ import annotations
 from checkpoint_tui.core.windows import counts
 from checkpoint_tui.proof.chaos.schedule import FORGE
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.report import EXERCISED
 from checkpoint_tui.proof.report.chaos import ChaosReport, Fired
 

@@ -29,7 +29,7 @@ from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files import SCHEDULE_LIMIT, read_json_file, write_output
 from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof.chaos import fleet_events
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_PAUSE, ACTIVITY_RESET
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 

@@ -10,7 +10,7 @@ from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.proof.chaos.targets import ChaosRun
 from checkpoint_tui.proof.nemeses import resets
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE
 from checkpoint_tui.proof.nemeses.records import Fired
 from checkpoint_tui.proof.report import EXERCISED, Check

@@ -13,7 +13,7 @@ A user's worker has no fault hooks and the lab knows none of its timers, so two 
 mapped: a claim-window crash becomes a kill inside the activity, a kill in a timer a kill between
 activities. The supervisor is a separate `supervise --worker-cmd ...` process (it is killed too). A
 workflow reset goes back over aimed activities (proof/nemeses/resets.py); an activity pause or reset hits the
-aimed activity (proof/nemeses/activities.py)."""
+aimed activity (proof/nemeses/activity_faults.py)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ from checkpoint_tui.proof.chaos.workflow_checks import (
     re_ran,
     reset_check,
 )
-from checkpoint_tui.proof.nemeses import activities as activity_nemeses
+from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
-from checkpoint_tui.proof.nemeses.activities import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Arming, Hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
