@@ -102,8 +102,9 @@ def test_a_broken_plugin_is_left_out_with_one_warning(tmp_path: Path):
     (dist / "entry_points.txt").write_text("[checkpoint_tui.frameworks]\nboom = broken_boom\nbare = broken_bare\n")
     (site / "broken_boom.py").write_text("raise RuntimeError('at import')\n")
     (site / "broken_bare.py").write_text("NAME = 'pydantic-ai'\n")  # a name of ours, and no interface
+    ours, _ = names_seen()
     found, warned = names_seen(with_path(site))
-    assert "pydantic-ai" in found and len(found) == len(set(found)) == 6, found
+    assert found == ours and "pydantic-ai" in found, found  # the bare module took no name of ours
     assert "boom" in warned and "failed to import (RuntimeError)" in warned and "bare" in warned, warned
 
 
@@ -128,3 +129,24 @@ def test_detection_does_not_depend_on_the_order_frameworks_are_asked_in(monkeypa
     for order in list(permutations(every))[:: max(1, len(list(permutations(every))) // 40)]:
         monkeypatch.setattr(registry, "frameworks", lambda order=order: order)
         assert {name: detect(seen) for name, seen in cases.items()} == {n: n for n in cases}, [f.NAME for f in order]
+
+
+def test_a_plugin_whose_classify_breaks_is_generic_and_said_once(monkeypatch: pytest.MonkeyPatch, caplog):
+    """Its activities are "other" (at risk once re-executed: a broken plugin fails a verdict, never passes
+    one), and the warning comes once however often a live run is classified."""
+    import types
+
+    from checkpoint_tui.frameworks import classify, registry
+    from checkpoint_tui.frameworks.units import ActivitySeen
+
+    def boom(seen):
+        raise RuntimeError("a plugin's bug")
+
+    broken = types.SimpleNamespace(NAME="broken-toy", LANGUAGE="python", recognises=lambda s: 0, classify=boom)
+    monkeypatch.setattr(registry, "frameworks", lambda: (broken,))
+    seen = [ActivitySeen("send_line", [{"index": 1}], None, None)]
+    for _ in range(3):
+        [unit] = classify("broken-toy", seen)
+        assert unit.cls == "other"
+    said = [r.getMessage() for r in caplog.records if "broken-toy" in r.getMessage()]
+    assert len(said) == 1 and "failed to classify (RuntimeError)" in said[0], said

@@ -107,11 +107,9 @@ def classify(framework: Classifier, seen: list[ActivitySeen]) -> list[UnitInfo]:
             units = module.classify(seen)
             if len(units) == len(seen) and all(isinstance(u, UnitInfo) for u in units):
                 return units
-            log.warning(
-                "checkpoint-tui: framework %s classified %d activities as %d units", framework, len(seen), len(units)
-            )
+            _warn_once(module.NAME, f"gave {len(units)} units for {len(seen)} activities")
         except Exception as err:  # a plugin's bug: the generic classification, which fails rather than passes
-            log.warning("checkpoint-tui: framework %s failed to classify (%s)", framework, type(err).__name__)
+            _warn_once(module.NAME, f"failed to classify ({type(err).__name__})")
     return [other(s) for s in seen]
 
 
@@ -147,3 +145,14 @@ def _problem(module: object) -> str | None:
         return f"LANGUAGE is not one of {', '.join(LANGUAGES)}"
     missing = [m for m in _MEMBERS if not callable(getattr(module, m, None))]
     return f"no {', '.join(missing)}" if missing else None
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(framework: str, what: str) -> None:
+    """One warning a framework a process: classification runs on every poll of a live run (the app's
+    screen would fill with the same line)."""
+    if framework not in _warned:
+        _warned.add(framework)
+        log.warning('checkpoint-tui: framework %s %s; its activities are classed "other"', framework, what)
