@@ -152,7 +152,12 @@ def make_in(tmp_path):
 
 
 def _installs(calls: list[str]) -> list[str]:
-    return [c.split("-e ", 1)[1] for c in calls if "pip install" in c]
+    """What each install put into the venv, editable: uv is tried first (this fake python has none to
+    give, so pip's fallback is what runs here); the install of uv itself is no install of ours."""
+    tried_uv = [i for i, c in enumerate(calls) if "pip install" in c and "uv>=" in c]
+    ours = [i for i, c in enumerate(calls) if "pip install" in c and " -e " in c]
+    assert len(tried_uv) == len(ours) and all(u < o for u, o in zip(tried_uv, ours, strict=True)), calls
+    return [calls[i].split(" -e ", 1)[1] for i in ours]
 
 
 def test_make_run_installs_only_the_app_and_make_test_the_extras(tmp_path, make_in):
