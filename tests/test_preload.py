@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -221,6 +222,9 @@ async def test_a_killed_worker_is_replaced_by_a_fork_that_polls_and_stop_leaves_
         assert sup.preloads is not None
         preloader = sup.preloads.live[0]
         old = sup.primary
+        assert old is not None and psutil.Process(old.pid).ppid() == preloader.pid  # the first worker too
+        first = _events(settings, "spawn")[-1]
+        assert (first.pid, first.detail) == (old.pid, f"active worker (slot 0, forked from preloader {preloader.pid})")
         await wait_polling(client, settings, old)
         await sup.kill(worker=old)
         await wait_until(lambda: sup.primary is not None and sup.primary.pid != old.pid, 10, what="a replacement")
@@ -253,6 +257,7 @@ async def test_a_thread_at_import_means_cold_replacements_and_an_event_saying_wh
         assert said.endswith("its replacements start cold")
         assert sup.preloads is not None and not sup.preloads.live
         old = sup.primary
+        assert old is not None and psutil.Process(old.pid).ppid() == os.getpid()  # started cold, by the supervisor
         await wait_polling(client, settings, old)
         await sup.kill(worker=old)
         await wait_until(lambda: bool(_events(settings, "respawn")), 10, what="a cold respawn")

@@ -1,8 +1,10 @@
 """How the supervisor fills one slot of its pool at start: adopt the slot's live worker, else promote a
-ready spare (our own worker), else spawn. A slot of a user's fleet names its command and queue
-(ops/fleet.py), said in the worker event."""
+ready spare (our own worker), else fork the user's command's preloader, else spawn. A slot of a user's
+fleet names its command and queue (ops/fleet.py), said in the worker event."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.store import connect, record_worker_event
@@ -17,7 +19,13 @@ def where(worker: WorkerProc) -> str:
 
 
 def adopt_or_start(
-    settings: Settings, address: str, worker_args: tuple[str, ...], conn: Ledger, slot: int, required: bool
+    settings: Settings,
+    address: str,
+    worker_args: tuple[str, ...],
+    conn: Ledger,
+    slot: int,
+    required: bool,
+    fork: Callable[[Ledger, int], WorkerProc | None] | None = None,
 ) -> WorkerProc | None:
     if (dead := worker_proc.found_dead(settings, "active", slot)) is not None:  # it died between supervisors
         record_worker_event(conn, "died", dead[0], dead[1], detail="found dead by the supervisor that took over")
@@ -32,6 +40,8 @@ def adopt_or_start(
     if spare is not None and spare.ready(settings) and worker_proc.promote(settings, spare, slot):
         record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
         return spare
+    if fork is not None and (forked := fork(conn, slot)) is not None:  # a user's command: its preloader's fork
+        return forked
     worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
     record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker ({where(worker)})")
     return worker

@@ -38,6 +38,7 @@ SCRIPT = Path(__file__).with_name("preloader.py")
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
 MAX_DEATHS = 3  # a preloader that keeps dying costs a core for seconds each time: cold starts instead
 FORK_WAIT_S = 2.0  # a fork, its setsid and a 20-byte file: milliseconds, unless the machine is swapping
+READY_WAIT_S = 60.0  # a first worker waits this long for its preloader's imports, then starts cold
 
 
 def not_preloadable(cmd: tuple[str, ...]) -> str | None:
@@ -162,9 +163,31 @@ class Preloads:
         detail = f"preloader for {member.queue}: imports the command's modules, then forks a spare on a death"
         record_worker_event(conn, "spawn", worker.pid, worker.name, detail=detail)
 
+    def first(self, conn: Ledger, slot: int) -> WorkerProc | None:
+        """The slot's first worker, forked from its command's preloader once that has imported the
+        command's modules (a cold start would import them all again beside it: twice the CPU, for a
+        worker no sooner polling); None if the preloader cannot preload, dies, or is not ready within
+        READY_WAIT_S (then the caller starts one cold)."""
+        index = slot // max(1, self.settings.pool_size)
+        pre = self.live.get(index)
+        if pre is None or index in self.off:
+            return None
+        wait_until_sync(lambda: self.said(index) is not None or not pre.alive(), READY_WAIT_S, every=0.01)
+        if pre.alive():
+            self._heard(conn, index, pre)  # ready said in its event, or turned off saying why
+        return self._fork(slot, "spawn", "active worker (slot {slot}, forked from preloader {pre})")
+
     def fork(self, slot: int, dead: int, run_id: str | None = None, step: int | None = None) -> WorkerProc | None:
         """A new worker for the slot (replacing the worker pid `dead`), forked from its command's ready
         preloader; None if there is none (then the caller starts one cold)."""
+        detail = f"replaces {dead} (forked from preloader {{pre}}, slot {{slot}}, {{queue}})"
+        return self._fork(slot, "promote", detail, run_id, step)
+
+    def _fork(
+        self, slot: int, kind: str, detail: str, run_id: str | None = None, step: int | None = None
+    ) -> WorkerProc | None:
+        """A fork of the slot's command's ready preloader as the slot's worker, recorded in a `kind`
+        worker event (`detail` names {pre}, {slot} and {queue}); None if there is none."""
         member = fleet.member_of(self.settings, slot)
         index = slot // max(1, self.settings.pool_size)
         pre = self.live.get(index)
@@ -183,9 +206,7 @@ class Preloads:
             found.extend([ident] if ident is not None else [])
             return bool(found)
 
-        try:
-            wait_until_sync(forked, FORK_WAIT_S, every=0.001)
-        except TimeoutError:
+        if not wait_until_sync(forked, FORK_WAIT_S, every=0.001):
             return None
         ident = found[0]
         exits = child_file.with_name(f"preloader-{index}.ready.exits")  # its parent reaps it: how it ended
@@ -193,8 +214,8 @@ class Preloads:
             ident, default_identity(ident.pid), "active", slot, user_cmd=True, queue=member.queue, exits=exits
         )
         worker_proc.save(self.settings, worker)
-        detail = f"replaces {dead} (forked from preloader {pre.pid}, slot {slot}, {member.queue})"
-        record_worker_event(connect(self.settings.ledger), "promote", worker.pid, worker.name, run_id, step, detail)
+        said = detail.format(pre=pre.pid, slot=slot, queue=member.queue)
+        record_worker_event(connect(self.settings.ledger), kind, worker.pid, worker.name, run_id, step, said)
         return worker
 
     def stopped(self) -> list[WorkerProc]:

@@ -127,12 +127,16 @@ class Supervisor:
 
     def ensure_worker(self) -> WorkerProc:
         """Adopt the home's live workers, or start them (and a spare, if configured); returns slot 0's.
-        Blocking (a spawn waits for exec): call it off any UI loop."""
+        Blocking (a spawn waits for exec, a fork for its preloader's imports): call it off any UI loop."""
         conn = connect(self.settings.ledger)
         live_slots = [s for s in worker_proc.recorded_slots(self.settings) if s >= self.pool_size]
+        fork = None
+        if self.owns_home and self.preloads is not None:
+            self.preloads.ensure(conn)  # first: the slots' first workers are its forks
+            fork = self.preloads.first
         for slot in [*range(self.pool_size), *live_slots]:
-            required = slot < self.pool_size
-            worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, required)
+            needed = slot < self.pool_size
+            worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, needed, fork)
             if worker is not None:
                 self.pool[slot] = worker
         if self.owns_home:
