@@ -9,7 +9,7 @@ from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.report import EXERCISED
-from checkpoint_tui.proof.report.chaos import ChaosReport, Fired
+from checkpoint_tui.proof.report.chaos import ChaosReport, Fired, Totals
 
 
 def print_report(report: ChaosReport, target: ChaosTarget) -> None:
@@ -20,17 +20,23 @@ def print_report(report: ChaosReport, target: ChaosTarget) -> None:
         print(line)
     for line in [*fleet_lines(report), *target.lines(report)]:
         print(line)
-    if (t := report.totals) is not None:
-        risk = f" · AT RISK {t.at_risk}" if t.at_risk is not None else ""
-        print(
-            f"{t.runs_completed}/{t.runs} runs COMPLETED · over all runs: LOST {t.lost} · "
-            f"DUPLICATED {t.duplicated}{risk}"
-        )
+    if report.totals is not None:
+        print(totals_line(report.totals))
     failed = [c for c in report.checks if not c.ok]
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
         print(f"FAIL  {c.name}: {c.observed[:600]}")
     idle = bool(failed) and all(c.name == EXERCISED for c in failed)  # nothing else failed: nothing was tried
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
+
+
+def totals_line(t: Totals) -> str:
+    """The runs' counts summed, each a verdict can fail on (lost work too: a run failed on it must not
+    read LOST 0 above the FAIL)."""
+    risk = f" · AT RISK {t.at_risk}" if t.at_risk is not None else ""
+    risk += f" · LOST WORK {t.lost_work}" if t.lost_work is not None else ""
+    return (
+        f"{t.runs_completed}/{t.runs} runs COMPLETED · over all runs: LOST {t.lost} · DUPLICATED {t.duplicated}{risk}"
+    )
 
 
 def fired_lines(report: ChaosReport, target: ChaosTarget) -> list[str]:

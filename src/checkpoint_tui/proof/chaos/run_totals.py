@@ -23,11 +23,14 @@ def totals(audits: list[AuditRecord]) -> Totals:
     each = [counts(a) for a in audits]
     summed = {name: sum(c.get(name, 0) for c in each) for name in each[0]}
     lost, duplicated, at_risk = summed.pop("lost", 0), summed.pop("duplicated", 0), summed.pop("at_risk", None)
+    summed.pop("lost_work_count", None)  # a figure only where history was read: summed over those runs
+    read = [a for a in audits if isinstance(a, ActivityAuditRecord) and a.lost_work is not None]
     return Totals(
         runs=len(audits),
         runs_completed=sum(a.workflow_status == "COMPLETED" for a in audits),
         lost=lost,
         duplicated=duplicated,
         at_risk=at_risk,
+        lost_work=sum(a.lost_work_count for a in read) if read else None,
         counts=summed,
     )

@@ -230,6 +230,7 @@ class Totals:
     lost: int = 0
     duplicated: int = 0
     at_risk: int | None = omitted()  # a user's workflow's
+    lost_work: int | None = omitted()  # units of lost work over the runs whose history was read; None: none was
     counts: dict[str, int] = rest()  # the audits' other whole-number figures and lists, by their name
 
 

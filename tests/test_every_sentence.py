@@ -1,0 +1,32 @@
+"""What the lab says, checked against what it found: each case a sentence that was once untrue (#51)."""
+
+from __future__ import annotations
+
+from checkpoint_tui.proof.chaos.printing import totals_line
+from checkpoint_tui.proof.chaos.run_totals import totals
+from checkpoint_tui.proof.report.audit import ActivityAuditRecord, LostWork, StepAuditRecord
+
+
+def _run(n: int, lost_work: int | None) -> ActivityAuditRecord:
+    read = LostWork(lost=lost_work, first="send_line #3 waited out its HEARTBEAT timeout") if lost_work else LostWork()
+    return ActivityAuditRecord(
+        run_id=f"run-{n}",
+        workflow_status="COMPLETED",
+        lost_work=read if lost_work is not None else None,
+        lost_work_count=lost_work or 0,
+    )
+
+
+def test_the_line_over_all_runs_counts_the_lost_work_of_every_run_not_the_lead_s():
+    """Ten runs, the seventh failed on a lost task: the line above `verdict: FAIL` says so."""
+    t = totals([_run(n, 1 if n == 7 else 0) for n in range(10)])
+    assert t.lost_work == 1
+    assert totals_line(t) == "10/10 runs COMPLETED · over all runs: LOST 0 · DUPLICATED 0 · AT RISK 0 · LOST WORK 1"
+    assert "lost_work_count" not in t.counts
+
+
+def test_lost_work_is_not_claimed_where_no_history_was_read():
+    t = totals([_run(1, None), _run(2, None)])
+    assert t.lost_work is None and "LOST WORK" not in totals_line(t)
+    ours = totals([StepAuditRecord(run_id="r", workflow_status="COMPLETED", total_steps=3)])
+    assert ours.lost_work is None and totals_line(ours) == "1/1 runs COMPLETED · over all runs: LOST 0 · DUPLICATED 0"
