@@ -30,3 +30,20 @@ def test_lost_work_is_not_claimed_where_no_history_was_read():
     assert t.lost_work is None and "LOST WORK" not in totals_line(t)
     ours = totals([StepAuditRecord(run_id="r", workflow_status="COMPLETED", total_steps=3)])
     assert ours.lost_work is None and totals_line(ours) == "1/1 runs COMPLETED · over all runs: LOST 0 · DUPLICATED 0"
+
+
+def test_chaos_keeps_the_pool_size_it_was_given(tmp_path):
+    """`chaos --workers 2` ran one worker: the supervisor it starts was not told (#51 item 1). Its
+    flags, parsed as its command line is, give the pool back, for both workloads."""
+    from checkpoint_tui.cli.commands import settings_from
+    from checkpoint_tui.cli.parser import build_parser
+    from checkpoint_tui.proof.chaos.engine import Chaos
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
+
+    for workload, cmd in [(AgentLoopWorkload(6, 0.3), None), (UserWorkflow("SendLines"), ("python", "w.py"))]:
+        for pool in (1, 2, 3):
+            settings = Settings(home=tmp_path / "h", pool_size=pool, worker_cmd=cmd)
+            flags = Chaos(settings, 1, 6, [], workload.chaos_target(1)).supervise_flags()
+            args = build_parser().parse_args(["--home", str(settings.home), *flags, "supervise"])
+            assert settings_from(args).pool_size == pool, flags

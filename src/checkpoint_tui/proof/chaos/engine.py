@@ -143,8 +143,9 @@ class Chaos:
 
     def supervise_flags(self) -> list[str]:
         """Global flags for the supervisor process beyond --home (the rest travels in its environment):
-        the workload's workers, the task queue they poll, and --no-spare if given."""
+        the workload's workers, the task queue they poll, the pool's size and --no-spare if given."""
         flags = [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
+        flags += ["--workers", str(self.settings.pool_size)] if self.settings.pool_size > 1 else []
         return flags + ([] if self.settings.spare else ["--no-spare"])
 
     async def start_lab(self, header: str) -> str:
