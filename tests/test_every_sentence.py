@@ -47,3 +47,36 @@ def test_chaos_keeps_the_pool_size_it_was_given(tmp_path):
             flags = Chaos(settings, 1, 6, [], workload.chaos_target(1)).supervise_flags()
             args = build_parser().parse_args(["--home", str(settings.home), *flags, "supervise"])
             assert settings_from(args).pool_size == pool, flags
+
+
+def test_status_cites_chaos_s_own_report_of_a_run_and_passes_over_hostile_files(tmp_path):
+    """After `stop`, status cannot read history: what chaos said of the run, from its report in run/,
+    is what it can cite. A link, a FIFO, a huge file, garbage and another run's report are passed over."""
+    import dataclasses
+    import json
+    import os
+
+    from checkpoint_tui.proof.chaos.verdicts import MAX_BYTES, chaos_verdicts
+    from checkpoint_tui.proof.report import Check
+    from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord
+    from checkpoint_tui.proof.report.codec import encode
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    failed = Check("chaos: the run lost no work", False, "send_line #3 waited out its HEARTBEAT timeout")
+    lead = ChaosReport(seed=3, run_id="run-a", checks=[Check("chaos: workflow COMPLETED", True, "ok"), failed])
+    lead = dataclasses.replace(lead, runs=[RunRecord(run_id="run-a"), RunRecord(run_id="run-b")])
+    (run_dir / "chaos-seed3.json").write_text(json.dumps(encode(lead)))
+    (run_dir / "chaos-seed4.json").write_text(json.dumps(encode(ChaosReport(seed=4, run_id="run-c", checks=[]))))
+    (run_dir / "chaos-seed5.json").write_text("{not json")
+    (run_dir / "chaos-seed6.json").write_text(json.dumps({"schema": 99}))
+    (run_dir / "chaos-seed7.json").symlink_to(run_dir / "chaos-seed3.json")
+    os.mkfifo(run_dir / "chaos-seed8.json")
+    with open(run_dir / "chaos-seed9.json", "wb") as f:
+        f.truncate(MAX_BYTES + 1)
+    line = "chaos seed 3: verdict FAIL · chaos: the run lost no work: send_line #3 waited out its HEARTBEAT timeout"
+    assert chaos_verdicts(run_dir, "run-b") == [{"path": str(run_dir / "chaos-seed3.json"), "line": line}]
+    assert chaos_verdicts(run_dir, "run-c") == [
+        {"path": str(run_dir / "chaos-seed4.json"), "line": "chaos seed 4: verdict PASS"}
+    ]
+    assert chaos_verdicts(run_dir, "run-z") == [] and chaos_verdicts(tmp_path / "none", "run-a") == []

@@ -146,6 +146,12 @@ def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is
     said = [line for line in out.stdout.splitlines() if "not fired:" in line]
     assert len(said) == len(report["not_fired"]) == 3 and len(set(said)) == 3, said
     assert report["kills"] == [] and report["audit"]["workflow_status"] == "COMPLETED"
+    # #51 item 4: after the stop, status cannot read history: it says so (exit 3), never LOST 0 ... as if clean
+    status = run_cli(*lab_flags(home), "status", report["run_id"])
+    assert status.returncode == 3 and "no verdict: Temporal's history could not be read" in status.stdout, status
+    assert "LOST 0" not in status.stdout and "activities 0/0" not in status.stdout, status.stdout
+    doc = json.loads(run_cli(*lab_flags(home), "status", report["run_id"], "--json").stdout)
+    assert doc["audit"] is None and doc["chaos_reports"] == []  # its report went to --json, not run/
 
 
 @pytest.mark.parametrize(

@@ -79,14 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _command(name: str):
-    """The function of cli/commands.py that runs a subcommand, imported only when it runs: parsing,
+def _command(name: str, module: str = "commands"):
+    """The function of cli/<module>.py that runs a subcommand, imported only when it runs: parsing,
     --help and a usage error import no Temporal SDK and no workload (each CLI process pays for its imports)."""
 
     def run(args: argparse.Namespace, settings, workload) -> int:
-        from checkpoint_tui.cli import commands
+        import importlib
 
-        return getattr(commands, name)(args, settings, workload)
+        return getattr(importlib.import_module(f"checkpoint_tui.cli.{module}"), name)(args, settings, workload)
 
     run.__name__ = run.__qualname__ = name
     return run
@@ -244,7 +244,7 @@ def _run_commands(sub) -> None:
     )
 
     status = sub.add_parser("status", help="summary of a run from the ledger + Temporal")
-    status.set_defaults(func=_command("status"))
+    status.set_defaults(func=_command("status", "status"))
     status.add_argument("run", nargs="?", help="run id (default: the latest)")
     status.add_argument("--json", action="store_true", dest="as_json", help="machine-readable output")
 

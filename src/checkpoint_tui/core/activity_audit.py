@@ -325,7 +325,17 @@ def audit_lines(a: ActivityAudit) -> list[str]:
         lines += [f"    {audit_names.act(r)}" for r in a.model_reruns[:10]]
     for r in a.never_ran:
         lines.append(f"  never ran ({r['why']}): {audit_names.act(r)} · {r['attempt']} attempts, no effect claimed")
-    o = a.outcomes
+    lines += effects_lines(a)
+    lines += lost_work_lines(a.lost_work) if a.lost_work else []
+    work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
+    lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")
+    lines += [f"  {d}" for d in (a.lost_detail + a.duplicated_detail)[:10]]
+    return lines
+
+
+def effects_lines(a: ActivityAudit) -> list[str]:
+    """What the ledger, the probe log and the destinations say: nothing here needs history."""
+    o, lines = a.outcomes, []
     lines.append(
         f"library effects {a.effects} · applied {o.get('applied', 0)} · skipped {o.get('skipped', 0)} · "
         f"recovered {o.get('recovered', 0)} · interrupted {o.get('interrupted', 0)} · unstamped {len(a.unstamped)}"
@@ -342,10 +352,6 @@ def audit_lines(a: ActivityAudit) -> list[str]:
     lines += [
         f"destination {d['label']}: {d['new']} effect(s) landed · duplicates {d['duplicates']}" for d in a.destinations
     ]
-    lines += lost_work_lines(a.lost_work) if a.lost_work else []
-    work = f" · LOST WORK {a.lost_work_count}" if a.lost_work else ""  # as the app's counts line says it
-    lines.append(f"LOST {a.lost} · DUPLICATED {a.duplicated} · AT RISK {len(a.at_risk)}{work}")
-    lines += [f"  {d}" for d in (a.lost_detail + a.duplicated_detail)[:10]]
     return lines
 
 

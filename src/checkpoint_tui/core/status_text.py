@@ -3,13 +3,14 @@ user's workflow from its Snapshot (the library's effects), its activities from h
 
 from __future__ import annotations
 
-from checkpoint_tui.core.activity_audit import ActivityAudit
+from checkpoint_tui.core.activity_audit import ActivityAudit, effects_lines
 from checkpoint_tui.core.activity_history import ActivityExec
 from checkpoint_tui.core.view import Snapshot
 from checkpoint_tui.ledger.rows import RunRow
 from checkpoint_tui.settings import Settings
 
 SHOWN_ACTIVITIES = 20  # the newest activities listed (all of them in --json)
+NO_VERDICT = "no verdict: Temporal's history could not be read, so LOST, DUPLICATED and AT RISK are not counted"
 
 
 def no_runs(settings: Settings) -> str:
@@ -50,7 +51,7 @@ def activity_status(
         "workflow_type": row.workflow_type,
         "task_queue": row.task_queue,
         "activities": None if acts is None else [a.to_dict() for a in acts],
-        "audit": audit.to_dict(),
+        "audit": audit.to_dict() if acts is not None else None,  # no history: no counts to stand on
         "completion": audit.sentence() if acts is not None else None,
     }
     lines = [
@@ -67,7 +68,11 @@ def activity_status(
             lines.append(
                 f"  #{a.seq:<4} {a.label:<40} {a.status:<10} attempt {a.attempt} {a.identity or '-'}{took}{mark}"
             )
+    if acts is None:  # what ran twice, was lost or is at risk is read from history: none of it is counted
+        lines += effects_lines(audit)
+        lines.append(f"{NO_VERDICT} (the ledger alone: duplicates {audit.duplicate_ids})")
+        return doc, "\n".join(lines)
     lines += audit.lines()
-    if acts is not None and (sentence := audit.sentence()):
+    if sentence := audit.sentence():
         lines.append(sentence)
     return doc, "\n".join(lines)

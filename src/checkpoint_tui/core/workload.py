@@ -38,6 +38,7 @@ class StatusReport:
 
     doc: dict[str, Any]  # the --json document
     text: str
+    read: bool = True  # False: Temporal's history could not be read, and the text says there is no verdict
 
 
 class Workload(ABC):

@@ -135,7 +135,7 @@ class UserWorkflow(Adapter):
         snap = build_snapshot(connect(settings.ledger), settings, row.run_id, status)
         audit = audit_of(settings, row.run_id, row.workflow_type, status, acts or [], self.strict_models, chain)
         doc, text = activity_status(row, snap, status, acts, audit)
-        return StatusReport(doc, text)
+        return StatusReport(doc, text, read=acts is not None)
 
     def replay_note(self) -> str | None:
         return user_workflow_note(self.workflow or "?")
