@@ -12,12 +12,19 @@ from checkpoint_tui.proof.gameday.scenarios import plan
 from checkpoint_tui.settings import FleetMember, Settings
 
 
-def _report(events: list[dict], lost: list[str] = ()) -> dict:
-    failing = [{"name": "chaos: no lost work (...)", "ok": not lost, "observed": "; ".join(lost)}]
+def _report(events: list[dict], lost: list[str] = (), task_failures: list[str] = ()) -> dict:
+    """A chaos report's JSON: `lost` activity timeouts, `task_failures` workflow tasks still failing."""
+    units = [*lost, *task_failures]
+    failing = [{"name": "chaos: no lost work (...)", "ok": not units, "observed": "; ".join(units)}]
+    work = {
+        "units": units,
+        "timeouts": [{"lost": True, "line": u} for u in lost],
+        "task_failures": [{"lost": True, "line": u} for u in task_failures],
+    }
     return {
         "checks": failing,
         "fleet": {"backlog": {"samples": 10, "peak": 5, "events": events}},
-        "audit": {"run_id": "run-1", "lost_work": {"units": list(lost)}},
+        "audit": {"run_id": "run-1", "lost_work": work},
     }
 
 
@@ -56,8 +63,23 @@ def test_the_after_action_report_names_what_was_lost(tmp_path: Path):
     md, doc = after_action([held, lost, Experiment(scenarios["deploy"])], "FleetMailer", settings, 60.0)
     assert doc["verdict"] == "FAIL" and [e["held"] for e in doc["experiments"]] == [True, False, True]
     assert f"- lost: run-1: {unit}" in md and "| churn |" in md and "skipped: no --deploy" in md
-    assert "**not held** in churn" in md and "after fleet-down: peak 3, drained in 1.5 s" in md
+    assert "after fleet-down: peak 3, drained in 1.5 s" in md
+    # #51 item 2: a lost activity timeout is an activity retry that did not behave, not a workflow task failure
+    checklist = md.split("## Recovery checklist", 1)[1].split("\n## ", 1)[0]
+    assert "- No permanent Workflow Task failures (no workflow task still failing at the end): held" in checklist
+    assert "- Activity retries behave as expected (" in checklist and "): **not held** in churn" in checklist
     assert "graceful" in md.split("## What to change", 1)[1]  # the advice for a rollout that lost tasks
+    stuck = Experiment(scenarios["kill-all"], 1.0, 20.0, _report([], task_failures=["workflow task failing: NDE"]))
+    stuck.checks = scenario_checks(stuck.report, 60.0)
+    md, _ = after_action([stuck], "FleetMailer", settings, 60.0)
+    assert (
+        "- No permanent Workflow Task failures (no workflow task still failing at the end): **not held** in kill-all"
+        in md
+    )
+    assert (
+        "- Activity retries behave as expected (no task lost to a graceful stop, no duplicate, nothing at risk): held"
+        in md
+    )
 
 
 def test_the_parsers_scenario_names_are_the_plans():

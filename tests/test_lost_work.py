@@ -26,6 +26,7 @@ from temporalio.api.history.v1 import (
     WorkflowTaskScheduledEventAttributes,
     WorkflowTaskStartedEventAttributes,
 )
+from temporalio.api.taskqueue.v1 import TaskQueue
 
 from checkpoint_tui.core.activity_audit import ActivityAudit, audit_of
 from checkpoint_tui.core.chain import Chain
@@ -77,10 +78,12 @@ class History:
         start_to_close: float = 10.0,
         heartbeat: float = 0.0,
         max_attempts: int = 0,
+        queue: str = "mail-q",
     ) -> int:
         attrs = ActivityTaskScheduledEventAttributes(
             activity_id=activity_id,
             activity_type=ActivityType(name=kind),
+            task_queue=TaskQueue(name=queue),
             start_to_close_timeout=_dur(start_to_close),
             heartbeat_timeout=_dur(heartbeat),
             retry_policy=RetryPolicy(maximum_attempts=max_attempts),
@@ -195,6 +198,34 @@ def test_a_crash_point_on_the_activity_caused_its_timeout_when_a_cold_replacemen
     for other in (lab(0.3, "kill", activity_id="2"), lab(0.3, "kill")):
         [t] = lost_work(chain, [other]).timeouts
         assert t.cause is None and t.lost
+
+
+def test_a_fleet_down_of_its_queue_caused_the_timeout_of_an_attempt_that_had_just_started():
+    """#51 item 2: game day's fleet-down SIGKILLed every worker 0.07 s after attempt 1 was scheduled; the
+    2 s heartbeat timeout fired, and the fleet came back cold: attempt 2 started at 5.3 s. The estimated
+    window (ending a backoff before 5.3 s) misses the kill, which was read as the application's own loss.
+    A fleet-down of the queue killed whoever held the attempt: it is the cause."""
+    chain = retried("HEARTBEAT", 5.3, start_to_close=30.0, heartbeat=2.0)
+    [t] = timeouts(chain)
+    assert t.queue == "mail-q" and t.lost_from > T0 + 1.0  # the estimate alone misses a kill at 0.07 s
+    for queue in ("mail-q", "all"):
+        down = lab(0.07, "chaos:fleet-down", pid=None, identity=None, queue=queue, nemesis="fleet-down")
+        [t] = lost_work(chain, [down]).timeouts
+        assert t.cause is not None and t.cause["event"] == "chaos:fleet-down" and not t.lost, t.line()
+        assert "after a fleet shutdown (every worker of its queue SIGKILLed); recovered after" in t.line(), t.line()
+    other = lab(0.07, "chaos:fleet-down", pid=None, identity=None, queue="other-q", nemesis="fleet-down")
+    [t] = lost_work(chain, [other]).timeouts
+    assert t.cause is None and t.lost  # another queue's workers held nothing of this run
+
+
+def test_a_fleet_down_after_the_attempt_timed_out_on_its_own_explains_nothing():
+    """Attempt 1 (2 s heartbeat timeout) hung on its own and timed out at about 2 s; a fleet-down at 9 s held
+    the workers down, so attempt 2 started only at 20 s. The fleet-down came after the attempt's own timeout
+    could have fired: the loss stays the application's."""
+    chain = retried("HEARTBEAT", 20.0, start_to_close=30.0, heartbeat=2.0)
+    down = lab(9.0, "chaos:fleet-down", pid=None, identity=None, queue="all", nemesis="fleet-down")
+    [t] = lost_work(chain, [down]).timeouts
+    assert t.cause is None and t.lost, t.line()
 
 
 def test_a_crash_point_before_an_earlier_attempt_does_not_explain_a_later_attempts_timeout():

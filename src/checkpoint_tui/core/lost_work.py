@@ -29,6 +29,7 @@ from checkpoint_tui.core.workflow_end import (
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
 
+FLEET_DOWN = "chaos:fleet-down"
 SLACK_S = 0.5  # a lab event this much outside a lost attempt's estimated window still counts (clocks, rounding)
 TIMER_LATE_S = 1.5  # timers fire late: a retry came 0.92 s after timeout + backoff (measured); windows start early
 # Temporal's default retry policy (1 s after the first failure, x2 each time, at most 100 x the first), for a
@@ -107,6 +108,7 @@ class TimedOut:
     # attempt (history cannot say when a later one started), else lost_from. A crash point on the activity
     # between the two is its cause even when a cold replacement made the retry start late.
     earliest: float | None = None
+    queue: str | None = None  # the task queue it was scheduled on: a fleet-down of that queue killed whoever held it
 
     @property
     def lost(self) -> bool:
@@ -135,7 +137,10 @@ def _by(cause: dict) -> str:
         what = f"the lab's {event.removeprefix('chaos:')}"
     else:
         what = _STOP_WORDS.get(event, event)
-    who = cause.get("identity") or (f"pid {cause['pid']}" if cause.get("pid") is not None else "?")
+    who = cause.get("identity") or (f"pid {cause['pid']}" if cause.get("pid") is not None else None)
+    if who is None:
+        swept = event == FLEET_DOWN or nemesis == "fleet-down"
+        return f"after {what} ({'every worker of its queue SIGKILLed' if swept else 'its worker unrecorded'})"
     return f"after {what} of worker {who}"
 
 
@@ -213,6 +218,7 @@ def _retried(ev, scheduled: dict) -> TimedOut | None:
         lost_from,
         lost_at,
         earliest=sched_at if a.attempt == 2 else lost_from,
+        queue=one_line(s.task_queue.name, 200) or None,
     )
 
 
@@ -260,6 +266,8 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
         # after, from the attempt's earliest start (a cold replacement delays the retry past the estimate)
         first = bisect.bisect_left(times, min(t.lost_from, t.earliest or t.lost_from) - SLACK_S)
         aimed = [e for e in events[first:hi] if str(e.detail.get("activity_id", "")) == t.activity_id and t.activity_id]
+        aimed += _swept(t, events[first:hi])
+        aimed.sort(key=lambda e: e.at)
         window = sorted({id(e): e for e in [*window, *aimed]}.values(), key=lambda e: e.at)
         pick = (own or aimed or window)[-1] if window else None
         cause = pick.cause() if pick is not None else None
@@ -268,6 +276,23 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
             cause["nemesis"] = named[-1].cause()["nemesis"] if named else None
         out.append(replace(t, cause=cause))
     return out
+
+
+def _swept(t: TimedOut, events: list[LabEvent]) -> list[LabEvent]:
+    """Fleet-downs of the attempt's queue while it can only have been running: each SIGKILLed every worker
+    that could hold it. From its earliest start to the moment its own timeout would have fired had it
+    started then: a fleet-down after that (the attempt timed out on its own, and the fleet was down when
+    the retry was due) explains nothing."""
+    if t.earliest is None or t.waited_s is None:
+        return []
+    latest = t.earliest + t.waited_s + SLACK_S
+    return [
+        e
+        for e in events
+        if e.event == FLEET_DOWN
+        and e.detail.get("queue") in ("all", t.queue)
+        and t.earliest - SLACK_S <= e.at <= latest
+    ]
 
 
 @dataclass
