@@ -129,3 +129,35 @@ async def test_a_stop_right_after_the_start_is_not_lost(home, temporal_address):
         t = time.monotonic()
         await sup.stop()
         assert time.monotonic() - t < 3.0 and not sup._thread.alive
+
+
+async def test_a_worker_that_died_between_supervisors_has_its_attempt_failed_over_by_the_next(
+    home, client, temporal_address
+):
+    """A chaos run's supervisor is killed and, before its successor takes over, so is the worker (on a
+    loaded machine: a model request then waited out its 60 s timeout). The successor finds it dead, says
+    so, and fails its pending attempt at once, as it would for a death it saw."""
+    first = Supervisor(home, temporal_address)
+    assert first.acquire()
+    worker = first.ensure_worker()
+    first.release()  # the supervisor is gone; its worker runs on, unwatched
+    run_id = await start_run(home, client, steps=6, pace=0.5)
+    conn = connect(home.db_path)
+    await _until(
+        lambda: conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]
+    )
+    os.kill(worker.pid, signal.SIGKILL)
+    await _until(lambda: not worker.alive())
+    second = Supervisor(home, temporal_address)
+    assert second.acquire()
+    try:
+        second.ensure_worker()
+        async with second.running(stop_workers=True):
+            assert await wait_for_run(home, client, run_id, timeout=60) == "COMPLETED"
+    finally:
+        await second.stop(stop_workers=True)
+    died = conn.execute("SELECT * FROM worker_events WHERE event = 'died' AND pid = ?", (worker.pid,)).fetchone()
+    assert died is not None and died["detail"] == "found dead by the supervisor that took over"
+    assist = conn.execute("SELECT * FROM worker_events WHERE event = 'assist' AND pid = ?", (worker.pid,)).fetchone()
+    assert assist is not None and f"{run_id}:" in json.loads(assist["detail"])["failed_activities"][0], assist
+    assert build_snapshot(conn, home, run_id).duplicates == 0

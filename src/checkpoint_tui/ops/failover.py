@@ -40,6 +40,16 @@ RETRY_AT_ONCE = timedelta(milliseconds=1)
 MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 
 
+async def failover_client(settings: Settings, address: str) -> Client | None:
+    """The supervisor's client for assisted failover; None while Temporal cannot be reached (restarting):
+    failover then falls back to Temporal's timeouts."""
+    try:
+        return await Client.connect(address, namespace=settings.namespace, **settings.connection.client_kwargs())
+    except Exception as err:
+        log.warning("supervisor: no Temporal client for assisted failover: %s", err)
+        return None
+
+
 async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
     """Fail the dead worker's pending activity attempts by id; reset the sticky queue of the runs it was
     holding. Only runs of our task queue: a shared ledger also lists other labs' runs."""

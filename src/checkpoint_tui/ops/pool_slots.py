@@ -5,6 +5,7 @@ fleet names its command and queue (ops/fleet.py), said in the worker event."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.store import connect, record_worker_event
@@ -18,6 +19,15 @@ def where(worker: WorkerProc) -> str:
     return f"slot {worker.slot}" + (f", {worker.queue}" if worker.queue else "")
 
 
+@dataclass
+class Takeover:
+    """A supervisor's start beyond its settings: how a slot's first worker is forked (a user's command's
+    preloader), and the workers it found dead, whose pending attempts it fails once it has a client."""
+
+    fork: Callable[[Ledger, int], WorkerProc | None] | None = None
+    found_dead: list[WorkerProc] = field(default_factory=list)
+
+
 def adopt_or_start(
     settings: Settings,
     address: str,
@@ -25,10 +35,14 @@ def adopt_or_start(
     conn: Ledger,
     slot: int,
     required: bool,
-    fork: Callable[[Ledger, int], WorkerProc | None] | None = None,
+    takeover: Takeover | None = None,
 ) -> WorkerProc | None:
+    """The slot's worker; one that died between supervisors is recorded, and kept in the takeover for its
+    assisted failover."""
+    takeover = takeover or Takeover()
     if (dead := worker_proc.found_dead(settings, "active", slot)) is not None:  # it died between supervisors
-        record_worker_event(conn, "died", dead[0], dead[1], detail="found dead by the supervisor that took over")
+        record_worker_event(conn, "died", dead.pid, dead.name, detail="found dead by the supervisor that took over")
+        takeover.found_dead.append(dead)
     adopted = worker_proc.adoptable(settings, "active", slot)
     if adopted is not None:
         detail = f"active worker adopted ({where(adopted)})"
@@ -40,7 +54,9 @@ def adopt_or_start(
     if spare is not None and spare.ready(settings) and worker_proc.promote(settings, spare, slot):
         record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
         return spare
-    if fork is not None and (forked := fork(conn, slot)) is not None:  # a user's command: its preloader's fork
+    if (
+        takeover.fork is not None and (forked := takeover.fork(conn, slot)) is not None
+    ):  # a user's command: its preloader's fork
         return forked
     worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
     record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker ({where(worker)})")

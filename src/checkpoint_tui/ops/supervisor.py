@@ -27,7 +27,7 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver_watch, fleet, kill_faults, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
 from checkpoint_tui.ops.failover import assist as assist_failover
-from checkpoint_tui.ops.failover import record_latency
+from checkpoint_tui.ops.failover import failover_client, record_latency
 from checkpoint_tui.ops.loop_thread import LoopThread
 from checkpoint_tui.ops.pool_slots import where
 from checkpoint_tui.ops.preload import Preloads
@@ -78,6 +78,7 @@ class Supervisor:
         self._stop: asyncio.Event | None = None
         self._stop_requested = False  # stop() may come before _watch has made its Event (e.g. mid-connect)
         self._client: Client | None = None
+        self.takeover = pool_slots.Takeover()  # the workers found dead at start: failed over once connected
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
         self._live = True  # a run is running (else housekeeping ticks slowly: a wake-up is not free)
@@ -130,13 +131,13 @@ class Supervisor:
         Blocking (a spawn waits for exec, a fork for its preloader's imports): call it off any UI loop."""
         conn = connect(self.settings.ledger)
         live_slots = [s for s in worker_proc.recorded_slots(self.settings) if s >= self.pool_size]
-        fork = None
+        start = self.takeover
         if self.owns_home and self.preloads is not None:
             self.preloads.ensure(conn)  # first: the slots' first workers are its forks
-            fork = self.preloads.first
+            start.fork = self.preloads.first
         for slot in [*range(self.pool_size), *live_slots]:
             needed = slot < self.pool_size
-            worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, needed, fork)
+            worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, needed, start)
             if worker is not None:
                 self.pool[slot] = worker
         if self.owns_home:
@@ -187,7 +188,7 @@ class Supervisor:
         if self._stop_requested:  # stop() came first
             self._stop.set()
         if self.assist:
-            self._client = await self._connect()
+            self._client = await failover_client(self.settings, self.address)
         await self.run()
         for task in list(self._tasks):  # let latency measurements in flight land
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
@@ -198,15 +199,6 @@ class Supervisor:
         if self._stop is not None:
             self._stop.set()
             self._wake.set()
-
-    async def _connect(self) -> Client | None:
-        try:
-            return await Client.connect(
-                self.address, namespace=self.settings.namespace, **self.settings.connection.client_kwargs()
-            )
-        except Exception as err:  # Temporal restarting: failover falls back to its timeouts
-            log.warning("supervisor: no Temporal client for assisted failover: %s", err)
-            return None
 
     async def _on_thread(self, coro):
         """Run `coro` on the supervisor's thread when it is watching from there (else right here)."""
@@ -269,6 +261,8 @@ class Supervisor:
         for worker in self.pool_workers():
             if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
                 await self._on_unexpected_death(worker)
+        while self._client is not None and self.takeover.found_dead:  # their attempts: at once, not by timeouts
+            await assist_failover(self.settings, self._client, self.takeover.found_dead.pop())
         self._bring_back()
         for worker, hang in self.watchdog.hung(self.pool_workers() if self.owns_home else []):
             await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it

@@ -235,14 +235,16 @@ def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc 
     return WorkerProc(ident, rec["name"], role, slot, user_cmd=user_cmd, queue=queue, exits=exits_path)
 
 
-def found_dead(settings: Settings, role: str = "active", slot: int = 0) -> tuple[int, str] | None:
-    """(pid, name) of the recorded worker of this role and slot if its process is gone: it died while no
-    supervisor watched (a new one finds the record), which its death's event must still say."""
+def found_dead(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc | None:
+    """The recorded worker of this role and slot if its process is gone: it died while no supervisor
+    watched (a new one finds the record), which its death's event must still say, and whose pending
+    attempts its assisted failover must still fail (else they wait out their timeouts)."""
     rec = read_json(_record(settings, role, slot))
     ident = ProcIdentity.from_record(rec)
     if rec is None or ident is None or not isinstance(rec.get("name"), str) or ident.matches_live():
         return None
-    return ident.pid, rec["name"][:200]
+    queue = rec.get("queue") if isinstance(rec.get("queue"), str) else None
+    return WorkerProc(ident, rec["name"][:200], role, slot, user_cmd=rec.get("user_cmd") is True, queue=queue)
 
 
 def is_home_worker(settings: Settings, ident: ProcIdentity, user_cmd: bool = False) -> bool:
