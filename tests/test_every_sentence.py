@@ -80,3 +80,29 @@ def test_status_cites_chaos_s_own_report_of_a_run_and_passes_over_hostile_files(
         {"path": str(run_dir / "chaos-seed4.json"), "line": "chaos seed 4: verdict PASS"}
     ]
     assert chaos_verdicts(run_dir, "run-z") == [] and chaos_verdicts(tmp_path / "none", "run-a") == []
+
+
+def test_the_kill_lines_the_schedule_and_the_unfired_events_number_alike_and_every_landing_is_said():
+    """#51 item 7: the schedule numbered a user's workflow's events by aimed start (`activity 2`), the
+    kill lines by activity id (`activity 4`), `not fired` by aimed start again; a kill that landed
+    `after it closed` printed no landing note when it had no measure of how far in."""
+    from checkpoint_tui.proof.chaos.printing import fired_lines, place_word
+    from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+    from checkpoint_tui.proof.report.chaos import ChaosReport, Fired, NotFired
+
+    inside = Fired("worker-in-activity", 4, 4242, 1.0, {"label": "tool · send", "aimed": 2, "into_s": 0.1})
+    inside.landed = "inside"
+    closed = Fired("worker-in-activity", 6, 4243, 2.0, {"label": "tool · send", "aimed": 3})
+    closed.landed = "after it closed"
+    hop = Fired("worker-after-effect", 8, 4244, 3.0, {"aimed": 4, "window": "after its effect"})
+    hop.landed = "after it closed"
+    unfired = NotFired({"at_step": 5, "nemesis": "supervisor"}, "the run completed first")
+    report = ChaosReport(unit="activity", kills=[inside, closed, hop], not_fired=[unfired])
+    lines = fired_lines(report, None)  # type: ignore[arg-type] - no reset to summarise
+    assert "activity    4 tool · send (aimed start 2) pid    4242 0.10 s in (inside)" in lines[0], lines[0]
+    assert "activity    6 tool · send (aimed start 3) pid    4243 (after it closed)" in lines[1], lines[1]
+    assert "activity    8 (aimed start 4) pid    4244 (after its effect; after it closed)" in lines[2], lines[2]
+    assert lines[3] == "  not fired: supervisor at aimed start 5 (the run completed first)"
+    assert ChaosEvent(2, "worker-in-activity", 0).describe(place_word("activity")).startswith("aimed start    2:")
+    ours = ChaosReport(unit="step", kills=[Fired("worker-in-activity", 3, 1, 1.0, {"aimed": 3})])
+    assert "step    3 pid" in fired_lines(ours, None)[0]  # type: ignore[arg-type]

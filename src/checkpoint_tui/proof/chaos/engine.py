@@ -34,6 +34,7 @@ from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
 from checkpoint_tui.proof.chaos.kill_windows import Placement
+from checkpoint_tui.proof.chaos.printing import place_word
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
@@ -153,7 +154,7 @@ class Chaos:
         planned, start the supervisor; returns the dev server's address."""
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule if self.say_schedule else []:
-            print(f"  {ev.describe(self.target.workload.unit, self.target.workload.units)}", flush=True)
+            print(f"  {ev.describe(place_word(self.target.workload.unit), self.target.workload.units)}", flush=True)
         record = devserver.recorded(self.settings)[1]
         if record is None:  # ensure_devserver recorded it before chaos began: gone since
             raise Unavailable(f"chaos: this home's dev server stopped (see {self.settings.run_dir / 'temporal.log'})")

@@ -29,6 +29,12 @@ def print_report(report: ChaosReport, target: ChaosTarget) -> None:
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 
 
+def place_word(unit: str) -> str:
+    """What a schedule's place counts: a user's workflow's events are placed at the run's aimed activity
+    starts (--aim), which the activity ids the kill lines name need not match; our loop's at its steps."""
+    return "aimed start" if unit == "activity" else unit
+
+
 def totals_line(t: Totals) -> str:
     """The runs' counts summed, each a verdict can fail on (lost work too: a run failed on it must not
     read LOST 0 above the FAIL)."""
@@ -59,7 +65,7 @@ def fired_lines(report: ChaosReport, target: ChaosTarget) -> list[str]:
         back = f"back to {unit} {reset.detail.get('from_step')} (event {reset.detail.get('reset_to_event')})"
         lines.append(f"  reset {'':<26} {_where(reset, unit)} {back}: {target.reset_summary(reset)}")
     for ev in report.not_fired:
-        where = f"{unit} {ev.at_step}" if ev.at_step is not None else f"{ev.at_s or 0.0:.2f} s"
+        where = f"{place_word(unit)} {ev.at_step}" if ev.at_step is not None else f"{ev.at_s or 0.0:.2f} s"
         lines.append(f"  not fired: {ev.nemesis} at {where} ({ev.why})")
     for run in (report.runs or [])[1:]:  # the lead's audit is the report's own, printed below
         bad = [c.name for c in run.checks if not c.ok]
@@ -86,19 +92,22 @@ def _where(fired: Fired, unit: str = "step") -> str:
     """Where a fired nemesis landed: its unit (and what it was), and its time if placed by time."""
     at = f" (at {fired.fired_s:.2f} s)" if fired.fired_s is not None else ""
     what = f" {fired.label}" if fired.label else ""
+    aimed = fired.detail.get("aimed")
+    if isinstance(aimed, int) and not isinstance(aimed, bool) and aimed != fired.step:  # the schedule's number
+        what += f" ({place_word(unit)} {aimed})"
     return f"{unit} {fired.step:>4}{what}{at}"
 
 
 def _landed(fired: Fired) -> str:
     """How far into its activity an in-activity kill landed, against the type's usual duration (a crash point
     of the hop: the window it was held in)."""
-    if fired.window:
-        return f" ({fired.window})"
-    if fired.into_s is None:
-        return ""
+    landed = fired.landed
+    if fired.window:  # a crash point's window; where the kill found the activity, when that says more
+        return f" ({fired.window}; {landed})" if landed and landed != "inside" else f" ({fired.window})"
+    if fired.into_s is None:  # no measure of how far in: still where it landed ("after it closed")
+        return f" ({landed})" if landed else ""
     usual = f" of ~{fired.usual_s:.2f} s" if fired.usual_s else ""
-    landed = f" ({fired.landed})" if fired.landed else ""
-    return f" {fired.into_s:.2f} s in{usual}{landed}"
+    return f" {fired.into_s:.2f} s in{usual}" + (f" ({landed})" if landed else "")
 
 
 def fleet_lines(report: ChaosReport) -> list[str]:
