@@ -293,3 +293,29 @@ def test_a_module_list_planted_as_a_link_is_not_followed(tmp_path: Path):
     target.write_text(json.dumps({"modules": ["some_module_not_imported_anywhere"]}))
     (tmp_path / "p.ready.learned").symlink_to(target)
     assert preloader.read_bounded(str(tmp_path / "p.ready.learned")) is None
+
+
+def test_a_forks_exit_is_not_waited_for_once_its_preloader_is_gone(tmp_path: Path):
+    """#51 item 11: the exit of an adopted fork whose preloader died is written by nobody; reading it
+    held the supervisor's thread for the whole second. With the preloader alive it is waited for."""
+    import time
+
+    from checkpoint_tui.ops.procs import ProcIdentity, write_json
+    from checkpoint_tui.ops.worker_proc import REAPED_WAIT_S, reaped
+
+    exits = tmp_path / "preloader-0.ready.exits"
+    gone = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    ident = ProcIdentity.of(gone.pid)  # taken while it runs (it waits for its stdin to close)
+    gone.communicate(timeout=30)
+    assert ident is not None
+    write_json(tmp_path / "preloader-0.json", {"identity": ident.to_dict()})
+    began = time.monotonic()
+    assert reaped(exits, 4242) == (None, None)
+    assert time.monotonic() - began < 0.2
+    me = ProcIdentity.of(os.getpid())
+    assert me is not None
+    write_json(tmp_path / "preloader-0.json", {"identity": me.to_dict()})  # alive: it may still write
+    began = time.monotonic()
+    assert reaped(exits, 4242) == (None, None) and time.monotonic() - began >= REAPED_WAIT_S
+    exits.write_text('{"pid": 4242, "signal": 9}\n')
+    assert reaped(exits, 4242) == ("SIGKILL", None)

@@ -126,9 +126,18 @@ def reaped(exits: Path, pid: int, timeout: float = REAPED_WAIT_S) -> tuple[str |
                     return True
         return False
 
-    with contextlib.suppress(TimeoutError):
+    # its preloader gone, nobody will write it: the first look is the last (a fork whose preloader died
+    # was reaped by init; waiting the full second held the supervisor's thread for nothing)
+    if not said() and _writer_alive(exits):
         wait_until_sync(said, timeout, every=0.005)
     return found[0] if found else (None, None)
+
+
+def _writer_alive(exits: Path) -> bool:
+    """Whether the preloader that writes `exits` (its record beside it, preloader-<i>.json) still runs."""
+    record = exits.with_name(exits.name.removesuffix(".ready.exits") + ".json")
+    ident = ProcIdentity.from_record(read_json(record))
+    return ident is not None and ident.matches_live()
 
 
 LEFTOVER = "leftover"  # the role of what is left of a worker command's process group after its leader exited
