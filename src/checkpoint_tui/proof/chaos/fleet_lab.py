@@ -43,6 +43,7 @@ class FleetLab:
         )
         self.proxies: dict[str, DependencyProxy] = {}
         self.sampler: BacklogSampler | None = None
+        self.client: Client | None = None  # the run's, once it started (sample())
         self.backlog_path: Path | None = None
         self.queues = queues
         # The backlog is a game day's figure: sampled when the schedule has a fleet or dependency event
@@ -61,6 +62,7 @@ class FleetLab:
 
     async def sample(self, settings: Settings, client: Client, run_id: str, load: bool = False) -> None:
         """From now on, when the schedule has a game-day event (or `load`: runs started at a rate)."""
+        self.client = client  # the fleet nemeses wait for a worker to poll before they stop it
         if not (self.sampled or load):
             return
         self.backlog_path = settings.run_dir / f"backlog-{run_id}.jsonl"
@@ -70,7 +72,7 @@ class FleetLab:
     async def strike(self, settings: Settings, ev: ChaosEvent) -> Hit | Miss | None:
         """A fleet or dependency nemesis fired; None: not one of these."""
         if ev.kind in FLEET_KINDS:
-            return await _fire(settings, ev)
+            return await _fire(settings, ev, self.client)
         if ev.kind != DEPENDENCY:
             return None
         opts = dict(ev.opts)
@@ -149,7 +151,7 @@ def _queue(detail: str | None) -> str | None:
     return found.group(1) if found else None
 
 
-async def _fire(settings: Settings, ev: ChaosEvent) -> Hit | Miss:
+async def _fire(settings: Settings, ev: ChaosEvent, client: Client | None) -> Hit | Miss:
     """A fleet nemesis with the event's parameters (proof/nemeses/fleet.py), as fleet_events checked them."""
     opts = dict(ev.opts)
     queue = opts.get("queue")
@@ -161,10 +163,10 @@ async def _fire(settings: Settings, ev: ChaosEvent) -> Hit | Miss:
 
     grace = seconds("grace_s", 10.0) or 0.0
     if ev.kind == fleet_nemeses.GRACEFUL:
-        return await fleet_nemeses.graceful_restart(settings, queue, grace)
+        return await fleet_nemeses.graceful_restart(settings, queue, grace, client)
     if ev.kind == fleet_nemeses.FLEET_DOWN:
         return await fleet_nemeses.fleet_down(settings, queue, ev.duration_s or 1.0)
     if ev.kind == fleet_nemeses.CHURN:
         interval, fraction = seconds("interval_s", 2.0) or 2.0, seconds("fraction", 0.3) or 0.3
-        return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, interval, fraction, grace)
-    return await fleet_nemeses.deploy(settings, queue, grace, seconds("rollback_after_s", None))
+        return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, interval, fraction, grace, client)
+    return await fleet_nemeses.deploy(settings, queue, grace, seconds("rollback_after_s", None), client)

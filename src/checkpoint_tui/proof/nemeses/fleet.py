@@ -10,6 +10,10 @@ a real pid, identity-checked (a user's worker command with its process group):
 - **deploy**: a rolling update of a queue's workers to its --deploy command (the new version), one
   at a time; with `rollback_after_s`, the old command rolled back the same way after that long.
 
+Like a kubelet's rollout, each waits for readiness: a worker is stopped once Temporal lists it as a
+poller (a restart that came too soon would stop a worker that never polled, and the run would make no
+progress between restarts), and a rolling update takes its next step once the replacement polls.
+
 Each graceful stop is a worker event `sigterm` (its identity, the nemesis, the grace) recorded before
 the signal, so the audit (core/lost_work.py) can name the rollout behind any task that then sat out
 its timeout, and the supervisor records the exit as `exit`, not a death.
@@ -23,8 +27,12 @@ import math
 import signal
 import time
 
+from temporalio.client import Client
+
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import fleet, worker_proc
+from checkpoint_tui.ops.user_polling import wait_polling
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Hit, Miss
 from checkpoint_tui.settings import Settings
@@ -34,6 +42,7 @@ GRACEFUL = "graceful-restart"
 FLEET_DOWN = "fleet-down"
 CHURN = "churn"
 DEPLOY = "deploy"
+READY_WAIT_S = 30.0  # a worker not polling by then is stopped all the same
 REPLACED_WAIT_S = 60.0  # a rolling update waits this long for each replacement (a cold start of the command)
 
 
@@ -43,8 +52,23 @@ def workers(settings: Settings, queue: str | None) -> list[WorkerProc]:
     return [w for w in found if w is not None]
 
 
-async def stop_gracefully(settings: Settings, worker: WorkerProc, grace_s: float, nemesis: str) -> dict | None:
-    """SIGTERM, then SIGKILL after `grace_s` if it is still running; None if it was no longer ours."""
+async def ready(client: Client | None, settings: Settings, worker: WorkerProc) -> float | None:
+    """Seconds until Temporal listed the worker as a poller; None with no client, or when it did not
+    within READY_WAIT_S (then it is stopped all the same, as a kubelet ends a pod that never got ready)."""
+    if client is None:
+        return None
+    try:
+        return round(await wait_polling(client, settings, worker, READY_WAIT_S), 3)
+    except Unavailable:
+        return None
+
+
+async def stop_gracefully(
+    settings: Settings, worker: WorkerProc, grace_s: float, nemesis: str, client: Client | None = None
+) -> dict | None:
+    """Once it polls (see ready()), SIGTERM, then SIGKILL after `grace_s` if it is still running; None if
+    it was no longer ours."""
+    polled_after_s = await ready(client, settings, worker)
     fleet.mark_graceful(settings, worker.pid)
     detail = {"nemesis": nemesis, "graceful": True, "grace_s": grace_s, "queue": worker.queue}
     at = time.time()
@@ -62,6 +86,7 @@ async def stop_gracefully(settings: Settings, worker: WorkerProc, grace_s: float
         "queue": worker.queue,
         "exited_s": round(time.time() - at, 3),
         "killed_after_grace": killed,
+        "polled_after_s": polled_after_s,
     }
 
 
@@ -80,11 +105,13 @@ async def _replaced(settings: Settings, slot: int, old_pid: int) -> int | None:
     return w.pid if w is not None else None
 
 
-async def graceful_restart(settings: Settings, queue: str | None, grace_s: float) -> Hit | Miss:
+async def graceful_restart(
+    settings: Settings, queue: str | None, grace_s: float, client: Client | None = None
+) -> Hit | Miss:
     victims = workers(settings, queue or settings.task_queue)
     if not victims:
         return Miss(NO_WORKER)
-    stopped = await stop_gracefully(settings, victims[0], grace_s, GRACEFUL)
+    stopped = await stop_gracefully(settings, victims[0], grace_s, GRACEFUL, client)
     if stopped is None:
         return Miss(NO_WORKER)
     return Hit(time.time() - stopped["exited_s"], stopped["pid"], stopped["identity"], stopped)
@@ -104,7 +131,13 @@ async def fleet_down(settings: Settings, queue: str | None, duration_s: float) -
 
 
 async def churn(
-    settings: Settings, queue: str | None, duration_s: float, interval_s: float, fraction: float, grace_s: float
+    settings: Settings,
+    queue: str | None,
+    duration_s: float,
+    interval_s: float,
+    fraction: float,
+    grace_s: float,
+    client: Client | None = None,
 ) -> Hit | Miss:
     """Every `interval_s`, a graceful restart of `fraction` of each queue's workers (at least one), in
     turn, for `duration_s`."""
@@ -118,7 +151,7 @@ async def churn(
                 continue  # between a stop and its replacement: this round leaves the queue alone
             n = max(1, math.ceil(fraction * len(pool)))
             picked = [pool[(rounds * n + i) % len(pool)] for i in range(min(n, len(pool)))]
-            done = await asyncio.gather(*(stop_gracefully(settings, w, grace_s, CHURN) for w in picked))
+            done = await asyncio.gather(*(stop_gracefully(settings, w, grace_s, CHURN, client) for w in picked))
             stopped += [d for d in done if d is not None]
         rounds += 1
         await asyncio.sleep(max(0.0, min(interval_s - (time.monotonic() - began), at + duration_s - time.time())))
@@ -138,29 +171,34 @@ async def churn(
     )
 
 
-async def _roll(settings: Settings, queue: str, grace_s: float, to_new: bool) -> list[dict]:
-    """A rolling update of the queue's workers to its --deploy command (or back), one at a time."""
+async def _roll(settings: Settings, queue: str, grace_s: float, to_new: bool, client: Client | None) -> list[dict]:
+    """A rolling update of the queue's workers to its --deploy command (or back), one at a time, each
+    next step once the last replacement polls."""
     fleet.set_deployed(settings, queue, to_new)
     rolled = []
     for worker in workers(settings, queue):
-        stopped = await stop_gracefully(settings, worker, grace_s, DEPLOY)
+        stopped = await stop_gracefully(settings, worker, grace_s, DEPLOY, client)
         if stopped is not None:
             stopped["replaced_by"] = await _replaced(settings, worker.slot, worker.pid)
+            new = worker_proc.load(settings, "active", worker.slot)
+            stopped["replacement_polled_after_s"] = await ready(client, settings, new) if new is not None else None
             rolled.append(stopped)
     return rolled
 
 
-async def deploy(settings: Settings, queue: str | None, grace_s: float, rollback_after_s: float | None) -> Hit | Miss:
+async def deploy(
+    settings: Settings, queue: str | None, grace_s: float, rollback_after_s: float | None, client: Client | None = None
+) -> Hit | Miss:
     queue = queue or settings.task_queue
     at = time.time()
-    rolled = await _roll(settings, queue, grace_s, True)
+    rolled = await _roll(settings, queue, grace_s, True, client)
     if not rolled:
         fleet.set_deployed(settings, queue, False)
         return Miss(NO_WORKER)
     detail: dict = {"queue": queue, "deployed": [r["replaced_by"] for r in rolled], "deployed_at": time.time()}
     if rollback_after_s is not None:
         await asyncio.sleep(rollback_after_s)  # the new version runs this long: its length is the point
-        back = await _roll(settings, queue, grace_s, False)
+        back = await _roll(settings, queue, grace_s, False, client)
         detail.update(rolled_back_at=time.time(), rolled_back=[r["replaced_by"] for r in back])
         detail["held_until"] = detail["rolled_back_at"]
     return Hit(at, None, detail=detail)
