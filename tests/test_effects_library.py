@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -622,3 +622,22 @@ async def test_the_longest_key_with_hostile_ids_in_a_real_activity(lab: Lab, tem
     assert lab.row(WORST_KEY)["applied_at"] is not None and lab.outcomes(WORST_KEY) == ["applied"]
     (probe,) = read_probe_records(lab.probe)
     assert probe.key == f"key:{WORST_KEY}" and probe.workflow_id.startswith("w" + CONTROL * 10)
+
+
+def test_a_retraction_drops_the_one_call_it_names_and_nothing_else(tmp_path: Path) -> None:
+    """A write that returned instead of running is retracted (#51 item 10): the reader drops the latest
+    call of the same key, pid and attempt, and the retraction itself; one with no such call, or whose
+    `unrun` is not true, retracts nothing."""
+    path = tmp_path / "probe.jsonl"
+    one = ProbeRecord("k", "email", "wf", "run", "1", 1, 10, 1.0)
+    lines = [
+        probe_line(one),
+        probe_line(replace(one, attempt=2)),
+        probe_line(replace(one, unrun=True)),  # retracts attempt 1's call
+        probe_line(replace(one, pid=11, unrun=True)),  # no call of pid 11: nothing
+        b'\n{"key": "k", "pid": 10, "attempt": 2, "unrun": "yes"}\n',  # not a retraction: a call
+    ]
+    path.write_bytes(b"".join(lines))
+    assert [(r.attempt, r.pid) for r in read_probe_records(path)] == [(2, 10), (2, 10)]
+    assert read_probe_log(path) == {"k": 2}
+    assert b'"unrun"' not in probe_line(one)  # a call's record says nothing of it

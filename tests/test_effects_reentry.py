@@ -391,8 +391,10 @@ async def test_a_write_that_returns_what_never_runs_is_refused_and_recoverable(
     made: str,  # noqa: F811
 ) -> None:
     """A plain callable cannot be told apart before it is called. What it returned is closed unrun and
-    the call refused, saying so: nothing was written, the claim stays unstamped like a write that
-    raised, and the next call with a write that writes is `recovered` (not refused again)."""
+    the call refused, saying so: nothing was written, so its probe record is retracted and its attempt
+    is `refused` (#51 item 10: the probe log had counted writes that never happened, and the attempt
+    read as interrupted); the claim stays unstamped, and the next call with a write that writes is
+    `recovered` (not refused again), the one write the probe log counts."""
     returns = made.split("-")[0]
     if api == "async" and returns == "coroutine":
         pytest.skip("the async API awaits a returned coroutine")
@@ -401,7 +403,11 @@ async def test_a_write_that_returns_what_never_runs_is_refused_and_recoverable(
         warnings.simplefilter("error")  # no "coroutine was never awaited" at exit
         with pytest.raises(EffectRefused, match=f"returned a {returns}.*nothing it holds was run.*recovered"):
             await call(api, kind="email", payload="p", write=RETURNS[made], key=key)
-    assert lab.row(key)["applied_at"] is None and lab.outcomes(key) == ["interrupted"]
+    assert lab.row(key)["applied_at"] is None and lab.outcomes(key) == ["refused"]
+    assert lab.writes().get(key, 0) == 0
+    with pytest.raises(EffectRefused):  # refused the same way again: still nothing counted
+        await call(api, kind="email", payload="p", write=RETURNS[made], key=key)
     sent: list[str] = []
     assert await call(api, kind="email", payload="p", write=sent.append, key=key) == "recovered"
-    assert sent == ["p"] and lab.outcomes(key) == ["interrupted", "recovered"]
+    assert sent == ["p"] and lab.outcomes(key) == ["refused", "refused", "recovered"]
+    assert lab.writes()[key] == 1

@@ -177,7 +177,9 @@ def audit_activities(
     if lost is not None:
         a.lost_work, a.lost_work_count = lost.to_dict(), lost.lost
     a.strict_models = strict_models
-    a.framework = detect(x.seen() for x in acts)
+    # the framework whose rules gave the counts (a forced or declared one included), so the header and
+    # the counts never disagree
+    a.framework = next((x.classed_by for x in acts if x.classed_by), None) or detect(x.seen() for x in acts)
     a.tool_calls = sum(x.cls in ("tool", "mcp") for x in acts)
     a.model_requests = sum(x.cls == "model" for x in acts)
     effects = queries.effects(conn, run_id)
@@ -339,6 +341,7 @@ def effects_lines(a: ActivityAudit) -> list[str]:
     lines.append(
         f"library effects {a.effects} · applied {o.get('applied', 0)} · skipped {o.get('skipped', 0)} · "
         f"recovered {o.get('recovered', 0)} · interrupted {o.get('interrupted', 0)} · unstamped {len(a.unstamped)}"
+        + (f" · refused {o['refused']} (a write that returned instead of running)" if o.get("refused") else "")
     )
     if a.probe_available:
         total = sum(a.probe_writes.values())

@@ -37,8 +37,9 @@ that is not callable, a payload over 64 KiB or holding NUL, an `async def` write
 `exactly_once_sync`, a generator function as write: its body would never run) raise
 `EffectRefused`, a non-retryable ApplicationError, before anything is claimed. A plain callable that
 returns a coroutine (to `exactly_once_sync`) or a generator is known only once called: what it
-returned is closed unrun and the call refused; its claim stays unstamped as after a write that
-raised (the next call is `recovered`, and the probe log counts both calls).
+returned is closed unrun and the call refused; nothing was written, so its attempt's outcome is
+`refused` and its probe record is retracted, while its claim stays unstamped as after a write that
+raised (the next call is `recovered`, the one write the probe log counts).
 
 Keys. Stored keys are namespaced by where they come from, so they never meet each other nor the
 lab's own effect ids (`<workflow id>:<step>:<kind>`) in one ledger. By default the key is the

@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -37,7 +37,7 @@ from checkpoint_tui.effects.location import LEDGER, checked_location
 from checkpoint_tui.effects.probe import ProbeRecord, append_probe, probe_line
 from checkpoint_tui.effects.writes import makes, refuse_unrunnable, unrun, unrun_refusal
 from checkpoint_tui.ledger import store
-from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, stamp_effect
+from checkpoint_tui.ledger.effects import Claim, EffectSpec, claim_effect, refuse_attempt, stamp_effect
 from checkpoint_tui.waiting import to_the_end
 
 Outcome = Literal["applied", "skipped", "recovered"]
@@ -71,7 +71,7 @@ async def exactly_once(*, kind: str, payload: str, write: Write, key: str | None
                 claim = await asyncio.wrap_future(LEDGER.submit(_claim, call.target, call.spec))
                 if claim.must_write:
                     await asyncio.wrap_future(_in_thread(append_probe, call.probe, call.line))
-                    await _write(call, hold, write, payload)
+                    await _write(call, hold, write, payload, claim)
                 await _unabandoned(LEDGER.submit(_stamp, call.target, call.spec, claim))
         finally:
             GATE.exit(call.gate, turn)
@@ -93,7 +93,7 @@ def exactly_once_sync(*, kind: str, payload: str, write: Callable[[str], object]
         with _holding(call) as hold:
             claim = beat.wait(LEDGER.submit(_claim, call.target, call.spec))
             if claim.must_write:
-                beat.wait(_in_thread(_probe_then_write, call, hold, write, payload))
+                beat.wait(_in_thread(_probe_then_write, call, hold, write, payload, claim))
             stamp = LEDGER.submit(_stamp, call.target, call.spec, claim)
             try:
                 beat.wait(stamp)
@@ -128,6 +128,7 @@ class _Call:
     target: str | Path
     probe: Path
     line: bytes  # the probe record, built (and bounded) now
+    unrun: bytes  # its retraction, for a write that returned instead of running
     gate: tuple[str, str]  # (ledger, key): the turn this call waits for
 
     @classmethod
@@ -138,10 +139,11 @@ class _Call:
         spec = effect_spec(kind, payload, key, ident)
         target, probe = checked_location()
         try:
-            line = probe_line(_probe_record(spec, ident))
+            record = _probe_record(spec, ident)
+            line, unrun = probe_line(record), probe_line(replace(record, unrun=True))
         except ValueError as err:  # bounded keys and cut fields: unreachable, but never after a claim
             raise EffectRefused(str(err)) from None
-        call = cls(spec, target, probe, line, (str(target), spec.id))
+        call = cls(spec, target, probe, line, unrun, (str(target), spec.id))
         hold = GATE.inside(call.gate)
         if hold is not None:
             forked = f"in a process forked inside its own write (pid {hold.pid}, still in it)"
@@ -200,6 +202,10 @@ def _stamp(target: str | Path, spec: EffectSpec, claim: Claim) -> None:
     stamp_effect(store.connect(target), spec, claim)
 
 
+def refuse_attempt_in(target: str | Path, claim: Claim) -> None:
+    refuse_attempt(store.connect(target), claim)
+
+
 def _probe_record(spec: EffectSpec, ident: Identity) -> ProbeRecord:
     return ProbeRecord(
         key=spec.id,
@@ -216,7 +222,7 @@ def _probe_record(spec: EffectSpec, ident: Identity) -> ProbeRecord:
 # --- the write ------------------------------------------------------------------------------------
 
 
-async def _write(call: _Call, hold: Hold, write: Write, payload: str) -> None:
+async def _write(call: _Call, hold: Hold, write: Write, payload: str, claim: Claim) -> None:
     """An async write awaited here; a sync one on a thread of its own (not the loop's default executor:
     a worker's few threads, which hung writes would use up)."""
     if makes(write) == "coroutine":
@@ -225,16 +231,25 @@ async def _write(call: _Call, hold: Hold, write: Write, payload: str) -> None:
     result = await asyncio.wrap_future(_in_thread(_run_write, hold, write, payload))
     what = unrun(result, sync=False)
     if what is not None:
+        await asyncio.wrap_future(_in_thread(_unrun, call, claim))
         raise EffectRefused(unrun_refusal("exactly_once", call.spec.id, what))
     if inspect.isawaitable(result):  # a plain callable that returned a coroutine
         await result
 
 
-def _probe_then_write(call: _Call, hold: Hold, write: Callable[[str], object], payload: str) -> None:
+def _probe_then_write(call: _Call, hold: Hold, write: Callable[[str], object], payload: str, claim: Claim) -> None:
     append_probe(call.probe, call.line)
     what = unrun(_run_write(hold, write, payload), sync=True)
     if what is not None:
+        _unrun(call, claim)
         raise EffectRefused(unrun_refusal("exactly_once_sync", call.spec.id, what))
+
+
+def _unrun(call: _Call, claim: Claim) -> None:
+    """A write that returned instead of running wrote nothing: its probe record retracted, its attempt
+    `refused` (the claim stays unstamped: the next call with a write that writes is `recovered`)."""
+    append_probe(call.probe, call.unrun)
+    LEDGER.submit(refuse_attempt_in, call.target, claim).result()
 
 
 def _run_write(hold: Hold, write: Callable[[str], object], payload: str) -> object:

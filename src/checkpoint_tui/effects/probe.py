@@ -8,6 +8,10 @@ interleave; it is fsynced before the write runs. A record starts with a newline 
 with one: a record torn by a short write (a full disk) is then a line of its own, never the start of
 the next record's line (the reader skips it, and the empty lines between records).
 
+A write that returned instead of running (a plain callable that made a coroutine or a generator,
+closed unrun) is retracted by a record of the same key, pid and attempt with `"unrun": true`: the
+reader drops it and the call it retracts, so the file counts only calls that could have written.
+
 The ledger's claim rows say what the protocol decided; this file says how often the user's write was
 actually entered, which is what a duplicate would show up in.
 """
@@ -47,6 +51,7 @@ class ProbeRecord:
     attempt: int
     pid: int
     t: float
+    unrun: bool = False  # retracts the call before it of this key, pid and attempt: it wrote nothing
 
 
 def probe_line(record: ProbeRecord) -> bytes:
@@ -55,6 +60,8 @@ def probe_line(record: ProbeRecord) -> bytes:
     lone surrogate becomes a JSON escape. A line that would still be over (a key the library did not
     bound) raises ValueError: the library builds the line before it claims anything."""
     fields = asdict(record)
+    if not fields["unrun"]:
+        del fields["unrun"]  # only a retraction says it
     for name, budget in _FIELD_BUDGETS.items():
         fields[name] = _cut(fields[name], budget)
     text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
@@ -106,11 +113,19 @@ def read_probe_records(path: str | os.PathLike[str], limit: int = PROBE_READ_LIM
             return []
         raise ProbeLogError(f"{err}; move it aside to start a new one") from None
     complete = data[: data.rfind(b"\n") + 1]
-    records = []
+    records: list[ProbeRecord] = []
     for raw in complete.splitlines():
         record = _record(raw) if raw.strip() else None
-        if record is not None:
+        if record is None:
+            continue
+        if not record.unrun:
             records.append(record)
+            continue
+        for i in range(len(records) - 1, -1, -1):  # the call it retracts: the latest of its key, pid, attempt
+            r = records[i]
+            if (r.key, r.pid, r.attempt) == (record.key, record.pid, record.attempt):
+                del records[i]
+                break
     return records
 
 
@@ -134,6 +149,7 @@ def _record(raw: bytes) -> ProbeRecord | None:
         attempt=int(_number(value.get("attempt"))),
         pid=int(_number(value.get("pid"))),
         t=_number(value.get("t")),
+        unrun=value.get("unrun") is True,
         **text,
     )
 

@@ -153,6 +153,17 @@ def stamp_effect(conn: Ledger, spec: EffectSpec, claim: Claim, found_written: bo
         conn.execute(_FINISH_ATTEMPT, finish)
 
 
+def refuse_plan(claim: Claim) -> Plan[None]:
+    yield stmt(_FINISH_ATTEMPT, ("refused", now(), 0, claim.seq))
+
+
+@runs(refuse_plan)
+def refuse_attempt(conn: Ledger, claim: Claim) -> None:
+    """The claim attempt's outcome when its write returned instead of running (closed unrun): 'refused',
+    not interrupted. Its claim stays as it was (unstamped): another attempt may be writing under it."""
+    run(conn, refuse_plan(claim))
+
+
 def apply_effect_once(
     conn: Ledger,
     spec: EffectSpec,
