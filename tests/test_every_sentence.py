@@ -106,3 +106,35 @@ def test_the_kill_lines_the_schedule_and_the_unfired_events_number_alike_and_eve
     assert ChaosEvent(2, "worker-in-activity", 0).describe(place_word("activity")).startswith("aimed start    2:")
     ours = ChaosReport(unit="step", kills=[Fired("worker-in-activity", 3, 1, 1.0, {"aimed": 3})])
     assert "step    3 pid" in fired_lines(ours, None)[0]  # type: ignore[arg-type]
+
+
+def test_a_forced_framework_is_said_when_the_run_reads_as_another_and_the_counts_name_theirs(capsys):
+    """#51 item 8: a forced --framework that names some of the run's activities while they read as
+    another framework's was neither refused nor said, and the header named the detected framework while
+    the counts came from the forced one. The user's word stands, said once; the counts name whose they are."""
+    from checkpoint_tui.core import activity_history
+    from checkpoint_tui.core.activity_history import ActivityExec, label
+    from checkpoint_tui.frameworks import Declared
+
+    def run() -> list[ActivityExec]:
+        types = ["invoke_model_activity", "send_email", "invoke_model_activity"]  # OpenAI Agents' shape
+        return [ActivityExec(i + 1, 0, "e", str(i + 1), t, 0.0) for i, t in enumerate(types)]
+
+    activity_history._said.clear()
+    acts = run()
+    assert label(acts, "openai-agents") == "openai-agents" and {a.classed_by for a in acts} == {"openai-agents"}
+    assert capsys.readouterr().err == ""  # the run is what --framework says: nothing to say
+    acts = run()
+    label(acts, "langgraph")  # names none of them: openai-agents' rules, said
+    assert {a.classed_by for a in acts} == {"openai-agents"}
+    assert "--framework langgraph recognises none of the run's activities" in capsys.readouterr().err
+    mixed = [ActivityExec(1, 0, "e", "1", "agent__mailer__model_request", 0.0), *run()]  # pydantic-ai's first
+    label(mixed, "openai-agents")  # it names some: the user's word stands, and is said
+    assert {a.classed_by for a in mixed} == {"openai-agents"}
+    said = capsys.readouterr().err
+    assert (
+        "--framework openai-agents: the run's activities read as pydantic-ai's; classified as openai-agents's" in said
+    )
+    acts = run()
+    label(acts, Declared(model=("send_*",)))
+    assert {a.classed_by for a in acts} == {"declared"} and acts[1].cls == "model"

@@ -57,6 +57,7 @@ class ActivityExec:
     summary: str | None = None  # the user-metadata summary the workflow gave it
     task_queue: str | None = None  # the queue it was scheduled on (a fleet's activity worker polls it)
     info: UnitInfo | None = None  # what it is (model request, tool call, ...): frameworks/
+    classed_by: str | None = None  # the framework whose rules gave `info` ("declared": a declaration)
 
     def seen(self) -> ActivitySeen:
         """As the framework adapters take it."""
@@ -221,9 +222,15 @@ def label(acts: list[ActivityExec], framework: Classifier = None) -> Classifier:
             f"classified as {found}'s"
         )
         framework = found
+    elif isinstance(framework, str) and (found := detect(seen)) not in (None, framework):
+        _say_once(  # it names some of them: the user's word stands, but not unsaid
+            f"--framework {framework}: the run's activities read as {found}'s; classified as {framework}'s, "
+            "as --framework says"
+        )
     framework = framework or detect(seen)
+    by = framework if isinstance(framework, str) else "declared" if framework is not None else None
     for act, info in zip(acts, classify(framework, seen), strict=False):
-        act.info = info
+        act.info, act.classed_by = info, by
     return framework
 
 

@@ -324,7 +324,8 @@ class ActivityTarget(ChaosTarget):
         self.more.append(
             exercised_check(chaos, [a for p in self.runs.values() for a in p.acts], self.aim, self.allow_unexercised)
         )
-        return ActivityFigures(workflow=self.workflow, aim=self.aim, framework=detect(a.seen() for a in acts))
+        used = next((a.classed_by for a in acts if a.classed_by), None)  # the counts' framework, as the audit's
+        return ActivityFigures(workflow=self.workflow, aim=self.aim, framework=used or detect(a.seen() for a in acts))
 
     def checks(self, audit: Audit) -> list[Check]:
         assert isinstance(audit, ActivityAudit)  # this workload's (UserWorkflow.audit)
