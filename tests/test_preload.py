@@ -319,3 +319,51 @@ def test_a_forks_exit_is_not_waited_for_once_its_preloader_is_gone(tmp_path: Pat
     assert reaped(exits, 4242) == (None, None) and time.monotonic() - began >= REAPED_WAIT_S
     exits.write_text('{"pid": 4242, "signal": 9}\n')
     assert reaped(exits, 4242) == ("SIGKILL", None)
+
+
+@pytest.mark.parametrize("plant", ["fifo", "garbage", "huge", "deep", "not-an-object", "wrong-types", "link"])
+def test_the_preloaders_files_when_hostile_are_passed_over_without_a_hang(tmp_path: Path, plant: str):
+    """#51 item 11: the preloader's files under run/ (what it said, its fork's pid, how its forks ended,
+    what a fork learned) are untrusted. Planted as a FIFO, garbage, 2 MB, nested 100 000 deep, the wrong
+    shape or a link: each reader passes over it within a second (a FIFO used to block its open forever)."""
+    import time
+
+    from checkpoint_tui.ops.preload import _child
+    from checkpoint_tui.ops.preloader import read_bounded
+    from checkpoint_tui.ops.procs import ProcIdentity, read_json
+    from checkpoint_tui.ops.worker_proc import WorkerProc, reaped
+
+    def planted(name: str) -> Path:
+        path = tmp_path / name
+        if plant == "fifo":
+            os.mkfifo(path)
+        elif plant == "link":
+            target = tmp_path / f"{name}.real"
+            target.write_text('{"ok": true, "pid": 1, "modules": 3}\n{"pid": 4242, "signal": 9}\n')
+            path.symlink_to(target)
+        else:
+            text = {
+                "garbage": "\x00\xff not json {",
+                "huge": '{"ok": true, "pad": "' + "x" * 2_000_000 + '"}',
+                "deep": "[" * 100_000 + "]" * 100_000,
+                "not-an-object": '["ok", true]',
+                "wrong-types": '{"ok": "yes", "pid": "4242", "signal": 999, "code": -5}',
+            }[plant]
+            path.write_text(text)
+        return path
+
+    me = ProcIdentity.of(os.getpid())
+    assert me is not None
+    pre = WorkerProc(me, "pre", "preloader", 0)
+    began = time.monotonic()
+    said = read_json(planted("preloader-0.ready"))
+    assert said is None or said.get("ok") is not True  # never read as ready
+    assert _child(planted("preloader-0.ready.child"), pre) is None  # no pid taken from it
+    exits = planted("preloader-0.ready.exits")
+    (tmp_path / "preloader-0.json").write_text("{}")  # its writer unknown: one look, no wait
+    assert reaped(exits, 4242) == (None, None) or plant == "wrong-types"
+    if plant == "wrong-types":
+        assert reaped(exits, 4242) == (None, None)  # a pid that is not a whole number names no fork
+    learned = read_bounded(str(planted("preloader-0.ready.learned")))
+    assert learned is None or not isinstance(learned, dict) or learned.get("ok") == "yes"
+    assert time.monotonic() - began < 1.0

@@ -36,6 +36,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import runpy  # noqa: E402
 import signal  # noqa: E402
+import stat  # noqa: E402
 import time  # noqa: E402
 
 # Interpreter flags taken before the script; any other (-c, -X, -W ...) makes the command cold-start only.
@@ -227,16 +228,19 @@ def trial_clean(pid: int) -> bool:
 
 
 def read_bounded(path: str) -> object:
-    """A JSON file a fork wrote, read without following a link, at most MAX_SOURCE bytes."""
+    """A JSON file a fork wrote, read without following a link or waiting on a FIFO (only a regular
+    file is read), at most MAX_SOURCE bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         data = f.read(MAX_SOURCE + 1)
     try:
         return json.loads(data) if len(data) <= MAX_SOURCE else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return None
 
 
@@ -252,12 +256,13 @@ def reap(exits: str) -> None:
             return
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        try:
-            fd = os.open(exits, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:  # a FIFO planted there is neither waited on (O_NONBLOCK) nor written to
+            fd = os.open(exits, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
         except OSError:
             continue
         with os.fdopen(fd, "a") as f:
-            f.write(json.dumps({"pid": pid, "signal": sig, "code": code}) + "\n")
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                f.write(json.dumps({"pid": pid, "signal": sig, "code": code}) + "\n")
 
 
 def serve(script: str | None, module: str | None, argv: list[str], ready: str, said: dict) -> None:

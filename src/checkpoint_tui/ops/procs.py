@@ -16,6 +16,7 @@ import secrets
 import select
 import signal
 import socket
+import stat
 import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -293,12 +294,15 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def read_json(path: Path, limit: int = RECORD_LIMIT) -> dict | None:
-    """A record under run/, or None if it is missing, too big, a link, or not a JSON object."""
+    """A record under run/, or None if it is missing, too big, a link, not a regular file (a FIFO planted
+    there is not waited on: O_NONBLOCK), or not a JSON object."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         raw = fh.read(limit + 1)
     if len(raw) > limit:
         return None

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -109,15 +110,17 @@ def reaped(exits: Path, pid: int, timeout: float = REAPED_WAIT_S) -> tuple[str |
     found: list[tuple[str | None, int | None]] = []
 
     def said() -> bool:
-        try:
-            fd = os.open(exits, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:  # a FIFO planted there is not waited on, nor read
+            fd = os.open(exits, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return False
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
             fh.seek(max(0, os.fstat(fd).st_size - REAPED_TAIL))
             lines = fh.read(REAPED_TAIL).splitlines()
         for line in reversed(lines):
-            with contextlib.suppress(ValueError, AttributeError):
+            with contextlib.suppress(ValueError, AttributeError, RecursionError):
                 rec = json.loads(line)
                 if rec.get("pid") == pid:
                     sig, code = rec.get("signal"), rec.get("code")
