@@ -88,8 +88,19 @@ def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
             timeout=240,
         )
         report = json.loads(report_path.read_text())
+        if workflow.endswith("Guarded"):  # #51 item 5: status and doctor read a recorded run as declared
+            swapped = ["--model-activities", "send_email*", "--tool-activities", "invoke_model_*"]
+            status = run_cli("--home", str(home), *swapped, "status", report["run_id"], "--json")
+            doctor = run_cli("--home", str(home), *swapped, "doctor", report["run_id"], "--json", str(home / "d.json"))
     finally:
         stop_lab(home)
+    if workflow.endswith("Guarded"):
+        assert status.returncode == 0, status.stdout[-2000:] + status.stderr[-2000:]
+        said = json.loads(status.stdout)["audit"]
+        assert (said["tool_calls"], said["model_requests"]) == (5, 4), said  # as declared, not as recognised
+        assert doctor.returncode in (0, 1) and "Traceback" not in doctor.stderr, doctor.stderr[-2000:]
+        classes = {t["activity_type"]: t["class"] for t in json.loads((home / "d.json").read_text())["activity_types"]}
+        assert classes["invoke_model_activity"] == "tool" and classes["send_email_guarded"] == "model", classes
     audit = report["audit"]
     assert (audit["tool_calls"], audit["model_requests"]) == (4, 5), audit  # classed by the declaration
     emails = sent(home, report["run_id"])

@@ -141,7 +141,9 @@ async def test_a_worker_that_died_between_supervisors_has_its_attempt_failed_ove
     assert first.acquire()
     worker = first.ensure_worker()
     first.release()  # the supervisor is gone; its worker runs on, unwatched
-    run_id = await start_run(home, client, steps=6, pace=0.5)
+    # steps of 3 s under a 30 s heartbeat timeout: the killed step is still pending when the successor
+    # connects, and only its failover (not Temporal's timeout) lets the run finish within 20 s
+    run_id = await start_run(home, client, steps=4, pace=3.0, heartbeat_timeout_s=30.0)
     conn = connect(home.db_path)
     await _until(
         lambda: conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]
@@ -153,7 +155,7 @@ async def test_a_worker_that_died_between_supervisors_has_its_attempt_failed_ove
     try:
         second.ensure_worker()
         async with second.running(stop_workers=True):
-            assert await wait_for_run(home, client, run_id, timeout=60) == "COMPLETED"
+            assert await wait_for_run(home, client, run_id, timeout=20) == "COMPLETED"
     finally:
         await second.stop(stop_workers=True)
     died = conn.execute("SELECT * FROM worker_events WHERE event = 'died' AND pid = ?", (worker.pid,)).fetchone()

@@ -119,7 +119,10 @@ def test_user_workflow_flags_are_checked_before_anything_starts(tmp_path, capsys
         ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--aim", "tool\x1b[2J"],
         ["--worker-cmd", WORKER_CMD, "chaos", "--workflow", "SendLines", "--aim", "x" * 200],
         ["--worker-cmd", WORKER_CMD, "--framework", "langchain", "chaos", "--workflow", "SendLines"],
-        ["--framework", "pydantic-ai", "status"],  # --framework classifies a user's workflow
+        # --framework classifies a user's workflow: refused for our loop's run; status and doctor RUN take
+        # it (and the declarations) without --worker-cmd, for the runs they read (#51 item 5)
+        ["--framework", "pydantic-ai", "start"],
+        ["--tool-activities", "send_*", "chaos"],
         ["chaos", "--aim", "tool"],  # --aim and --strict-models are for a user's workflow
         ["chaos", "--strict-models"],
         ["start", "--workflow", "SendLines"],  # --workflow without --worker-cmd

@@ -168,13 +168,18 @@ async def _diagnosed(
         await workload.ready(settings, client, sup.primary)
         async with sup.running():
             run, status = await _run_once(settings, client, workload, budget)
-            diagnosis = await _diagnose(settings, client, address, run, framework)
+            diagnosis = await _diagnose(settings, client, address, run, _classifier(workload, framework))
             if status != "COMPLETED":  # a run that did not complete is the first thing to fix, not "no findings"
                 diagnosis.findings.insert(0, not_completed(run, status))
             if cap_s is not None:
                 await _measure(settings, client, sup, workload, diagnosis, cap_s, budget, framework)
         return diagnosis
-    return await _diagnose(settings, client, address, run, framework)
+    return await _diagnose(settings, client, address, run, _classifier(workload, framework))
+
+
+def _classifier(workload: Workload, framework: str | None):
+    """What classifies the run's activities: a user's workflow's declaration or forced framework."""
+    return getattr(workload, "classifier", None) or framework
 
 
 def not_completed(run: str, status: str | None):
@@ -218,7 +223,7 @@ async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: 
     diagnosis.with_measured(measured, run, cap_s)
 
 
-async def _diagnose(settings: Settings, client, address: str, run: str, framework: str | None):
+async def _diagnose(settings: Settings, client, address: str, run: str, framework):
     from checkpoint_tui.core.activity_history import read_chain
     from checkpoint_tui.core.diagnosis import diagnose
     from checkpoint_tui.ledger import queries

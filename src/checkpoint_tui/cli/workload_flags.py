@@ -285,7 +285,8 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
             raise UsageError("--workflow runs a workflow of your own worker: give --worker-cmd too")
         if user and not args.workflow and not (command == "doctor" and args.run):
             raise UsageError(f"with --worker-cmd, {command} takes --workflow TYPE --input JSON")
-    if (args.framework or args.model_activities or args.tool_activities) and not user:
+    reads_runs = command == "status" or (command == "doctor" and getattr(args, "run", None))
+    if (args.framework or args.model_activities or args.tool_activities) and not user and not reads_runs:
         raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
     if getattr(args, "effects", None) and not user:
         raise UsageError(
@@ -321,6 +322,12 @@ def build_workload(args: argparse.Namespace) -> Adapter:
     from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 
     command = args.command
+    if not args.worker_cmd and (command == "status" or (command == "doctor" and getattr(args, "run", None))):
+        # reading recorded runs: a user's workflow's are classified as declared (flags, else pyproject.toml)
+        _check_user_flags(args)
+        declared = declaration(args)
+        if declared or args.framework:
+            return UserWorkflow(None, framework=args.framework, declared=declared)
     if not args.worker_cmd:
         from checkpoint_tui.core.runs import check_run_shape
 

@@ -177,8 +177,7 @@ def audit_activities(
     if lost is not None:
         a.lost_work, a.lost_work_count = lost.to_dict(), lost.lost
     a.strict_models = strict_models
-    # the framework whose rules gave the counts (a forced or declared one included), so the header and
-    # the counts never disagree
+    # whose rules gave the counts (a forced or declared one too): the header and the counts agree
     a.framework = next((x.classed_by for x in acts if x.classed_by), None) or detect(x.seen() for x in acts)
     a.tool_calls = sum(x.cls in ("tool", "mcp") for x in acts)
     a.model_requests = sum(x.cls == "model" for x in acts)

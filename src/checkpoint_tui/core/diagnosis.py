@@ -13,8 +13,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from checkpoint_tui.core.activity_history import Chain, activities, decode_payload, plain
-from checkpoint_tui.frameworks import detect, get
+from checkpoint_tui.core.activity_history import Chain, activities, decode_payload, label, plain
+from checkpoint_tui.frameworks import Classifier, detect, get
 from checkpoint_tui.frameworks.base import PYTHON_HEARTBEAT_FIX
 
 KILL_COST_LIMIT_S = 10.0  # an unassisted kill that costs this or more is a finding, however short the activity
@@ -254,9 +254,13 @@ def _secs(duration) -> float | None:
     return value or None
 
 
-def diagnose(chain: Chain, framework: str | None = None) -> Diagnosis:
-    acts = activities(chain)
-    framework = framework or detect(a.seen() for a in acts)
+def diagnose(chain: Chain, classifier: Classifier = None) -> Diagnosis:
+    """The run's activity types with their options and findings; `classifier` a forced framework or a
+    declaration (--model/--tool-activities, [tool.checkpoint-tui]), else the types name their framework."""
+    acts = activities(chain)  # classified by the framework their types name
+    if classifier is not None:
+        label(acts, classifier)  # what the user said instead
+    framework = classifier if isinstance(classifier, str) else detect(a.seen() for a in acts)
     types: dict[str, ActivityType] = {}
     by_event: dict[tuple[str, str], ActivityType] = {}
     locals_: dict[str, int] = {}
