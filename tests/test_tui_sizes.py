@@ -369,3 +369,34 @@ async def test_status_lines_are_cut_not_wrapped():
         assert lines[1].startswith(" run completed — 8 steps") and lines[1].endswith("…"), lines[:3]
         assert len(lines[1]) <= 80 and lines[2].startswith("╭─ timeline"), lines[:3]
         assert view.completion.startswith(lines[1].strip()[:-1])
+
+
+async def test_hostile_activity_names_stay_in_their_columns_at_120x36():
+    """#51 item 9: a workflow named its activities with 128 wide characters, bidi overrides and markup;
+    at 120x36 the timeline showed no activity name at all. Each name is cut to its cells (and its bidi
+    and zero-width characters replaced), so the other rows' names stay on screen; a silent worker's note
+    cuts the name it carries too."""
+    from dataclasses import replace
+
+    from rich.cells import cell_len
+
+    from checkpoint_tui.core.activity_history import plain
+    from checkpoint_tui.core.pending_activity import PendingActivity
+    from checkpoint_tui.settings import HOST
+    from checkpoint_tui.tui.panes.timeline import NOTE_NAME_CELLS, heartbeat_text
+    from tui_fixtures import snap, step, view
+
+    wide = plain("界" * 200)  # 128 characters, 256 cells
+    bidi = plain("send\u202eliame_\u200b[bold red]x[/]")
+    assert "\u202e" not in bidi and "\u200b" not in bidi
+    names = ["tool · send_email", wide, bidi, "tool · send_email", wide, "model · m", wide]
+    steps = [replace(step(i, "running" if i == 7 else "completed"), provider=n) for i, n in enumerate(names, 1)]
+    app = make_app(view(snap(steps, 30), history=[]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        text = shown(app)
+        assert text.count("tool · send_em") == 2 and "model · m" in text, text  # the plain names shown
+        assert "界界界" in text and "send?liame_?[b" in text  # cut to the pane; markup shown as text
+    note = heartbeat_text(PendingActivity(wide, 1, "STARTED", f"w-964d45@{HOST}", 2.34, True)).plain
+    name = note.removeprefix("silent · ").split(" attempt 1", 1)[0]
+    assert name.startswith("界" * 9) and name.endswith("…") and cell_len(name) <= NOTE_NAME_CELLS, note

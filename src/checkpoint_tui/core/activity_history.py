@@ -25,7 +25,9 @@ from checkpoint_tui.core.chain import Chain, all_executions, read_chain, read_ch
 from checkpoint_tui.frameworks import ActivitySeen, Classifier, UnitInfo, classify, detect, overridden
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# control characters, and the format characters that reorder or hide text on a terminal (bidi overrides
+# and isolates, zero-width ones, the BOM): a name holding them must not rewrite the line it is shown on
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 RESET_CAUSE = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
 CLOSE_FIELDS = {
     "activity_task_completed_event_attributes": "completed",

@@ -31,6 +31,16 @@ COLUMNS = [
     ("cost", "cost $"),
 ]
 STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
+# Terminal cells a name may take in a cell: a workflow names its activities, and a long (or wide) name
+# in the mark sized its column past a half-width pane and took the names column off screen (#51).
+NAME_CELLS, NOTE_NAME_CELLS = 40, 20
+
+
+def cut(text: str, cells: int) -> str:
+    """`text` in at most `cells` terminal cells (wide characters count twice), `…` where it was cut."""
+    t = Text(text)
+    t.truncate(cells, overflow="ellipsis")
+    return t.plain
 
 
 class TimelinePane(KeyedTable):
@@ -134,7 +144,7 @@ def _cells(s: StepRow, resumed: bool, truncated: bool = False, pending: PendingA
         s.worker_label,
         heartbeat_age(pending) if pending is not None else duration,
         mark if mark else "",
-        Text(s.provider or ""),
+        Text(cut(s.provider or "", NAME_CELLS)),
         str(s.tokens or ""),
         f"{s.cost_usd:.4f}" if s.cost_usd else "0",
     )
@@ -153,12 +163,12 @@ def heartbeat_text(p: PendingActivity) -> Text:
     """The mark beside a silent worker's age: `silent · llm attempt 1 on w-964d45 · no heartbeat for 2.3 s`
     (`in 2.3 s` when the attempt never beat); for a retry waiting for a worker, `llm attempt 2 waiting
     for a worker`; nothing while the worker heartbeats."""
-    worker = (p.worker or "?").split("@", 1)[0]
+    worker, activity = cut((p.worker or "?").split("@", 1)[0], NOTE_NAME_CELLS), cut(p.activity, NOTE_NAME_CELLS)
     if p.state == "SCHEDULED":
-        return Text(f"{p.activity} attempt {p.attempt} waiting for a worker", style="bold yellow")
+        return Text(f"{activity} attempt {p.attempt} waiting for a worker", style="bold yellow")
     if p.state != "STARTED" or p.age_s is None:
-        return Text(f"{p.activity} attempt {p.attempt} {p.state.lower().replace('_', ' ')}", style="yellow")
+        return Text(f"{activity} attempt {p.attempt} {p.state.lower().replace('_', ' ')}", style="yellow")
     if p.silent:
         quiet = f"no heartbeat for {p.age_s:.1f} s" if p.since_heartbeat else f"no heartbeat in {p.age_s:.1f} s"
-        return Text(f"silent · {p.activity} attempt {p.attempt} on {worker} · {quiet}", style="bold red")
+        return Text(f"silent · {activity} attempt {p.attempt} on {worker} · {quiet}", style="bold red")
     return Text()
