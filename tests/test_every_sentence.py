@@ -138,3 +138,21 @@ def test_a_forced_framework_is_said_when_the_run_reads_as_another_and_the_counts
     acts = run()
     label(acts, Declared(model=("send_*",)))
     assert {a.classed_by for a in acts} == {"declared"} and acts[1].cls == "model"
+
+
+def test_a_dev_servers_ports_are_picked_below_the_kernels_ephemeral_range():
+    """#51 item 11: under xdist, a free-port pick (bind 0) took a port a killed dev server had on record
+    and was about to take again. A dev server's ports come from below the ephemeral range, where no
+    bind(0) lands, free, and never the same twice."""
+    from pathlib import Path
+
+    from checkpoint_tui.ops.devserver import _ports
+    from checkpoint_tui.ops.procs import RECORDED_PORTS, free_port, port_is_free
+
+    low, _high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert RECORDED_PORTS.stop <= low
+    for _ in range(20):
+        port, ui = _ports(None)
+        assert port != ui and port in RECORDED_PORTS and ui in RECORDED_PORTS
+        assert port_is_free(port) and port_is_free(ui)
+        assert free_port() not in RECORDED_PORTS  # what any bind(0) gets

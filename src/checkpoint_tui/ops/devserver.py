@@ -25,7 +25,7 @@ from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_deat
 from checkpoint_tui.ops.logcap import LogPipe, open_log
 from checkpoint_tui.ops.procs import (
     ProcIdentity,
-    free_port,
+    free_port_below_ephemeral,
     identity_after_exec,
     open_lock,
     port_is_free,
@@ -173,11 +173,8 @@ def _ports(previous: dict | None) -> tuple[int, int]:
             if port_is_free(previous["port"]) and port_is_free(previous["ui_port"]):
                 return previous["port"], previous["ui_port"]
             time.sleep(0.1)
-    port = free_port()
-    ui_port = free_port()
-    while ui_port == port:
-        ui_port = free_port()
-    return port, ui_port
+    port = free_port_below_ephemeral()
+    return port, free_port_below_ephemeral({port})
 
 
 def _wait_healthy(

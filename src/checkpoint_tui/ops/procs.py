@@ -18,7 +18,7 @@ import signal
 import socket
 import stat
 import weakref
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -323,6 +323,33 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# A port a dev server keeps on record must stay its own while it restarts (chaos kills it; its workers
+# reconnect to the recorded address): one picked by the kernel for bind(0) comes from the ephemeral
+# range, where any other program's next bind(0) (another home's server, a test's model server) may take
+# it in that gap. Below the ephemeral range, only another pick of this kind can.
+def _below_ephemeral() -> range:
+    """Ports below the kernel's ephemeral range (32768 on Linux unless set lower), above 10000."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(10000, low - 12768), max(10000, low))
+
+
+RECORDED_PORTS = _below_ephemeral()  # empty where the ephemeral range starts at 10000 or lower
+
+
+def free_port_below_ephemeral(taken: Collection[int] = ()) -> int:
+    """A free loopback port outside the kernel's ephemeral range (RECORDED_PORTS), not in `taken`; a
+    bind(0) port if none is found in 200 tries."""
+    rng = secrets.SystemRandom()
+    for _ in range(200 if RECORDED_PORTS else 0):
+        port = rng.randrange(RECORDED_PORTS.start, RECORDED_PORTS.stop)
+        if port not in taken and port_is_free(port):
+            return port
+    return free_port()
 
 
 def port_is_free(port: int) -> bool:
