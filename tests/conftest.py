@@ -132,15 +132,17 @@ async def supervisor(home: Settings, client, temporal_address: str) -> AsyncIter
         await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
 
 
-def run_cli(*args: str, home: Settings | None = None, env: dict | None = None, timeout: float = 120):
-    """Run `python -m checkpoint_tui ...` as a user would."""
+def run_cli(
+    *args: str, home: Settings | None = None, env: dict | None = None, timeout: float = 120, cwd: Path | None = None
+):
+    """Run `python -m checkpoint_tui ...` as a user would (from `cwd`: where a worker command runs)."""
     argv = [sys.executable, "-m", "checkpoint_tui"]
     if home is not None:
         argv += ["--home", str(home.home)]
         if home.temporal_address:
             argv += ["--temporal-address", home.temporal_address]
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
 
 
 def _leftovers(root: Path) -> list[psutil.Process]:

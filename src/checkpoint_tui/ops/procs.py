@@ -129,13 +129,27 @@ class ProcIdentity:
         return stat is not None and stat[0] != "Z" and self._started_at(stat[1])
 
     def matches_live(self) -> bool:
-        """Alive (not a zombie) and still the very process we recorded."""
+        """Alive (not a zombie) and still the very process we recorded: its start time, and its command
+        line, or a title it gave itself that is the end of that command line (npm, a node program run
+        through `#!/usr/bin/env node`, sets process.title to `npm run worker`: its argv becomes that
+        one string, padded with empty ones)."""
         if not self.exists():
             return False
         try:
-            return tuple(psutil.Process(self.pid).cmdline()) == self.cmdline
+            live = tuple(psutil.Process(self.pid).cmdline())
         except psutil.Error:
             return False
+        return live == self.cmdline or _retitled(live, self.cmdline)
+
+
+def _retitled(live: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
+    """`live` is one string (then empty ones) whose words are the recorded command line's last words,
+    its program compared by name (`npm run worker` for `/usr/bin/env node /usr/bin/npm run worker`)."""
+    if not live or any(live[1:]):
+        return False
+    words = live[0].split()
+    tail = recorded[-len(words) :] if words else ()
+    return bool(words) and len(words) == len(tail) and Path(tail[0]).name == words[0] and list(tail[1:]) == words[1:]
 
 
 def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcIdentity | None:

@@ -35,6 +35,7 @@ from checkpoint_tui.ops.procs import open_lock
 from checkpoint_tui.ops.state import KillReport, SupervisorState, SupervisorStatus
 from checkpoint_tui.ops.watchdog import Watchdog
 from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.ops.wrappers import follow
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
@@ -72,6 +73,7 @@ class Supervisor:
         self.temporal_restarts = 0
         self._lock_fd: int | None = None
         self._killed_pids: set[int] = set()
+        self._followed: set[int] = set()  # workers whose polling identity is known (ops/wrappers.py)
         self._held: set[int] = set()  # slots a fleet-down keeps empty until its hold ends (ops/fleet.py)
         self._tasks: set[asyncio.Task] = set()
         self._thread = LoopThread(name="supervisor")
@@ -261,6 +263,8 @@ class Supervisor:
         for worker in self.pool_workers():
             if not worker.alive() and worker.pid not in self._killed_pids:  # else kill() is handling it
                 await self._on_unexpected_death(worker)
+            elif worker.pid not in self._followed and follow(self.settings, worker):  # `npm run …`: who polls
+                self._followed.add(worker.pid)
         while self._client is not None and self.takeover.found_dead:  # their attempts: at once, not by timeouts
             await assist_failover(self.settings, self._client, self.takeover.found_dead.pop())
         self._bring_back()

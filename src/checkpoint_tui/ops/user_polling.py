@@ -16,6 +16,7 @@ from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ops import worker_proc
 from checkpoint_tui.ops.exit_reason import startup_death
 from checkpoint_tui.ops.worker_proc import WorkerProc
+from checkpoint_tui.ops.wrappers import follow
 from checkpoint_tui.settings import Settings
 
 POLL_EVERY_S = 0.1
@@ -48,7 +49,7 @@ async def wait_polling(
     started = time.monotonic()
     log = settings.run_dir / "worker.log"
     queue = worker.queue or settings.task_queue
-    while worker.name not in await pollers(client, settings, queue):
+    while not follow(settings, worker) or worker.name not in await pollers(client, settings, queue):
         if not worker.alive():
             rc = worker.proc.returncode if worker.proc is not None else None
             raise Unavailable(startup_death("the worker command", rc, log, 0, "before it polled"))
