@@ -156,3 +156,23 @@ def test_a_dev_servers_ports_are_picked_below_the_kernels_ephemeral_range():
         assert port != ui and port in RECORDED_PORTS and ui in RECORDED_PORTS
         assert port_is_free(port) and port_is_free(ui)
         assert free_port() not in RECORDED_PORTS  # what any bind(0) gets
+
+
+def test_doctor_advises_a_node_worker_in_typescript():
+    """#50: doctor's fixes were Python (`activity.heartbeat()`, `heartbeat_timeout=timedelta(...)`) for a
+    node worker. A worker command that runs node (or npm, npx, tsx, bun, deno ...) gets them in
+    TypeScript; a Python one, and a framework's own words, as before."""
+    from checkpoint_tui.core.diagnosis import ActivityType, _findings, _local_findings
+    from checkpoint_tui.frameworks.base import ADVICE, PYTHON_HEARTBEAT_FIX, language_of
+
+    assert [language_of(c) for c in (("node", "w.js"), ("npm run worker",), ("/usr/bin/npx", "tsx"))] == [
+        "typescript"
+    ] * 3
+    assert [language_of(c) for c in (("python", "w.py"), (), None, ("",))] == ["python"] * 4
+    slow = ActivityType("sendEmail", "other", count=3, start_to_close_s=60.0, maximum_attempts=1)
+    ts = {f.kind: f.fix for f in _findings(slow, None, ADVICE["typescript"])}
+    assert "heartbeatTimeout" in ts["kill-costs-timeout"] and "maximumAttempts" in ts["single-attempt"]
+    assert "timedelta" not in " ".join(ts.values()) and "RetryPolicy(" not in " ".join(ts.values())
+    assert "proxyActivities" in _local_findings({"x": 1}, 10.0, ADVICE["typescript"])[0].fix
+    py = {f.kind: f.fix for f in _findings(slow, None, ADVICE["python"])}
+    assert py["kill-costs-timeout"] == PYTHON_HEARTBEAT_FIX

@@ -226,6 +226,7 @@ async def _measure(settings: Settings, client, sup, workload, diagnosis, cap_s: 
 async def _diagnose(settings: Settings, client, address: str, run: str, framework):
     from checkpoint_tui.core.activity_history import read_chain
     from checkpoint_tui.core.diagnosis import diagnose
+    from checkpoint_tui.frameworks.base import language_of
     from checkpoint_tui.ledger import queries
     from checkpoint_tui.ledger.store import connect
 
@@ -235,4 +236,4 @@ async def _diagnose(settings: Settings, client, address: str, run: str, framewor
     chain = await read_chain(client, run, row.first_execution)
     if not chain.executions:
         raise Unavailable(f"Temporal at {address} has no history of {run}")
-    return diagnose(chain, framework)
+    return diagnose(chain, framework, language_of(settings.worker_cmd))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from checkpoint_tui.core.activity_history import Chain, activities, decode_payload, label, plain
 from checkpoint_tui.frameworks import Classifier, detect, get
-from checkpoint_tui.frameworks.base import PYTHON_HEARTBEAT_FIX
+from checkpoint_tui.frameworks.base import ADVICE
 
 KILL_COST_LIMIT_S = 10.0  # an unassisted kill that costs this or more is a finding, however short the activity
 DEFAULT_RETRY_INITIAL_S = 1.0  # Temporal's default first retry interval
@@ -254,7 +254,7 @@ def _secs(duration) -> float | None:
     return value or None
 
 
-def diagnose(chain: Chain, classifier: Classifier = None) -> Diagnosis:
+def diagnose(chain: Chain, classifier: Classifier = None, language: str = "python") -> Diagnosis:
     """The run's activity types with their options and findings; `classifier` a forced framework or a
     declaration (--model/--tool-activities, [tool.checkpoint-tui]), else the types name their framework."""
     acts = activities(chain)  # classified by the framework their types name
@@ -295,7 +295,11 @@ def diagnose(chain: Chain, classifier: Classifier = None) -> Diagnosis:
         t = by_event.get((a.execution, a.activity_id))
         if t is not None and a.status == "completed" and a.duration_s is not None:
             t.durations.append(a.duration_s)
-    found = [*(f for t in types.values() for f in _findings(t, framework)), *_local_findings(locals_, wtt)]
+    advice = ADVICE.get(language, ADVICE["python"])  # the worker's language (frameworks/base.py)
+    found = [
+        *(f for t in types.values() for f in _findings(t, framework, advice)),
+        *_local_findings(locals_, wtt, advice),
+    ]
     return Diagnosis(chain.workflow_id, framework, list(types.values()), locals_, wtt, sticky, found)
 
 
@@ -335,7 +339,7 @@ def _local_type(marker) -> str:
     return "local activity"
 
 
-def _findings(t: ActivityType, framework: str | None) -> list[Finding]:
+def _findings(t: ActivityType, framework: str | None, advice: dict[str, str]) -> list[Finding]:
     out = []
     cost = t.kill_cost_s
     if cost is not None and cost >= KILL_COST_LIMIT_S:
@@ -346,7 +350,7 @@ def _findings(t: ActivityType, framework: str | None) -> list[Finding]:
                 "kill-costs-timeout",
                 t.name,
                 f"a worker killed under it is retried only after its {which} of {fmt_s(cost)}{run}",
-                _heartbeat_fix(t.cls, framework),
+                _heartbeat_fix(t.cls, framework, advice),
             )
         )
     if t.maximum_attempts == 1:
@@ -355,14 +359,14 @@ def _findings(t: ActivityType, framework: str | None) -> list[Finding]:
                 "single-attempt",
                 t.name,
                 "maximum_attempts=1: one kill fails the activity, and with it the workflow",
-                "allow retries (RetryPolicy(maximum_attempts=3) or more) and make the side effect once-only "
+                f"{advice['retries']} and make the side effect once-only "
                 "(checkpoint_tui.effects, or a key the receiver deduplicates)",
             )
         )
     return out
 
 
-def _local_findings(locals_: dict[str, int], wtt: float | None) -> list[Finding]:
+def _local_findings(locals_: dict[str, int], wtt: float | None, advice: dict[str, str]) -> list[Finding]:
     cost = fmt_s(wtt or 10.0)
     return [
         Finding(
@@ -370,13 +374,13 @@ def _local_findings(locals_: dict[str, int], wtt: float | None) -> list[Finding]
             name,
             f"a local activity ({n} run): a kill under it costs the workflow task timeout ({cost}) and re-runs it "
             "from the start, with no heartbeat to notice sooner",
-            "run side effects as regular activities (workflow.execute_activity) with a heartbeat timeout",
+            advice["local"],
         )
         for name, n in locals_.items()
     ]
 
 
-def _heartbeat_fix(cls: str, framework: str | None) -> str:
-    """The framework's own words for it, else the Python SDK's."""
+def _heartbeat_fix(cls: str, framework: str | None, advice: dict[str, str]) -> str:
+    """The framework's own words for it, else the worker's SDK's."""
     module = get(framework)
-    return module.heartbeat_fix(cls) if module is not None else PYTHON_HEARTBEAT_FIX
+    return module.heartbeat_fix(cls) if module is not None else advice["heartbeat"]

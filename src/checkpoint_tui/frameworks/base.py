@@ -23,6 +23,30 @@ PYTHON_HEARTBEAT_FIX = (
     "heartbeat from the activity (activity.heartbeat() about every second) "
     "and schedule it with heartbeat_timeout=timedelta(seconds=2..10)"
 )
+# Doctor's advice in the worker's own language, for a worker no framework module speaks for.
+ADVICE: dict[str, dict[str, str]] = {
+    "python": {
+        "heartbeat": PYTHON_HEARTBEAT_FIX,
+        "retries": "allow retries (RetryPolicy(maximum_attempts=3) or more)",
+        "local": "run side effects as regular activities (workflow.execute_activity) with a heartbeat timeout",
+    },
+    "typescript": {
+        "heartbeat": "heartbeat from the activity (heartbeat() of @temporalio/activity about every second) "
+        "and schedule it with heartbeatTimeout: '2s'..'10s' in proxyActivities",
+        "retries": "allow retries (retry: { maximumAttempts: 3 } or more in proxyActivities)",
+        "local": "run side effects as regular activities (proxyActivities, not proxyLocalActivities) "
+        "with a heartbeatTimeout",
+    },
+}
+# A worker command's program (its first word, a wrapper's name included) that runs JavaScript or TypeScript.
+NODE_PROGRAMS = frozenset({"node", "npm", "npx", "yarn", "pnpm", "tsx", "ts-node", "bun", "deno"})
+
+
+def language_of(cmd: tuple[str, ...] | list[str] | None) -> str:
+    """The language of a worker command (one of LANGUAGES): TypeScript for a node program, else Python."""
+    words = cmd[0].split() if cmd and cmd[0] else []
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    return "typescript" if name in NODE_PROGRAMS else "python"
 
 
 class Framework(Protocol):
