@@ -113,3 +113,37 @@ def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
         assert all(r["class"] == "tool" and r["tool"] == "send_email" for r in audit["at_risk"])
         if audit["at_risk"]:
             assert out.returncode == 1 and "AT RISK" in out.stdout
+
+
+def test_a_node_project_declares_in_its_package_json(tmp_path, monkeypatch) -> None:
+    """#50: declarations lived only in pyproject.toml, a file a node project does not have. package.json's
+    "checkpoint-tui" object serves (pyproject.toml's table first, where both are); a hostile package.json
+    is one line, exit 2."""
+    import os
+    from argparse import Namespace
+
+    monkeypatch.chdir(tmp_path)
+    none = Namespace(model_activities=None, tool_activities=None)
+    package = tmp_path / "package.json"
+    package.write_text(
+        json.dumps({"name": "m", "checkpoint-tui": {"model-activities": ["think"], "tool-activities": "send*"}})
+    )
+    assert declaration(none) == Declared(("think",), ("send*",))
+    (tmp_path / "pyproject.toml").write_text('[tool.checkpoint-tui]\nmodel-activities = ["llm_*"]\n')
+    assert declaration(none) == Declared(("llm_*",), ())  # pyproject.toml's table first
+    (tmp_path / "pyproject.toml").unlink()
+    package.write_text(json.dumps({"name": "m"}))
+    assert declaration(none) is None
+    for hostile, said in [
+        ("{not json", "not JSON"),
+        ("[" * 200 + "]" * 200, "nests deeper"),
+        (json.dumps({"checkpoint-tui": ["think"]}), "is not an object"),
+        (json.dumps({"checkpoint-tui": {"tool-activities": {"a": 1}}}), "lists of globs"),
+        (json.dumps({"checkpoint-tui": {"tool-activities": ["\x1b[2J"]}}), "package.json"),
+    ]:
+        package.write_text(hostile)
+        with pytest.raises(UsageError, match=said):
+            declaration(none)
+    package.unlink()
+    os.mkfifo(package)  # not a regular file: no project file there, nothing declared, nothing waited on
+    assert declaration(none) is None
