@@ -18,7 +18,7 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.user_polling import wait_polling
 from checkpoint_tui.ops.wrappers import is_wrapper, polling_pid
 from checkpoint_tui.settings import HOST, Settings
-from checkpoint_tui.waiting import wait_until
+from checkpoint_tui.waiting import wait_until, wait_until_sync
 from conftest import supervised
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
@@ -59,3 +59,25 @@ async def test_a_worker_under_sh_is_followed_to_the_python_that_polls_and_failed
     assist = [e for e in queries.worker_events(conn, None, 200) if e.event == "assist" and e.pid == worker.pid]
     assert assist and json.loads(assist[0].detail)["failed_activities"], assist  # matched by the followed name
     assert not psutil.pid_exists(child[0].pid) or psutil.Process(child[0].pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_wrapper_that_execs_the_rest_keeps_its_identity(tmp_path: Path):
+    """`env VAR=1 python w.py` runs on as `python w.py` with env's pid: it was reported as a worker that
+    "ended at once", and then as one that was no longer ours. Its identity is taken once it runs, and
+    still matches after the exec."""
+    import subprocess
+
+    from checkpoint_tui.ops.procs import ProcIdentity
+    from checkpoint_tui.ops.user_worker import identity_after_user_exec
+
+    cmd = ["/usr/bin/env", "FOO=1", sys.executable, "-c", "import sys; sys.stdin.read()"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE)
+    try:
+        ident = identity_after_user_exec(proc.pid, cmd)
+        assert ident is not None and ident.pid == proc.pid
+        assert wait_until_sync(lambda: ProcIdentity.of(proc.pid).cmdline[0] == sys.executable, 5)  # exec'd
+        assert ident.matches_live()  # the same pid and start time, running the end of its command line
+        stranger = ProcIdentity(ident.pid, ident.create_time, ("/usr/bin/env", "FOO=1", "other"), ident.start_ticks)
+        assert not stranger.matches_live()  # a line it is not the end of: not ours
+    finally:
+        proc.communicate(timeout=30)

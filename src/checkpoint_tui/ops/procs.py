@@ -139,7 +139,7 @@ class ProcIdentity:
             live = tuple(psutil.Process(self.pid).cmdline())
         except psutil.Error:
             return False
-        return live == self.cmdline or _retitled(live, self.cmdline)
+        return live == self.cmdline or _retitled(live, self.cmdline) or _execd_tail(live, self.cmdline)
 
 
 def _retitled(live: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
@@ -150,6 +150,12 @@ def _retitled(live: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
     words = live[0].split()
     tail = recorded[-len(words) :] if words else ()
     return bool(words) and len(words) == len(tail) and Path(tail[0]).name == words[0] and list(tail[1:]) == words[1:]
+
+
+def _execd_tail(live: tuple[str, ...], recorded: tuple[str, ...]) -> bool:
+    """`live` is the end of the recorded command line: a wrapper that exec'd the rest (`env VAR=1 python
+    w.py` runs on as `python w.py`, the same pid and start time)."""
+    return 0 < len(live) < len(recorded) and recorded[-len(live) :] == live
 
 
 def identity_after_exec(pid: int, cmd: list[str], timeout: float = 5.0) -> ProcIdentity | None:

@@ -89,13 +89,18 @@ def user_command(settings: Settings, address: str, member: FleetMember | None = 
 
 def identity_after_user_exec(pid: int, cmd: list[str], timeout: float = EXEC_WAIT_S) -> ProcIdentity | None:
     """The child's identity once it runs `cmd`: its command line is `cmd`, or ends with it (a script
-    run through its #! interpreter). None if it died first."""
+    run through its #! interpreter), or is its end (a wrapper that exec'd the rest: `env VAR=1 python
+    w.py` runs as `python w.py`, with its pid). None if it died first."""
     seen: list[ProcIdentity | None] = []
+
+    def runs_it(ident: ProcIdentity) -> bool:
+        line, want = ident.cmdline, tuple(cmd)
+        return line[-len(want) :] == want or (0 < len(line) < len(want) and want[-len(line) :] == line)
 
     def execd_or_gone() -> bool:
         seen.append(ProcIdentity.of(pid))
-        return seen[-1] is None or seen[-1].cmdline[-len(cmd) :] == tuple(cmd)
+        return seen[-1] is None or runs_it(seen[-1])
 
     wait_until_sync(execd_or_gone, timeout, every=0.002)
     ident = seen[-1] if seen else None
-    return ident if ident is not None and ident.cmdline[-len(cmd) :] == tuple(cmd) else None
+    return ident if ident is not None and runs_it(ident) else None
