@@ -281,9 +281,17 @@ def test_the_audit_records_name_every_field_of_the_audits():
 
 
 def test_doctor_s_report_reads_as_it_is_written():
+    """doctor writes its report with the schema's number, as the others; one without (older) reads too."""
+    from checkpoint_tui.proof.report.doctor import document
+
     diagnosis = Diagnosis("wf-1", None, [], {}, 10.0, True, [Finding("single-attempt", "send", "p", "f")])
-    report = read_doctor(json.loads(json.dumps(diagnosis.to_dict(), sort_keys=True)))
-    assert report.findings == diagnosis.findings and report.ok is False and report.sticky_queue is True
+    written = json.loads(json.dumps(document(diagnosis), sort_keys=True))
+    assert written["schema"] == SCHEMA
+    for doc in (written, {k: v for k, v in written.items() if k != "schema"}):
+        report = read_doctor(doc)
+        assert report.findings == diagnosis.findings and report.ok is False and report.sticky_queue is True
+    with pytest.raises(ReportError):
+        read_doctor({**written, "schema": SCHEMA + 1})
 
 
 def test_the_schema_bench_runs(tmp_path: Path):

@@ -119,7 +119,9 @@ async def doctor(
         _stop_what_it_started(settings, before, server)
     print("\n".join(diagnosis.lines()))
     if json_out is not None:
-        write_output(json_out, json.dumps(diagnosis.to_dict(), indent=2, sort_keys=True) + "\n")
+        from checkpoint_tui.proof.report.doctor import document
+
+        write_output(json_out, json.dumps(document(diagnosis), indent=2, sort_keys=True) + "\n")
     return Exit.FAILED if diagnosis.findings else Exit.OK
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkpoint_tui.core.diagnosis import Finding
+from checkpoint_tui.core.diagnosis import Diagnosis, Finding
 from checkpoint_tui.proof.report.codec import SCHEMA, Json, JsonObject, decode
 from checkpoint_tui.proof.report.fields import rest, version
 
@@ -27,3 +27,8 @@ class DoctorReport:
 
 def read_doctor(value: object, path: str = "report") -> DoctorReport:
     return decode(DoctorReport, value, path)
+
+
+def document(diagnosis: Diagnosis) -> JsonObject:
+    """doctor's report as `doctor --json` writes it: the diagnosis, with the schema's number first."""
+    return {"schema": SCHEMA, **diagnosis.to_dict()}
