@@ -285,8 +285,7 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
             raise UsageError("--workflow runs a workflow of your own worker: give --worker-cmd too")
         if user and not args.workflow and not (command == "doctor" and args.run):
             raise UsageError(f"with --worker-cmd, {command} takes --workflow TYPE --input JSON")
-    reads_runs = command == "status" or (command == "doctor" and getattr(args, "run", None))
-    if (args.framework or args.model_activities or args.tool_activities) and not user and not reads_runs:
+    if (args.framework or args.model_activities or args.tool_activities) and not user and not _reads_runs(args):
         raise UsageError("--framework and --model/--tool-activities classify a user's workflow: give --worker-cmd too")
     if getattr(args, "effects", None) and not user:
         raise UsageError(
@@ -298,6 +297,12 @@ def check_pairing(args: argparse.Namespace, user: bool) -> None:
             "--aim, --strict-models and --allow-unexercised are for a user's workflow (--worker-cmd ... "
             "--workflow TYPE)"
         )
+
+
+def _reads_runs(args: argparse.Namespace) -> bool:
+    """`status`, or `doctor RUN`: commands that read recorded runs (classified as declared, with no
+    --worker-cmd needed) rather than start one."""
+    return args.command == "status" or (args.command == "doctor" and bool(getattr(args, "run", None)))
 
 
 def workflow_and_input(workflow: str, text: str | None) -> tuple[str, Any]:
@@ -322,7 +327,7 @@ def build_workload(args: argparse.Namespace) -> Adapter:
     from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 
     command = args.command
-    if not args.worker_cmd and (command == "status" or (command == "doctor" and getattr(args, "run", None))):
+    if not args.worker_cmd and _reads_runs(args):
         # reading recorded runs: a user's workflow's are classified as declared (flags, else pyproject.toml)
         _check_user_flags(args)
         declared = declaration(args)

@@ -202,7 +202,7 @@ def _stamp(target: str | Path, spec: EffectSpec, claim: Claim) -> None:
     stamp_effect(store.connect(target), spec, claim)
 
 
-def refuse_attempt_in(target: str | Path, claim: Claim) -> None:
+def _refuse(target: str | Path, claim: Claim) -> None:
     refuse_attempt(store.connect(target), claim)
 
 
@@ -249,7 +249,7 @@ def _unrun(call: _Call, claim: Claim) -> None:
     """A write that returned instead of running wrote nothing: its probe record retracted, its attempt
     `refused` (the claim stays unstamped: the next call with a write that writes is `recovered`)."""
     append_probe(call.probe, call.unrun)
-    LEDGER.submit(refuse_attempt_in, call.target, claim).result()
+    LEDGER.submit(_refuse, call.target, claim).result()
 
 
 def _run_write(hold: Hold, write: Callable[[str], object], payload: str) -> object:

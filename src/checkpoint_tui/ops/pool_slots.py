@@ -54,9 +54,8 @@ def adopt_or_start(
     if spare is not None and spare.ready(settings) and worker_proc.promote(settings, spare, slot):
         record_worker_event(conn, "promote", spare.pid, spare.name, detail=f"spare promoted at start (slot {slot})")
         return spare
-    if (
-        takeover.fork is not None and (forked := takeover.fork(conn, slot)) is not None
-    ):  # a user's command: its preloader's fork
+    forked = takeover.fork(conn, slot) if takeover.fork is not None else None  # a user's command's preloader
+    if forked is not None:
         return forked
     worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
     record_worker_event(conn, "spawn", worker.pid, worker.name, detail=f"active worker ({where(worker)})")
