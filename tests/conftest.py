@@ -20,9 +20,12 @@ from checkpoint_tui.ops.devserver import ensure_devserver, stop_devserver
 from checkpoint_tui.ops.supervisor import Supervisor
 from checkpoint_tui.ops.temporal import connect_client
 from checkpoint_tui.settings import Settings
+from cli_zygote import Zygote
 from pg_server import SKIP_ENV, PgServer, pg_bindir, running_server
 
 _ROOT: Path | None = None
+_ZYGOTE: Zygote | None = None
+FORK_CLI = os.environ.get("CHECKPOINT_TESTS_FORK_CLI", "1") != "0"  # 0: each run_cli a fresh interpreter
 
 
 @pytest.fixture(scope="session")
@@ -142,7 +145,17 @@ def run_cli(
         if home.temporal_address:
             argv += ["--temporal-address", home.temporal_address]
     full_env = {**os.environ, **(env or {})}
+    if (zygote := _zygote()) is not None and (done := zygote.run([*argv[3:], *args], full_env, cwd, timeout)):
+        return done
     return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
+
+
+def _zygote() -> Zygote | None:
+    """This process's CLI fork server (tests/cli_zygote.py), on the session's temp root."""
+    global _ZYGOTE
+    if _ZYGOTE is None and FORK_CLI and _ROOT is not None and len(str(_ROOT)) < 70:
+        _ZYGOTE = Zygote(_ROOT)
+    return _ZYGOTE
 
 
 def _leftovers(root: Path) -> list[psutil.Process]:
@@ -155,6 +168,8 @@ def _leftovers(root: Path) -> list[psutil.Process]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _ZYGOTE is not None:
+        _ZYGOTE.stop()
     if _ROOT is None:
         return
     left = [p for p in _leftovers(_ROOT) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
