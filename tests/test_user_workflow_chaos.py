@@ -160,7 +160,10 @@ def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is
 )
 def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow, backend, session_root, request):
     """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
-    so the call runs again with the same call id: skipped when keyed by it, sent again when blind."""
+    so the call runs again with the same call id: skipped when keyed by it, sent again when blind. The
+    reset must land before the 4th call is made (a reset after it re-runs the 4th call's model request,
+    whose new call id sends again): a 1 s tool and its 0.2 s model request give the lab 1.2 s to react
+    (a 0.3 s tool left 0.5 s, overrun under six test workers on 2 cores)."""
     home = session_root / f"agents-reset-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 3, 1)
@@ -170,7 +173,7 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow
         "--workflow",
         workflow,
         "--input",
-        json.dumps({"turns": 5, "pace": 0.3, "think": 0.2}),
+        json.dumps({"turns": 4, "pace": 1.0, "think": 0.2}),
         "--aim",
         "tool",
         "--schedule",
