@@ -280,7 +280,16 @@ def test_detect_names_a_framework_by_its_activity_types_only() -> None:
     assert detect(["send_email", "invoke_model_activity"]) == "openai-agents"
     assert detect(["send_line", "agent__x", 12, None, "x" * 10**6]) is None  # type: ignore[list-item]
     assert detect(iter(["send_line"] * 10**6 + ["invoke_model_activity"])) is None  # looks at a bounded prefix
-    assert set(names()) == {"pydantic-ai", "openai-agents", "langgraph", "strands", "google-adk", "deepagents"}
+    assert set(names()) == {
+        "pydantic-ai",
+        "openai-agents",
+        "langgraph",
+        "strands",
+        "google-adk",
+        "deepagents",
+        "ai-sdk",
+    }
+    assert detect(["sendEmail", "invokeModel"]) == "ai-sdk"
     # LangGraph's `<graph>.<node>` is a shape a plain workflow's type may have: by its type alone only a
     # prebuilt node's name is taken for it, and with payloads only the plugin's shapes
     assert detect(["payments.charge", "billing.tools.v2"]) is None

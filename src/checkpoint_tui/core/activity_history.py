@@ -12,7 +12,6 @@ attempt and the last worker that picked it up).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import dataclass, field
 
@@ -23,11 +22,9 @@ from temporalio.service import RPCError
 # The chain reader lives in core/chain.py; callers of this module import it from here too.
 from checkpoint_tui.core.chain import Chain, all_executions, read_chain, read_children, reset_run  # noqa: F401
 from checkpoint_tui.frameworks import ActivitySeen, Classifier, UnitInfo, classify, detect, overridden
+from checkpoint_tui.frameworks.units import UNSAFE
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # a payload read back from history is decoded up to this size (else: None)
-# control characters, and the format characters that reorder or hide text on a terminal (bidi overrides
-# and isolates, zero-width ones, the BOM): a name holding them must not rewrite the line it is shown on
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 RESET_CAUSE = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
 CLOSE_FIELDS = {
     "activity_task_completed_event_attributes": "completed",
@@ -131,7 +128,7 @@ class ActivityExec:
 
 def plain(text: str, limit: int = 200) -> str:
     """History text shown on a terminal or in a report: no control characters or escapes, bounded."""
-    return _CONTROL.sub("?", text[:limit])
+    return UNSAFE.sub("?", text[:limit])
 
 
 def _t(ev) -> float:

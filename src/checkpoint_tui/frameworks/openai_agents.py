@@ -38,14 +38,20 @@ from __future__ import annotations
 import inspect
 import json
 import typing
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_tui.frameworks.base import BY_TYPE, NO
 from checkpoint_tui.frameworks.keys import call_key
-from checkpoint_tui.frameworks.tool_call import Call, activity_name, handed, json_digest, tool_call_parameter
+from checkpoint_tui.frameworks.tool_call import (
+    Call,
+    activity_name,
+    handed,
+    json_digest,
+    match_calls,
+    tool_call_parameter,
+)
 from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
@@ -82,7 +88,8 @@ def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
     def turn(start: int, end: int, tools: list[int]) -> list[UnitInfo]:
         made = _calls_made(seen, start, end) if tools and start >= 0 else []
         return [
-            _tool(seen[i], call) for i, call in zip(tools, _match([type_of(seen[i]) for i in tools], made), strict=True)
+            _tool(seen[i], call)
+            for i, call in zip(tools, match_calls([type_of(seen[i]) for i in tools], made), strict=True)
         ]
 
     return by_turn(seen, MODEL_TYPES, _model, turn, _is_mcp, _mcp_or_other)
@@ -151,30 +158,6 @@ def _calls(items: object) -> list[Call]:
             ids.add(call_id)
             found.append(Call(call_id, clean(field(item, "name"), 256), field(item, "arguments")))
     return found
-
-
-def _match(kinds: list[str], calls: list[Call]) -> list[Call | None]:
-    """Tool activities to calls: first each to the next unused call of its own name (activity_as_tool
-    names the tool after the activity), then the rest to the unused calls in order."""
-    by_name: dict[str | None, deque[int]] = {}
-    for j, call in enumerate(calls):
-        by_name.setdefault(call.name, deque()).append(j)
-    matched: list[Call | None] = [None] * len(kinds)
-    used: set[int] = set()
-    for i, kind in enumerate(kinds):
-        same = by_name.get(kind)
-        if same:
-            j = same.popleft()
-            matched[i] = calls[j]
-            used.add(j)
-    rest = iter(j for j in range(len(calls)) if j not in used)
-    for i in range(len(kinds)):
-        if matched[i] is None:
-            k = next(rest, None)
-            if k is None:
-                break
-            matched[i] = calls[k]
-    return matched
 
 
 @dataclass(frozen=True)

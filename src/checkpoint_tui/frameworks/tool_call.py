@@ -1,12 +1,14 @@
-"""What the OpenAI Agents SDK's and Strands' modules share: a tool call as the model made it, the call
-that `guarded_activity_as_tool` hands a tool's activity first (each names its id field its own way),
-the digest of a call's JSON arguments, and the check that a guarded activity takes that call first."""
+"""What the frameworks' modules share about tool calls: a call as the model made it, the call that
+`guarded_activity_as_tool` hands a tool's activity first (each names its id field its own way), the
+digest of a call's JSON arguments, tool activities matched to the calls a model request made, and the
+check that a guarded activity takes that call first."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import typing
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,3 +66,28 @@ def activity_name(fn: Callable[..., Any]) -> str:
     if defn is None or not defn.name:
         raise TypeError("guarded_activity_as_tool takes a named Temporal activity (@activity.defn)")
     return defn.name
+
+
+def match_calls(kinds: list[str], calls: list[Call]) -> list[Call | None]:
+    """Tool activities (their types) to the calls a model request made: first each to the next unused
+    call of its own name (the OpenAI Agents SDK's activity_as_tool names the tool after the activity; an
+    AI SDK tool often shares its activity's name), then the rest to the unused calls in order."""
+    by_name: dict[str | None, deque[int]] = {}
+    for j, call in enumerate(calls):
+        by_name.setdefault(call.name, deque()).append(j)
+    matched: list[Call | None] = [None] * len(kinds)
+    used: set[int] = set()
+    for i, kind in enumerate(kinds):
+        same = by_name.get(kind)
+        if same:
+            j = same.popleft()
+            matched[i] = calls[j]
+            used.add(j)
+    rest = iter(j for j in range(len(calls)) if j not in used)
+    for i in range(len(kinds)):
+        if matched[i] is None:
+            k = next(rest, None)
+            if k is None:
+                break
+            matched[i] = calls[k]
+    return matched

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -16,7 +17,9 @@ DIGEST_DEPTH = 64
 DIGEST_CHARS = 2 * 1024 * 1024  # characters of strings in it: Temporal's payload limit is 2 MB
 INT_BITS = 1024  # a longer integer is not an argument anyone meant (and json.dumps refuses > 4300 digits)
 ID_PREFIXES = ("pyd_ai_", "call_", "fc_", "tooluse_", "toolu_")  # shared by every id of a framework or provider
-_CONTROL = {c: " " for c in (*range(0x20), *range(0x7F, 0xA0))}
+# control characters, and the format characters that reorder or hide text on a terminal (bidi overrides
+# and isolates, zero-width ones, the BOM): a name holding them must not rewrite the line it is shown on
+UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,12 @@ class UnitInfo:
 
 
 def clean(value: object, limit: int = TEXT_LIMIT) -> str | None:
-    """A string for one line of a terminal: control characters (newlines too) and runs of spaces made
+    """A string for one line of a terminal: UNSAFE characters (newlines too) and runs of spaces made
     one space, at most `limit` characters (cut with an ellipsis); None for anything that is not a
     non-empty string. Only a bounded slice of a huge string is looked at."""
     if not isinstance(value, str):
         return None
-    text = " ".join(value[: limit * 4].translate(_CONTROL).split())
+    text = " ".join(UNSAFE.sub(" ", value[: limit * 4]).split())
     if not text:
         return None
     return text if len(text) <= limit else text[: limit - 1] + "…"
