@@ -21,8 +21,14 @@ function safe(id) {
   return `${plain.replace(/^\.+/, '').slice(0, 80) || 'workflow'}+${digest}`;
 }
 
-function sleep(seconds) {
-  return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+// A wait that heartbeats every 500 ms: the workflow's 2 s heartbeat timeout fails a killed worker's
+// attempt quickly, and must not fail a live one that sleeps longer (pace up to 5 s).
+async function sleep(seconds) {
+  const until = Date.now() + seconds * 1000;
+  while (Date.now() < until) {
+    Context.current().heartbeat();
+    await new Promise((resolve) => setTimeout(resolve, Math.min(500, until - Date.now())));
+  }
 }
 
 function checked({ to, body, turn, pace }) {
