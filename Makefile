@@ -49,17 +49,29 @@ $(TS_STAMP): $(TS_MAILER)/package-lock.json
 	  cd $(TS_MAILER) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error && touch node_modules/.checkpoint-stamp; \
 	else echo "node or npm not found: the TypeScript worker tests skip"; fi
 
+# The TypeScript agent (examples/ts/): Temporal's AI SDK plugin, the Vercel AI SDK and tsc from the npm
+# registry, at the versions package-lock.json pins, compiled to lib/ (git-ignored).
+TS_AGENT := examples/ts
+TS_AGENT_STAMP := $(TS_AGENT)/node_modules/.checkpoint-stamp
+TS_AGENT_BUILD := $(TS_AGENT)/lib/worker.js
+$(TS_AGENT_STAMP): $(TS_AGENT)/package-lock.json
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	  cd $(TS_AGENT) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error && touch node_modules/.checkpoint-stamp; \
+	else echo "node or npm not found: the TypeScript agent's tests skip"; fi
+$(TS_AGENT_BUILD): $(TS_AGENT_STAMP) $(TS_AGENT)/tsconfig.json $(wildcard $(TS_AGENT)/src/*.ts)
+	@if [ -f $(TS_AGENT_STAMP) ]; then cd $(TS_AGENT) && npm run build --silent; fi
+
 # pytest11 plugins installed for the agent frameworks' sake and used by no test: 0.75 s of CPU each
 # pytest process loads them (a controller, four workers).
 PYTEST_UNUSED := -p no:langsmith_plugin -p no:anyio
 
-# The three installs (the venv's packages, PostgreSQL's binaries, the TypeScript mailer's node_modules)
-# touch different folders: they run at once.
+# The four installs (the venv's packages, PostgreSQL's binaries, the two TypeScript examples'
+# node_modules) touch different folders: they run at once.
 .PHONY: test-setup
-test-setup: $(TEST_STAMP) postgres-binaries $(TS_STAMP)
+test-setup: $(TEST_STAMP) postgres-binaries $(TS_STAMP) $(TS_AGENT_BUILD)
 
 test:
-	@$(MAKE) --no-print-directory -j3 test-setup
+	@$(MAKE) --no-print-directory -j4 test-setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
