@@ -391,7 +391,7 @@ def test_the_reference_shows_every_default_including_the_global_flags():
     assert top["--namespace NAMESPACE"][0] == "default"
     assert top["--ledger URL"][0] == "SQLite in run/"
     assert top["--temporal-address HOST:PORT"][0] == "a dev server this home starts"
-    assert top["--workers N"][0] == "`1`" and top["--refresh S"][0] == "`0.5`"
+    assert top["--workers N"][0] == "1" and top["--refresh S"][0] == "`0.5`"  # 1 said in its help: node gets 2
     assert rows["checkpoint-tui chaos"]["--pauses PAUSES"][0] == "`0`"  # 0 is a default, not "none"
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     filled = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from checkpoint_tui.proof.chaos.printing import totals_line
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.report.audit import ActivityAuditRecord, LostWork, StepAuditRecord
@@ -32,16 +34,22 @@ def test_lost_work_is_not_claimed_where_no_history_was_read():
     assert ours.lost_work is None and totals_line(ours) == "1/1 runs COMPLETED · over all runs: LOST 0 · DUPLICATED 0"
 
 
-def test_chaos_keeps_the_pool_size_it_was_given(tmp_path):
+def test_chaos_keeps_the_pool_size_it_was_given(tmp_path, monkeypatch):
     """`chaos --workers 2` ran one worker: the supervisor it starts was not told (#51 item 1). Its
-    flags, parsed as its command line is, give the pool back, for both workloads."""
+    flags, parsed as its command line is, give the pool back, for both workloads, and for a node worker
+    whose default pool is 2: `--workers 1` stays 1."""
     from checkpoint_tui.cli.commands import settings_from
     from checkpoint_tui.cli.parser import build_parser
     from checkpoint_tui.proof.chaos.engine import Chaos
     from checkpoint_tui.settings import Settings
     from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
 
-    for workload, cmd in [(AgentLoopWorkload(6, 0.3), None), (UserWorkflow("SendLines"), ("python", "w.py"))]:
+    node = tmp_path / "node"  # resolvable where no node is installed
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    workloads = [(AgentLoopWorkload(6, 0.3), None), (UserWorkflow("SendLines"), ("python", "w.py"))]
+    for workload, cmd in [*workloads, (UserWorkflow("TsMailer"), (str(node), "w.js"))]:
         for pool in (1, 2, 3):
             settings = Settings(home=tmp_path / "h", pool_size=pool, worker_cmd=cmd)
             flags = Chaos(settings, 1, 6, [], workload.chaos_target(1)).supervise_flags()

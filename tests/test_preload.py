@@ -367,3 +367,33 @@ def test_the_preloaders_files_when_hostile_are_passed_over_without_a_hang(tmp_pa
     learned = read_bounded(str(planted("preloader-0.ready.learned")))
     assert learned is None or not isinstance(learned, dict) or learned.get("ok") == "yes"
     assert time.monotonic() - began < 1.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "pool"),
+    [
+        (["--worker-cmd", f"{sys.executable} {EXAMPLE}"], 1),  # preloaded: its spare is a fork
+        (["--worker-cmd", "node worker.js"], 2),  # not preloadable: a second worker polls as its spare
+        (["--worker-cmd", f"sh -c '{sys.executable} {EXAMPLE}'"], 2),
+        (["--worker-cmd", "node worker.js", "--workers", "1"], 1),  # asked for: one, cold replacements
+        (["--worker-cmd", "node worker.js", "--workers", "3"], 3),
+        (["--worker-cmd", "node worker.js", "--no-spare"], 1),
+        (["--worker", "a=node w.js", "--worker", f"b={sys.executable} {EXAMPLE}"], 1),  # one of them preloads
+        (["--worker", "a=node w.js", "--worker", "b=node x.js"], 2),
+        ([], 1),  # our own worker: its warm spare
+    ],
+)
+def test_a_command_that_cannot_be_preloaded_gets_a_polling_spare_by_default(tmp_path, monkeypatch, flags, pool):
+    from checkpoint_tui.cli import workload_flags
+    from checkpoint_tui.cli.commands import settings_from
+    from checkpoint_tui.cli.parser import build_parser
+
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    node = tmp_path / "node"  # resolvable: --worker-cmd's program must exist, and no node need be here
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    args = build_parser().parse_args(["--home", str(tmp_path / "h"), *flags, "status"])
+    workload_flags.fold_fleet(args)
+    settings = settings_from(args)
+    assert settings.pool_size == pool
+    assert not (tmp_path / "h" / "run").exists()  # deciding it wrote nothing

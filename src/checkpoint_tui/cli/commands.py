@@ -65,9 +65,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
         ledger_url=args.ledger,
         artifacts=args.artifacts,
         task_queue=args.task_queue,
-        pool_size=args.workers,
+        pool_size=args.workers or 1,
     )
     settings = workload_flags.with_worker_cmd(args, replace(settings, spare=not args.no_spare))
+    if args.workers is None and settings.user_worker:
+        from checkpoint_tui.ops.preload import default_pool
+
+        settings = replace(settings, pool_size=default_pool(settings))
     if args.command not in QUEUELESS and not args.verify:
         from checkpoint_tui.ledger.store import with_shared_queue
 

@@ -158,9 +158,10 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workers",
         type=_bounded_int(1, MAX_POOL),
-        default=1,
+        default=None,
         metavar="N",
-        help=f"local workers the supervisor keeps polling (1..{MAX_POOL})",
+        help=f"local workers the supervisor keeps polling, 1..{MAX_POOL} (default 1; a worker command that cannot "
+        "be preloaded, such as node, gets 2: its spare polls)",
     )
     p.add_argument(
         "--no-spare",

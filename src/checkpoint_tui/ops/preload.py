@@ -52,8 +52,25 @@ def not_preloadable(cmd: tuple[str, ...]) -> str | None:
     return None
 
 
+def default_pool(settings: Settings) -> int:
+    """--workers when not given: 1, or 2 for a user's commands none of which can be preloaded (a node
+    worker, a shell wrapper). Their spare is a second worker that polls: a spare that waits unpolled needs
+    code in the worker (an SDK's worker polls from the moment it runs), and a cold start of a node worker
+    bundles its workflows again (2-5 s), so the killed attempt would wait for it."""
+    commands = [settings.worker_cmd, *(m.cmd for m in settings.fleet)]  # not .members: it names the home's queue
+    if not settings.spare or not settings.worker_cmd or any(not_preloadable(cmd) is None for cmd in commands):
+        return 1
+    return 2
+
+
 def _ready_path(settings: Settings, index: int) -> Path:
     return settings.run_dir / f"preloader-{index}.ready"
+
+
+def _instead(pool: int) -> str:
+    if pool < 2:
+        return "its replacements start cold"
+    return f"{pool} of its workers poll, so a killed one's attempt goes to another at once (replacements start cold)"
 
 
 class Preloads:
@@ -86,7 +103,7 @@ class Preloads:
             if index in self.off:
                 continue
             if (reason := not_preloadable(member.cmd)) is not None:
-                self._turn_off(conn, index, f"{reason}: its replacements start cold")
+                self._turn_off(conn, index, f"{reason}: {_instead(self.settings.pool_size)}")
                 continue
             self._keep(conn, index, member)
 

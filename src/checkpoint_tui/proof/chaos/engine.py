@@ -144,9 +144,10 @@ class Chaos:
 
     def supervise_flags(self) -> list[str]:
         """Global flags for the supervisor process beyond --home (the rest travels in its environment):
-        the workload's workers, the task queue they poll, the pool's size and --no-spare if given."""
+        the workload's workers, the task queue they poll, the pool's size (always: left out, the supervisor
+        would take its own default, 2 for a node worker where 1 was asked) and --no-spare if given."""
         flags = [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
-        flags += ["--workers", str(self.settings.pool_size)] if self.settings.pool_size > 1 else []
+        flags += ["--workers", str(self.settings.pool_size)]
         return flags + ([] if self.settings.spare else ["--no-spare"])
 
     async def start_lab(self, header: str) -> str:
