@@ -43,3 +43,22 @@ def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root)
     assert [r["activity_id"] for r in audit["effect_once"]] == [crash["activity_id"]]
     lines = [line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines()]
     assert len(lines) == len(set(lines)) == 6
+
+
+def test_a_crash_point_lands_on_a_lab_a_start_left_running(session_root):
+    """`start` leaves its workers polling Temporal directly; chaos's hop did not exist then, so a crash
+    point could never land on them and chaos said `not fired: ... the workflow closed` (the wrong cause).
+    Chaos replaces them, says so, and the crash point lands."""
+    from conftest import run_cli
+
+    home = session_root / f"crash-after-start-{next(_homes)}"
+    home.mkdir(parents=True)
+    flags = [*lab_flags(home), "--effects", f"file:{home}/example-out"]
+    inp = json.dumps({"count": 6, "pace": 0})
+    start = run_cli(*flags, "start", "--workflow", "SendLinesIdempotent", "--input", inp, "--wait", timeout=120)
+    assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
+    out, report = chaos(flags, home, "--workflow", "SendLinesIdempotent", "--input", inp, "--seed", "4", "--kills", "3")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "chaos: stopped the lab's workers (active " in out.stdout and "they reach Temporal directly" in out.stdout
+    [crash] = [k for k in report["kills"] if k["kind"] == "worker-after-effect"]
+    assert crash["landed"] == "inside" and report["audit"]["effect_once"]

@@ -45,3 +45,18 @@ def stop(settings: Settings) -> int | None:
         return None
     stop_process(ident, grace=5.0)
     return ident.pid
+
+
+def replace_direct_workers(settings: Settings) -> list[str]:
+    """Stop the home's live workers (and preloaders) when chaos puts a hop or proxy between the workers and
+    Temporal: they were started before it existed (the app's, a `start`'s) and reach Temporal directly, so
+    no crash point or partition could land on them; the supervisor chaos starts spawns workers through it.
+    Returns what was stopped ("active 123")."""
+    from checkpoint_tui.ops import worker_proc
+
+    stopped = []
+    for worker in worker_proc.load_all(settings):
+        worker_proc.stop(settings, worker)
+        worker_proc.forget(settings, worker.role, worker.slot)
+        stopped.append(f"{worker.role} {worker.pid}")
+    return stopped

@@ -41,8 +41,8 @@ def say_taken_over(settings: Settings) -> None:
         return
     what = ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
     print(
-        f"chaos: this home's lab is running ({what}): chaos takes it over and its kills land on it; "
-        "`stop` ends what is left afterwards",
+        f"chaos: this home's lab is running ({what}): chaos takes it over (workers that would reach Temporal "
+        "around its hop or proxy are replaced); `stop` ends what is left afterwards",
         flush=True,
     )
 
