@@ -83,15 +83,47 @@ def test_a_call_id_handed_in_the_activity_input_wins_over_the_match() -> None:
     assert classify("ai-sdk", run)[1].call_id == "call_own"
 
 
-def test_mcp_activities_are_named_by_their_server() -> None:
+def test_mcp_activities_are_named_by_their_server_and_keep_their_call_out_of_the_tools() -> None:
+    """The plugin's callTool input is {name, input, options: {toolCallId}}: its call is the MCP tool's,
+    never a tool activity's beside it."""
+    request = _result("c_mcp", 1)
+    request["content"].append({"type": "tool-call", "toolCallId": "c_send", "toolName": "sendEmail", "input": "{}"})
+    mcp_in = {"name": "read", "input": {"path": "a"}, "options": {"toolCallId": "c_mcp"}, "clientArgs": {}}
     run = [
-        seen("invokeModel", [_request(1, [])], _result("c1", 1)),
+        seen("invokeModel", [_request(1, [])], request),
         seen("files-listTools", [{}], []),
-        seen("files-callTool", [{"name": "read", "args": {"path": "a"}}], {"content": []}),
+        seen("files-callTool", [mcp_in], {"content": []}),
+        seen("notify", [{"to": "x"}], "ok"),  # named unlike its tool: matched by order to the one call left
     ]
     units = classify("ai-sdk", run)
-    assert [u.cls for u in units] == ["model", "other", "mcp"] and units[2].name == "read"
-    assert units[1].label == "mcp · files · listTools"
+    assert [u.cls for u in units] == ["model", "other", "mcp", "tool"]
+    assert (units[2].name, units[2].call_id, units[3].call_id) == ("read", "c_mcp", "c_send")
+    assert units[1].label == "mcp · files · listTools" and units[2].args_digest is not None
+
+
+def test_a_call_id_is_never_a_neighbour_s() -> None:
+    """Order decides only where as many activities as calls are left: a tool that made no activity (or
+    an activity that is no tool's) leaves the rest without an id, never with the next one's; an
+    activity handed its own id takes that call out of the matching."""
+    request = {
+        "content": [{"type": "tool-call", "toolCallId": f"c{i}", "toolName": f"t{i}", "input": "{}"} for i in (1, 2)]
+    }
+    run = [seen("invokeModel", [_request(1, [])], request), seen("audit_log", [{}], "ok")]
+    assert classify("ai-sdk", run)[1].call_id is None  # two calls, one activity of neither's name
+    run = [
+        seen("invokeModel", [_request(1, [])], request),
+        seen("send", [{"toolCallId": "c2"}], "ok"),
+        seen("other_name", [{}], "ok"),
+    ]
+    assert [u.call_id for u in classify("ai-sdk", run)[1:]] == ["c2", "c1"]
+
+
+def test_an_embedding_request_is_the_model_s_and_starts_no_step() -> None:
+    run = _run(False)
+    run.insert(1, seen("invokeEmbeddingModel", [{"modelId": "embed"}], {"embeddings": []}))
+    units = classify("ai-sdk", run)
+    assert [u.cls for u in units] == ["model", "model", "tool", "model", "tool", "model"]
+    assert units[2].call_id == "call_A1"  # still the first request's call
 
 
 def test_hostile_payloads_classify_in_bounded_time() -> None:
@@ -107,5 +139,10 @@ def test_hostile_payloads_classify_in_bounded_time() -> None:
     assert [u.cls for u in units][:3] == ["model", "tool", "model"] and units[2].tokens is None
 
 
-def test_a_node_worker_command_is_typescript() -> None:
-    assert language_of(("node lib/worker.js",)) == language_of(("npm run worker",)) == "typescript"
+def test_a_node_worker_command_is_typescript_behind_its_wrappers_too() -> None:
+    for cmd in [("node lib/worker.js",), ("npm", "run", "worker"), ("/usr/bin/env", "A=1", "node", "w.js")]:
+        assert language_of(cmd) == "typescript", cmd
+    assert language_of(("sh", "-c", "cd app && node w.js")) == "python"  # `cd` is the program: not guessed
+    assert language_of(("sh", "-c", "node w.js")) == language_of(("uv", "run", "node", "w.js")) == "typescript"
+    for cmd in [("python", "w.py", "--role", "node"), ("/venv/bin/python", "-m", "app"), ("sh", "-c", "python w.py")]:
+        assert language_of(cmd) == "python", cmd

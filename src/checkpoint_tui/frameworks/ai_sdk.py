@@ -5,12 +5,13 @@ shows it:
   `tool-call` parts carry `toolCallId`, `toolName` and `input`); its result holds the calls this
   request made (`content[]`, type `tool-call`, their `input` a JSON string) and `usage`
   (`inputTokens.total`, `outputTokens.total`);
-- `invokeEmbeddingModel`: an embedding request, counted with the model's;
-- `<server>-callTool` / `-listTools`: MCP;
+- `invokeEmbeddingModel`: an embedding request, counted with the model's (it starts no step);
+- `<server>-callTool` (input `{name, input, options: {toolCallId}}`) / `-listTools`: MCP;
 - any other activity of the run: a tool's (a tool's `execute` runs in the workflow and calls its
-  activity through proxyActivities). Its call id is matched from the calls of the model request
-  before it, by name (a tool whose activity has its name) and then by order; an activity handed the
-  call id in its input (`{toolCallId: ...}`, as examples/ts's guarded send) keeps its own.
+  activity through proxyActivities). An activity handed its call id in its input (`{toolCallId}`, as
+  examples/ts's guarded send) has that one; the others are matched to the calls the model request
+  before them made and no activity claimed: by name (a tool whose activity has its name), then by
+  order only where as many activities as calls are left; otherwise no id (never a neighbour's).
 """
 
 from __future__ import annotations
@@ -35,23 +36,40 @@ from checkpoint_tui.frameworks.units import (
 
 NAME = "ai-sdk"
 LANGUAGE = "typescript"
-MODEL_TYPES = frozenset({"invokeModel", "invokeModelStreaming", "invokeEmbeddingModel"})
+MODEL_TYPES = frozenset({"invokeModel", "invokeModelStreaming"})  # each starts a step of the agent's loop
+EMBEDDING = "invokeEmbeddingModel"
 MCP_SUFFIXES = ("-callTool", "-listTools")
 PART_LIMIT = 20_000  # content parts looked at per model result
 
 
 def recognises(seen: ActivitySeen) -> int:
     """By its activity type: the plugin's are camelCase, no Python integration's are."""
-    return BY_TYPE if type_of(seen) in MODEL_TYPES else NO
+    return BY_TYPE if type_of(seen) in MODEL_TYPES or type_of(seen) == EMBEDDING else NO
 
 
 def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
     def turn(start: int, end: int, tools: list[int]) -> list[UnitInfo]:
         made = _calls(field(getattr(seen[start], "result", None), "content")) if tools and start >= 0 else []
-        kinds = [type_of(seen[i]) for i in tools]
-        return [_tool(seen[i], call) for i, call in zip(tools, match_calls(kinds, made), strict=True)]
+        own = {i: _own_id(seen[i]) for i in tools}
+        claimed = {c for c in own.values() if c} | {_mcp_id(seen[i]) for i in range(start + 1, end)} - {None}
+        by_id = {c.call_id: c for c in made}
+        rest = [i for i in tools if own[i] is None]
+        free = [c for c in made if c.call_id not in claimed]
+        matched = dict(zip(rest, match_calls([type_of(seen[i]) for i in rest], free, even_only=True), strict=True))
+        return [_tool(seen[i], by_id.get(own[i], Call(own[i], None, None)) if own[i] else matched[i]) for i in tools]
 
-    return by_turn(seen, MODEL_TYPES, _model, turn, _is_mcp, _mcp_or_other)
+    return by_turn(seen, MODEL_TYPES, _model, turn, _is_own, _own_unit)
+
+
+def _own_id(seen: object) -> str | None:
+    """The call id the workflow handed the activity in its input (`{toolCallId}`)."""
+    return call_id_of(field((args_of(seen) or [None])[0], "toolCallId"))
+
+
+def _mcp_id(seen: object) -> str | None:
+    if not type_of(seen).endswith("-callTool"):
+        return None
+    return call_id_of(field((args_of(seen) or [None])[0], "options", "toolCallId"))
 
 
 def _model(seen: object) -> UnitInfo:
@@ -72,24 +90,27 @@ def _tokens(usage: object) -> int | None:
 
 def _tool(seen: object, call: Call | None) -> UnitInfo:
     name = clean(type_of(seen))
-    args = args_of(seen)
-    own = call_id_of(field((args or [None])[0], "toolCallId"))  # handed by the workflow: it knows best
-    call_id = own or (call.call_id if call else None)
+    call_id = call.call_id if call else None
     parts = ["tool", name or "?"] + ([f"call {short_id(call_id)}"] if call_id else [])
-    model_digest = json_digest(call.arguments) if call and isinstance(call.arguments, str) and not own else None
-    return UnitInfo("tool", name, call_id, model_digest or digest(args), summary_of(seen), None, " · ".join(parts))
+    model_digest = json_digest(call.arguments) if call and isinstance(call.arguments, str) else None
+    return UnitInfo(
+        "tool", name, call_id, model_digest or digest(args_of(seen)), summary_of(seen), None, " · ".join(parts)
+    )
 
 
-def _is_mcp(kind: str) -> bool:
-    return kind.endswith(MCP_SUFFIXES)
+def _is_own(kind: str) -> bool:
+    """The plugin's activities that are no tool's and start no step: MCP's, and embedding requests."""
+    return kind.endswith(MCP_SUFFIXES) or kind == EMBEDDING
 
 
-def _mcp_or_other(seen: object) -> UnitInfo:
+def _own_unit(seen: object) -> UnitInfo:
     kind = type_of(seen)
+    if kind == EMBEDDING:
+        return _model(seen)
     if kind.endswith("-callTool"):
         first = (args_of(seen) or [None])[0]
         server = clean(kind.removesuffix("-callTool"), 24) or "server"
-        return mcp_unit(seen, server, clean(field(first, "name")), None, field(first, "args"))
+        return mcp_unit(seen, server, clean(field(first, "name")), _mcp_id(seen), field(first, "input"))
     if kind.endswith("-listTools"):
         server = clean(kind.removesuffix("-listTools"), 24) or "server"
         return UnitInfo("other", None, None, None, summary_of(seen), None, f"mcp · {server} · listTools")

@@ -42,11 +42,22 @@ ADVICE: dict[str, dict[str, str]] = {
 NODE_PROGRAMS = frozenset({"node", "npm", "npx", "yarn", "pnpm", "tsx", "ts-node", "bun", "deno"})
 
 
+# Programs that run another command (its words follow): the language is the one that command's program speaks.
+_RUNNERS = frozenset({"env", "sh", "bash", "dash", "zsh", "nice", "nohup", "exec", "uv", "poetry", "pipenv", "run"})
+
+
 def language_of(cmd: tuple[str, ...] | list[str] | None) -> str:
-    """The language of a worker command (one of LANGUAGES): TypeScript for a node program, else Python."""
-    words = cmd[0].split() if cmd and cmd[0] else []
-    name = words[0].rsplit("/", 1)[-1] if words else ""
-    return "typescript" if name in NODE_PROGRAMS else "python"
+    """The language of a worker command (one of LANGUAGES): TypeScript when its program is a node
+    program, also behind `env VAR=...`, a shell's `-c` or a runner (`uv run`), else Python."""
+    words = [w for arg in (cmd or ())[:16] for w in str(arg).split()[:16]][:64]
+    for word in words:
+        name = word.rsplit("/", 1)[-1]
+        if name in NODE_PROGRAMS:
+            return "typescript"
+        if name in _RUNNERS or word.startswith("-") or ("=" in word and not word.startswith("/")):
+            continue  # a wrapper, its flag (sh -c) or an assignment (env VAR=1): the program is further on
+        return "python"
+    return "python"
 
 
 class Framework(Protocol):

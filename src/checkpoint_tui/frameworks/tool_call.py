@@ -68,10 +68,12 @@ def activity_name(fn: Callable[..., Any]) -> str:
     return defn.name
 
 
-def match_calls(kinds: list[str], calls: list[Call]) -> list[Call | None]:
+def match_calls(kinds: list[str], calls: list[Call], even_only: bool = False) -> list[Call | None]:
     """Tool activities (their types) to the calls a model request made: first each to the next unused
     call of its own name (the OpenAI Agents SDK's activity_as_tool names the tool after the activity; an
-    AI SDK tool often shares its activity's name), then the rest to the unused calls in order."""
+    AI SDK tool often shares its activity's name), then the rest to the unused calls in order; with
+    `even_only`, in order only when as many activities as calls are left (else a tool that made no
+    activity, or an activity that is no tool's, would shift every id after it: they get none)."""
     by_name: dict[str | None, deque[int]] = {}
     for j, call in enumerate(calls):
         by_name.setdefault(call.name, deque()).append(j)
@@ -83,7 +85,10 @@ def match_calls(kinds: list[str], calls: list[Call]) -> list[Call | None]:
             j = same.popleft()
             matched[i] = calls[j]
             used.add(j)
-    rest = iter(j for j in range(len(calls)) if j not in used)
+    left = [j for j in range(len(calls)) if j not in used]
+    if even_only and len(left) != matched.count(None):
+        return matched
+    rest = iter(left)
     for i in range(len(kinds)):
         if matched[i] is None:
             k = next(rest, None)
