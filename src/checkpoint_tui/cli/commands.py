@@ -68,7 +68,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         pool_size=args.workers or 1,
     )
     settings = workload_flags.with_worker_cmd(args, replace(settings, spare=not args.no_spare))
-    if args.workers is None and settings.user_worker:
+    if args.workers is None and not args.verify and args.command != "doctor":  # they measure one worker's kills
         from checkpoint_tui.ops.preload import default_pool
 
         settings = replace(settings, pool_size=default_pool(settings))

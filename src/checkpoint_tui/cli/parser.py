@@ -161,7 +161,7 @@ def _app_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help=f"local workers the supervisor keeps polling, 1..{MAX_POOL} (default 1; a worker command that cannot "
-        "be preloaded, such as node, gets 2: its spare polls)",
+        "be preloaded, such as node, gets 2, so a kill's attempts go to the other at once)",
     )
     p.add_argument(
         "--no-spare",

@@ -47,16 +47,21 @@ def stop(settings: Settings) -> int | None:
     return ident.pid
 
 
-def replace_direct_workers(settings: Settings) -> list[str]:
+def replace_direct_workers(settings: Settings) -> None:
     """Stop the home's live workers (and preloaders) when chaos puts a hop or proxy between the workers and
     Temporal: they were started before it existed (the app's, a `start`'s) and reach Temporal directly, so
     no crash point or partition could land on them; the supervisor chaos starts spawns workers through it.
-    Returns what was stopped ("active 123")."""
+    Says what it stopped, on stdout (chaos's output)."""
     from checkpoint_tui.ops import worker_proc
 
     stopped = []
-    for worker in worker_proc.load_all(settings):
+    recorded = worker_proc.load_all(settings)
+    for worker in recorded:
         worker_proc.stop(settings, worker)
         worker_proc.forget(settings, worker.role, worker.slot)
         stopped.append(f"{worker.role} {worker.pid}")
-    return stopped
+    for worker in worker_proc.unrecorded(settings, {w.pid for w in recorded}):  # a dead supervisor's spawn
+        worker_proc.stop(settings, worker)
+        stopped.append(f"unrecorded {worker.pid}")
+    if stopped:
+        print(f"chaos: stopped the lab's workers ({', '.join(stopped)}): they reach Temporal directly", flush=True)

@@ -167,8 +167,8 @@ class Chaos:
         if (hop := self.target.hop(self, self.settings.worker_address or address)) is not None:
             self.hop = hop  # crash points: the workers reach Temporal (or the proxy) through the hop
             self.settings = replace(self.settings, worker_address=await hop.start())
-        if self.settings.worker_address and (stopped := chaos_supervisor.replace_direct_workers(self.settings)):
-            print(f"chaos: stopped the lab's workers ({', '.join(stopped)}): they reach Temporal directly", flush=True)
+        if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
+            await asyncio.to_thread(chaos_supervisor.replace_direct_workers, self.settings)
         await self.spawn_supervisor()
         return address
 
