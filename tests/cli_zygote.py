@@ -1,13 +1,14 @@
 """A fork server for the tests' CLI calls: one process per xdist worker imports what a headless command
-imports (about 0.45 s of CPU: Temporal's SDK, the chaos engine, the audits) once; each `run_cli` is a
-fork of it that runs `python -m checkpoint_tui ARGS` as a fresh interpreter would, in its own process,
-with its own stdin, stdout, stderr, working directory and environment, and its exit status.
+imports (Temporal's SDK, the chaos engine, the audits: most of a short command's CPU) once; each
+`run_cli` is a fork of it that runs `python -m checkpoint_tui ARGS` as a fresh interpreter would, in its
+own process, with its own stdin, stdout, stderr, working directory and environment, and its exit status.
 
-Measured: the suite's ~330 CLI calls paid that import each time (a `chaos` call 0.66 s of CPU, most of
-it imports). What the process boundary tests (exit codes, output, signals, what is left behind) still
-holds: each call is a real process. What it does not test is the import of the package itself; the
-tests that do (packaging, headless imports, the console script) start real interpreters, and so does
-every call when CHECKPOINT_TESTS_FORK_CLI=0.
+What the process boundary tests (exit codes, output, signals, what is left behind) still holds: each
+call is a real process. What a fork does not give: the import of the package itself (the tests that
+need it start real interpreters: packaging, headless imports, the console script), a hash seed of its
+own, and /proc/PID/cmdline and environ of its own (the zygote's). A call whose environment differs in
+what is read at interpreter start or import (PYTHON*, locale, TZ, CHECKPOINT_HOST) gets a real
+interpreter, as does every call with CHECKPOINT_TESTS_FORK_CLI=0.
 
 Run as `python cli_zygote.py SOCKET ROOT` (ROOT: the session's temp root, named so that a zygote left
 behind is found by conftest's leftover check). Protocol, one SOCK_SEQPACKET connection per call: the
@@ -39,8 +40,10 @@ PRELOAD = (
     "temporalio.client",
     "temporalio.worker",
 )
-# Read by modules at import: a call that sets one gets a real interpreter (conftest.run_cli).
-IMPORT_TIME_ENV = ("CHECKPOINT_HOST", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONSAFEPATH")
+# Read at interpreter start or at import: a call that changes one gets a real interpreter (conftest.run_cli).
+IMPORT_TIME_ENV = ("CHECKPOINT_HOST", "LANG", "TZ")
+IMPORT_TIME_PREFIXES = ("PYTHON", "LC_")
+START_TIMEOUT_S = 60.0
 MAX_REQUEST = 1 << 20
 
 
@@ -116,6 +119,7 @@ def _serve(path: str) -> dict | None:
                 _reap(children, by_conn, sel)
             else:  # a client: `kill`, or gone
                 conn = key.fileobj
+                said = b""  # a reset connection is a gone client
                 with contextlib.suppress(OSError):
                     said = conn.recv(64)
                 pid = by_conn.get(conn)
@@ -162,6 +166,7 @@ class Zygote:
         self.path = str(root / f"cli-zygote-{os.getpid()}.sock")
         self.proc: subprocess.Popen | None = None
         self.broken = False
+        self.started_env: dict[str, str] = {}
 
     def _started(self) -> bool:
         if self.proc is not None and self.proc.poll() is None:
@@ -171,11 +176,17 @@ class Zygote:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         argv = [sys.executable, __file__, self.path, str(self.root)]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = self.proc.stdout.readline() if self.proc.stdout is not None else b""
+        self.started_env = dict(os.environ)
+        with open(self.root / f"cli-zygote-{os.getpid()}.log", "ab") as log:  # its own words, never a full pipe
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        assert self.proc.stdout is not None
+        ready = selectors.DefaultSelector()
+        ready.register(self.proc.stdout, selectors.EVENT_READ)
+        line = self.proc.stdout.readline() if ready.select(START_TIMEOUT_S) else b""
+        ready.close()
         if line.strip() != b"ready":
             self.stop()
-            self.broken = True  # said once, in the stop's output: real interpreters from now on
+            self.broken = True  # real interpreters from now on (its log says why)
             return False
         return True
 
@@ -197,7 +208,7 @@ class Zygote:
     def run(self, args: list[str], env: dict, cwd: Path | None, timeout: float) -> subprocess.CompletedProcess | None:
         """The call's result, as subprocess.run(capture_output=True, text=True) gives it; None when the
         fork server is not available (the caller starts a real interpreter)."""
-        if any(env.get(k) != os.environ.get(k) for k in IMPORT_TIME_ENV) or not self._started():
+        if not self._started() or _starts_differently(env, self.started_env):
             return None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -207,6 +218,12 @@ class Zygote:
             conn.connect(self.path)
             request = {"args": args, "env": env, "cwd": str(cwd or os.getcwd())}
             socket.send_fds(conn, [json.dumps(request).encode()], [stdin, out_w, err_w])
+        except OSError:  # the server died since it started: this call, and the next, a real interpreter
+            conn.close()
+            os.close(out_r)
+            os.close(err_r)
+            self.broken = True
+            return None
         finally:
             for fd in (stdin, out_w, err_w):
                 os.close(fd)
@@ -214,6 +231,13 @@ class Zygote:
             return _collect(conn, out_r, err_r, ["-m", "checkpoint_tui", *args], timeout)
         finally:
             conn.close()
+
+
+def _starts_differently(env: dict, started: dict) -> bool:
+    """Whether a fresh interpreter with `env` would start or import differently from the zygote, which
+    started with `started` (a test may have changed the client's environment since)."""
+    keys = {k for k in {*env, *started} if k in IMPORT_TIME_ENV or k.startswith(IMPORT_TIME_PREFIXES)}
+    return any(env.get(k) != started.get(k) for k in keys)
 
 
 def _collect(conn: socket.socket, out_r: int, err_r: int, argv: list[str], timeout: float):
@@ -251,12 +275,13 @@ def _collect(conn: socket.socket, out_r: int, err_r: int, argv: list[str], timeo
         sel.close()
         os.close(out_r)
         os.close(err_r)
-    # as text=True decodes: the locale's encoding, strict, universal newlines
+    # as text=True decodes in this environment (UTF-8, strict), with universal newlines
     out, err = (_text(b"".join(chunks[fd])) for fd in (out_r, err_r))
     if killed:
         raise subprocess.TimeoutExpired(argv, timeout, out, err)
-    code = os.waitstatus_to_exitcode(status) if status is not None else -9
-    return subprocess.CompletedProcess(argv, code, out, err)
+    if status is None:  # the fork server died under the call: no exit status to give
+        raise RuntimeError(f"cli_zygote: no exit status for {argv[2:5]}: the fork server died (see its log)")
+    return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out, err)
 
 
 def _text(data: bytes) -> str:

@@ -45,7 +45,9 @@ def test_a_fork_answers_as_a_fresh_interpreter(zygote: Zygote, tmp_path: Path, a
 
 
 def test_a_call_that_sets_an_import_time_variable_gets_a_real_interpreter(zygote: Zygote, tmp_path: Path) -> None:
-    assert zygote.run(["--version"], {**os.environ, "CHECKPOINT_HOST": "elsewhere"}, tmp_path, 60) is None
+    for changed in ({"CHECKPOINT_HOST": "elsewhere"}, {"PYTHONWARNINGS": "error"}, {"LC_ALL": "C"}, {"TZ": "UTC"}):
+        assert zygote.run(["--version"], {**os.environ, **changed}, tmp_path, 60) is None, changed
+    assert zygote.run(["--version"], {**os.environ, "UNRELATED": "1"}, tmp_path, 60) is not None
 
 
 def test_a_call_past_its_deadline_is_killed(zygote: Zygote, tmp_path: Path) -> None:
