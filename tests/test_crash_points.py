@@ -46,9 +46,8 @@ def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root)
 
 
 def test_a_crash_point_lands_on_a_lab_a_start_left_running(session_root):
-    """`start` leaves its workers polling Temporal directly; chaos's hop did not exist then, so a crash
-    point could never land on them and chaos said `not fired: ... the workflow closed` (the wrong cause).
-    Chaos replaces them, says so, and the crash point lands."""
+    """`start` leaves its workers polling Temporal directly, around the hop chaos starts later: no crash
+    point could land on them. Chaos replaces them, says so, and the crash point lands inside."""
     from conftest import run_cli
 
     home = session_root / f"crash-after-start-{next(_homes)}"

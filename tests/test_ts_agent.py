@@ -90,4 +90,4 @@ def test_the_ai_sdk_tool_keyed_by_its_tool_call_id_passes_under_npm_run(session_
     assert len(audit["effect_once"]) >= 1 and audit["at_risk"] == [] and audit["lost_work_count"] == 0
     assert audit["framework"] == "ai-sdk" and all(c["call_id"].startswith("call_") for c in audit["effect_once"])
     eml = sorted(p.name for p in (home / "example-out").iterdir())
-    assert len(eml) == 5 and all(n.startswith(f"{report['run_id']}-call_") and n.endswith(".eml") for n in eml)
+    assert len(eml) == 5 and all(n.startswith(f"{report['run_id']}@call_") and n.endswith(".eml") for n in eml)

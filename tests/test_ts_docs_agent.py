@@ -82,7 +82,7 @@ def test_the_docs_agent_runs_under_every_command_with_a_python_agent_s_verdicts(
         assert re.search(
             r"DUPLICATED at file:.*hello, this is turn \d' 2 times, made by send \(activity \d+\)", blind.stdout
         )
-        assert report["audit"]["framework"] == "declared" and report["audit"]["model_requests"] == 3
+        assert report["audit"]["framework"] == "declared" and report["audit"]["model_requests"] == 5
 
         guarded = cli(
             "chaos",
@@ -124,6 +124,9 @@ def test_the_docs_agent_runs_under_every_command_with_a_python_agent_s_verdicts(
             timeout=400,
         )
         assert gameday.returncode == 0 and "1/1 experiments held" in gameday.stdout, gameday.stdout[-3000:]
+
+        status = run_cli("--home", str(home), "status", "--json", cwd=folder)
+        assert status.returncode == 0 and json.loads(status.stdout)["audit"]["framework"] == "declared", status
 
         doctor = cli("doctor", "--workflow", "NotifyOnce", "--input", IN)
         assert doctor.returncode in (0, 1), doctor.stdout[-3000:] + doctor.stderr[-2000:]

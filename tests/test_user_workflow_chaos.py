@@ -162,8 +162,8 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow
     """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
     so the call runs again with the same call id: skipped when keyed by it, sent again when blind. The
     reset must land before the 4th call is made (a reset after it re-runs the 4th call's model request,
-    whose new call id sends again): a 1 s tool and its 0.2 s model request give the lab 1.2 s to react
-    (a 0.3 s tool left 0.5 s, overrun under six test workers on 2 cores)."""
+    whose new call id sends again): a 1 s tool and its 0.2 s model request give the lab 1.2 s to react,
+    more than a machine loaded by six test workers on 2 cores takes."""
     home = session_root / f"agents-reset-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 3, 1)

@@ -74,7 +74,8 @@ export async function sendEmailGuarded(args: ToolCallEmail): Promise<string> {
   if (typeof args.toolCallId !== 'string' || !CALL_ID.test(args.toolCallId)) {
     throw ApplicationFailure.nonRetryable('bad tool call id', 'BadToolArgs');
   }
-  const final = path.join(outDir(), `${safe(workflowId)}-${safe(args.toolCallId)}.eml`);
+  // '@' is outside safe()'s alphabet: no two (workflow id, call id) pairs name one file
+  const final = path.join(outDir(), `${safe(workflowId)}@${safe(args.toolCallId)}.eml`);
   const aside = path.join(`${outDir()}.tmp`, `${process.pid}-${crypto.randomBytes(6).toString('hex')}`);
   fs.mkdirSync(outDir(), { recursive: true });
   fs.mkdirSync(path.dirname(aside), { recursive: true });
