@@ -56,7 +56,12 @@ def classify(seen: list[ActivitySeen]) -> list[UnitInfo]:
         rest = [i for i in tools if own[i] is None]
         free = [c for c in made if c.call_id not in claimed]
         matched = dict(zip(rest, match_calls([type_of(seen[i]) for i in rest], free, even_only=True), strict=True))
-        return [_tool(seen[i], by_id.get(own[i], Call(own[i], None, None)) if own[i] else matched[i]) for i in tools]
+
+        def call_of(i: int) -> Call | None:
+            mine = own[i]
+            return matched[i] if mine is None else by_id.get(mine, Call(mine, None, None))
+
+        return [_tool(seen[i], call_of(i)) for i in tools]
 
     return by_turn(seen, MODEL_TYPES, _model, turn, _is_own, _own_unit)
 
