@@ -50,10 +50,10 @@ $(TS_STAMP): $(TS_MAILER)/package-lock.json
 	else echo "node or npm not found: the TypeScript worker tests skip"; fi
 
 # The TypeScript agent (examples/ts/): Temporal's AI SDK plugin, the Vercel AI SDK and tsc from the npm
-# registry, at the versions package-lock.json pins, compiled to lib/ (git-ignored).
+# registry, at the versions package-lock.json pins, compiled to lib/ with its workflows bundled (git-ignored).
 TS_AGENT := examples/ts
 TS_AGENT_STAMP := $(TS_AGENT)/node_modules/.checkpoint-stamp
-TS_AGENT_BUILD := $(TS_AGENT)/lib/worker.js
+TS_AGENT_BUILD := $(TS_AGENT)/lib/workflow-bundle.js
 $(TS_AGENT_STAMP): $(TS_AGENT)/package-lock.json
 	@if command -v node >/dev/null && command -v npm >/dev/null; then \
 	  cd $(TS_AGENT) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error && touch node_modules/.checkpoint-stamp; \

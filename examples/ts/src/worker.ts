@@ -4,6 +4,8 @@
 // or SIGINT. The model is OPENAI_BASE_URL's (an OpenAI-compatible server, e.g.
 // http://127.0.0.1:8080/v1, its key in OPENAI_API_KEY), else the scripted one (model.ts), which this
 // process starts on 127.0.0.1 at a port the OS picks: it lives and dies with the worker.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import {
@@ -32,6 +34,13 @@ class Pulse implements ActivityInboundCallsInterceptor {
   }
 }
 
+// The workflows as `npm run build` bundled them (lib/workflow-bundle.js: a start skips webpack), else
+// bundled now from their source.
+function workflowCode(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const bundle = path.join(__dirname, 'workflow-bundle.js');
+  return fs.existsSync(bundle) ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('./workflows') };
+}
+
 async function main(): Promise<void> {
   let scripted: ScriptedModel | undefined;
   let baseURL = process.env.OPENAI_BASE_URL;
@@ -52,7 +61,7 @@ async function main(): Promise<void> {
       connection,
       namespace: process.env.TEMPORAL_NAMESPACE || 'default',
       taskQueue: process.env.CHECKPOINT_TASK_QUEUE || 'ts-agent',
-      workflowsPath: require.resolve('./workflows'),
+      ...workflowCode(),
       activities,
       // The plugin: its model activity (`invokeModel`, calling modelProvider) and the Web-API
       // polyfills the AI SDK needs in the workflow bundle.
