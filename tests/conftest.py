@@ -36,13 +36,37 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server_home(session_root: Path) -> Iterator[Settings]:
-    """A home that owns the session's embedded dev server (real `temporal server start-dev`)."""
-    settings = Settings(home=session_root / "server-home")
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """A home that owns the session's embedded dev server (real `temporal server start-dev`), one for
+    all the xdist workers: an idle dev server costs 3-5 % of a core, six of them a third of one. Each
+    test's home has its own task queue, so they share it as the tests of one worker always have. The
+    workers count themselves in under a lock; the last one out stops it (one that comes in later starts
+    it again: ensure_devserver adopts a live one, else starts one, under the home's own lock)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's root, above popen-gwN
+    settings = Settings(home=shared / "shared-server-home")
     settings.ensure_dirs()
-    ensure_devserver(settings)
+    with _users(settings) as users:
+        users.write_text(str(int(users.read_text() or 0) + 1))
+        ensure_devserver(settings)
     yield settings
-    stop_devserver(settings, grace=2.0)  # a session's worth of runs: its graceful stop can take 10 s+
+    with _users(settings) as users:
+        left = int(users.read_text() or 1) - 1
+        users.write_text(str(left))
+        if left == 0:
+            stop_devserver(settings, grace=2.0)  # a session's worth of runs: its graceful stop can take 10 s+
+
+
+@contextlib.contextmanager
+def _users(settings: Settings) -> Iterator[Path]:
+    """The shared server's count of pytest processes using it, held under an exclusive lock."""
+    import fcntl
+
+    path = settings.run_dir / "users"
+    path.touch()
+    with open(settings.run_dir / "users.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield path
 
 
 @pytest.fixture(scope="session")
