@@ -84,7 +84,7 @@ test:
 	@$(VENV)/bin/mypy > $(VENV)/.mypy-out 2>&1 & mypy=$$!; \
 	  $(VENV)/bin/mkdocs build --strict --quiet && $(PY) -m compileall -q -j 0 src examples tests && \
 	  { PYTHONDONTWRITEBYTECODE= $(PY) -m pytest --collect-only -q -p no:cacheprovider $(PYTEST_UNUSED) >/dev/null 2>&1; \
-	    $(PY) -m pytest -n 8 --dist worksteal $(PYTEST_UNUSED); }; rc=$$?; \
+	    $(PY) -m pytest -n 6 --dist worksteal $(PYTEST_UNUSED); }; rc=$$?; \
 	  wait $$mypy; typed=$$?; echo "mypy: $$(tail -n 1 $(VENV)/.mypy-out)"; \
 	  [ $$typed -eq 0 ] || cat $(VENV)/.mypy-out; [ $$rc -eq 0 ] && [ $$typed -eq 0 ]
 
