@@ -17,7 +17,7 @@ shows it:
 from __future__ import annotations
 
 from checkpoint_tui.frameworks.base import BY_TYPE, NO
-from checkpoint_tui.frameworks.tool_call import Call, json_digest, match_calls
+from checkpoint_tui.frameworks.tool_call import Call, calls_in, json_digest, match_calls
 from checkpoint_tui.frameworks.units import (
     ActivitySeen,
     UnitInfo,
@@ -31,6 +31,7 @@ from checkpoint_tui.frameworks.units import (
     other,
     short_id,
     summary_of,
+    tokens_of,
     type_of,
 )
 
@@ -82,15 +83,15 @@ def _model(seen: object) -> UnitInfo:
     name = clean(field(first, "modelId"))
     label = f"model · {name}" if name else "model"
     usage = field(getattr(seen, "result", None), "usage")
-    return UnitInfo("model", name, None, None, summary_of(seen), _tokens(usage), label)
-
-
-def _tokens(usage: object) -> int | None:
-    """inputTokens.total + outputTokens.total; None when either is missing or not a sane count."""
-    counts = [field(usage, "inputTokens", "total"), field(usage, "outputTokens", "total")]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53 for n in counts):
-        return None
-    return counts[0] + counts[1]  # type: ignore[operator]
+    return UnitInfo(
+        "model",
+        name,
+        None,
+        None,
+        summary_of(seen),
+        tokens_of(usage, ("inputTokens", "total"), ("outputTokens", "total")),
+        label,
+    )
 
 
 def _tool(seen: object, call: Call | None) -> UnitInfo:
@@ -124,18 +125,7 @@ def _own_unit(seen: object) -> UnitInfo:
 
 def _calls(parts: object) -> list[Call]:
     """The `tool-call` parts of a model result's content, in order, each call id once."""
-    if not isinstance(parts, list):
-        return []
-    found: list[Call] = []
-    ids: set[str] = set()
-    for part in parts[:PART_LIMIT]:
-        if field(part, "type") != "tool-call":
-            continue
-        call_id = call_id_of(field(part, "toolCallId"))
-        if call_id is not None and call_id not in ids:
-            ids.add(call_id)
-            found.append(Call(call_id, clean(field(part, "toolName"), 256), field(part, "input")))
-    return found
+    return calls_in(parts, "tool-call", ("toolCallId", "toolName", "input"), PART_LIMIT)
 
 
 def heartbeat_fix(cls: str) -> str:

@@ -47,6 +47,7 @@ from checkpoint_tui.frameworks.keys import call_key
 from checkpoint_tui.frameworks.tool_call import (
     Call,
     activity_name,
+    calls_in,
     handed,
     json_digest,
     match_calls,
@@ -57,7 +58,6 @@ from checkpoint_tui.frameworks.units import (
     UnitInfo,
     args_of,
     by_turn,
-    call_id_of,
     clean,
     digest,
     field,
@@ -146,18 +146,7 @@ def _calls_made(seen: list[ActivitySeen], model: int, next_model: int) -> list[C
 
 def _calls(items: object) -> list[Call]:
     """The `function_call` items of a list of conversation items, in order, each call id once."""
-    if not isinstance(items, list):
-        return []
-    found: list[Call] = []
-    ids: set[str] = set()
-    for item in items[:ITEM_LIMIT]:
-        if field(item, "type") != "function_call":
-            continue
-        call_id = call_id_of(field(item, "call_id"))
-        if call_id is not None and call_id not in ids:
-            ids.add(call_id)
-            found.append(Call(call_id, clean(field(item, "name"), 256), field(item, "arguments")))
-    return found
+    return calls_in(items, "function_call", ("call_id", "name", "arguments"), ITEM_LIMIT)
 
 
 @dataclass(frozen=True)

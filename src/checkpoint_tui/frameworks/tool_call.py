@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint_tui.frameworks.units import args_of, call_id_of, clean, digest
+from checkpoint_tui.frameworks.units import args_of, call_id_of, clean, digest, field
 
 ARGUMENTS_LIMIT = 256 * 1024  # characters of a call's arguments decoded for the digest
 
@@ -96,3 +96,22 @@ def match_calls(kinds: list[str], calls: list[Call], even_only: bool = False) ->
                 break
             matched[i] = calls[k]
     return matched
+
+
+def calls_in(items: object, kind: str, keys: tuple[str, str, str], limit: int) -> list[Call]:
+    """The items of type `kind` in a list a model request or its result holds, as calls, in order, each
+    call id once; `keys` names their (call id, tool name, arguments) fields. At most `limit` items are
+    looked at: the list is anyone's."""
+    if not isinstance(items, list):
+        return []
+    id_key, name_key, args_key = keys
+    found: list[Call] = []
+    ids: set[str] = set()
+    for item in items[:limit]:
+        if field(item, "type") != kind:
+            continue
+        call_id = call_id_of(field(item, id_key))
+        if call_id is not None and call_id not in ids:
+            ids.add(call_id)
+            found.append(Call(call_id, clean(field(item, name_key), 256), field(item, args_key)))
+    return found

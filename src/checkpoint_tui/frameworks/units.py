@@ -96,10 +96,13 @@ def call_id_of(value: object) -> str | None:
     return value
 
 
-def tokens_of(usage: object) -> int | None:
-    """input_tokens + output_tokens of a usage object (both frameworks name them so); None when
+def tokens_of(
+    usage: object, inputs: tuple[str, ...] = ("input_tokens",), outputs: tuple[str, ...] = ("output_tokens",)
+) -> int | None:
+    """Input + output tokens of a usage object, at the paths given (most frameworks name them
+    input_tokens and output_tokens; the AI SDK inputTokens.total and outputTokens.total); None when
     either is missing or not a sane count."""
-    counts = [field(usage, "input_tokens"), field(usage, "output_tokens")]
+    counts = [field(usage, *inputs), field(usage, *outputs)]
     if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53 for n in counts):
         return None
     return counts[0] + counts[1]  # type: ignore[operator]
