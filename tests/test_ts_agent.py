@@ -7,7 +7,6 @@ duplicating at the seeded after-effect crash point, named with its call id) and 
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from itertools import count
@@ -15,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
-from test_user_workflow_lab import stop_lab
+from test_ts_worker import outbox, ts_chaos
 
 AGENT = Path(__file__).resolve().parent.parent / "examples" / "ts"
 _homes = count()
@@ -27,48 +25,14 @@ pytestmark = pytest.mark.skipif(
 
 
 def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
-    path = home / "r.json"
-    try:
-        out = run_cli(
-            "--home",
-            str(home),
-            "--worker-cmd",
-            worker or f"node {AGENT / 'lib' / 'worker.js'}",
-            "--task-queue",
-            f"ts-{home.name}",
-            "--effects",
-            f"file:{home}/example-out",
-            "chaos",
-            "--workflow",
-            workflow,
-            "--input",
-            '{"turns": 5, "pace": 0.04, "think": 0.05}',
-            "--seed",
-            "1",
-            "--kills",
-            "3",
-            "--aim",
-            "tool",
-            "--json",
-            str(path),
-            timeout=240,
-            cwd=AGENT if worker else None,
-        )
-        report = json.loads(path.read_text())
-    finally:
-        stop_lab(home)
-    return out, report
-
-
-def _emails(home: Path) -> Counter:
-    return Counter(line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines())
+    return ts_chaos(AGENT, "lib/worker.js", home, workflow, worker)  # no declaration: the lab knows the plugin
 
 
 def test_the_blind_ai_sdk_tool_is_shown_duplicating_at_its_outbox(session_root):
     home = session_root / f"ts-agent-blind-{next(_homes)}"
     out, report = _chaos(home, "TsAgentMailer")
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
-    audit, emails = report["audit"], _emails(home)
+    audit, emails = report["audit"], outbox(home)
     assert audit["duplicated"] == sum(n - 1 for n in emails.values()) >= 1, emails
     dups = audit["destination_duplicates"]
     assert dups and all(len(d["calls"]) == 1 and d["calls"][0].startswith("sendEmail call call_") for d in dups)
@@ -86,7 +50,7 @@ def test_the_ai_sdk_tool_keyed_by_its_tool_call_id_passes_under_npm_run(session_
     out, report = _chaos(home, "TsAgentMailerGuarded", "npm run worker")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
-    assert Counter(_emails(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library
+    assert Counter(outbox(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library
     assert len(audit["effect_once"]) >= 1 and audit["at_risk"] == [] and audit["lost_work_count"] == 0
     assert audit["framework"] == "ai-sdk" and all(c["call_id"].startswith("call_") for c in audit["effect_once"])
     eml = sorted(p.name for p in (home / "example-out").iterdir())

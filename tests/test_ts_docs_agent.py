@@ -58,48 +58,25 @@ def test_the_docs_agent_runs_under_every_command_with_a_python_agent_s_verdicts(
     def cli(*args: str, timeout: float = 240):
         return run_cli(*lab, *args, cwd=folder, timeout=timeout)
 
+    def chaos(workflow: str) -> tuple:
+        """The page's chaos line on `workflow`: seed 1, 3 kills aimed at tools; its output and report."""
+        aimed = ("--aim", "tool", "--seed", "1", "--kills", "3", "--json", str(tmp_path / f"{workflow}.json"))
+        out = cli("chaos", "--workflow", workflow, "--input", IN, *aimed)
+        return out, json.loads((tmp_path / f"{workflow}.json").read_text())
+
     try:
         start = cli("start", "--workflow", "NotifyOnce", "--input", IN, "--wait")
         assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
 
-        blind = cli(
-            "chaos",
-            "--workflow",
-            "Notify",
-            "--input",
-            IN,
-            "--aim",
-            "tool",
-            "--seed",
-            "1",
-            "--kills",
-            "3",
-            "--json",
-            str(tmp_path / "blind.json"),
-        )
-        report = json.loads((tmp_path / "blind.json").read_text())
+        blind, report = chaos("Notify")
         assert blind.returncode == 1, blind.stdout[-3000:]
         assert re.search(
             r"DUPLICATED at file:.*hello, this is turn \d' 2 times, made by send \(activity \d+\)", blind.stdout
         )
         assert report["audit"]["framework"] == "declared" and report["audit"]["model_requests"] == 5
 
-        guarded = cli(
-            "chaos",
-            "--workflow",
-            "NotifyOnce",
-            "--input",
-            IN,
-            "--aim",
-            "tool",
-            "--seed",
-            "1",
-            "--kills",
-            "3",
-            "--json",
-            str(tmp_path / "guarded.json"),
-        )
-        audit = json.loads((tmp_path / "guarded.json").read_text())["audit"]
+        guarded, guarded_report = chaos("NotifyOnce")
+        audit = guarded_report["audit"]
         assert guarded.returncode == 0, guarded.stdout[-3000:]
         assert audit["effect_once"] and audit["at_risk"] == [] and "effect once" in guarded.stdout
         sent = lines(folder)

@@ -24,36 +24,26 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
-    """chaos on the mailer, its worker `node worker.js` (or `worker`, run from the mailer's folder)."""
+def ts_chaos(folder: Path, script: str, home: Path, workflow: str, worker: str | None, *declared: str) -> tuple:
+    """Seed 1 of chaos (3 kills aimed at tools) on a TypeScript example in `folder`, its worker `node
+    folder/script` (or `worker`, run from the folder), its outbox named; the report, the lab stopped."""
     path = home / "r.json"
     try:
         out = run_cli(
-            "--home",
-            str(home),
-            "--worker-cmd",
-            worker or f"node {MAILER / 'worker.js'}",
-            "--task-queue",
-            f"ts-{home.name}",
-            "--model-activities",
-            "think",
-            "--effects",
-            f"file:{home}/example-out",
-            "chaos",
-            "--workflow",
-            workflow,
-            "--input",
-            '{"turns": 5, "pace": 0.04, "think": 0.05}',
-            "--seed",
-            "1",
-            "--kills",
-            "3",
-            "--aim",
-            "tool",
-            "--json",
-            str(path),
+            *(
+                "--home",
+                str(home),
+                "--worker-cmd",
+                worker or f"node {folder / script}",
+                "--task-queue",
+                f"ts-{home.name}",
+            ),
+            *declared,
+            *("--effects", f"file:{home}/example-out", "chaos", "--workflow", workflow),
+            *("--input", '{"turns": 5, "pace": 0.04, "think": 0.05}', "--seed", "1", "--kills", "3", "--aim", "tool"),
+            *("--json", str(path)),
             timeout=240,
-            cwd=MAILER if worker else None,
+            cwd=folder if worker else None,
         )
         report = json.loads(path.read_text())
     finally:
@@ -61,7 +51,11 @@ def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
     return out, report
 
 
-def _emails(home: Path) -> Counter:
+def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
+    return ts_chaos(MAILER, "worker.js", home, workflow, worker, "--model-activities", "think")
+
+
+def outbox(home: Path) -> Counter:
     return Counter(line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines())
 
 
@@ -69,7 +63,7 @@ def test_the_blind_typescript_tool_is_shown_duplicating_at_its_outbox(session_ro
     home = session_root / f"ts-blind-{next(_homes)}"
     out, report = _chaos(home, "TsMailer")
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
-    audit, emails = report["audit"], _emails(home)
+    audit, emails = report["audit"], outbox(home)
     assert audit["duplicated"] == sum(n - 1 for n in emails.values()) >= 1, emails
     assert all(d["calls"] == [f"sendEmail activity {d['activity_ids'][0]}"] for d in audit["destination_duplicates"])
     assert any(k["kind"] == "worker-after-effect" and k["class"] == "other" for k in report["kills"])
@@ -82,6 +76,6 @@ def test_the_typescript_tool_exactly_once_by_its_own_means_passes_under_npm_run(
     out, report = _chaos(home, "TsMailerGuarded", "npm run worker")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
-    assert Counter(_emails(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library
+    assert Counter(outbox(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library
     assert len(audit["effect_once"]) >= 1 and audit["at_risk"] == [] and audit["lost_work_count"] == 0
     assert not (home / "example-out.tmp").exists() or not any((home / "example-out.tmp").iterdir())
