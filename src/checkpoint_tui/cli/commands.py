@@ -24,7 +24,7 @@ from checkpoint_tui.errors import Exit, Failed, Unavailable, UsageError
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
 
 if TYPE_CHECKING:
-    from checkpoint_tui.workloads import Adapter
+    from checkpoint_tui.workloads import Adapter, Counts
 
 # Commands that need no task queue (and must work while a shared ledger is down).
 QUEUELESS = ("status", "stop", "model-server", "replay")
@@ -251,10 +251,17 @@ async def _supervise(settings: Settings, pool: bool) -> int:
     return Exit.OK
 
 
+def _counts(args: argparse.Namespace, settings: Settings) -> Counts:
+    """The seeded schedule's counts as the flags give them; the dev server killed only if it is the lab's."""
+    from checkpoint_tui.workloads import Counts
+
+    more = (args.pauses, args.partitions, args.resets, args.activity_pauses, args.activity_resets)
+    return Counts(args.kills, *more, server=settings.embedded)
+
+
 def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.chaos.command import chaos_command
-    from checkpoint_tui.proof.chaos.schedule import save_schedule
-    from checkpoint_tui.workloads import Counts
+    from checkpoint_tui.proof.chaos.schedule import refuse_server_kills, save_schedule
 
     check_chaos_flags(args, workload)
     max_kills = until_covered_bound(args)  # flags that cannot go together, even when only saving
@@ -265,10 +272,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     elif args.chaos_shrink is not None:
         events, steps, _ = workload.chaos_file(args.chaos_shrink)  # checked now; shrink reads it again
     else:
-        counts = Counts(
-            args.kills, args.pauses, args.partitions, args.resets, args.activity_pauses, args.activity_resets
-        )
-        events, steps = workload.chaos_schedule(seed, counts)  # one that cannot work: exit 2
+        events, steps = workload.chaos_schedule(seed, _counts(args, settings))  # one that cannot work: exit 2
         if args.chaos_save is not None:
             save_schedule(args.chaos_save, events, steps, seed)
             print(
@@ -276,8 +280,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
                 f"chaos --schedule {args.chaos_save})"
             )
             return Exit.OK
-    if not settings.embedded:
-        raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+    refuse_server_kills(events, settings, args.chaos_schedule or args.chaos_shrink)
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 

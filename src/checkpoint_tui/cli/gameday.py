@@ -9,7 +9,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files.outputs import check_output_dir
 from checkpoint_tui.settings import Settings
 
@@ -77,10 +76,6 @@ def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
     from checkpoint_tui.proof.gameday.run import gameday as run_gameday
     from checkpoint_tui.proof.gameday.scenarios import plan
 
-    if not settings.embedded:
-        raise UsageError(
-            "gameday kills workers and the network to the dev server: it needs the embedded one (no --temporal-address)"
-        )
     names = [n.strip() for n in (args.scenarios or "").split(",") if n.strip()]
     scenarios = plan(settings, names, args.runs, args.down_s, args.grace_s)
     out = args.out or settings.run_dir / "gameday"

@@ -322,15 +322,9 @@ class LabSession:
         return code
 
     def _address_flags(self, home: Path) -> list[str]:
-        if home != self.settings.home or self.settings.embedded:
-            return []  # a home of its own starts its own dev server; this home's is found on disk
-        return [
-            "--temporal-address",
-            self.address,
-            "--namespace",
-            self.settings.namespace,
-            *self.settings.connection.worker_args(),
-        ]
+        if home != self.settings.home:
+            return []  # a home of its own starts its own dev server
+        return self.settings.server_flags()
 
     async def run_comparison(self, steps: int = 6, kill_step: int = 3) -> None:
         code = await self._proof_tool(self.settings.home, "compare", "--steps", str(steps), "--kill-at", str(kill_step))

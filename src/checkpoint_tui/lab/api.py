@@ -53,7 +53,7 @@ WorkerCmd = str | Sequence[str]
 
 class Lab:
     """A lab on one home of its own: the embedded dev server by default (started on first use, one per
-    home), or `temporal_address` (starts none; chaos needs the embedded one: it kills it). Calls run
+    home), or `temporal_address` (starts none; chaos there kills no server). Calls run
     one at a time. Closing it (or leaving the `with`, or the interpreter exiting) stops what the home
     runs, once one of its commands got to run."""
 

@@ -8,7 +8,7 @@ import time
 from temporalio.client import Client
 
 from checkpoint_tui.errors import CheckpointError, Unavailable
-from checkpoint_tui.ops.devserver import DevServer, ensure_devserver
+from checkpoint_tui.ops.devserver import DevServer, ensure_devserver, recorded
 from checkpoint_tui.settings import Settings
 
 EXTERNAL_CONNECT_TIMEOUT_S = 5.0
@@ -20,6 +20,17 @@ def resolve_address(settings: Settings) -> tuple[str, DevServer | None]:
         server = ensure_devserver(settings)
         return server.address, server
     return settings.temporal_address or "", None
+
+
+def lab_address(settings: Settings) -> str:
+    """The address of the Temporal a lab already set up runs against: the external one, else the home's
+    dev server as recorded when it was started or adopted (gone since: Unavailable)."""
+    if not settings.embedded:
+        return settings.temporal_address or ""
+    record = recorded(settings)[1]
+    if record is None:
+        raise Unavailable(f"this home's dev server stopped (see {settings.run_dir / 'temporal.log'})")
+    return str(record["address"])
 
 
 async def connect_client(settings: Settings, address: str, timeout: float | None = None) -> Client:
@@ -44,3 +55,12 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
         f"cannot reach Temporal at {address} (namespace {settings.namespace}) within {limit:.0f} s: {reason}. "
         f"Check {where}."
     )
+
+
+async def reach(settings: Settings) -> str:
+    """Before a proving command starts anything: the embedded dev server found or started, or a server
+    the lab did not start connected to once (unreachable: exit 3 with nothing started). Its address."""
+    address, _ = await asyncio.to_thread(resolve_address, settings)
+    if not settings.embedded:
+        await connect_client(settings, address)
+    return address

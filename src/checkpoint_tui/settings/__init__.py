@@ -190,6 +190,15 @@ class Settings:
     def embedded(self) -> bool:
         return self.temporal_address is None
 
+    def server_flags(self) -> list[str]:
+        """The global flags that point a process of ours (a supervisor, a proof tool) at this lab's
+        Temporal: a server the lab did not start by its address, namespace and TLS files (an API key
+        travels in the environment); the embedded dev server is found under the home, its namespace said."""
+        if self.embedded:
+            return [] if self.namespace == DEFAULT_NAMESPACE else ["--namespace", self.namespace]
+        address = self.temporal_address or ""
+        return ["--temporal-address", address, "--namespace", self.namespace, *self.connection.worker_args()]
+
     def ensure_dirs(self) -> None:
         """run/ is private (0700: it holds the ledger, process records and logs) and must be ours."""
         self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.errors import Failed
@@ -29,8 +29,9 @@ class Counts:
     resets: int = 0
     activity_pauses: int = 0
     activity_resets: int = 0
+    server: bool = True  # the dev server is the lab's to kill (not a server it did not start)
 
-    def as_kwargs(self) -> dict[str, int]:
+    def as_kwargs(self) -> dict[str, Any]:
         """As the schedule generators take them (make_schedule, workload_schedule)."""
         return asdict(self)
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from checkpoint_tui.files import write_output
 from checkpoint_tui.ops import devserver, worker_proc
 from checkpoint_tui.ops.sigterm import until_sigterm
+from checkpoint_tui.ops.temporal import reach
 from checkpoint_tui.proof.bundle.proof_run import ProofRun
 from checkpoint_tui.proof.bundle.writer import ProofOutputs, emit
 from checkpoint_tui.proof.chaos import coverage, kill_windows
@@ -71,7 +72,7 @@ async def chaos_command(
     With `max_kills` (--until-covered), aimed rounds follow until every window was hit."""
     settings.ensure_dirs()
     say_taken_over(settings)
-    devserver.ensure_devserver(settings)
+    await reach(settings)
     chaos = Chaos(settings, seed, steps, events, target, runs, rate)
     report = await until_sigterm_said(chaos.run())
     print_report(report, chaos.target)

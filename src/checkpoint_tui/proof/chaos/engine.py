@@ -24,19 +24,19 @@ from typing import Any
 from temporalio.client import Client
 
 from checkpoint_tui.core.audit import Audit
-from checkpoint_tui.errors import Failed, Unavailable, UsageError
+from checkpoint_tui.errors import Failed, Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import chaos_supervisor, devserver, worker_proc
+from checkpoint_tui.ops import chaos_supervisor, worker_proc
 from checkpoint_tui.ops.logcap import open_log
 from checkpoint_tui.ops.procs import identity_after_exec
-from checkpoint_tui.ops.temporal import connect_client
+from checkpoint_tui.ops.temporal import connect_client, lab_address
 from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
 from checkpoint_tui.proof.chaos.kill_windows import Placement
 from checkpoint_tui.proof.chaos.printing import place_word
 from checkpoint_tui.proof.chaos.run_totals import totals
-from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute
+from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, refuse_server_kills
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
@@ -45,7 +45,7 @@ from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
 from checkpoint_tui.proof.report.audit import audit_record
-from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord
+from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord, TemporalRecord
 from checkpoint_tui.proof.report.codec import JsonObject
 from checkpoint_tui.settings import Settings
 
@@ -76,11 +76,11 @@ class Chaos:
         runs: int = 1,
         rate: float | None = None,
     ) -> None:
-        if not settings.embedded:
-            raise UsageError("chaos kills the dev server, so it needs the embedded one (no --temporal-address)")
+        refuse_server_kills(schedule, settings, None)  # a server the lab did not start is never killed
         self.fleet = FleetLab(settings, schedule)  # its events checked against the fleet before anything starts
         self.rate = rate  # runs started per second (load); None: all at once
         self.settings = settings
+        self.address, self.embedded = "", settings.embedded  # the Temporal it runs against (start_lab)
         self.seed, self.steps = seed, steps  # steps: the units the schedule is placed over
         self.schedule = schedule
         self.target = target
@@ -147,6 +147,7 @@ class Chaos:
         the workload's workers, the task queue they poll, the pool's size (always: left out, the supervisor
         would take its own default, 2 for a node worker where 1 was asked) and --no-spare if given."""
         flags = [*self.target.workload.command_flags(self.settings)[0], "--task-queue", self.settings.task_queue]
+        flags += self.settings.server_flags()  # a server the lab did not start: the supervisor's too
         flags += ["--workers", str(self.settings.pool_size)]
         return flags + ([] if self.settings.spare else ["--no-spare"])
 
@@ -156,10 +157,7 @@ class Chaos:
         print(f"chaos seed={self.seed} {header} schedule:", flush=True)
         for ev in self.schedule if self.say_schedule else []:
             print(f"  {ev.describe(place_word(self.target.workload.unit), self.target.workload.units)}", flush=True)
-        record = devserver.recorded(self.settings)[1]
-        if record is None:  # ensure_devserver recorded it before chaos began: gone since
-            raise Unavailable(f"chaos: this home's dev server stopped (see {self.settings.run_dir / 'temporal.log'})")
-        address = str(record["address"])
+        self.address = address = lab_address(self.settings)  # the dev server found or started before, or theirs
         self.settings = await self.fleet.start(self.settings, self.target.http_logs(self))  # --dependency proxies
         if any(ev.kind == PARTITION for ev in self.schedule):  # the workers reach Temporal through a proxy
             self.proxy = NetProxy(address)
@@ -384,6 +382,9 @@ class Chaos:
             kill_windows=list(self.kill_windows),
             figures=figures,
             fleet=self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at),
+            temporal=TemporalRecord(
+                address=self.address, namespace=self.settings.namespace, started_by_lab=self.embedded
+            ),
         )
         if len(audits) == 1:
             report.checks = target.checks(audits[0])

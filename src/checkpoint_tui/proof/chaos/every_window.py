@@ -112,13 +112,13 @@ async def every_window_command(
     settings: Settings, seed: int, make_target: Callable[[], ChaosTarget], json_path: Path | None
 ) -> int:
     """Three chaos runs, one per crash point's window, each tool of the run killed once in it; then the table."""
-    from checkpoint_tui.ops import devserver
+    from checkpoint_tui.ops.temporal import reach
     from checkpoint_tui.proof.chaos.command import say_taken_over, until_sigterm_said
     from checkpoint_tui.proof.chaos.engine import Chaos
 
     settings.ensure_dirs()
     say_taken_over(settings)
-    devserver.ensure_devserver(settings)
+    await reach(settings)
 
     async def run_round(kind: str) -> ChaosReport:
         target = make_target()

@@ -26,6 +26,9 @@ def print_report(report: ChaosReport, target: ChaosTarget) -> None:
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
         print(f"FAIL  {c.name}: {c.observed[:600]}")
     idle = bool(failed) and all(c.name == EXERCISED for c in failed)  # nothing else failed: nothing was tried
+    if (t := report.temporal) is not None:
+        whose = "this home's dev server" if t.started_by_lab else "a server the lab did not start"
+        print(f"temporal {t.address} (namespace {t.namespace}, {whose})")
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 
 

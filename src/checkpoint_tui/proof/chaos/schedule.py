@@ -32,9 +32,10 @@ from checkpoint_tui.proof.chaos import fleet_events
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
+from checkpoint_tui.settings import Settings
 
 WORKER_MOMENTS = ("worker-in-activity", "worker-between-activities", "worker-in-timer")
-REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")
+REQUIRED = ("claim-window-crash", "supervisor", "temporal-server")  # a seeded schedule's kills, at least
 PAUSES = ("pause", "hang")  # SIGSTOP then SIGCONT (watchdog held off); SIGSTOP left to the watchdog
 # A stand-in for a broken build, accepted only from a schedule file (never generated): it appends a
 # second outbox line for the step's email, as a ledger that lost its claim would. The audit must
@@ -135,13 +136,16 @@ def make_schedule(
     resets: int = 0,
     activity_pauses: int = 0,
     activity_resets: int = 0,
+    server: bool = True,
 ) -> list[ChaosEvent]:
     """The same seed gives the same schedule. One event per step, none at the first or last step.
     Pauses, partitions, resets, activity pauses and activity resets come from streams of their own,
     each drawn on the steps the events before them leave free, so adding one leaves a seed's events
-    of the kinds before it where they were."""
+    of the kinds before it where they were. `server`: the dev server is the lab's to kill; on a server
+    the lab did not start (False) the same seed draws the same schedule, its dev-server kill a worker's."""
     if kills < len(REQUIRED) and not resets:
-        raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, dev server)")
+        third = "dev server" if server else "a worker between activities, where the dev server's would be"
+        raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, {third})")
     extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
     if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
         raise UsageError(
@@ -158,6 +162,8 @@ def make_schedule(
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
     kinds = kinds[:kills]  # fewer than REQUIRED only beside resets: some of the three, seeded
+    if not server:  # not the lab's to kill: a worker dies there instead, every other draw as it was
+        kinds = ["worker-between-activities" if k == "temporal-server" else k for k in kinds]
     at = sorted(rng.sample(range(2, steps), kills))
     events = [
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
@@ -175,6 +181,21 @@ def make_schedule(
         free = sorted(set(range(2, steps)) - {e.step for e in events})
         events += [make(step, rng) for step in sorted(rng.sample(free, n))]
     return in_order(events)
+
+
+def refuse_server_kills(events: list[ChaosEvent], settings: Settings, source: str | Path | None) -> None:
+    """On a server the lab did not start (--temporal-address), a schedule that kills the dev server is
+    refused before anything starts: that server is not the lab's to kill."""
+    if settings.embedded:
+        return
+    for ev in events:
+        if ev.kind == "temporal-server":
+            where = f"{source}: " if source is not None else ""
+            at = f"step {ev.step}" if ev.at_s is None else f"at {ev.at_s:g} s"
+            raise UsageError(
+                f"{where}the event {at} kills the dev server; on a server the lab did not start "
+                f"({settings.temporal_address}) chaos never touches the server: leave that event out"
+            )
 
 
 def _check_seeded_hold(pauses: int, partitions: int, activity_pauses: int) -> None:

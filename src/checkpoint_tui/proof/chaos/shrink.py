@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.files import check_output_path
-from checkpoint_tui.ops import devserver
+from checkpoint_tui.ops.temporal import reach
 from checkpoint_tui.proof.chaos.command import run_schedule
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule, save_schedule
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
@@ -72,7 +72,7 @@ async def shrink_command(
     events, total, seed = load_schedule(schedule_file, steps)
     out = check_output_path(shrunk_path(schedule_file), "the shrunk schedule")  # before any run, not after them
     settings.ensure_dirs()
-    devserver.ensure_devserver(settings)
+    await reach(settings)
     runs = 0
 
     async def fails(candidate: list[ChaosEvent]) -> bool:

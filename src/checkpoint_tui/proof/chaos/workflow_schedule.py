@@ -30,14 +30,17 @@ def workload_schedule(
     resets: int = 0,
     activity_pauses: int = 0,
     activity_resets: int = 0,
+    server: bool = True,
 ) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
-    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)"""
+    span to guess, since it counts the starts the aim picks as the run makes them. (events, span)
+    `server`: the dev server is the lab's to kill (as make_schedule's)."""
     if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)
-        raise UsageError("--kills must be at least 3 (inside an activity, the supervisor, the dev server)")
+        third = "the dev server" if server else "a worker between activities, where the dev server's would be"
+        raise UsageError(f"--kills must be at least 3 (inside an activity, the supervisor, {third})")
     more = (pauses, partitions, resets, activity_pauses, activity_resets)
     span = kills + sum(more) + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, *more)], span
+    return [map_event(e) for e in make_schedule(seed, span, kills, *more, server=server)], span
 
 
 def map_event(ev: ChaosEvent, source: Path | None = None) -> ChaosEvent:

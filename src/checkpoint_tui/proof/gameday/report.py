@@ -135,11 +135,16 @@ def after_action(done: list[Experiment], title: str, settings: Settings, max_dra
     ran = [e for e in done if e.scenario.skipped is None]
     held = all(e.held for e in done)
     fleet = ", ".join(f"`{m.queue}`: `{' '.join(m.cmd)[:100]}`" for m in settings.members) or "checkpoint-tui's worker"
+    whose = (
+        "this home's dev server"
+        if settings.embedded
+        else f"`{settings.temporal_address}`, a server the lab did not start"
+    )
     md = [
         f"# Game day: {title}",
         "",
-        f"Fleet: {fleet}. {len(ran)} experiments ran, {sum(e.held for e in ran)} held. "
-        f"Verdict: **{'PASS' if held else 'FAIL'}**.",
+        f"Fleet: {fleet}. Temporal: {whose} (namespace `{settings.namespace}`). {len(ran)} experiments ran, "
+        f"{sum(e.held for e in ran)} held. Verdict: **{'PASS' if held else 'FAIL'}**.",
         "",
         "| experiment | the guide | held | lost work | wall |",
         "|---|---|---|---|---|",

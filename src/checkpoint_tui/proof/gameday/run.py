@@ -16,8 +16,8 @@ from checkpoint_tui.core.workload import Workload
 from checkpoint_tui.files import OutputDir
 from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import devserver
 from checkpoint_tui.ops.sigterm import until_sigterm
+from checkpoint_tui.ops.temporal import reach
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.gameday.report import Experiment, after_action, scenario_checks
@@ -44,7 +44,7 @@ async def gameday(
 ) -> int:
     """Run each scenario; write the after-action report under `out`; 0 if every one held, else 1."""
     settings.ensure_dirs()
-    devserver.ensure_devserver(settings)
+    await reach(settings)
     done: list[Experiment] = []
     with OutputDir(out, "--out") as folder:
         for scenario in scenarios:

@@ -258,6 +258,15 @@ class Coverage:
 
 
 @dataclass(kw_only=True)
+class TemporalRecord:
+    """The Temporal cluster a report's runs ran against."""
+
+    address: str
+    namespace: str
+    started_by_lab: bool  # the home's dev server (it may kill it), else a server the lab did not start
+
+
+@dataclass(kw_only=True)
 class ChaosReport:
     """One chaos run's report (several runs' with --runs, its aimed rounds' with --until-covered)."""
 
@@ -284,6 +293,7 @@ class ChaosReport:
     runs: list[RunRecord] | None = omitted()
     totals: Totals | None = omitted()
     coverage: Coverage | None = omitted()
+    temporal: TemporalRecord | None = omitted()  # absent in a report written before it was said
 
     @property
     def audits(self) -> list[AuditRecord]:
