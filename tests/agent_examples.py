@@ -30,7 +30,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until_sync
-from conftest import run_cli
+from conftest import queue_of, run_cli
 from labs import start_script
 from test_user_workflow_lab import stop_lab
 
@@ -232,20 +232,29 @@ class UnderTheLab:
     worker: Path
     queue_prefix: str
 
-    def flags(self, home: Path, *more: str, ledger: str | None = None) -> list[str]:
+    def flags(self, home: Path, *more: str, ledger: str | None = None, address: str | None = None) -> list[str]:
+        """`address`: a server the home did not start (else the home's own dev server)."""
         cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(self.worker))}"
-        flags = ["--home", str(home), *more, "--worker-cmd", cmd, "--task-queue", f"{self.queue_prefix}-{home.name}"]
+        flags = ["--home", str(home), *more, "--worker-cmd", cmd, "--task-queue", queue_of(self.queue_prefix, home)]
+        flags += ["--temporal-address", address] if address else []
         return flags + (["--ledger", ledger] if ledger else [])
 
     def chaos(
-        self, home: Path, workflow: str, inp: dict, *extra: str, ledger: str | None = None, timeout: float = 240
+        self,
+        home: Path,
+        workflow: str,
+        inp: dict,
+        *extra: str,
+        address: str,
+        ledger: str | None = None,
+        timeout: float = 240,
     ) -> tuple[subprocess.CompletedProcess, dict]:
-        """`chaos --kills 4` on its own home (it kills the dev server too) and its JSON report; the home
-        stopped and proved gone even on failure."""
+        """`chaos --kills 4` on the session's server (its seeded schedule then kills no server) and its
+        JSON report; the home stopped and proved gone even on failure."""
         report_path = home / "chaos.json"
         try:
             out = run_cli(
-                *self.flags(home, ledger=ledger),
+                *self.flags(home, ledger=ledger, address=address),
                 "chaos",
                 "--workflow",
                 workflow,

@@ -4,6 +4,7 @@ check can prove none was left running (and stop any that was, by identity, befor
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -157,6 +158,12 @@ async def supervisor(home: Settings, client, temporal_address: str) -> AsyncIter
             yield sup
     finally:
         await sup.stop(stop_workers=True)  # also when ensure_worker failed half-way
+
+
+def queue_of(prefix: str, home: Path) -> str:
+    """A task queue of this home alone: homes of parallel xdist workers share names (`home`,
+    `uw-activity-0`) and every one of them may be on the session's one dev server."""
+    return f"{prefix}-{home.name}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
 
 
 def run_cli(

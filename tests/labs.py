@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import queue_of, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
 WORKER_CMD = f"{shlex.quote(sys.executable)} {shlex.quote(str(EXAMPLE))}"
@@ -35,7 +35,7 @@ class Lab:
 
     def flags(self, home: Path, ledger: str | None = None, address: str | None = None) -> list[str]:
         """Global flags: the home, the workers, the ledger, Temporal (None: the home's own dev server)."""
-        worker = ["--worker-cmd", WORKER_CMD, "--task-queue", f"uw-{home.name}"] if self.kind == "workflow" else []
+        worker = ["--worker-cmd", WORKER_CMD, "--task-queue", queue_of("uw", home)] if self.kind == "workflow" else []
         where = ["--temporal-address", address] if address else []
         return ["--home", str(home), *where, *worker, *(["--ledger", ledger] if ledger else [])]
 

@@ -148,7 +148,9 @@ EVENTS = [
 @pytest.mark.parametrize(
     ("workflow", "backend"), [("SendLines", "sqlite"), ("SendLines", "postgresql"), ("SendLinesUnguarded", "sqlite")]
 )
-def test_a_user_s_activity_paused_or_reset_re_runs_guarded_or_at_risk(workflow, backend, session_root, request):
+def test_a_user_s_activity_paused_or_reset_re_runs_guarded_or_at_risk(
+    workflow, backend, session_root, temporal_address, request
+):
     home = session_root / f"uw-activity-{next(_homes)}"
     home.mkdir(parents=True)
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
@@ -156,7 +158,7 @@ def test_a_user_s_activity_paused_or_reset_re_runs_guarded_or_at_risk(workflow, 
     report_path = home / "r.json"
     try:
         out = run_cli(
-            *lab_flags(home, ledger),
+            *lab_flags(home, ledger, temporal_address),
             "chaos",
             "--workflow",
             workflow,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import queue_of, run_cli
 from test_user_workflow_lab import stop_lab
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "agents"
@@ -27,19 +27,28 @@ TURNS = 5  # 11 activities: 6 model requests, 5 tool calls; the 4 events land on
 _homes = count()
 
 
-def lab(framework: str, home: Path, ledger: str | None = None) -> list[str]:
+def lab(framework: str, home: Path, ledger: str | None = None, address: str | None = None) -> list[str]:
+    """A home running the framework's example as its worker command; `address`: a server it did not start."""
     cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKERS[framework]))}"
-    flags = ["--home", str(home), "--worker-cmd", cmd, "--task-queue", f"agents-{home.name}"]
+    flags = ["--home", str(home), "--worker-cmd", cmd, "--task-queue", queue_of("agents", home)]
+    flags += ["--temporal-address", address] if address else []
     return flags + (["--ledger", ledger] if ledger else [])
 
 
 def chaos(
-    framework: str, home: Path, workflow: str, *extra: str, ledger: str | None = None, think: float = 0.2
+    framework: str,
+    home: Path,
+    workflow: str,
+    *extra: str,
+    address: str,
+    ledger: str | None = None,
+    think: float = 0.2,
 ) -> tuple:
+    """`chaos --kills 4` on the session's server (not this home's: its seeded schedule kills no server)."""
     report_path = home / "chaos.json"
     try:
         out = run_cli(
-            *lab(framework, home, ledger),
+            *lab(framework, home, ledger, address),
             "chaos",
             "--workflow",
             workflow,
@@ -67,11 +76,13 @@ def sent(home: Path, run_id: str) -> Counter:
 
 @pytest.mark.parametrize(("framework", "backend"), [("pydantic-ai", "sqlite"), ("openai-agents", "postgresql")])
 def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
-    framework, backend, session_root, request
+    framework, backend, session_root, temporal_address, request
 ):
-    home = session_root / f"agents-guarded-{next(_homes)}"  # its own dev server: chaos kills it
+    home = session_root / f"agents-guarded-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
-    out, report = chaos(framework, home, WORKFLOWS[framework] + "Guarded", "--aim", "tool", ledger=ledger)
+    out, report = chaos(
+        framework, home, WORKFLOWS[framework] + "Guarded", "--aim", "tool", address=temporal_address, ledger=ledger
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
@@ -102,9 +113,9 @@ def test_a_guarded_agent_survives_chaos_aimed_at_its_tools_with_each_email_once(
 
 
 @pytest.mark.parametrize("framework", ["pydantic-ai", "openai-agents"])
-def test_an_unguarded_agent_tool_is_named_at_risk_and_its_duplicates_match(framework, session_root):
+def test_an_unguarded_agent_tool_is_named_at_risk_and_its_duplicates_match(framework, session_root, temporal_address):
     home = session_root / f"agents-blind-{next(_homes)}"
-    out, report = chaos(framework, home, WORKFLOWS[framework], "--aim", "tool")
+    out, report = chaos(framework, home, WORKFLOWS[framework], "--aim", "tool", address=temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0
@@ -125,11 +136,13 @@ def _turns_of(entries: list[dict], audit: dict) -> list[int]:
     return [(seq + 1) // 2 for seq in tools]  # model, tool, model, tool, ...: tool k is activity 2k
 
 
-def test_model_requests_re_run_are_reported_apart_and_fail_only_when_strict(session_root):
+def test_model_requests_re_run_are_reported_apart_and_fail_only_when_strict(session_root, temporal_address):
     home = session_root / f"agents-model-{next(_homes)}"
     # the model thinks 1 s: a kill placed at 0.1-0.95 of a request's usual duration lands inside it (at
     # 0.5 s, beside two other labs on two cores, the one kill of a run came after its request had ended)
-    out, report = chaos("pydantic-ai", home, "PydanticMailerGuarded", "--aim", "model", think=1.0)
+    out, report = chaos(
+        "pydantic-ai", home, "PydanticMailerGuarded", "--aim", "model", address=temporal_address, think=1.0
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert audit["model_reruns"] and audit["at_risk"] == [], audit["re_executed"]

@@ -65,12 +65,13 @@ def test_the_declaration_comes_from_the_flags_else_the_projects_pyproject(tmp_pa
 
 
 @pytest.mark.parametrize("workflow", ["OpenAIMailerGuarded", "OpenAIMailer"])
-def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
-    home = session_root / f"declared-{workflow}"  # its own dev server: chaos kills it
+def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root, temporal_address):
+    home = session_root / f"declared-{workflow}"
+    where = ["--temporal-address", temporal_address]
     report_path = home / "chaos.json"
     try:
         out = run_cli(
-            *lab("openai-agents", home),
+            *lab("openai-agents", home, address=temporal_address),
             *DECLARED,
             "chaos",
             "--workflow",
@@ -90,8 +91,10 @@ def test_a_declared_agent_gets_the_same_verdicts(workflow, session_root):
         report = json.loads(report_path.read_text())
         if workflow.endswith("Guarded"):  # #51 item 5: status and doctor read a recorded run as declared
             swapped = ["--model-activities", "send_email*", "--tool-activities", "invoke_model_*"]
-            status = run_cli("--home", str(home), *swapped, "status", report["run_id"], "--json")
-            doctor = run_cli("--home", str(home), *swapped, "doctor", report["run_id"], "--json", str(home / "d.json"))
+            status = run_cli("--home", str(home), *where, *swapped, "status", report["run_id"], "--json")
+            doctor = run_cli(
+                "--home", str(home), *where, *swapped, "doctor", report["run_id"], "--json", str(home / "d.json")
+            )
     finally:
         stop_lab(home)
     if workflow.endswith("Guarded"):

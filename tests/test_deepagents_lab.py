@@ -17,15 +17,17 @@ TURNS = 5  # 11 activities: 6 model requests, 5 tool calls; a seed's 4 events la
 _homes = count()
 
 
-def chaos(home: Path, workflow: str, aim: str, seed: int) -> tuple:
-    """`chaos` on its own home (it kills the dev server too), stopped and proven gone even on failure."""
+def chaos(home: Path, workflow: str, aim: str, seed: int, *, address: str) -> tuple:
+    """`chaos` on the session's server, stopped and proven gone even on failure."""
     inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
-    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), timeout=120)
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), timeout=120, address=address)
 
 
-def test_chaos_on_the_guarded_agent_sends_each_email_once_and_passes(session_root):
+def test_chaos_on_the_guarded_agent_sends_each_email_once_and_passes(session_root, temporal_address):
     home = session_root / f"da-guarded-{next(_homes)}"
-    out, report = chaos(home, "DeepAgentsMailerGuarded", "any", 1)  # seed 1: kills inside model requests too
+    out, report = chaos(
+        home, "DeepAgentsMailerGuarded", "any", 1, address=temporal_address
+    )  # seed 1: kills inside model requests too
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
@@ -39,9 +41,9 @@ def test_chaos_on_the_guarded_agent_sends_each_email_once_and_passes(session_roo
     assert "verdict: PASS" in out.stdout
 
 
-def test_chaos_on_the_blind_agent_names_the_tool_and_its_call_at_risk(session_root):
+def test_chaos_on_the_blind_agent_names_the_tool_and_its_call_at_risk(session_root, temporal_address):
     home = session_root / f"da-blind-{next(_homes)}"
-    out, report = chaos(home, "DeepAgentsMailer", "tool", 3)
+    out, report = chaos(home, "DeepAgentsMailer", "tool", 3, address=temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0 and audit["framework"] == "deepagents"

@@ -203,7 +203,7 @@ def test_effects_is_refused_without_a_worker_of_yours_and_a_bad_one_before_anyth
     assert not (home / "run" / "temporal.pid").exists() and not list((home / "run").glob("*.log"))
 
 
-def test_a_blind_agent_is_judged_at_its_outbox(session_root):
+def test_a_blind_agent_is_judged_at_its_outbox(session_root, temporal_address):
     """The blind pydantic-ai mailer with its outbox named: it is shown duplicating (DUPLICATED = the outbox's
     extra lines, each named with its call), no call is left 'at risk', each re-executed call is either the
     maker of a line the outbox holds twice or 'effect once'."""
@@ -211,7 +211,7 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     report_path = home / "chaos.json"
     try:
         out = run_cli(
-            *lab("pydantic-ai", home),
+            *lab("pydantic-ai", home, address=temporal_address),
             "--effects",
             f"file:{home}/example-out",
             "chaos",
@@ -230,7 +230,9 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
             timeout=240,
         )
         report = json.loads(report_path.read_text())
-        status = run_cli(*lab("pydantic-ai", home), "status", timeout=60)  # the same reading, read back
+        status = run_cli(
+            *lab("pydantic-ai", home, address=temporal_address), "status", timeout=60
+        )  # the same reading, read back
     finally:
         stop_lab(home)
     audit = report["audit"]
@@ -250,7 +252,9 @@ def test_a_blind_agent_is_judged_at_its_outbox(session_root):
     ]
 
 
-def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(session_root):
+def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_not_a_pass(
+    session_root, temporal_address
+):
     """A one-line workflow and a kill 1.5 s after its only activity closed: the run is over by then.
     The kill is not fired (said why), no window counts it, and the run says NOT EXERCISED (exit 1)
     unless --allow-unexercised accepts it."""
@@ -274,7 +278,7 @@ def test_an_event_after_the_run_closed_is_not_a_kill_and_nothing_exercised_is_no
         for extra in ([], ["--allow-unexercised"]):
             path = home / f"r{len(reports)}.json"
             out = run_cli(
-                *lab_flags(home),
+                *lab_flags(home, address=temporal_address),
                 "chaos",
                 "--workflow",
                 "SendLines",
@@ -316,7 +320,7 @@ def test_a_signal_that_left_after_the_close_is_listed_not_counted():
     assert chaos.kills == [early]
 
 
-def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
+def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root, temporal_address):
     """The blind mailer with 1 ms sends and 1 ms model requests, a schedule of the hop's three crash points:
     after the effect the email goes out twice (DUPLICATED, that call named); before it, the call runs again
     with its email once; after Temporal recorded it, nothing runs again."""
@@ -336,7 +340,7 @@ def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
     )
     try:
         out = run_cli(
-            *lab("pydantic-ai", home),
+            *lab("pydantic-ai", home, address=temporal_address),
             "--effects",
             f"file:{home}/example-out",
             "chaos",
@@ -370,14 +374,14 @@ def test_each_crash_point_lands_in_its_window_on_a_1_ms_tool(session_root):
     assert [kills[k]["landed"] for k in kinds.values()] == ["inside", "inside", "after it closed"]
 
 
-def test_every_window_kills_each_tool_once_in_each_window_and_tabulates_it(session_root):
+def test_every_window_kills_each_tool_once_in_each_window_and_tabulates_it(session_root, temporal_address):
     """chaos --every-window on the blind mailer: a run per window, the table says what each kill did to
     send_email's effect (before: effect once; after: DUPLICATED; recorded: nothing ran again); exit 1."""
     home = session_root / f"dest-every-{next(_homes)}"
     path = home / "r.json"
     try:
         out = run_cli(
-            *lab("pydantic-ai", home),
+            *lab("pydantic-ai", home, address=temporal_address),
             "--effects",
             f"file:{home}/example-out",
             "chaos",

@@ -87,7 +87,11 @@ def test_chaos_names_and_aims_at_the_installed_framework_s_tools(toy_site: Path,
     assert report["framework"] == "toy" and audit["framework"] == "toy", out.stdout[-3000:]
     assert audit["tool_calls"] == 4 and audit["model_requests"] == 0
     inside = [k for k in report["kills"] if k.get("landed") == "inside"]
-    assert inside, report["kills"]  # aimed at the toy's tool calls: there were some to aim at
+    assert inside, (
+        report["kills"],
+        report["not_fired"],
+        out.stdout[-3000:],
+    )  # aimed at the toy's tool calls: there were some to aim at
     risky = audit["at_risk"]
     assert risky and all(r["tool"] == "toy-send" and r["call_id"].startswith("line-") for r in risky), risky
     assert out.returncode == 1 and "toy-send · call line-" in out.stdout

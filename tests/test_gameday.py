@@ -55,10 +55,14 @@ def mail_api(tmp_path: Path, delay_ms: int) -> Iterator[str]:
             proc.wait(timeout=10)
 
 
-def _fleet(home: Path, tag: str, activity_flags: str = "") -> list[str]:
+def _fleet(home: Path, tag: str, address: str, activity_flags: str = "") -> list[str]:
+    """The example fleet on `home`, on the session's server (a game day touches no server: it kills
+    workers and cuts the network between them and Temporal)."""
     return [
         "--home",
         str(home),
+        "--temporal-address",
+        address,
         "--worker",
         f"{tag}-wf={PY} {FLEET / 'workflow_worker.py'}",
         "--worker",
@@ -73,13 +77,15 @@ def _stop(home: Path) -> None:
 RUN_INPUT = json.dumps({"count": 8, "pace": 0.5, "activity_queue": "{tag}-acts"})
 
 
-def _gameday(tmp_path: Path, scenario: str, tag: str, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _gameday(
+    tmp_path: Path, scenario: str, tag: str, address: str, *flags: str
+) -> tuple[subprocess.CompletedProcess, dict]:
     """One experiment of the game day on its own home (the experiments of a test suite run side by side);
     its after-action report checked for what every experiment writes; (the command, its experiment)."""
     home, out = tmp_path / "home", tmp_path / "after-action"
     try:
         done = run_cli(
-            *_fleet(home, tag),
+            *_fleet(home, tag, address),
             *flags,
             "gameday",
             "--workflow",
@@ -105,6 +111,9 @@ def _gameday(tmp_path: Path, scenario: str, tag: str, *flags: str) -> tuple[subp
     assert doc["verdict"] == "PASS" and [e["scenario"] for e in doc["experiments"]] == [scenario]
     md = (out / "gameday.md").read_text()
     assert "## Recovery checklist" in md and f"## {scenario}:" in md
+    assert f"Temporal: `{address}`, a server the lab did not start (namespace `default`)" in md
+    report = doc["experiments"][0]["report"]
+    assert report["temporal"] == {"address": address, "namespace": "default", "started_by_lab": False}
     folder = out / scenario  # its folder, read back from Temporal and the ledger
     assert (folder / "report.json").is_file() and (folder / "junit.xml").is_file()
     assert len(list((folder / "histories").glob("run-*.json"))) == 3
@@ -112,8 +121,8 @@ def _gameday(tmp_path: Path, scenario: str, tag: str, *flags: str) -> tuple[subp
     return done, doc["experiments"][0]
 
 
-def test_kill_all_then_back_drains_the_backlog_and_is_audited_per_command(tmp_path: Path):
-    done, experiment = _gameday(tmp_path, "kill-all", "ka")
+def test_kill_all_then_back_drains_the_backlog_and_is_audited_per_command(tmp_path: Path, temporal_address: str):
+    done, experiment = _gameday(tmp_path, "kill-all", "ka", temporal_address)
     report = experiment["report"]
     commands = {c["queue"]: c for c in report["fleet"]["commands"]}  # the audit per command
     assert commands["ka-wf"].get("died") and commands["ka-acts"].get("died"), commands
@@ -127,8 +136,12 @@ def test_kill_all_then_back_drains_the_backlog_and_is_audited_per_command(tmp_pa
     assert report["totals"]["runs_completed"] == 3
 
 
-def test_a_deploy_that_breaks_determinism_is_named_and_its_rollback_completes_the_runs(tmp_path: Path):
-    _, experiment = _gameday(tmp_path, "deploy", "dp", "--deploy", f"dp-wf={PY} {FLEET / 'workflow_worker_v2.py'}")
+def test_a_deploy_that_breaks_determinism_is_named_and_its_rollback_completes_the_runs(
+    tmp_path: Path, temporal_address: str
+):
+    _, experiment = _gameday(
+        tmp_path, "deploy", "dp", temporal_address, "--deploy", f"dp-wf={PY} {FLEET / 'workflow_worker_v2.py'}"
+    )
     report = experiment["report"]
     failures = [f for r in report["runs"] for f in r["audit"]["lost_work"]["task_failures"]]
     assert failures and all(f["cause"] == "non-determinism" and f["until"] is not None for f in failures), failures
@@ -137,9 +150,9 @@ def test_a_deploy_that_breaks_determinism_is_named_and_its_rollback_completes_th
     assert "sigterm" in (tmp_path / "after-action" / "deploy" / "worker-events.csv").read_text()
 
 
-def test_a_broken_dependency_shows_the_retries_and_each_guarded_send_stays_once(tmp_path: Path):
+def test_a_broken_dependency_shows_the_retries_and_each_guarded_send_stays_once(tmp_path: Path, temporal_address: str):
     with mail_api(tmp_path, 200) as api:
-        done, experiment = _gameday(tmp_path, "dependency", "dy", "--dependency", f"MAIL_API={api}")
+        done, experiment = _gameday(tmp_path, "dependency", "dy", temporal_address, "--dependency", f"MAIL_API={api}")
     report = experiment["report"]
     traffic = report["fleet"]["dependencies"]["MAIL_API"]
     assert traffic["closed_by_fault"] >= 1 and traffic["during_faults"] >= 1, traffic  # the retries it caused
@@ -147,7 +160,7 @@ def test_a_broken_dependency_shows_the_retries_and_each_guarded_send_stays_once(
     assert "dependency MAIL_API:" in done.stdout
 
 
-def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tmp_path: Path):
+def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tmp_path: Path, temporal_address: str):
     """Its activity worker exits at once on SIGTERM: a task it held sits out its start-to-close timeout
     and, with maximum_attempts=1, fails its run; the verdict names the task, its wait and the rollout."""
     home = tmp_path / "home"
@@ -174,7 +187,7 @@ def test_a_rollout_of_a_worker_without_graceful_shutdown_names_each_lost_task(tm
     with mail_api(tmp_path, 1000) as api:  # a send takes 1 s: the first SIGTERM lands inside one
         try:
             done = run_cli(
-                *_fleet(home, "gr", " --exit-on-sigterm"),
+                *_fleet(home, "gr", temporal_address, " --exit-on-sigterm"),
                 "--dependency",
                 f"MAIL_API={api}",
                 "chaos",

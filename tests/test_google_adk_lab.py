@@ -80,14 +80,15 @@ async def test_guarded_run_keys_each_send_by_its_function_call_id(example: Examp
 LAB = UnderTheLab(WORKER, "adk")
 
 
-def chaos(home: Path, workflow: str, seed: int, aim: str) -> tuple:
+def chaos(home: Path, workflow: str, seed: int, aim: str, *, address: str) -> tuple:
+    """`chaos` on the session's server, stopped and proven gone even on failure."""
     inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
-    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed))
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), address=address)
 
 
-def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(session_root):
+def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(session_root, temporal_address):
     home = session_root / f"adk-guarded-{next(_homes)}"
-    out, report = chaos(home, "GoogleAdkMailerGuarded", 1, "any")
+    out, report = chaos(home, "GoogleAdkMailerGuarded", 1, "any", address=temporal_address)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert Counter(sent(home, report["run_id"]).values()) == Counter({1: TURNS})  # every email once
@@ -102,9 +103,9 @@ def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(se
     assert "verdict: PASS" in out.stdout
 
 
-def test_the_blind_agents_tool_is_named_at_risk_with_its_call(session_root):
+def test_the_blind_agents_tool_is_named_at_risk_with_its_call(session_root, temporal_address):
     home = session_root / f"adk-blind-{next(_homes)}"
-    out, report = chaos(home, "GoogleAdkMailer", 3, "tool")
+    out, report = chaos(home, "GoogleAdkMailer", 3, "tool", address=temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0

@@ -20,16 +20,16 @@ TURNS = 5  # 11 activities: 6 model nodes, 5 tools nodes; a seed's 4 events land
 _homes = count()
 
 
-def chaos(home: Path, workflow: str, aim: str, seed: int) -> tuple:
-    """`chaos` on its own home (it kills the dev server too), stopped and proven gone even on failure."""
+def chaos(home: Path, workflow: str, aim: str, seed: int, *, address: str) -> tuple:
+    """`chaos` on the session's server, stopped and proven gone even on failure."""
     inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
-    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), timeout=120)
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), timeout=120, address=address)
 
 
 @pytest.mark.parametrize("seed", [1, 3])  # 1: a kill inside a model node; 3: kills inside tools nodes
-def test_chaos_on_the_guarded_graph_sends_each_email_once_and_passes(seed, session_root):
+def test_chaos_on_the_guarded_graph_sends_each_email_once_and_passes(seed, session_root, temporal_address):
     home = session_root / f"lg-guarded-{next(_homes)}"
-    out, report = chaos(home, "LangGraphMailerGuarded", "any", seed)
+    out, report = chaos(home, "LangGraphMailerGuarded", "any", seed, address=temporal_address)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
@@ -48,9 +48,9 @@ def test_chaos_on_the_guarded_graph_sends_each_email_once_and_passes(seed, sessi
     assert "verdict: PASS" in out.stdout
 
 
-def test_chaos_on_the_blind_graph_names_the_tool_and_its_call_at_risk(session_root):
+def test_chaos_on_the_blind_graph_names_the_tool_and_its_call_at_risk(session_root, temporal_address):
     home = session_root / f"lg-blind-{next(_homes)}"
-    out, report = chaos(home, "LangGraphMailer", "tool", 3)
+    out, report = chaos(home, "LangGraphMailer", "tool", 3, address=temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0 and audit["framework"] == "langgraph"

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import queue_of, run_cli
 from labs import WORKER_CMD
 from test_user_workflow_lab import stop_lab
 
@@ -20,7 +20,16 @@ WORKER = Path(__file__).resolve().parent / "stuck_worker.py"
 
 def flags(home: Path, address: str) -> list[str]:
     cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
-    return ["--home", str(home), "--temporal-address", address, "--worker-cmd", cmd, "--task-queue", f"q-{home.name}"]
+    return [
+        "--home",
+        str(home),
+        "--temporal-address",
+        address,
+        "--worker-cmd",
+        cmd,
+        "--task-queue",
+        queue_of("q", home),
+    ]
 
 
 def test_a_workflow_task_that_keeps_failing_ends_start_wait_and_shows_in_status(session_root, temporal_address):
@@ -56,7 +65,7 @@ def test_start_wait_on_an_unregistered_workflow_says_so_and_a_completed_run_ends
         "--worker-cmd",
         WORKER_CMD,
         "--task-queue",
-        f"q-{home.name}",
+        queue_of("q", home),
     ]
     try:
         started = time.monotonic()
@@ -99,7 +108,7 @@ async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_ad
     settings = Settings(
         home=home,
         temporal_address=temporal_address,
-        task_queue_name=f"q-{home.name}",
+        task_queue_name=queue_of("q", home),
         worker_cmd=(sys.executable, str(WORKER)),
         worker_cwd=WORKER.parent,
     )
@@ -122,7 +131,7 @@ async def test_the_app_says_a_run_cannot_make_progress(session_root, temporal_ad
 def test_chaos_on_a_workflow_that_cannot_start_says_so_in_seconds(session_root):
     """#39: chaos on an unregistered workflow type waited 122 s to say "stopped making progress"."""
     home = session_root / "chaos-unregistered"
-    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", f"q-{home.name}"]
+    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", queue_of("q", home)]
     try:
         started = time.monotonic()
         out = run_cli(*flags, "chaos", "--seed", "1", "--kills", "3", "--workflow", "Nope", timeout=120)

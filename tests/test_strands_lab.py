@@ -135,20 +135,21 @@ async def test_bad_input_fails_the_workflow_at_once(example: ExampleWorker, inp:
 LAB = UnderTheLab(WORKER, "strands")
 
 
-def chaos(home: Path, workflow: str, seed: int, aim: str, ledger: str | None = None) -> tuple:
+def chaos(home: Path, workflow: str, seed: int, aim: str, ledger: str | None = None, *, address: str) -> tuple:
+    """`chaos` on the session's server, stopped and proven gone even on failure."""
     inp = {"turns": TURNS, "pace": 0.3, "think": 0.2}
-    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), ledger=ledger)
+    return LAB.chaos(home, workflow, inp, "--aim", aim, "--seed", str(seed), ledger=ledger, address=address)
 
 
 # Seed 1 aims its two worker kills at model requests (activities 3 and 5), seed 3 at tool calls (2 and
 # 4); seeds 1-5 all pass by hand (see the example's README).
 @pytest.mark.parametrize(("seed", "backend", "killed"), [(1, "sqlite", "model"), (3, "postgresql", "tool")])
 def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(
-    seed, backend, killed, session_root, request
+    seed, backend, killed, session_root, request, temporal_address
 ):
     home = session_root / f"strands-guarded-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
-    out, report = chaos(home, "StrandsMailerGuarded", seed, "any", ledger)
+    out, report = chaos(home, "StrandsMailerGuarded", seed, "any", ledger, address=temporal_address)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert Counter(sent(home, run_id).values()) == Counter({1: TURNS})  # every email once
@@ -169,9 +170,9 @@ def test_the_guarded_agent_survives_chaos_aimed_anywhere_with_each_email_once(
     assert "verdict: PASS" in out.stdout and "strands: 6 model requests, 5 tool calls" in out.stdout
 
 
-def test_the_blind_agents_tool_is_named_at_risk_with_its_call_and_its_duplicates_match(session_root):
+def test_the_blind_agents_tool_is_named_at_risk_with_its_call_and_its_duplicates_match(session_root, temporal_address):
     home = session_root / f"strands-blind-{next(_homes)}"
-    out, report = chaos(home, "StrandsMailer", 3, "tool")
+    out, report = chaos(home, "StrandsMailer", 3, "tool", address=temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, run_id = report["audit"], report["run_id"]
     assert audit["workflow_status"] == "COMPLETED" and audit["effects"] == 0 and audit["framework"] == "strands"

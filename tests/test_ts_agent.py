@@ -24,13 +24,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
-    return ts_chaos(AGENT, "lib/worker.js", home, workflow, worker)  # no declaration: the lab knows the plugin
+def _chaos(home: Path, workflow: str, address: str, worker: str | None = None) -> tuple:
+    return ts_chaos(
+        AGENT, "lib/worker.js", home, workflow, worker, address=address
+    )  # no declaration: it knows the plugin
 
 
-def test_the_blind_ai_sdk_tool_is_shown_duplicating_at_its_outbox(session_root):
+def test_the_blind_ai_sdk_tool_is_shown_duplicating_at_its_outbox(session_root, temporal_address):
     home = session_root / f"ts-agent-blind-{next(_homes)}"
-    out, report = _chaos(home, "TsAgentMailer")
+    out, report = _chaos(home, "TsAgentMailer", temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, emails = report["audit"], outbox(home)
     assert audit["duplicated"] == sum(n - 1 for n in emails.values()) >= 1, emails
@@ -45,9 +47,9 @@ def test_the_blind_ai_sdk_tool_is_shown_duplicating_at_its_outbox(session_root):
     assert again and all(c["tool"] == "sendEmail" and c["call_id"].startswith("call_") for c in again)
 
 
-def test_the_ai_sdk_tool_keyed_by_its_tool_call_id_passes_under_npm_run(session_root):
+def test_the_ai_sdk_tool_keyed_by_its_tool_call_id_passes_under_npm_run(session_root, temporal_address):
     home = session_root / f"ts-agent-guarded-{next(_homes)}"
-    out, report = _chaos(home, "TsAgentMailerGuarded", "npm run worker")
+    out, report = _chaos(home, "TsAgentMailerGuarded", temporal_address, "npm run worker")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert Counter(outbox(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library

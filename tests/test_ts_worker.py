@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import queue_of, run_cli
 from test_user_workflow_lab import stop_lab
 
 MAILER = Path(__file__).resolve().parent.parent / "examples" / "ts_mailer"
@@ -24,9 +24,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def ts_chaos(folder: Path, script: str, home: Path, workflow: str, worker: str | None, *declared: str) -> tuple:
+def ts_chaos(
+    folder: Path, script: str, home: Path, workflow: str, worker: str | None, *declared: str, address: str
+) -> tuple:
     """Seed 1 of chaos (3 kills aimed at tools) on a TypeScript example in `folder`, its worker `node
-    folder/script` (or `worker`, run from the folder), its outbox named; the report, the lab stopped."""
+    folder/script` (or `worker`, run from the folder), its outbox named, on the session's server
+    (`address`); the report, the lab stopped."""
     path = home / "r.json"
     try:
         out = run_cli(
@@ -36,7 +39,9 @@ def ts_chaos(folder: Path, script: str, home: Path, workflow: str, worker: str |
                 "--worker-cmd",
                 worker or f"node {folder / script}",
                 "--task-queue",
-                f"ts-{home.name}",
+                queue_of("ts", home),
+                "--temporal-address",
+                address,
             ),
             *declared,
             *("--effects", f"file:{home}/example-out", "chaos", "--workflow", workflow),
@@ -51,17 +56,17 @@ def ts_chaos(folder: Path, script: str, home: Path, workflow: str, worker: str |
     return out, report
 
 
-def _chaos(home: Path, workflow: str, worker: str | None = None) -> tuple:
-    return ts_chaos(MAILER, "worker.js", home, workflow, worker, "--model-activities", "think")
+def _chaos(home: Path, workflow: str, address: str, worker: str | None = None) -> tuple:
+    return ts_chaos(MAILER, "worker.js", home, workflow, worker, "--model-activities", "think", address=address)
 
 
 def outbox(home: Path) -> Counter:
     return Counter(line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines())
 
 
-def test_the_blind_typescript_tool_is_shown_duplicating_at_its_outbox(session_root):
+def test_the_blind_typescript_tool_is_shown_duplicating_at_its_outbox(session_root, temporal_address):
     home = session_root / f"ts-blind-{next(_homes)}"
-    out, report = _chaos(home, "TsMailer")
+    out, report = _chaos(home, "TsMailer", temporal_address)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     audit, emails = report["audit"], outbox(home)
     assert audit["duplicated"] == sum(n - 1 for n in emails.values()) >= 1, emails
@@ -69,11 +74,11 @@ def test_the_blind_typescript_tool_is_shown_duplicating_at_its_outbox(session_ro
     assert any(k["kind"] == "worker-after-effect" and k["class"] == "other" for k in report["kills"])
 
 
-def test_the_typescript_tool_exactly_once_by_its_own_means_passes_under_npm_run(session_root):
+def test_the_typescript_tool_exactly_once_by_its_own_means_passes_under_npm_run(session_root, temporal_address):
     """Run as node workers usually are, `npm run worker` (#50: it exited 3 after 30 s, blaming the task
     queue, while npm's process was not the one that polled): the lab follows npm to node."""
     home = session_root / f"ts-guarded-{next(_homes)}"
-    out, report = _chaos(home, "TsMailerGuarded", "npm run worker")
+    out, report = _chaos(home, "TsMailerGuarded", temporal_address, "npm run worker")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
     assert Counter(outbox(home).values()) == Counter({1: 5}) and audit["effects"] == 0  # no library

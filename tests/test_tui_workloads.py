@@ -14,6 +14,7 @@ from checkpoint_tui.tui.app import CheckpointApp
 from checkpoint_tui.tui.backlog import read_backlog
 from checkpoint_tui.tui.panes.status import StatusBar
 from checkpoint_tui.workloads import AgentLoopWorkload, UserWorkflow
+from conftest import queue_of
 from labs import EXAMPLE
 from test_tui_live import SIZE, cell_text, start_run_via_keys, wait_for
 
@@ -26,7 +27,7 @@ async def test_the_panes_show_a_run_of_each_workload_to_its_verdict(lab, session
         settings = Settings(
             home=home,
             temporal_address=temporal_address,
-            task_queue_name=f"uw-{home.name}",
+            task_queue_name=queue_of("uw", home),
             worker_cmd=(sys.executable, str(EXAMPLE)),
             worker_cwd=EXAMPLE.parent,
         )

@@ -48,7 +48,9 @@ def reset_schedule(home: Path, at: int, back: int) -> str:
         ("SendLinesUnguarded", "sqlite"),
     ],
 )
-def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflow, backend, session_root, request):
+def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(
+    workflow, backend, session_root, temporal_address, request
+):
     """Back 2 from activity 4: activities 3 and 4 (completed) run again, and whatever was in flight.
     A business key finds each send done (skipped); the default key follows the run id, which a reset
     changes, so the library applies it again; without the library nothing guards it."""
@@ -56,7 +58,7 @@ def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflo
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 4, 2)
     out, report = chaos(
-        lab_flags(home, ledger),
+        lab_flags(home, ledger, temporal_address),
         home,
         "--workflow",
         workflow,
@@ -98,11 +100,11 @@ def test_a_reset_names_what_it_re_ran_and_whether_the_library_guarded_it(workflo
     assert f"RESETS 1 · re-ran {len(reran)}" in out.stdout
 
 
-def test_seeded_resets_on_a_user_workflow(session_root):
+def test_seeded_resets_on_a_user_workflow(session_root, temporal_address):
     """`--resets` in the seeded generator with --workflow (kills may be fewer than 3 beside resets)."""
     home = session_root / f"uw-resets-seeded-{next(_homes)}"
     out, report = chaos(
-        lab_flags(home),
+        lab_flags(home, address=temporal_address),
         home,
         "--workflow",
         "SendLinesKeyed",
@@ -158,7 +160,9 @@ def test_an_aim_that_matches_nothing_fails_the_verdict_and_each_unfired_event_is
     ("framework", "workflow", "backend"),
     [("pydantic-ai", "PydanticMailerGuarded", "postgresql"), ("openai-agents", "OpenAIMailer", "sqlite")],
 )
-def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow, backend, session_root, request):
+def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(
+    framework, workflow, backend, session_root, temporal_address, request
+):
     """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
     so the call runs again with the same call id: skipped when keyed by it, sent again when blind. The
     reset must land before the 4th call is made (a reset after it re-runs the 4th call's model request,
@@ -168,7 +172,7 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 3, 1)
     out, report = chaos(
-        agent_lab(framework, home, ledger),
+        agent_lab(framework, home, ledger, temporal_address),
         home,
         "--workflow",
         workflow,
@@ -198,10 +202,10 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(framework, workflow
 AGENT = json.dumps({"turns": 6, "pace": 0.3, "think": 0.2})
 
 
-def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(session_root):
+def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(session_root, temporal_address):
     home = session_root / f"agents-cover-{next(_homes)}"
     out, report = chaos(
-        agent_lab("pydantic-ai", home),
+        agent_lab("pydantic-ai", home, address=temporal_address),
         home,
         "--workflow",
         "PydanticMailerGuarded",
@@ -228,6 +232,8 @@ def test_until_covered_on_a_user_workflow_hits_every_window_its_run_showed(sessi
 
 
 def test_until_covered_names_a_window_the_bound_left_unhit(session_root):
+    """Its home's own dev server: the seeded schedule's third kill is the server's, so the first run kills
+    one worker (hop-after) and the bound of 1 leaves nothing for an aimed round."""
     home = session_root / f"agents-cover-{next(_homes)}"
     out, report = chaos(
         agent_lab("pydantic-ai", home),

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import psutil
 
-from conftest import run_cli
+from conftest import queue_of, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
 WORKER_CMD = f"{shlex.quote(sys.executable)} {shlex.quote(str(EXAMPLE))}"
 _homes = count()
 
 
-def lab_flags(home: Path, ledger: str | None = None) -> list[str]:
-    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", f"uw-{home.name}"]
+def lab_flags(home: Path, ledger: str | None = None, address: str | None = None) -> list[str]:
+    """The example's worker as the home's worker command; `address`: a server the home did not start."""
+    flags = ["--home", str(home), "--worker-cmd", WORKER_CMD, "--task-queue", queue_of("uw", home)]
+    flags += ["--temporal-address", address] if address else []
     return flags + (["--ledger", ledger] if ledger else [])
 
 
@@ -246,7 +248,7 @@ def test_stop_ends_what_a_worker_command_daemonized(session_root, temporal_addre
         "--worker-cmd",
         cmd,
         "--task-queue",
-        f"uw-{home.name}",
+        queue_of("uw", home),
     ]
     try:
         out = run_cli(*flags, "start", "--workflow", "SendLines", "--input", '{"count": 1, "pace": 0}', "--wait")
