@@ -13,7 +13,9 @@ The hop forwards every call as bytes (metadata and deadlines as they came), and 
 needs with temporalio's own protobufs: the activity tasks of poll responses (and of eager activity
 starts in workflow task completions), and the task token of completions. An aimed task is the k-th
 first attempt of an activity the aim picks in the run's workflow, counted as tasks pass, so an event
-armed late still lands on the next one. Loopback only: it listens on 127.0.0.1."""
+armed late still lands on the next one; a retry counts as its first attempt (one handed to a worker
+killed before it ran, by another nemesis, never completes: the event lands on its next attempt).
+Loopback only: it listens on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ class Hop(grpc.GenericRpcHandler):
         self.upstream, self.aim, self.framework, self.kill = upstream, aim, framework, kill
         self.armed: list[Arming] = []
         self.tasks: dict[bytes, Task] = {}  # task token -> what it is
+        self.ordinals: dict[tuple[str, str], tuple[int, int]] = {}  # (execution, activity id) -> its first attempt's
         self.counts: dict[str, int] = {}  # workflow id -> aimed first attempts seen
         self.any_count = 0  # aimed first attempts seen, of any workflow
         self.hit_keys: set[str] = set()  # the tools a kill has landed on
@@ -196,9 +199,15 @@ class Hop(grpc.GenericRpcHandler):
         act.args = [decode_payload(p) for p in list(task.input.payloads)[:16]]
         label([act], self.framework)
         workflow_id, ordinal, any_ordinal = task.workflow_execution.workflow_id, None, None
+        first = (task.workflow_execution.run_id, task.activity_id)
         if task.attempt == 1 and aimed(self.aim, act):
             ordinal = self.counts[workflow_id] = self.counts.get(workflow_id, 0) + 1
             any_ordinal = self.any_count = self.any_count + 1
+            if len(self.ordinals) >= MAX_TOKENS:
+                self.ordinals.pop(next(iter(self.ordinals)))
+            self.ordinals[first] = (ordinal, any_ordinal)
+        elif task.attempt > 1:  # a retry is its first attempt's aimed task again: handed to a worker that was
+            ordinal, any_ordinal = self.ordinals.get(first, (None, None))  # dying, that one never completed
         seen = Task(
             workflow_id,
             task.workflow_execution.run_id,
