@@ -38,6 +38,8 @@ ASSIST_RUN_S = 2.0
 # Not zero: a zero duration reads as unset on the wire.
 RETRY_AT_ONCE = timedelta(milliseconds=1)
 MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
+ASSIST_AT_ONCE = 16  # runs asked at once (describe, fail): a kill at load leaves hundreds to ask
+LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are surely closed at Temporal
 
 
 async def failover_client(settings: Settings, address: str) -> Client | None:
@@ -50,26 +52,50 @@ async def failover_client(settings: Settings, address: str) -> Client | None:
         return None
 
 
-async def assist(settings: Settings, client: Client, dead: WorkerProc) -> None:
+async def assist(settings: Settings, client: Client, dead: WorkerProc, late: bool = False) -> None:
     """Fail the dead worker's pending activity attempts by id; reset the sticky queue of the runs it was
-    holding. Only runs of our task queue: a shared ledger also lists other labs' runs."""
+    holding. Only runs of our task queue: a shared ledger also lists other labs' runs. Every running run
+    is asked, ASSIST_AT_ONCE at a time: a worker at load holds attempts of hundreds. `late`: the second
+    pass (assist_late), recorded only if it failed an attempt."""
     conn = connect(settings.ledger)
     failed: list[str] = []
     reset: list[str] = []
-    for run_id in queries.running_runs(conn, settings.task_queue):
-        try:
-            async with asyncio.timeout(ASSIST_RUN_S):
-                await _assist_run(settings, client, conn, dead, run_id, failed, reset)
-        except Exception as err:  # the activity may have completed meanwhile, or the server is away: fine
-            log.info("assist for %s: %s", run_id, err)
-    detail = json.dumps({"failed_activities": failed, "sticky_reset": reset})
+    gate = asyncio.Semaphore(ASSIST_AT_ONCE)
+
+    async def one(run_id: str) -> None:
+        async with gate:
+            try:
+                async with asyncio.timeout(ASSIST_RUN_S):
+                    await _assist_run(settings, client, conn, dead, run_id, failed, None if late else reset)
+            except Exception as err:  # the activity may have completed meanwhile, or the server is away: fine
+                log.info("assist for %s: %s", run_id, err)
+
+    await asyncio.gather(*(one(run_id) for run_id in queries.running_runs(conn, settings.task_queue)))
+    if late and not failed:
+        return
+    detail = json.dumps({"failed_activities": failed, "sticky_reset": reset, **({"late": True} if late else {})})
     record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
 
 
+async def assist_late(settings: Settings, client: Client, dead: WorkerProc) -> None:
+    """A dead worker's long polls can outlive it for a moment (at Temporal, or at the lab's hop between
+    them): a task handed to one starts an attempt nobody runs, after the first pass asked. Asked again
+    once, LATE_ASSIST_S later, such an attempt is failed by id too instead of waiting out its timeout."""
+    await asyncio.sleep(LATE_ASSIST_S)
+    await assist(settings, client, dead, late=True)
+
+
 async def _assist_run(
-    settings: Settings, client: Client, conn: Ledger, dead: WorkerProc, run_id: str, failed: list[str], reset: list[str]
+    settings: Settings,
+    client: Client,
+    conn: Ledger,
+    dead: WorkerProc,
+    run_id: str,
+    failed: list[str],
+    reset: list[str] | None,
 ) -> None:
-    """One run: fail the dead worker's pending attempts, reset its sticky queue if it held the run."""
+    """One run: fail the dead worker's pending attempts, reset its sticky queue if it held the run
+    (`reset` None: failing only)."""
     desc = await client.get_workflow_handle(run_id).describe()
     for pa in desc.raw_description.pending_activities:
         if pa.last_worker_identity != dead.name:
@@ -80,7 +106,7 @@ async def _assist_run(
         # the type and id are the workflow's to choose (a user's workflow: anything): stored cut, on one line
         name = scrub(f"{run_id}:{pa.activity_type.name[:MAX_NAME]}#{pa.activity_id[:MAX_NAME]}", 400)
         failed.append(" ".join(name.split()))
-    if not dead.user_cmd and not queries.last_touched_by(conn, run_id, dead.pid):
+    if reset is None or not dead.user_cmd and not queries.last_touched_by(conn, run_id, dead.pid):
         return  # its sticky worker is alive: a reset would only cost a full replay
     await client.workflow_service.reset_sticky_task_queue(
         ResetStickyTaskQueueRequest(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -62,3 +63,22 @@ class LoopThread:
             return True
         await asyncio.to_thread(self._thread.join, timeout)
         return not self._thread.is_alive()
+
+
+class Background:
+    """Work a loop starts and does not wait for (a latency measurement, a late failover pass), each
+    given a bounded time to land before the loop ends."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task] = set()
+
+    def start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, each_s: float) -> None:
+        """Let what is in flight land, each within `each_s` (cancelled past it)."""
+        for task in list(self._tasks):
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, each_s)

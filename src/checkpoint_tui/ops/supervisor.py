@@ -27,8 +27,8 @@ from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver_watch, fleet, kill_faults, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
 from checkpoint_tui.ops.failover import assist as assist_failover
-from checkpoint_tui.ops.failover import failover_client, record_latency
-from checkpoint_tui.ops.loop_thread import LoopThread
+from checkpoint_tui.ops.failover import assist_late, failover_client, record_latency
+from checkpoint_tui.ops.loop_thread import Background, LoopThread
 from checkpoint_tui.ops.pool_slots import where
 from checkpoint_tui.ops.preload import Preloads
 from checkpoint_tui.ops.procs import open_lock
@@ -75,7 +75,7 @@ class Supervisor:
         self._killed_pids: set[int] = set()
         self._followed: set[int] = set()  # workers whose polling identity is known (ops/wrappers.py)
         self._held: set[int] = set()  # slots a fleet-down keeps empty until its hold ends (ops/fleet.py)
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = Background()
         self._thread = LoopThread(name="supervisor")
         self._stop: asyncio.Event | None = None
         self._stop_requested = False  # stop() may come before _watch has made its Event (e.g. mid-connect)
@@ -192,9 +192,7 @@ class Supervisor:
         if self.assist:
             self._client = await failover_client(self.settings, self.address)
         await self.run()
-        for task in list(self._tasks):  # let latency measurements in flight land
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, 5.0)
+        await self._tasks.drain(5.0)  # let latency measurements and late failover passes in flight land
 
     def _request_stop(self) -> None:
         self._stop_requested = True
@@ -371,12 +369,11 @@ class Supervisor:
         self._publish()
         if assist and self.assist and self._client is not None:
             await assist_failover(self.settings, self._client, dead)
+            self._tasks.start(assist_late(self.settings, self._client, dead))
         if self.use_spare:
             self._ensure_spare()
         if run_id is not None and not dead.user_cmd:  # latency from our step rows; chaos --workflow reads history
-            task = asyncio.ensure_future(record_latency(self.settings, event_id, run_id, at, dead.pid, step))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.start(record_latency(self.settings, event_id, run_id, at, dead.pid, step))
 
     def _replace(self, dead: WorkerProc, run_id: str | None, step: int | None) -> None:
         """Into the dead worker's slot: a ready spare (a user's command: its preloader's fork), else a cold spawn."""
