@@ -61,7 +61,9 @@ def test_an_installed_framework_is_registered_beside_ours(toy_site: Path):
     assert warned == ""
 
 
-def test_chaos_names_and_aims_at_the_installed_framework_s_tools(toy_site: Path, session_root: Path):
+def test_chaos_names_and_aims_at_the_installed_framework_s_tools(
+    toy_site: Path, session_root: Path, temporal_address: str
+):
     """The unguarded example's sends are the toy's tool calls: aimed at as tools, named `toy-send` with
     their call ids, at risk once re-executed (nothing guards them), and the verdict FAIL."""
     home = session_root / f"toy-{next(_homes)}"
@@ -69,7 +71,7 @@ def test_chaos_names_and_aims_at_the_installed_framework_s_tools(toy_site: Path,
     args = ["--workflow", "SendLinesUnguarded", "--input", '{"count": 4, "pace": 0.3}', "--aim", "tool"]
     try:
         out = run_cli(
-            *lab_flags(home),
+            *lab_flags(home, address=temporal_address),
             "chaos",
             *args,
             "--kills",

@@ -101,8 +101,8 @@ def test_a_usage_error_is_raised_with_the_cli_s_line_and_starts_nothing(tmp_path
         with pytest.raises(LabError) as err:
             lab.chaos(worker_cmd=f"python {WORKER}", workflow="PydanticMailerGuarded", kills=1)
         assert lab._started == [False]  # refused before it started anything: close() stops nothing
-    # on a server the lab did not start, the seeded schedule kills a worker where it would kill the server
-    why = "--kills must be at least 3 (inside an activity, the supervisor, a worker between activities, where"
+    # on a server the lab did not start, the seeded schedule leaves its dev-server kill out
+    why = "--kills must be at least 3 (inside an activity, the supervisor, the dev server, left out here)"
     assert err.value.exit_code == 2 and why in str(err.value)
     assert not (home / "run" / "devserver.json").exists()
 

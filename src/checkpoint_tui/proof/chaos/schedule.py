@@ -142,9 +142,9 @@ def make_schedule(
     Pauses, partitions, resets, activity pauses and activity resets come from streams of their own,
     each drawn on the steps the events before them leave free, so adding one leaves a seed's events
     of the kinds before it where they were. `server`: the dev server is the lab's to kill; on a server
-    the lab did not start (False) the same seed draws the same schedule, its dev-server kill a worker's."""
+    the lab did not start (False) the same seed draws the same schedule but for that kill, left out."""
     if kills < len(REQUIRED) and not resets:
-        third = "dev server" if server else "a worker between activities, where the dev server's would be"
+        third = "dev server" if server else "the dev server's, left out here"
         raise UsageError(f"--kills must be at least {len(REQUIRED)} (claim window, supervisor, {third})")
     extras = {"--resets": resets, "--activity-pauses": activity_pauses, "--activity-resets": activity_resets}
     if (total := kills + pauses + partitions + sum(extras.values())) > MAX_EVENTS:
@@ -162,8 +162,6 @@ def make_schedule(
     kinds = list(REQUIRED) + [rng.choice(WORKER_MOMENTS) for _ in range(kills - len(REQUIRED))]
     rng.shuffle(kinds)
     kinds = kinds[:kills]  # fewer than REQUIRED only beside resets: some of the three, seeded
-    if not server:  # not the lab's to kill: a worker dies there instead, every other draw as it was
-        kinds = ["worker-between-activities" if k == "temporal-server" else k for k in kinds]
     at = sorted(rng.sample(range(2, steps), kills))
     events = [
         ChaosEvent(step, kind, rng.randrange(0, 120), rng.choice(KINDS) if kind == "claim-window-crash" else None)
@@ -180,6 +178,8 @@ def make_schedule(
         rng = random.Random(f"{name}-{seed}")
         free = sorted(set(range(2, steps)) - {e.step for e in events})
         events += [make(step, rng) for step in sorted(rng.sample(free, n))]
+    if not server:  # not the lab's to kill: left out, every other event where the seed puts it
+        events = [e for e in events if e.kind != "temporal-server"]
     return in_order(events)
 
 

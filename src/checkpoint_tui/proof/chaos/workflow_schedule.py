@@ -36,7 +36,7 @@ def workload_schedule(
     span to guess, since it counts the starts the aim picks as the run makes them. (events, span)
     `server`: the dev server is the lab's to kill (as make_schedule's)."""
     if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)
-        third = "the dev server" if server else "a worker between activities, where the dev server's would be"
+        third = "the dev server" if server else "the dev server, left out here"
         raise UsageError(f"--kills must be at least 3 (inside an activity, the supervisor, {third})")
     more = (pauses, partitions, resets, activity_pauses, activity_resets)
     span = kills + sum(more) + 2
