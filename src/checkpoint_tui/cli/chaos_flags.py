@@ -15,7 +15,7 @@ from checkpoint_tui.loop_worker.shared import MAX_STEPS
 if TYPE_CHECKING:
     from checkpoint_tui.workloads import Adapter
 
-MAX_RUNS = 64  # start --runs and chaos --runs: runs started at once
+MAX_RUNS = 1024  # start --runs and chaos --runs: runs started at once (a load test runs hundreds)
 BUNDLES_OURS = "--proof bundles are for checkpoint-tui's own workflow; with --worker-cmd use --json/--junit"
 
 

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkpoint_tui.cli.chaos_flags import MAX_RUNS
 from checkpoint_tui.files.outputs import check_output_dir
 from checkpoint_tui.settings import Settings
 
@@ -39,9 +40,9 @@ def add_parser(sub, bounded_int, float_in) -> None:
     )
     day.add_argument(
         "--runs",
-        type=bounded_int(1, 64),
+        type=bounded_int(1, MAX_RUNS // 4),
         default=4,
-        help="runs in flight per experiment (1..64; load starts 4x as many, 4 a second)",
+        help=f"runs in flight per experiment (1..{MAX_RUNS // 4}; load starts 4x as many, 4 a second)",
     )
     day.add_argument(
         "--down-s", type=float_in(1, 300), default=10.0, help="seconds kill-all keeps the fleet down (default 10)"

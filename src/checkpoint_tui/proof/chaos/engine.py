@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import statistics
 import sys
 import time
@@ -24,19 +22,19 @@ from typing import Any
 from temporalio.client import Client
 
 from checkpoint_tui.core.audit import Audit
-from checkpoint_tui.errors import Failed, Unavailable
+from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import chaos_supervisor, worker_proc
-from checkpoint_tui.ops.logcap import open_log
-from checkpoint_tui.ops.procs import identity_after_exec
 from checkpoint_tui.ops.temporal import connect_client, lab_address
 from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
 from checkpoint_tui.proof.chaos.kill_windows import Placement
 from checkpoint_tui.proof.chaos.printing import place_word
+from checkpoint_tui.proof.chaos.run_starts import RunStarts
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, refuse_server_kills
+from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
@@ -84,7 +82,7 @@ class Chaos:
         self.seed, self.steps = seed, steps  # steps: the units the schedule is placed over
         self.schedule = schedule
         self.target = target
-        self.supervisor: asyncio.subprocess.Process | None = None
+        self.supervisor = SupervisorChild()  # the supervisor process beside chaos (supervisor_child.py)
         self.kills: list[Fired] = []  # SIGKILLs
         self.pauses: list[Fired] = []  # pauses, hangs, partitions, forged writes, activity pauses and resets
         self.resets: list[Fired] = []  # workflow resets (proof/nemeses/resets.py)
@@ -108,39 +106,6 @@ class Chaos:
         if self._client is None:
             raise RuntimeError("chaos: the Temporal client is not connected before the run starts")
         return self._client
-
-    async def spawn_supervisor(self) -> None:
-        """The supervisor beside chaos: bound to it (it dies with chaos), recorded for `stop`."""
-        log = open_log(self.settings.run_dir, "chaos-supervisor.log")  # capped and rotated (ops/logcap.py)
-        cmd = [
-            sys.executable,
-            "-m",
-            "checkpoint_tui",
-            "--home",
-            str(self.settings.home),
-            *self.supervise_flags(),
-            "supervise",
-            "--bound-to",
-            str(os.getpid()),
-        ]
-        try:
-            self.supervisor = await asyncio.create_subprocess_exec(
-                *cmd,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=log.fd,
-                env=self.settings.child_env(),
-                cwd=self.settings.worker_cwd,
-            )
-        finally:
-            log.close()  # the child holds its own copy
-        ident = await asyncio.to_thread(identity_after_exec, self.supervisor.pid, cmd)
-        if ident is not None:
-            chaos_supervisor.record(self.settings, ident)
-        assert self.supervisor.stdout is not None
-        line = await asyncio.wait_for(self.supervisor.stdout.readline(), 60)
-        if not line.startswith(b"supervising"):
-            raise Failed(f"the supervisor did not start; see {self.settings.run_dir / 'chaos-supervisor.log'}")
 
     def supervise_flags(self) -> list[str]:
         """Global flags for the supervisor process beyond --home (the rest travels in its environment):
@@ -167,7 +132,7 @@ class Chaos:
             self.settings = replace(self.settings, worker_address=await hop.start())
         if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
             await asyncio.to_thread(chaos_supervisor.replace_direct_workers, self.settings)
-        await self.spawn_supervisor()
+        await self.supervisor.spawn(self.settings, self.supervise_flags())
         return address
 
     async def run(self) -> ChaosReport:
@@ -179,16 +144,17 @@ class Chaos:
             settings = self.settings
             client = self._client = await connect_client(settings, address)
             await self._worker_ready(client)  # a worker that cannot start: one line, exit 3
-            for i in range(self.runs):  # all on the same workers: one kill interrupts every run they serve
-                self.run_ids.append(await target.start(self, client))
-                if i == 0:
-                    await self.fleet.sample(settings, client, self.run_ids[0], load=bool(self.rate))  # the backlog
-                if self.rate and i + 1 < self.runs:  # load: runs started at a rate, not all at once
-                    await asyncio.sleep(1 / self.rate)
-            run_id = self.run_ids[0]
+            # all on the same workers: one kill interrupts every run they serve
+            starts = RunStarts(self.run_ids, self.runs, self.rate, lambda: target.start(self, client))
+            run_id = await starts.lead()  # its activities place the events
+            await self.fleet.sample(settings, client, run_id, load=bool(self.rate))  # the backlog
             self.run_started_at = time.time()
-            print(f"run {' '.join(self.run_ids)}", flush=True)
-            await self._execute(run_id)
+            print(f"run {run_id}", flush=True)
+            starts.start_others()  # beside the events, which must meet runs in flight
+            try:
+                await self._execute(run_id)
+            finally:
+                await starts.finish(ok=sys.exc_info()[0] is None)
             bound = 60 + target.span(self) * 5 * self.runs
             patience = STUCK_PATIENCE_S if any(e.kind == DEPLOY for e in self.schedule) else 0.0
             waits = [
@@ -197,7 +163,7 @@ class Chaos:
             statuses = await asyncio.gather(*waits)
         finally:
             settings = self.settings
-            await self._stop_supervisor()
+            await self.supervisor.stop(self.settings)
             nemeses.reap_hung(self._hung)
             if self.proxy or self.hop or not target.workload.keeps_workers:  # bound to the proxy or hop; a user's
                 for worker in worker_proc.load_all(settings):
@@ -258,8 +224,8 @@ class Chaos:
     async def _all_closed(self) -> bool:
         """Every run ended (time events go on while any run of the same workers is open): the lead is
         asked each time, the others at most once a second (reading each one's history is not free)."""
-        if not await self.target.closed(self, self.run_ids[0]):
-            return False
+        if len(self.run_ids) < self.runs or not await self.target.closed(self, self.run_ids[0]):
+            return False  # a run still to start, or the lead open
         if time.monotonic() - self._others_asked >= 1.0:
             self._others_asked = time.monotonic()
             for r in self.run_ids[1:]:
@@ -321,12 +287,8 @@ class Chaos:
         return Hit(at, ident.pid, detail={"killed_at": killed_at, "watchdog": reason})
 
     async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> None:
-        assert self.supervisor is not None
-        pid, at = self.supervisor.pid, time.time()
-        self.supervisor.send_signal(signal.SIGKILL)  # our own child: no pid reuse before we reap it
-        await self.supervisor.wait()
-        self._record(ev, run_id, Hit(at, pid))  # before its successor's own events
-        await self.spawn_supervisor()  # a fresh supervisor adopts the worker
+        self._record(ev, run_id, await self.supervisor.kill())  # before its successor's own events
+        await self.supervisor.spawn(self.settings, self.supervise_flags())  # a fresh supervisor adopts the worker
 
     def _record(self, ev: ChaosEvent, run_id: str, hit: Hit) -> None:
         """The event as fired: in the ledger's worker events (the app's markers read them) and the report."""
@@ -343,16 +305,6 @@ class Chaos:
         fired = Fired(ev.kind, step, hit.pid, hit.at, extra)
         self._events[id(fired)] = ev.to_json()
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
-
-    async def _stop_supervisor(self) -> None:
-        if self.supervisor is not None and self.supervisor.returncode is None:
-            self.supervisor.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.supervisor.wait(), 15)
-            except TimeoutError:
-                self.supervisor.kill()
-                await self.supervisor.wait()
-        chaos_supervisor.forget(self.settings)
 
     def _report(self, run_id: str, audits: list[Audit], wall: float) -> ChaosReport:
         """The report: what every workload has, then its target's own figures (and its checks). With
