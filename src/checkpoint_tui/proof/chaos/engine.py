@@ -30,12 +30,14 @@ from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
 from checkpoint_tui.proof.chaos.kill_windows import Placement
+from checkpoint_tui.proof.chaos.placements import place_deaths
 from checkpoint_tui.proof.chaos.printing import place_word
 from checkpoint_tui.proof.chaos.run_starts import RunStarts
 from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, refuse_server_kills
 from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
+from checkpoint_tui.proof.chaos.touched import Touch, spread
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
@@ -43,7 +45,7 @@ from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
 from checkpoint_tui.proof.report.audit import audit_record
-from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord, TemporalRecord
+from checkpoint_tui.proof.report.chaos import ChaosReport, RunRecord, TemporalRecord, TouchedFigures
 from checkpoint_tui.proof.report.codec import JsonObject
 from checkpoint_tui.settings import Settings
 
@@ -91,6 +93,7 @@ class Chaos:
         self.run_ids: list[str] = []
         self.not_fired: list[NotFired] = []  # events the run did not live to see, or that found nothing to hit
         self.kill_windows: list[Placement] = []  # each worker death of every run with its window (windows.py)
+        self.touched: list[Touch] = []  # each run a worker death touched, and how soon it went on (touched.py)
         self.run_started_at = 0.0  # wall time the run started, as chaos saw it: at_s counts from here
         self._hung: list = []  # identities of hang victims: reaped at the end if the watchdog did not
         self.proxy: NetProxy | None = None  # between the workers and Temporal, for partitions
@@ -178,10 +181,9 @@ class Chaos:
         audits = [await target.audit(self, r, st) for r, st in zip(self.run_ids, statuses, strict=True)]
         conn, probe = connect(settings.ledger), target.probe(self)
         ended = target.ended_at(self)
-        for r in self.run_ids:  # where each worker death landed, from history and the claim attempts
-            named, deaths = await target.activity_windows(self, r), target.deaths(self, conn, r)
-            placed = await kill_windows.kill_windows(client, conn, r, named, deaths, probe)
-            self.kill_windows += [p for p in placed if ended is None or p.at <= ended]
+        # where each worker death landed, and the runs it touched, from history and the claim attempts
+        placed, self.touched = await place_deaths(self, target, conn, probe, ended)
+        self.kill_windows += placed
         self._after_close(ended)
         return self._report(run_id, audits, time.monotonic() - started)
 
@@ -306,6 +308,17 @@ class Chaos:
         self._events[id(fired)] = ev.to_json()
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
 
+    def _touched(self) -> TouchedFigures | None:
+        if not self.touched:
+            return None
+        resumed = [t.resumed_s for t in self.touched if t.resumed_s is not None]
+        return TouchedFigures(
+            touches=len(self.touched),
+            runs=len({t.run_id for t in self.touched}),
+            next_attempt=spread([t.next_attempt_s for t in self.touched]),
+            resumed=spread(resumed) if resumed else {},
+        )
+
     def _report(self, run_id: str, audits: list[Audit], wall: float) -> ChaosReport:
         """The report: what every workload has, then its target's own figures (and its checks). With
         several runs, the lead's audit is `audit`, every run's is in `runs` with its checks, and the
@@ -337,6 +350,7 @@ class Chaos:
             temporal=TemporalRecord(
                 address=self.address, namespace=self.settings.namespace, started_by_lab=self.embedded
             ),
+            touched=self._touched() if len(self.run_ids) > 1 else None,
         )
         if len(audits) == 1:
             report.checks = target.checks(audits[0])

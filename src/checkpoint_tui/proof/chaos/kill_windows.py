@@ -39,7 +39,18 @@ async def kill_windows(
     kills = inspect_queries.kill_events(conn, run_id) if deaths is None else deaths
     if not kills:
         return []
-    events = await history_events(client, conn, run_id)
+    return place(conn, run_id, kills, await history_events(client, conn, run_id), named, probe)
+
+
+def place(
+    conn: Ledger,
+    run_id: str,
+    kills: list,
+    events: list[HistoryEvent],
+    named: dict[str, str] | None = None,
+    probe: list | None = None,
+) -> list[Placement]:
+    """The deaths `kills` (KillEvents) placed against the run's history `events` (history_events)."""
     attempts = queries.claim_attempts(conn, run_id)
     return [
         Placement(run_id, k.event, k.pid, k.at, k.activity_step or k.step, _named(window, named or {}))

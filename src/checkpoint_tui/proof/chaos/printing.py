@@ -9,7 +9,7 @@ from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.report import EXERCISED
-from checkpoint_tui.proof.report.chaos import ChaosReport, Fired, Totals
+from checkpoint_tui.proof.report.chaos import ChaosReport, Fired, Totals, TouchedFigures
 
 
 def print_report(report: ChaosReport, target: ChaosTarget) -> None:
@@ -20,15 +20,17 @@ def print_report(report: ChaosReport, target: ChaosTarget) -> None:
         print(line)
     for line in [*fleet_lines(report), *target.lines(report)]:
         print(line)
+    if report.touched is not None:
+        print(touched_line(report.touched))
     if report.totals is not None:
         print(totals_line(report.totals))
     failed = [c for c in report.checks if not c.ok]
     for c in failed:  # the verdict's reasons, each the check that failed and what it saw
         print(f"FAIL  {c.name}: {c.observed[:600]}")
     idle = bool(failed) and all(c.name == EXERCISED for c in failed)  # nothing else failed: nothing was tried
-    if (t := report.temporal) is not None:
-        whose = "this home's dev server" if t.started_by_lab else "a server the lab did not start"
-        print(f"temporal {t.address} (namespace {t.namespace}, {whose})")
+    if (cluster := report.temporal) is not None:
+        whose = "this home's dev server" if cluster.started_by_lab else "a server the lab did not start"
+        print(f"temporal {cluster.address} (namespace {cluster.namespace}, {whose})")
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 
 
@@ -36,6 +38,16 @@ def place_word(unit: str) -> str:
     """What a schedule's place counts: a user's workflow's events are placed at the run's aimed activity
     starts (--aim), which the activity ids the kill lines name need not match; our loop's at its steps."""
     return "aimed start" if unit == "activity" else unit
+
+
+def touched_line(t: TouchedFigures) -> str:
+    """How soon the runs the worker deaths touched went on: the interrupted attempt's next, the run's next event."""
+    na, res = t.next_attempt, t.resumed
+    line = (
+        f"touched: {t.runs} run(s) by the worker deaths · next attempt p50 {na['p50_s']:.2f} s, "
+        f"p99 {na['p99_s']:.2f} s, max {na['max_s']:.2f} s"
+    )
+    return line + (f" · run resumed p50 {res['p50_s']:.2f} s, p99 {res['p99_s']:.2f} s" if res else "")
 
 
 def totals_line(t: Totals) -> str:

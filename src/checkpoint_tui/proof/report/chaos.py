@@ -258,6 +258,17 @@ class Coverage:
 
 
 @dataclass(kw_only=True)
+class TouchedFigures:
+    """With --runs: the runs the worker deaths touched (an activity's next attempt came after one) and
+    how soon each went on, over every touch (proof/chaos/touched.py)."""
+
+    touches: int  # (death, run) pairs
+    runs: int  # runs touched at least once
+    next_attempt: dict[str, float]  # the death -> the interrupted activity's next attempt: p50_s, p99_s, max_s
+    resumed: dict[str, float] = field(default_factory=dict)  # the death -> the run's next event: the same
+
+
+@dataclass(kw_only=True)
 class TemporalRecord:
     """The Temporal cluster a report's runs ran against."""
 
@@ -294,6 +305,7 @@ class ChaosReport:
     totals: Totals | None = omitted()
     coverage: Coverage | None = omitted()
     temporal: TemporalRecord | None = omitted()  # absent in a report written before it was said
+    touched: TouchedFigures | None = omitted()  # with --runs, once a worker death touched a run
 
     @property
     def audits(self) -> list[AuditRecord]:

@@ -1,0 +1,105 @@
+"""Chaos at load (#52): `chaos --runs N` on examples/user_worker's SendLines with 4 kills, at 16, 64 and 256
+runs, each in a fresh home with its own dev server.
+
+    .venv/bin/python bench/chaos_load.py [--runs 16,64,256] [--seed 3] [--repeat 1]
+
+Prints per N: the verdict; every touched run's kill -> its interrupted activity's next attempt (p50, p99,
+max, from each run's history: the report's `touched`); the events that did not fire; the command's wall
+time; the audit's wall time (from the last run seen closed, the ledger's `ended_at`, to the report
+written); and CPU: the chaos command with everything it started and reaped (its supervisor, the
+workers) beside the dev server's. Writes run/bench/chaos_load.json. Not to be run beside a test suite:
+the figures are of a machine doing nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import ROOT, write_result  # noqa: E402
+from checkpoint_tui.ops.devserver import recorded  # noqa: E402
+from checkpoint_tui.settings import Settings  # noqa: E402
+
+WORKER = f"{sys.executable} {ROOT / 'examples' / 'user_worker' / 'worker.py'}"
+INPUT = '{"count": 5, "pace": 0.1}'
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def one(runs: int, seed: int) -> dict:
+    home = Path(tempfile.mkdtemp(prefix=f"chaos-load-{runs}-"))
+    report = home / "r.json"
+    lab = [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "--worker-cmd", WORKER]
+    cmd = [*lab, "chaos", "--workflow", "SendLines", "--input", INPUT, "--seed", str(seed), "--kills", "4"]
+    cpu0, began = _children_cpu(), time.monotonic()
+    try:
+        out = subprocess.run(
+            [*cmd, "--runs", str(runs), "--json", str(report)], capture_output=True, text=True, timeout=1800
+        )
+        wall, lab_cpu = time.monotonic() - began, _children_cpu() - cpu0
+        ident, _ = recorded(Settings(home=home))
+        server_cpu = sum(psutil.Process(ident.pid).cpu_times()[:2]) if ident is not None else float("nan")
+        doc = json.loads(report.read_text())
+        with sqlite3.connect(home / "run" / "checkpoint.db") as db:
+            (last_end,) = db.execute("SELECT MAX(ended_at) FROM runs").fetchone()
+        audit_s = report.stat().st_mtime - last_end
+    finally:
+        subprocess.run([*lab, "stop"], capture_output=True, timeout=120)
+        shutil.rmtree(home, ignore_errors=True)
+    touched = doc.get("touched") or {}
+    return {
+        "runs": runs,
+        "exit": out.returncode,
+        "verdict": out.stdout.strip().splitlines()[-2].split("verdict: ")[-1] if "verdict: " in out.stdout else None,
+        "completed": doc["totals"]["runs_completed"] if doc.get("totals") else None,
+        "kills": len(doc["kills"]),
+        "not_fired": [f"{n['nemesis']}: {n['why']}" for n in doc["not_fired"]],
+        "touched_runs": touched.get("runs"),
+        "next_attempt": touched.get("next_attempt"),
+        "resumed": touched.get("resumed"),
+        "wall_s": round(wall, 1),
+        "audit_s": round(audit_s, 1),
+        "lab_and_workers_cpu_s": round(lab_cpu, 1),
+        "dev_server_cpu_s": round(server_cpu, 1),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", default="16,64,256")
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=1)
+    args = p.parse_args()
+    results = []
+    for n in [int(x) for x in args.runs.split(",")]:
+        for _ in range(args.repeat):
+            r = one(n, args.seed)
+            results.append(r)
+            na = r["next_attempt"] or {}
+            print(
+                f"runs {n:4}: exit {r['exit']} {r['verdict']} · {r['completed']}/{n} completed · kills {r['kills']} "
+                f"· touched {r['touched_runs']} run(s), next attempt p50 {na.get('p50_s')} s p99 {na.get('p99_s')} s "
+                f"max {na.get('max_s')} s · wall {r['wall_s']} s · audit {r['audit_s']} s · CPU lab+workers "
+                f"{r['lab_and_workers_cpu_s']} s, dev server {r['dev_server_cpu_s']} s",
+                flush=True,
+            )
+            for line in r["not_fired"]:
+                print(f"    not fired: {line}")
+    print(f"wrote {write_result('chaos_load', {'seed': args.seed, 'input': INPUT, 'results': results})}")
+
+
+if __name__ == "__main__":
+    main()
