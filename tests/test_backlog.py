@@ -207,3 +207,19 @@ def test_peak_and_drain_sum_the_series_and_need_two_zeros() -> None:
     }
     assert report["events"][1]["drain_s"] is None and report["events"][1]["peak"] == 0
     assert report["queues"] == {"other": {"peak": 5, "peak_at": 1}, "q": {"peak": 4, "peak_at": 2}}
+
+
+async def test_settling_reads_two_more_rounds_so_a_drain_as_the_runs_closed_is_seen(tmp_path: Path) -> None:
+    """#52: at 64 runs the sampler was stopped with the last activity task still counted (backlog 1), and a
+    game day that had drained read 'never drained'. Settled, two more real rounds are read: two zeros."""
+    path = tmp_path / "s.jsonl"
+    service = FakeService([answer(0), answer(1), answer(0), answer(0), answer(0), answer(0)])
+    sampler = BacklogSampler(SimpleNamespace(workflow_service=service), "ns", ["q"], path, every_s=0.2)
+    await sampler.start()
+    while len(read_samples(path)) < 2:  # the loop's first round: the queue's activity backlog is 1
+        await asyncio.sleep(0.001)
+    since = read_samples(path)[0].t
+    assert drain_s(read_samples(path), since) is None  # stopped here, it never drained
+    await sampler.settle()
+    await sampler.stop()
+    assert drain_s(read_samples(path), since) is not None

@@ -164,6 +164,7 @@ class Chaos:
                 target.workload.wait(settings, client, r, timeout=bound, patience_s=patience) for r in self.run_ids
             ]
             statuses = await asyncio.gather(*waits)
+            await self.fleet.settle()  # a backlog that drained as the last runs closed, read as drained
         finally:
             settings = self.settings
             await self.supervisor.stop(self.settings)

@@ -98,6 +98,12 @@ class FleetLab:
             },
         )
 
+    async def settle(self) -> None:
+        """Every run closed: the backlog's last rounds, read while the workers are still up."""
+        if self.sampler is not None:
+            with contextlib.suppress(Exception):
+                await self.sampler.settle()
+
     async def close(self, settings: Settings) -> None:
         """Whatever ends the run: the sampler and the proxies stop; the fleet is as configured again."""
         if self.sampler is not None:

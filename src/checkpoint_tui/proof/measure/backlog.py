@@ -90,15 +90,29 @@ class BacklogSampler:
         self._size = os.fstat(self._fd).st_size  # appending to an earlier file: its bytes count too
         self._task = asyncio.ensure_future(self._run())
 
+    async def settle(self) -> None:
+        """The runs are over: the pacing loop ends and two more rounds are read, every_s apart, so a backlog
+        that drained as the last runs closed is seen drained (two zeros), not left at its last count."""
+        await self._cancel()
+        for i in range(2):
+            if self._fd is None:
+                return
+            self._append(await self.sample_once())
+            if i == 0:
+                await asyncio.sleep(self.every_s)  # pacing between the two rounds, as the loop's
+
     async def stop(self) -> None:
+        await self._cancel()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    async def _cancel(self) -> None:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     async def __aenter__(self) -> BacklogSampler:
         await self.start()
