@@ -40,12 +40,19 @@ def _named_from_history(fired: Fired, by_id: dict, lead: str | None) -> None:
         d["label"], d["class"] = act.label, act.cls
 
 
-def place(chaos: ChaosRun, progress: Progress | None, run_id: str, chains: list[Chain]) -> None:
+def place(
+    chaos: ChaosRun,
+    progress: Progress | None,
+    run_id: str,
+    chains: list[Chain],
+    runs: dict[str, Progress] | None = None,
+) -> None:
     """Set each fired kill's and pause's `landed`, `retry_s`, `stalled_s` and `restart_s` (`chains`: every
-    run's, whose workflows and children are the run's own)."""
+    run's, whose workflows and children are the run's own; `runs`: every run's progress, for a kill
+    aimed in another run than the lead, its `run`)."""
     chain = progress.chain if progress is not None else Chain(run_id)
     acts = {a.seq: a for a in progress.acts} if progress is not None else {}
-    last_inside: dict[int, Fired] = {}
+    last_inside: dict[tuple[str | None, int], tuple[Fired, ActivityExec]] = {}
     by_id = {(a.execution, a.activity_id): a for a in acts.values()}
     lead = progress.run_id if progress is not None else None
     ours = {w for c in chains for w in _workflow_ids(c)}  # the runs' and their children's
@@ -59,7 +66,9 @@ def place(chaos: ChaosRun, progress: Progress | None, run_id: str, chains: list[
                 else "inside"
             )
             _named_from_history(fired, by_id, lead)
-        act = acts.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
+        elsewhere = (runs or {}).get(str(fired.detail.get("run")))  # aimed in another run: its activities
+        mine = {a.seq: a for a in elsewhere.acts} if elsewhere is not None else acts
+        act = mine.get(fired.step or 0) if fired.kind in ("worker-in-activity", *HOP_KINDS) else None
         if fired.detail.get("workflow_id", progress and progress.run_id) != (
             progress and progress.run_id
         ):  # a child workflow's activity: not the parent's seq
@@ -67,9 +76,8 @@ def place(chaos: ChaosRun, progress: Progress | None, run_id: str, chains: list[
         if act is not None:
             fired.landed = fired.landed or _landed(act, fired)
             if fired.landed == "inside":
-                last_inside[act.seq] = fired
-    for seq, fired in last_inside.items():  # history keeps the start of an activity's last attempt only
-        act = acts[seq]
+                last_inside[(fired.detail.get("run"), act.seq)] = (fired, act)
+    for fired, act in last_inside.values():  # history keeps the start of an activity's last attempt only
         if act.attempt > 1 and act.started_at is not None and act.started_at > fired.at:
             fired.retry_s = act.started_at - fired.at
     for f in [p for p in chaos.pauses if p.kind in ACTIVITY_NEMESES]:  # the closing attempt, from history

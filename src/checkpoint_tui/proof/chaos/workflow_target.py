@@ -27,7 +27,7 @@ from dataclasses import replace
 from temporalio.client import Client
 
 from checkpoint_tui.core.activity_audit import ActivityAudit
-from checkpoint_tui.core.activity_history import read_activities
+from checkpoint_tui.core.activity_history import ActivityExec, read_activities
 from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.destination_audit import assign, read_after, save
 from checkpoint_tui.core.windows import MODEL, TOOL
@@ -64,6 +64,7 @@ from checkpoint_tui.proof.report.chaos import ActivityFigures, ChaosReport
 
 PHASE = (0.1, 0.95)  # an in-activity kill lands at this fraction of the type's usual duration (seeded)
 NO_ACTIVITY_BACK = "the execution had no activity to go back to"
+ELSEWHERE_RUNS = 8  # runs asked for an activity in flight when the lead's aimed one had closed (--runs)
 
 
 def _live_name(settings) -> str | None:
@@ -182,12 +183,19 @@ class ActivityTarget(ChaosTarget):
         between = ev.kind in ("worker-between-activities", resets.RESET)  # a reset: once the activity closed
         live = None if between else (lambda: _live_name(chaos.settings))
         act = await until_activity(progress, lambda: progress.aimed(self.aim, k), live)
+        # at load the lead can be done before its event comes: another run's activity in flight instead
+        late = act is None or ev.kind in IN_ACTIVITY and act.closed_at is not None
+        other = await self._elsewhere(chaos) if late and len(chaos.run_ids) > 1 else None
+        if other is not None:
+            progress, act = other
         if act is None:
             return (
                 f"the workflow closed after {len(progress.acts)} activities, {self._count(progress)} of them "
                 f"aimed ({self.aim})"
             )
         self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
+        if other is not None:  # said: the kill is aimed in that run, the lead's own activity had closed
+            self._landing["run"] = progress.run_id
         if act.task_queue and act.task_queue != chaos.settings.task_queue:
             self._landing["queue"] = act.task_queue  # a fleet: the kill goes to that queue's worker
         inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None
@@ -201,6 +209,19 @@ class ActivityTarget(ChaosTarget):
             self._landing["started_at"] = act.started_at
         else:
             await asyncio.sleep(ev.delay_ms / 1000)
+        return None
+
+    async def _elsewhere(self, chaos: ChaosRun) -> tuple[Progress, ActivityExec] | None:
+        """An aimed activity in flight now in a run after the lead, on the lab's live worker: the newest
+        runs first (the likeliest still going), ELSEWHERE_RUNS of them asked at most (each a history read)."""
+        live = _live_name(chaos.settings)
+        for run_id in [r for r in reversed(chaos.run_ids[1:]) if r in self.runs][:ELSEWHERE_RUNS]:
+            progress = self.runs[run_id]
+            await progress.refresh()
+            for act in progress.acts:
+                going = act.status == "running" and act.started_at is not None and act.closed_at is None
+                if going and aimed(self.aim, act) and (act.identity is None or act.identity == live):
+                    return progress, act
         return None
 
     def _count(self, progress: Progress) -> int:
@@ -298,7 +319,7 @@ class ActivityTarget(ChaosTarget):
         return {**done, "from_step": target.seq, "back_steps": back, "from_label": target.label}
 
     def stalls(self, chaos: ChaosRun, run_id: str) -> None:
-        landing.place(chaos, self.progress, run_id, [p.chain for p in self.runs.values()])
+        landing.place(chaos, self.progress, run_id, [p.chain for p in self.runs.values()], self.runs)
 
     def figures(self, chaos: ChaosRun, run_id: str) -> ActivityFigures:
         claims = queries.claim_attempts(connect(chaos.settings.ledger), run_id)
