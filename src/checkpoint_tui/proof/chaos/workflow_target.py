@@ -220,7 +220,7 @@ class ActivityTarget(ChaosTarget):
             await progress.refresh()
             for act in progress.acts:
                 going = act.status == "running" and act.started_at is not None and act.closed_at is None
-                if going and aimed(self.aim, act) and (act.identity is None or act.identity == live):
+                if going and aimed(self.aim, act) and live in (None, act.identity or live):
                     return progress, act
         return None
 
