@@ -6,13 +6,16 @@ runs, each in a fresh home with its own dev server.
 Prints per N: the verdict; every touched run's kill -> its interrupted activity's next attempt (p50, p99,
 max, from each run's history: the report's `touched`); the events that did not fire; the command's wall
 time; the audit's wall time (from the last run seen closed, the ledger's `ended_at`, to the report
-written); and CPU: the chaos command with everything it started and reaped (its supervisor, the
-workers) beside the dev server's. Writes run/bench/chaos_load.json. Not to be run beside a test suite:
-the figures are of a machine doing nothing else."""
+written); CPU: the chaos command with everything it started and reaped (its supervisor, the workers),
+that split by role from /proc samples every 0.2 s (chaos itself, which holds the audit; its supervisor;
+the workers and their preloader), beside the dev server's; and the chaos command's peak RSS (the
+audit's memory is in it). Writes run/bench/chaos_load.json (and each command's output beside it).
+Not to be run beside a test suite: the figures are of a machine doing nothing else."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import shutil
@@ -26,7 +29,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import ROOT, write_result  # noqa: E402
+from _common import OUT_DIR, ROOT, write_result  # noqa: E402
 from checkpoint_tui.ops.devserver import recorded  # noqa: E402
 from checkpoint_tui.settings import Settings  # noqa: E402
 
@@ -39,6 +42,39 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _role(p: psutil.Process, chaos_pid: int) -> str:
+    """What a process under the chaos command is: the command itself, its supervisor, a worker (or its
+    preloader or spare), or anything else it started."""
+    if p.pid == chaos_pid:
+        return "chaos"
+    cmd = " ".join(p.cmdline())
+    if " supervise " in f" {cmd} ":
+        return "supervisor"
+    if "preloader.py" in cmd or "worker.py" in cmd:
+        return "workers"
+    return "dev server" if "start-dev" in cmd else "other"
+
+
+def _watch(proc: subprocess.Popen) -> tuple[dict[str, float], float]:
+    """Until the command ends: each of its processes' CPU by role (sampled every 0.2 s from /proc; a
+    process's last sample before it ended counts) and the chaos command's own peak RSS (MiB)."""
+    chaos = psutil.Process(proc.pid)
+    last: dict[tuple[int, float], tuple[str, float]] = {}
+    peak = 0.0
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, chaos.memory_info().rss / 2**20)
+            for p in [chaos, *chaos.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    t = p.cpu_times()
+                    last[(p.pid, p.create_time())] = (_role(p, proc.pid), t.user + t.system)
+        time.sleep(0.2)
+    split: dict[str, float] = {}
+    for role, cpu in last.values():
+        split[role] = round(split.get(role, 0.0) + cpu, 1)
+    return split, round(peak, 1)
+
+
 def one(runs: int, seed: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix=f"chaos-load-{runs}-"))
     report = home / "r.json"
@@ -46,10 +82,13 @@ def one(runs: int, seed: int) -> dict:
     cmd = [*lab, "chaos", "--workflow", "SendLines", "--input", INPUT, "--seed", str(seed), "--kills", "4"]
     cpu0, began = _children_cpu(), time.monotonic()
     try:
-        out = subprocess.run(
-            [*cmd, "--runs", str(runs), "--json", str(report)], capture_output=True, text=True, timeout=1800
-        )
+        with open(home / "out.txt", "w") as log:
+            proc = subprocess.Popen(
+                [*cmd, "--runs", str(runs), "--json", str(report)], stdout=log, stderr=log, text=True
+            )
+            split, peak_rss = _watch(proc)
         wall, lab_cpu = time.monotonic() - began, _children_cpu() - cpu0
+        out = subprocess.CompletedProcess(proc.args, proc.returncode, (home / "out.txt").read_text(), "")
         ident, _ = recorded(Settings(home=home))
         server_cpu = sum(psutil.Process(ident.pid).cpu_times()[:2]) if ident is not None else float("nan")
         doc = json.loads(report.read_text())
@@ -58,6 +97,8 @@ def one(runs: int, seed: int) -> dict:
         audit_s = report.stat().st_mtime - last_end
     finally:
         subprocess.run([*lab, "stop"], capture_output=True, timeout=120)
+        if (home / "out.txt").is_file():  # what it printed, kept beside the figures
+            shutil.copyfile(home / "out.txt", OUT_DIR / f"chaos_load-{runs}.txt")
         shutil.rmtree(home, ignore_errors=True)
     touched = doc.get("touched") or {}
     return {
@@ -73,6 +114,8 @@ def one(runs: int, seed: int) -> dict:
         "wall_s": round(wall, 1),
         "audit_s": round(audit_s, 1),
         "lab_and_workers_cpu_s": round(lab_cpu, 1),
+        "cpu_by_role_s": split,  # sampled: chaos (the audit's share inside it), supervisor, workers, other
+        "chaos_peak_rss_mib": peak_rss,
         "dev_server_cpu_s": round(server_cpu, 1),
     }
 
@@ -93,7 +136,8 @@ def main() -> None:
                 f"runs {n:4}: exit {r['exit']} {r['verdict']} · {r['completed']}/{n} completed · kills {r['kills']} "
                 f"· touched {r['touched_runs']} run(s), next attempt p50 {na.get('p50_s')} s p99 {na.get('p99_s')} s "
                 f"max {na.get('max_s')} s · wall {r['wall_s']} s · audit {r['audit_s']} s · CPU lab+workers "
-                f"{r['lab_and_workers_cpu_s']} s, dev server {r['dev_server_cpu_s']} s",
+                f"{r['lab_and_workers_cpu_s']} s (sampled: {r['cpu_by_role_s']}), dev server {r['dev_server_cpu_s']} s "
+                f"· chaos peak RSS {r['chaos_peak_rss_mib']} MiB",
                 flush=True,
             )
             for line in r["not_fired"]:

@@ -38,7 +38,9 @@ ASSIST_RUN_S = 2.0
 # Not zero: a zero duration reads as unset on the wire.
 RETRY_AT_ONCE = timedelta(milliseconds=1)
 MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
-ASSIST_AT_ONCE = 16  # runs asked at once (describe, fail): a kill at load leaves hundreds to ask
+# Runs asked at once (describe, fail): a kill at load leaves hundreds to ask. bench/chaos_load.py at 256
+# runs, next attempt p99: 0.50-1.04 s over 5 runs at 16 at once, 0.52-0.80 s over 3 at 64.
+ASSIST_AT_ONCE = 64
 LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are surely closed at Temporal
 
 
