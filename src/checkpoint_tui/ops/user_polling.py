@@ -40,6 +40,11 @@ async def pollers(client: Client, settings: Settings, queue: str | None = None) 
 
 
 POLLING_WAIT_S = 30.0  # a worker command this slow to poll is reported rather than waited on
+# A first start that dies before it polls may be the moment's fault, not the command's: on a loaded machine
+# a node worker's connect to chaos's hop timed out before the hop's first frame (exit 1), and its
+# replacement polled; chaos had already said the command could not start. One replacement is waited for.
+REPLACEMENTS = 1
+REPLACED_WAIT_S = 3.0  # for the supervisor to record the dead worker's replacement (it does so within a tick)
 
 
 async def wait_polling(
@@ -49,10 +54,16 @@ async def wait_polling(
     started = time.monotonic()
     log = settings.run_dir / "worker.log"
     queue = worker.queue or settings.task_queue
+    deaths = 0
     while not follow(settings, worker) or worker.name not in await pollers(client, settings, queue):
         if not worker.alive():
-            rc = worker.proc.returncode if worker.proc is not None else None
-            raise Unavailable(startup_death("the worker command", rc, log, 0, "before it polled"))
+            deaths += 1
+            replaced = await _replacement(settings, worker) if deaths <= REPLACEMENTS else None
+            if replaced is None:
+                rc = worker.proc.returncode if worker.proc is not None else None
+                starts = f", on {deaths} starts (the first and the supervisor's replacement)" if deaths > 1 else ""
+                raise Unavailable(startup_death("the worker command", rc, log, 0, f"before it polled{starts}"))
+            worker = replaced
         if time.monotonic() - started > timeout:
             raise Unavailable(
                 f"the worker command (pid {worker.pid}) is not polling task queue {queue} as "
@@ -61,6 +72,17 @@ async def wait_polling(
             )
         await asyncio.sleep(POLL_EVERY_S)
     return time.monotonic() - started
+
+
+async def _replacement(settings: Settings, dead: WorkerProc) -> WorkerProc | None:
+    """The worker its supervisor started in the dead one's slot, once recorded (None: none came)."""
+    deadline = time.monotonic() + REPLACED_WAIT_S
+    while time.monotonic() < deadline:
+        new = worker_proc.load(settings, "active", dead.slot)
+        if new is not None and new.pid != dead.pid and new.alive():
+            return new
+        await asyncio.sleep(POLL_EVERY_S)
+    return None
 
 
 async def wait_recorded(settings: Settings, slot: int, timeout: float = POLLING_WAIT_S) -> WorkerProc:
