@@ -254,9 +254,10 @@ def test_until_covered_names_a_window_the_bound_left_unhit(session_root):
     )
     cov = report["coverage"]
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
-    # the seeded run's deaths reached the bound (a replacement forked as the dev server came back may die
-    # too, seen once beside a full suite): no aimed round ran, and what it left unhit is named
-    assert cov["missing"] and set(cov["missing"]) <= set(cov["wanted"]) and cov["kills"] >= 1 and cov["rounds"] == []
+    # the bound of 1 was reached (by the seeded run's hop kill, or an aimed round's when that one missed)
+    # and what it left unhit is named. Not "exactly one death": a replacement forked as the dev server came
+    # back from its own kill can die too (seen once beside a full suite), and deaths are what it counts.
+    assert cov["missing"] and set(cov["missing"]) <= set(cov["wanted"]) and cov["kills"] >= 1
     check = next(c for c in report["checks"] if c["name"] == "chaos: every window was hit (--until-covered)")
     assert not check["ok"] and f"never hit: {', '.join(cov['missing'])}" in check["observed"]
     assert f"never hit: {', '.join(cov['missing'])}" in out.stdout and "verdict: FAIL" in out.stdout
