@@ -108,10 +108,10 @@ def scheduled_by(events: list, activity_id: str) -> int | None:
 
 
 def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, framework: Classifier) -> dict:
-    """A user's workflow, after the run: each activity the replaced execution had run after the reset
-    point (completed, or pending just before the reset: started, or scheduled and maybe started as the
-    reset landed) that the new execution started again, as history names it, with what the library's
-    claims said after the reset:
+    """A user's workflow, after the run: each activity the replaced execution had scheduled after the reset
+    point (completed; pending just before the reset, started or not; or scheduled after that look and
+    maybe started as the reset landed) that the new execution started again, as history names it, with what
+    the library's claims said after the reset:
     - `guarded`: it claimed, and applied no effect kind it had claimed before the reset (an effect kind
       first claimed after the reset may be applied once: its earlier attempt had not got there);
     - `at risk`: no claim through the library, or an effect applied again (a key that follows the run
@@ -130,11 +130,18 @@ def activities_reran(chain: Chain, claims: list[ClaimAttempt], reset: dict, fram
     entries: list[dict[str, Any]] = []
     outcomes: Counter[str] = Counter()
     for act in _acts(chain, reset["old_execution"], old, framework):
-        ran = act.closed_at is not None or act.activity_id in pending
-        if act.activity_id not in after or not ran or act.activity_id not in again:
+        # open in the replaced execution and not seen pending: scheduled after the lab looked and before the
+        # reset landed, it may have started (a send seen twice under load was missing from this list)
+        if act.activity_id not in after or act.activity_id not in again:
             continue
         entry, seen = _verdict(act, claims, reset["at"])
-        was = act.status if act.closed_at is not None else "in flight" if pending[act.activity_id] else "scheduled"
+        was = (
+            act.status
+            if act.closed_at is not None
+            else ("in flight" if pending[act.activity_id] else "scheduled")
+            if act.activity_id in pending
+            else "scheduled as the reset landed"
+        )
         entries.append({**entry, "was": was})
         outcomes.update(seen)
     return {"re_ran": entries, "claims_after_reset": dict(outcomes)}
