@@ -40,7 +40,9 @@ def test_every_aimed_kill_lands_inside_an_activity(workflow, pace, session_root)
     [crash] = [k for k in report["kills"] if k["kind"] == "worker-after-effect"]
     assert crash["landed"] == "inside" and crash["label"] == "send_line_idempotent"
     assert audit["activities"] == audit["completed"] == 6  # the nested one's are its great-grandchild's
-    assert [r["activity_id"] for r in audit["effect_once"]] == [crash["activity_id"]]
+    # the crash point's activity ran again, its effect once; the dev server's kill can re-run the activity
+    # in flight as it lands (its completion lost: seen once beside a full suite at pace 0), also effect once
+    assert crash["activity_id"] in [r["activity_id"] for r in audit["effect_once"]] and audit["at_risk"] == []
     lines = [line for f in (home / "example-out").iterdir() for line in f.read_text().splitlines()]
     assert len(lines) == len(set(lines)) == 6
 
