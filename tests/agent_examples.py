@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.store import close_all, connect
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until_sync
-from conftest import queue_of, run_cli
+from conftest import run_cli, worker_flags
 from labs import start_script
 from test_user_workflow_lab import stop_lab
 
@@ -234,10 +233,7 @@ class UnderTheLab:
 
     def flags(self, home: Path, *more: str, ledger: str | None = None, address: str | None = None) -> list[str]:
         """`address`: a server the home did not start (else the home's own dev server)."""
-        cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(self.worker))}"
-        flags = ["--home", str(home), *more, "--worker-cmd", cmd, "--task-queue", queue_of(self.queue_prefix, home)]
-        flags += ["--temporal-address", address] if address else []
-        return flags + (["--ledger", ledger] if ledger else [])
+        return [*worker_flags(home, self.worker, self.queue_prefix, address=address, ledger=ledger), *more]
 
     def chaos(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -164,6 +165,17 @@ def queue_of(prefix: str, home: Path) -> str:
     """A task queue of this home alone: homes of parallel xdist workers share names (`home`,
     `uw-activity-0`) and every one of them may be on the session's one dev server."""
     return f"{prefix}-{home.name}-{hashlib.sha256(str(home).encode()).hexdigest()[:8]}"
+
+
+def worker_flags(
+    home: Path, worker: Path, prefix: str, *, address: str | None = None, ledger: str | None = None
+) -> list[str]:
+    """Global flags of a home whose worker command is `python WORKER` on a queue of its own; `address`: a
+    server the home did not start (else its own dev server), `ledger`: a PostgreSQL URL."""
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(worker))}"
+    flags = ["--home", str(home), "--worker-cmd", cmd, "--task-queue", queue_of(prefix, home)]
+    flags += ["--temporal-address", address] if address else []
+    return flags + (["--ledger", ledger] if ledger else [])
 
 
 def run_cli(

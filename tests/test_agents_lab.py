@@ -6,7 +6,6 @@ apart. Real dev servers, real worker processes, the real frameworks with their o
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections import Counter
 from itertools import count
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import queue_of, run_cli
+from conftest import run_cli, worker_flags
 from test_user_workflow_lab import stop_lab
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "agents"
@@ -29,10 +28,7 @@ _homes = count()
 
 def lab(framework: str, home: Path, ledger: str | None = None, address: str | None = None) -> list[str]:
     """A home running the framework's example as its worker command; `address`: a server it did not start."""
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKERS[framework]))}"
-    flags = ["--home", str(home), "--worker-cmd", cmd, "--task-queue", queue_of("agents", home)]
-    flags += ["--temporal-address", address] if address else []
-    return flags + (["--ledger", ledger] if ledger else [])
+    return worker_flags(home, WORKERS[framework], "agents", address=address, ledger=ledger)
 
 
 def chaos(

@@ -6,14 +6,12 @@ dev server (an external address: doctor starts no server of its own)."""
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
 from agent_examples import OPENAI_WORKER, PYDANTIC_WORKER
-from conftest import queue_of, run_cli
+from conftest import run_cli, worker_flags
 from test_user_workflow_lab import stop_lab
 
 WORKER = Path(__file__).resolve().parent / "doctor_worker.py"
@@ -21,17 +19,7 @@ SLACK_S = 5.0  # beyond a predicted kill → retry: a cold spawn of the replacem
 
 
 def flags(home: Path, address: str, worker: Path) -> list[str]:
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(worker))}"
-    return [
-        "--home",
-        str(home),
-        "--temporal-address",
-        address,
-        "--worker-cmd",
-        cmd,
-        "--task-queue",
-        queue_of("dr", home),
-    ]
+    return worker_flags(home, worker, "dr", address=address)
 
 
 def test_doctor_names_a_missing_heartbeat_a_single_attempt_and_a_local_activity(temporal_address, session_root):

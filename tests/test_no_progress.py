@@ -6,12 +6,11 @@ worker command (tests/stuck_worker.py)."""
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 
-from conftest import queue_of, run_cli
+from conftest import queue_of, run_cli, worker_flags
 from labs import WORKER_CMD
 from test_user_workflow_lab import stop_lab
 
@@ -19,17 +18,7 @@ WORKER = Path(__file__).resolve().parent / "stuck_worker.py"
 
 
 def flags(home: Path, address: str) -> list[str]:
-    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(WORKER))}"
-    return [
-        "--home",
-        str(home),
-        "--temporal-address",
-        address,
-        "--worker-cmd",
-        cmd,
-        "--task-queue",
-        queue_of("q", home),
-    ]
+    return worker_flags(home, WORKER, "q", address=address)
 
 
 def test_a_workflow_task_that_keeps_failing_ends_start_wait_and_shows_in_status(session_root, temporal_address):
