@@ -216,8 +216,8 @@ async def test_settling_reads_two_more_rounds_so_a_drain_as_the_runs_closed_is_s
     service = FakeService([answer(0), answer(1), answer(0), answer(0), answer(0), answer(0)])
     sampler = BacklogSampler(SimpleNamespace(workflow_service=service), "ns", ["q"], path, every_s=0.2)
     await sampler.start()
-    while len(read_samples(path)) < 2:  # the loop's first round: the queue's activity backlog is 1
-        await asyncio.sleep(0.001)
+    # the loop's first round: the queue's activity backlog is 1
+    await wait_until(lambda: len(read_samples(path)) >= 2, 5, what="the sampler's first round")
     since = read_samples(path)[0].t
     assert drain_s(read_samples(path), since) is None  # stopped here, it never drained
     await sampler.settle()
