@@ -165,6 +165,8 @@ async def test_a_worker_that_died_between_supervisors_has_its_attempt_failed_ove
         await second.stop(stop_workers=True)
     died = conn.execute("SELECT * FROM worker_events WHERE event = 'died' AND pid = ?", (worker.pid,)).fetchone()
     assert died is not None and died["detail"] == "found dead by the supervisor that took over"
-    assist = conn.execute("SELECT * FROM worker_events WHERE event = 'assist' AND pid = ?", (worker.pid,)).fetchone()
-    assert assist is not None and f"{run_id}:" in json.loads(assist["detail"])["failed_activities"][0], assist
+    # the first pass, or the late one 1.5 s after it (an attempt handed to the dead worker's last poll)
+    assists = conn.execute("SELECT * FROM worker_events WHERE event = 'assist' AND pid = ?", (worker.pid,)).fetchall()
+    failed = [name for a in assists for name in json.loads(a["detail"])["failed_activities"]]
+    assert any(name.startswith(f"{run_id}:") for name in failed), [dict(a) for a in assists]
     assert build_snapshot(conn, home, run_id).duplicates == 0
