@@ -50,3 +50,16 @@ def test_parsing_help_and_usage_errors_import_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", PARSE_ONLY], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "parsed light" in out.stdout
+
+
+def test_our_loop_worker_starts_without_the_http_client():
+    """Every worker start (and each spare's) imports the worker module: httpx, with the command line it
+    pulls in (rich, click, pygments), was 60-90 ms of its CPU and is needed only when a model server is
+    asked (the offline provider is the default)."""
+    script = (
+        "import sys, checkpoint_tui.loop_worker.worker\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('httpx', 'rich'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

@@ -196,11 +196,12 @@ async def test_a_model_layer_bug_falls_back_instead_of_retrying(tmp_path, monkey
     the offline provider, with the exception's type as the reason (not in 8 retries of the activity)."""
     from checkpoint_tui.loop_worker import activities
     from checkpoint_tui.loop_worker.shared import LlmInput, ModelRef
+    from checkpoint_tui.model import openai_compat
 
     async def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(activities, "ask_model", broken)
+    monkeypatch.setattr(openai_compat, "ask_model", broken)  # imported by the activity at its first call
     acts = activities.AgentActivities(Settings(home=tmp_path))
     answer = await acts._decide(LlmInput("run-x", 1, 2, 0.0, None, ModelRef("http://127.0.0.1:9", None)))
     assert answer.provider == "offline (fallback: unexpected RuntimeError)"

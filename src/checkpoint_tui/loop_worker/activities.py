@@ -40,10 +40,10 @@ from checkpoint_tui.loop_worker.shared import (
     think_ms,
 )
 from checkpoint_tui.loop_worker.tools import run_tool
+from checkpoint_tui.model.answer import Answer, GuardrailFailure, ProviderUnavailable
 from checkpoint_tui.model.decision import scrub
 from checkpoint_tui.model.offline import PROVIDER as OFFLINE
 from checkpoint_tui.model.offline import offline_decision
-from checkpoint_tui.model.openai_compat import Answer, GuardrailFailure, ProviderUnavailable, ask_model
 from checkpoint_tui.settings import HOST, ModelOptions, Settings
 from checkpoint_tui.waiting import to_the_end
 
@@ -119,6 +119,8 @@ class AgentActivities:
         """The configured model if it answers; otherwise the offline provider, saying why."""
         fallback = ""
         if inp.model.url:
+            from checkpoint_tui.model.openai_compat import ask_model  # httpx: only where a server is asked
+
             try:
                 return await ask_model(self._model_options(inp), inp.step, inp.total_steps, inp.previous_note)
             except ProviderUnavailable as err:

@@ -22,11 +22,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from checkpoint_tui.model.decision import FORBIDDEN, Decision, scrub
+from checkpoint_tui.model.answer import Answer, GuardrailFailure, ProviderUnavailable
+from checkpoint_tui.model.decision import FORBIDDEN, scrub
 from checkpoint_tui.model.extract import MAX_SCAN_CHARS, Extracted, ExtractError, extract_decision
 from checkpoint_tui.model.prices import cost_usd
 from checkpoint_tui.model.prompt import CORRECTIVE, DECISION_SCHEMA, GBNF, MAX_TOKENS, SYSTEM, user_prompt
-from checkpoint_tui.model.transport import BadRequest, ProviderUnavailable, request_json, timeouts
+from checkpoint_tui.model.transport import BadRequest, request_json, timeouts
 from checkpoint_tui.settings import ModelOptions
 
 CHAT = "/v1/chat/completions"
@@ -36,21 +37,6 @@ MAX_REPORTED_TOKENS = 10_000_000  # a `usage` count above this (or not an int) i
 RAW_KEPT_CHARS = 2_000  # of a rejected answer, for the guardrail's evidence
 
 __all__ = ["Answer", "GuardrailFailure", "ProviderUnavailable", "ask_model"]
-
-
-class GuardrailFailure(Exception):
-    def __init__(self, reason: str, raw: str) -> None:
-        super().__init__(reason)
-        self.raw = raw
-
-
-@dataclass(frozen=True)
-class Answer:
-    decision: Decision
-    provider: str  # host/model
-    tokens: int
-    cost_usd: float
-    note: str  # how the answer was obtained: "json", "fenced", "reprompted; scan", "truncated; repaired", …
 
 
 @dataclass(frozen=True)

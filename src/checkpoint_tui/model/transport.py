@@ -13,12 +13,10 @@ from typing import Any
 
 import httpx
 
+from checkpoint_tui.model.answer import ProviderUnavailable
+
 CONNECT_TIMEOUT_S = 2.0
 MAX_BODY_BYTES = 1_000_000  # an answer is a few kB; a server sending more is not answering
-
-
-class ProviderUnavailable(Exception):
-    """The server did not answer usefully; str() is the reason recorded on the step."""
 
 
 class BadRequest(ProviderUnavailable):
