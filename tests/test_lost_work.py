@@ -21,6 +21,7 @@ from temporalio.api.history.v1 import (
     ActivityTaskTimedOutEventAttributes,
     HistoryEvent,
     WorkflowExecutionFailedEventAttributes,
+    WorkflowExecutionStartedEventAttributes,
     WorkflowTaskCompletedEventAttributes,
     WorkflowTaskFailedEventAttributes,
     WorkflowTaskScheduledEventAttributes,
@@ -441,6 +442,39 @@ def test_the_audit_reads_its_lab_events_from_the_ledger(tmp_path):
     audit = audit_of(settings, "wf-1", "W", "COMPLETED", [], chain=chain)
     assert audit.lost_work_count == 0 and audit.ok, audit.lost_work
     assert audit.lost_work["timeouts"][0]["cause"]["identity"] == "7@h"
+
+
+def test_a_server_kill_filed_under_chaos_s_lead_run_explains_a_timeout_in_every_run_on_the_lab_s_queue(tmp_path):
+    """`chaos --runs N` files the dev server's death under its lead run, yet no run's heartbeat reached
+    Temporal while it was down: a non-lead run's heartbeat timeout in that spell was put down to the
+    application (a false FAIL, the wrong cause, seen at 256 runs). The event names the lab's queues; a run
+    on another queue (another lab's, on a shared ledger) gets nothing from it, nor does one filed with none."""
+    settings = Settings(home=tmp_path / "h")
+    settings.ensure_dirs()
+    conn = connect(settings.ledger)
+    h = History()
+    started = WorkflowExecutionStartedEventAttributes(task_queue=TaskQueue(name="lab-q"))
+    h.add(-0.5, workflow_execution_started_event_attributes=started)
+    h.task(-0.2)
+    sched = h.schedule(0.0, start_to_close=60.0, heartbeat=2.0)
+    closing = h.start(5.9, sched, attempt=2, after="HEARTBEAT")
+    h.complete(6.2, sched, closing)
+    chain = h.chain()
+
+    def verdict() -> ActivityAudit:
+        return audit_of(settings, "wf-1", "W", "COMPLETED", [], chain=chain)
+
+    record_worker_event(conn, "chaos:temporal-server", 4321, None, "lead-run", 2, json.dumps({}), at=T0 + 1.0)
+    assert verdict().lost_work_count == 1  # no queues named: it may be another lab's server
+    other = json.dumps({"queues": ["another-lab-q"]})
+    record_worker_event(conn, "chaos:temporal-server", 4322, None, "lead-run", 2, other, at=T0 + 1.1)
+    assert verdict().lost_work_count == 1
+    ours = json.dumps({"queues": ["lab-q", "lab-q-2"]})
+    record_worker_event(conn, "chaos:temporal-server", 4323, None, "lead-run", 2, ours, at=T0 + 1.2)
+    audit = verdict()
+    assert audit.lost_work_count == 0 and audit.ok, audit.lost_work
+    [t] = audit.lost_work["timeouts"]
+    assert t["cause"]["event"] == "chaos:temporal-server" and t["cause"]["pid"] == 4323 and not t["lost"]
 
 
 def test_lab_events_reads_the_stops_in_a_span_on_either_ledger(ledger_target):

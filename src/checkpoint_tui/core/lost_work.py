@@ -37,6 +37,10 @@ TIMER_LATE_S = 1.5  # timers fire late: a retry came 0.92 s after timeout + back
 DEFAULT_BACKOFF_S, DEFAULT_MAX_FACTOR = 1.0, 100.0
 DETAIL_LIMIT = 200  # entries kept per list in the JSON (as the audit's own lists)
 LAB_KINDS = ("kill", "died", "sigterm", "exit")  # plus every `chaos:<nemesis>`
+# Events that reach every run of the lab, whichever run chaos filed them under: the dev server's death
+# (no attempt's heartbeat or completion is recorded until it is back), a partition between the workers
+# and Temporal, a fleet-down (its queue, checked by _swept, says which attempts it reached).
+LAB_WIDE = ("chaos:temporal-server", "chaos:partition", FLEET_DOWN)
 STOPS = {
     "graceful-restart": "a graceful restart",
     "churn": "a churn restart",
@@ -350,9 +354,10 @@ _IDENTIFIED = (
 def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = None) -> LostWork:
     """The run's lost work: its history against the lab's worker events over the history's span (a
     workflow task still failing is measured to `now`). An event counts if it is filed under this run or
-    under none, or stopped a worker this run's history names: the run an event is filed under is a
-    guess (the latest running one), and a kill filed under another run still stops this one's attempt on
-    that worker; a worker this run never used (another lab's, on a shared ledger) explains nothing."""
+    under none, or stopped a worker this run's history names, or reached every run on this run's queue
+    (LAB_WIDE): the run an event is filed under is a guess (the latest running one, or chaos's lead run),
+    and a kill filed under another run still stops this one's attempt on that worker; a worker this run
+    never used, or a server another lab killed (on a shared ledger), explains nothing."""
     events = chain.events
     now = time.time() if now is None else now
     if not events:
@@ -360,5 +365,25 @@ def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = 
     served = {getattr(ev, name).identity for ev in events for name in _IDENTIFIED if ev.HasField(name)}
     rows = queries.lab_events(conn, event_time(events[0]) - SLACK_S, event_time(events[-1]) + SLACK_S)
     lab = [LabEvent(r["at"], r["event"], r["pid"], r["host"], r["identity"], r["detail"]) for r in rows]
-    mine = [e for e, r in zip(lab, rows, strict=True) if r["run_id"] in (None, run_id) or e.who in served]
+    queue = _workflow_queue(events)
+    mine = [
+        e
+        for e, r in zip(lab, rows, strict=True)
+        if r["run_id"] in (None, run_id) or e.who in served or _reached(e, queue)
+    ]
     return lost_work(chain, mine, now)
+
+
+def _workflow_queue(events: list) -> str | None:
+    """The task queue the run's first execution was started on."""
+    first = events[0]
+    if not first.HasField("workflow_execution_started_event_attributes"):
+        return None
+    return first.workflow_execution_started_event_attributes.task_queue.name or None
+
+
+def _reached(event: LabEvent, queue: str | None) -> bool:
+    """A lab-wide event (the dev server's death, a partition, a fleet-down) of the lab whose queues
+    include the run's: chaos names them in the event (one filed without them reaches no other run)."""
+    queues = event.detail.get("queues")
+    return event.event in LAB_WIDE and queue is not None and isinstance(queues, list) and queue in queues

@@ -22,9 +22,10 @@ from typing import Any
 from temporalio.client import Client
 
 from checkpoint_tui.core.audit import Audit
+from checkpoint_tui.core.lost_work import LAB_WIDE
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import chaos_supervisor, worker_proc
+from checkpoint_tui.ops import chaos_supervisor, fleet, worker_proc
 from checkpoint_tui.ops.temporal import connect_client, lab_address
 from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
@@ -302,6 +303,8 @@ class Chaos:
         extra = {**self.target.landing(ev), **extra, **hit.detail}  # where it landed, as the target saw it
         step = extra.pop("step", None) or (ev.step if ev.step is not None else self.target.in_flight(self, run_id))
         detail = {"seed": self.seed, "delay_ms": ev.delay_ms, "signal": sig, **extra}
+        if f"chaos:{ev.kind}" in LAB_WIDE:  # it reached every run on this lab's queues (no other lab's)
+            detail["queues"] = fleet.queues(self.settings)
         record_worker_event(
             connect(self.settings.ledger), f"chaos:{ev.kind}", hit.pid, None, run_id, step, json.dumps(detail), hit.at
         )

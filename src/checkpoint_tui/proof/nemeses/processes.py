@@ -104,7 +104,7 @@ async def pause_worker(settings: Settings, seconds: float) -> Hit | None:
         send_signal_if_ours(worker.ident, signal.SIGCONT)
         cont_at = time.time()
         watchdog.release(settings, worker.ident)
-    return Hit(at, worker.pid, detail={"cont_at": cont_at, "duration_s": seconds})
+    return Hit(at, worker.pid, worker.name, {"cont_at": cont_at, "duration_s": seconds})  # named: any run on it
 
 
 def hang_worker(settings: Settings) -> tuple[ProcIdentity, float] | None:
