@@ -1,0 +1,169 @@
+"""What a model provider does on a bad day, as the model proxy (model_proxy.py) plays it: the fault
+kinds, the `--model-endpoint NAME=URL` spec, and the two things read or rewritten in an answer's
+body: the tokens the server says it used, and a tool call's arguments made into something that is
+not JSON. Pure: no I/O.
+
+The answers are those of OpenAI-compatible servers: Chat Completions (`choices[].message.tool_calls`,
+streamed as `choices[].delta.tool_calls`) and Responses (`output[]` items of type `function_call`,
+streamed as `response.function_call_arguments.delta` events), with usage as `prompt_tokens` /
+`completion_tokens` or `input_tokens` / `output_tokens`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+from urllib.parse import urlsplit
+
+from checkpoint_tui.proof.nemeses.dependency import check_name
+
+RATE_LIMIT, ERROR, TIMEOUT, SLOW, CUT, GARBAGE = (
+    "model-rate-limit",
+    "model-error",
+    "model-timeout",
+    "model-slow",
+    "model-cut",
+    "model-garbage",
+)
+FAULTS = (RATE_LIMIT, ERROR, TIMEOUT, SLOW, CUT, GARBAGE)
+MAX_URL = 2048
+# Prefixed to a tool call's arguments: no JSON text starts with a closing brace, whatever follows.
+NOT_JSON = "}{"
+MAX_JSON_BYTES = 8 << 20  # an answer larger than this is passed on as it is: neither read nor rewritten
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault in force: for `requests` requests, or until the proxy is told it ended."""
+
+    kind: str
+    status: int = 503  # model-error's: 500 or 503
+    retry_after_s: int = 1  # model-rate-limit's Retry-After
+    delay_ms: int = 200  # model-slow's, before each piece of the answer
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULTS:
+            raise ValueError(f"model fault {self.kind[:40]!r} is not one of {', '.join(FAULTS)}")
+        if self.status not in (500, 503):
+            raise ValueError("model-error answers 500 or 503")
+        if not 0 <= self.retry_after_s <= 3600 or not 0 <= self.delay_ms <= 60_000:
+            raise ValueError("Retry-After is 0..3600 s and a delay 0..60000 ms")
+
+
+def parse_endpoint(text: str) -> tuple[str, str]:
+    """`--model-endpoint NAME=URL` as (NAME, URL): NAME the variable the workers read their model's base
+    URL from (OPENAI_BASE_URL, ...), URL where it points now (http or https, a host, no credentials);
+    ValueError with a one-line reason that does not repeat a URL holding credentials."""
+    name, sep, url = text.partition("=")
+    if not sep:
+        raise ValueError(f"--model-endpoint {text[:80]!r} is not NAME=URL")
+    check_name(name)
+    if len(url) > MAX_URL or any(ord(c) < 33 for c in url):
+        raise ValueError(f"--model-endpoint {name}: the URL is over {MAX_URL} characters or holds a space")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is not 0..65535 raises here
+    except ValueError:
+        raise ValueError(f"--model-endpoint {name}: the URL cannot be parsed") from None
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            f"--model-endpoint {name}: the URL holds credentials; an API key goes in the workers' environment"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"--model-endpoint {name}: {url[:80]!r} is not an http:// or https:// URL with a host")
+    if parts.query or parts.fragment or port == 0:
+        raise ValueError(f"--model-endpoint {name}: a base URL has no query, fragment or port 0")
+    return name, url.rstrip("/")
+
+
+def tokens(usage: object) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a `usage` object of either API; None if it says neither."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
+    completion = usage.get("completion_tokens", usage.get("output_tokens"))
+    if _count(prompt) and _count(completion):
+        return prompt, completion
+    return None
+
+
+def _count(n: object) -> TypeGuard[int]:
+    return isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10**9
+
+
+def usage_of_body(body: bytes) -> tuple[int, int] | None:
+    """The tokens a whole (not streamed) answer reports."""
+    doc = _load(body)
+    if not isinstance(doc, dict):
+        return None
+    return tokens(doc.get("usage")) or tokens((doc.get("response") or {}).get("usage"))
+
+
+def usage_of_event(data: bytes) -> tuple[int, int] | None:
+    """The tokens a streamed event reports (the last chunk of a stream asked for usage, or Responses'
+    `response.completed`)."""
+    if b"usage" not in data:
+        return None
+    return usage_of_body(data)
+
+
+def garble_body(body: bytes) -> tuple[bytes, int]:
+    """A whole answer with each tool call's arguments made not JSON; (body, calls garbled)."""
+    doc = _load(body)
+    if not isinstance(doc, dict):
+        return body, 0
+    n = 0
+    for choice in _items(doc, "choices"):
+        for call in _items(choice.get("message"), "tool_calls"):
+            n += _garble_call(call.get("function"))
+    for item in _items(doc, "output"):
+        if item.get("type") == "function_call":
+            n += _garble_call(item)
+    return (json.dumps(doc).encode(), n) if n else (body, 0)
+
+
+def garble_event(data: bytes, done: set[str]) -> tuple[bytes, int]:
+    """One streamed event's JSON with the first piece of each tool call's arguments made not JSON
+    (`done`: the calls already garbled in this stream); (data, calls garbled)."""
+    if b"argument" not in data and b"delta" not in data:
+        return data, 0
+    doc = _load(data)
+    if not isinstance(doc, dict):
+        return data, 0
+    n = 0
+    if doc.get("type") == "response.function_call_arguments.delta" and isinstance(doc.get("delta"), str):
+        key = f"r:{doc.get('item_id')}"
+        if key not in done:
+            done.add(key)
+            doc["delta"] = NOT_JSON + doc["delta"]
+            n += 1
+    for choice in _items(doc, "choices"):
+        for call in _items(choice.get("delta"), "tool_calls"):
+            key = f"c:{choice.get('index')}:{call.get('index')}"
+            if key not in done and _garble_call(call.get("function")):
+                done.add(key)
+                n += 1
+    return (json.dumps(doc).encode(), n) if n else (data, 0)
+
+
+def _items(holder: object, key: str) -> list[dict[str, Any]]:
+    """The dicts in holder[key], where holder is a dict and that is a list (anything else: none)."""
+    found = holder.get(key) if isinstance(holder, dict) else None
+    return [x for x in found if isinstance(x, dict)] if isinstance(found, list) else []
+
+
+def _garble_call(holder: Any) -> int:
+    if isinstance(holder, dict) and isinstance(holder.get("arguments"), str):
+        holder["arguments"] = NOT_JSON + holder["arguments"]
+        return 1
+    return 0
+
+
+def _load(data: bytes) -> object:
+    if len(data) > MAX_JSON_BYTES:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
+        return None
