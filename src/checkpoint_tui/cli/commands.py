@@ -261,6 +261,7 @@ def _counts(args: argparse.Namespace, settings: Settings) -> Counts:
 
 def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     from checkpoint_tui.proof.chaos.command import chaos_command
+    from checkpoint_tui.proof.chaos.fleet_lab import check_events
     from checkpoint_tui.proof.chaos.schedule import refuse_server_kills, save_schedule
 
     check_chaos_flags(args, workload)
@@ -281,6 +282,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
             )
             return Exit.OK
     refuse_server_kills(events, settings, args.chaos_schedule or args.chaos_shrink)
+    check_events(settings, events, str(args.chaos_schedule or args.chaos_shrink or "the schedule"))
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 

@@ -97,6 +97,15 @@ def _dependency(text: str) -> tuple[str, str]:
     return name, f"{host}:{port}"
 
 
+def _model_endpoint(text: str) -> tuple[str, str]:
+    from checkpoint_tui.proof.nemeses.model_faults import parse_endpoint
+
+    try:
+        return parse_endpoint(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_global_flags(p: argparse.ArgumentParser) -> None:
     """The workload's flags that every command takes: whose workers, which fleet, what to audit."""
     p.add_argument(
@@ -131,6 +140,16 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
         type=_dependency,
         help="a service your workers call, on this machine: they get NAME=HOST:PORT in their "
         "environment (chaos routes it through a proxy to break it; repeatable)",
+    )
+    p.add_argument(
+        "--model-endpoint",
+        action="append",
+        default=None,
+        metavar="NAME=URL",
+        type=_model_endpoint,
+        help="your agent's model endpoint (OpenAI-compatible): the workers get NAME=URL in their environment "
+        "(OPENAI_BASE_URL=http://127.0.0.1:8080/v1); chaos routes it through a proxy that plays the "
+        "model-* faults (repeatable)",
     )
     _audit_flags(p)
 
@@ -262,6 +281,7 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         fleet=getattr(args, "fleet_rest", ()),
         deploys=tuple(getattr(args, "deploy", None) or ()),
         dependencies=tuple(getattr(args, "dependency", None) or ()),
+        model_endpoints=tuple(getattr(args, "model_endpoint", None) or ()),
     )
 
 

@@ -67,6 +67,7 @@ def worker_env(settings: Settings, address: str, queue: str | None = None) -> di
     env[WORKER_OF_ENV] = str(settings.home)  # what stop's sweep finds its forks by (worker_proc.spawned_for_home)
     env["CHECKPOINT_TASK_QUEUE"] = queue or settings.task_queue
     env.update(dict(settings.dependencies))  # HOST:PORT, through chaos's dependency proxy when it runs one
+    env.update(dict(settings.model_endpoints))  # a base URL, through chaos's model proxy when it runs one
     env[PROBE_LOG_ENV] = str(settings.probe_log)  # where the audit reads it, whatever the shell said
     return env
 

@@ -83,6 +83,7 @@ class Settings:
     fleet: tuple[FleetMember, ...] = ()  # --worker QUEUE=CMD beyond the first command (ops/fleet.py)
     deploys: tuple[FleetMember, ...] = ()  # --deploy QUEUE=CMD: the new version a deploy nemesis swaps in
     dependencies: tuple[tuple[str, str], ...] = ()  # --dependency NAME=HOST:PORT, as the workers' env gets it
+    model_endpoints: tuple[tuple[str, str], ...] = ()  # --model-endpoint NAME=URL, as the workers' env gets it
 
     @property
     def members(self) -> tuple[FleetMember, ...]:
@@ -120,6 +121,7 @@ class Settings:
             fleet=self.fleet,
             deploys=self.deploys,
             dependencies=self.dependencies,
+            model_endpoints=self.model_endpoints,
         )
 
     @property

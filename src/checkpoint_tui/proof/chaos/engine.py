@@ -42,6 +42,7 @@ from checkpoint_tui.proof.chaos.touched import Touch, spread
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
+from checkpoint_tui.proof.nemeses.model_faults import FAULTS as MODEL_FAULTS
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.nemeses.resets import RESET
@@ -63,6 +64,7 @@ SIGNALS = {
     **dict.fromkeys(ACTIVITY_NEMESES),
     **dict.fromkeys((GRACEFUL, CHURN, DEPLOY), "SIGTERM"),
     DEPENDENCY: None,
+    **dict.fromkeys(MODEL_FAULTS),
 }  # else SIGKILL (a fleet-down too)
 
 

@@ -7,6 +7,9 @@ starts). They fire in proof/nemeses/fleet.py (the workers) and the dependency pr
     {"at_s": 2, "nemesis": "churn", "duration_s": 20, "interval_s": 2, "fraction": 0.3}
     {"at_s": 4, "nemesis": "deploy", "queue": "wf", "rollback_after_s": 8}  (needs --deploy wf=CMD)
     {"at_s": 2, "nemesis": "dependency", "dependency": "MAIL_API", "fault": "errors", "duration_s": 5}
+    {"at_s": 1, "nemesis": "model-rate-limit", "requests": 3, "retry_after_s": 2}  (needs --model-endpoint)
+    {"at_s": 1, "nemesis": "model-error", "duration_s": 10, "status": 503}
+    (model-timeout, model-slow with delay_ms, model-cut, model-garbage: for `requests` or `duration_s`)
 
 A `queue` names one command's workers (default: every queue for fleet-down and churn, the workflow's
 for graceful-restart and deploy).
@@ -15,16 +18,26 @@ for graceful-restart and deploy).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.proof.nemeses.dependency import FAULTS
 from checkpoint_tui.proof.nemeses.fleet import CHURN, DEPLOY, FLEET_DOWN, GRACEFUL
+from checkpoint_tui.proof.nemeses.model_faults import ERROR, RATE_LIMIT, SLOW
+from checkpoint_tui.proof.nemeses.model_faults import FAULTS as MODEL_KINDS
 
 DEPENDENCY = "dependency"
 FLEET_KINDS = (GRACEFUL, FLEET_DOWN, CHURN, DEPLOY)
-KINDS = (*FLEET_KINDS, DEPENDENCY)
-TARGETS = {GRACEFUL: "worker", FLEET_DOWN: "fleet", CHURN: "fleet", DEPLOY: "fleet", DEPENDENCY: "dependency"}
-TIMED = (FLEET_DOWN, CHURN, DEPENDENCY)  # they last duration_s
+KINDS = (*FLEET_KINDS, DEPENDENCY, *MODEL_KINDS)
+TARGETS = {
+    GRACEFUL: "worker",
+    FLEET_DOWN: "fleet",
+    CHURN: "fleet",
+    DEPLOY: "fleet",
+    DEPENDENCY: "dependency",
+    **dict.fromkeys(MODEL_KINDS, "model"),
+}
+TIMED = (FLEET_DOWN, CHURN, DEPENDENCY, *MODEL_KINDS)  # they last duration_s (a model fault: or its requests)
 MAX_S = 600.0
 # name: (kinds that take it, default, low, high); a None default: optional (absent from the event)
 PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
@@ -33,8 +46,13 @@ PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
     "fraction": ((CHURN,), 0.3, 0.01, 1.0),  # of each queue's workers restarted per interval, at least one
     "rollback_after_s": ((DEPLOY,), None, 0.0, MAX_S),
     "latency_ms": ((DEPENDENCY,), 500, 1, 60_000),
+    "requests": (MODEL_KINDS, None, 1, 10_000),  # a model fault meets this many requests (within duration_s)
+    "status": ((ERROR,), 503, 500, 503),
+    "retry_after_s": ((RATE_LIMIT,), 1, 0, 3600),
+    "delay_ms": ((SLOW,), 200, 0, 60_000),
 }
-TEXT = {"queue": KINDS[:-1], "dependency": (DEPENDENCY,), "fault": (DEPENDENCY,)}
+WHOLE = ("latency_ms", "requests", "status", "retry_after_s", "delay_ms")  # numbers kept as ints
+TEXT = {"queue": FLEET_KINDS, "dependency": (DEPENDENCY,), "fault": (DEPENDENCY,), "endpoint": MODEL_KINDS}
 
 
 def opts_of(where: str, kind: str, raw: dict) -> tuple[tuple[str, object], ...]:
@@ -51,7 +69,9 @@ def opts_of(where: str, kind: str, raw: dict) -> tuple[tuple[str, object], ...]:
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         if not ok or not low <= value <= high:
             raise UsageError(f"{where}: {name} must be a number in [{low:g}, {high:g}]")
-        out.append((name, int(value) if name == "latency_ms" else float(value)))
+        if name in WHOLE and value != int(value) or name == "status" and value not in (500, 503):
+            raise UsageError(f"{where}: {name} must be a whole number" + (" (500 or 503)" if name == "status" else ""))
+        out.append((name, int(value) if name in WHOLE else float(value)))
     for name, kinds in TEXT.items():
         if name not in raw:
             continue
@@ -69,8 +89,17 @@ def opts_of(where: str, kind: str, raw: dict) -> tuple[tuple[str, object], ...]:
     return tuple(out)
 
 
-def check_against(events: list, queues: list[str], deploys: list[str], dependencies: list[str], where: str) -> None:
-    """Every queue, --deploy and --dependency an event names exists in this invocation (before chaos starts)."""
+def default_duration(kind: str, raw: dict) -> float:
+    """A timed event's duration_s when the schedule gives none: a model fault counted in requests lasts
+    until it met them (at most MAX_S), any other 1 s."""
+    return MAX_S if kind in MODEL_KINDS and "requests" in raw else 1.0
+
+
+def check_against(
+    events: list, queues: list[str], deploys: list[str], dependencies: list[str], where: str, models: Sequence[str] = ()
+) -> None:
+    """Every queue, --deploy, --dependency and --model-endpoint an event names exists in this invocation
+    (before chaos starts)."""
     for ev in events:
         opts = dict(ev.opts)
         queue = opts.get("queue")
@@ -86,6 +115,11 @@ def check_against(events: list, queues: list[str], deploys: list[str], dependenc
             if name not in dependencies:
                 given = ", ".join(dependencies) or "none given"
                 raise UsageError(f"{where}: dependency {str(name)[:60]!r}: name one of --dependency ({given})")
+        if ev.kind in MODEL_KINDS:
+            name = opts.get("endpoint") or (models[0] if len(models) == 1 else None)
+            if name not in models:
+                given = ", ".join(models) or "none given"
+                raise UsageError(f"{where}: {ev.kind} on {str(name)[:60]!r}: name one of --model-endpoint ({given})")
 
 
 def describe(opts: tuple[tuple[str, object], ...]) -> str:

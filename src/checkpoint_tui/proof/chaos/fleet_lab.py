@@ -19,6 +19,7 @@ from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
 from checkpoint_tui.proof.chaos.fleet_events import DEPENDENCY, FLEET_KINDS, check_against
+from checkpoint_tui.proof.chaos.model_lab import ModelLab
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 from checkpoint_tui.proof.measure.backlog import BacklogSampler, read_samples
 from checkpoint_tui.proof.measure.backlog import summary as backlog_summary
@@ -34,14 +35,21 @@ from checkpoint_tui.settings import Settings
 WORKER_EVENTS = ("spawn", "respawn", "promote", "adopt", "died", "exit", "sigterm", "kill")
 
 
+def check_events(settings: Settings, schedule: list[ChaosEvent], where: str = "the schedule") -> None:
+    """Every queue, --deploy, --dependency and --model-endpoint the schedule's events name is this
+    invocation's (exit 2, before anything starts)."""
+    deploys, dependencies = [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies]
+    models = [n for n, _ in settings.model_endpoints]
+    check_against(schedule, fleet.queues(settings), deploys, dependencies, where, models)
+
+
 class FleetLab:
     def __init__(self, settings: Settings, schedule: list[ChaosEvent]) -> None:
         """Checks every fleet event against the invocation's fleet (exit 2, before anything starts)."""
         queues = fleet.queues(settings)
-        check_against(
-            schedule, queues, [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies], "the schedule"
-        )
+        check_events(settings, schedule)
         self.proxies: dict[str, DependencyProxy] = {}
+        self.models = ModelLab()  # the --model-endpoint proxies and their faults
         self.sampler: BacklogSampler | None = None
         self.client: Client | None = None  # the run's, once it started (sample())
         self.backlog_path: Path | None = None
@@ -58,6 +66,7 @@ class FleetLab:
         for name, upstream in settings.dependencies:
             proxy = self.proxies[name] = DependencyProxy(name, upstream, (logs or {}).get(name))
             routed.append((name, await proxy.start()))
+        settings = await self.models.start(settings)
         return replace(settings, dependencies=tuple(routed)) if routed else settings
 
     async def sample(self, settings: Settings, client: Client, run_id: str, load: bool = False) -> None:
@@ -73,6 +82,8 @@ class FleetLab:
         """A fleet or dependency nemesis fired; None: not one of these."""
         if ev.kind in FLEET_KINDS:
             return await _fire(settings, ev, self.client)
+        if (model_hit := await self.models.strike(ev)) is not None:
+            return model_hit
         if ev.kind != DEPENDENCY:
             return None
         opts = dict(ev.opts)
@@ -112,6 +123,7 @@ class FleetLab:
         for proxy in self.proxies.values():
             with contextlib.suppress(Exception):
                 await proxy.close()
+        await self.models.close()
         fleet.clear(settings)
 
     def figures(self, settings: Settings, fired: list[Fired], since: float) -> FleetFigures:
@@ -135,6 +147,7 @@ class FleetLab:
             out.backlog_samples = str(self.backlog_path)
         if self.proxies:
             out.dependencies = {name: p.stats() for name, p in self.proxies.items()}
+        out.models = self.models.figures()
         return out
 
 

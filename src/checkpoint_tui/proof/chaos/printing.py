@@ -8,6 +8,7 @@ from checkpoint_tui.proof.chaos.schedule import FORGE
 from checkpoint_tui.proof.chaos.targets import ChaosTarget
 from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.model_faults import FAULTS as MODEL_FAULTS
 from checkpoint_tui.proof.report import EXERCISED
 from checkpoint_tui.proof.report.chaos import ChaosReport, Fired, Totals, TouchedFigures
 
@@ -75,6 +76,8 @@ def fired_lines(report: ChaosReport, target: ChaosTarget) -> list[str]:
             r += f" (next activity {p.recovery_s:.2f} s after it ended)"
         how = f"for {p.duration_s:.2f} s" if p.duration_s is not None else (p.watchdog or "")
         how += f" · {activity_nemeses.describe(p.detail)}" if p.kind in ACTIVITY_NEMESES else ""
+        if p.kind in MODEL_FAULTS:  # in force for its requests (or its time): what it met says more
+            how = f"on {p.detail.get('endpoint')}: met {p.detail.get('met')} request(s)"
         lines.append(f"  {p.kind:<31} {_where(p, unit)} pid {p.pid or '-':>7} {how} -> run stalled {r}")
     for reset in report.resets:
         back = f"back to {unit} {reset.detail.get('from_step')} (event {reset.detail.get('reset_to_event')})"
@@ -150,4 +153,23 @@ def fleet_lines(report: ChaosReport) -> list[str]:
     for name, stats in (fleet.dependencies or {}).items():
         nums = " · ".join(f"{k} {v}" for k, v in stats.items() if type(v) in (int, float))
         lines.append(f"  dependency {name}: {nums}")
+    for name, stats in (fleet.models or {}).items():
+        lines.append(f"  model endpoint {name}: {stats.get('requests')} request(s)")
+        spells = stats.get("spells")
+        lines += [f"    {_spell(s)}" for s in spells if isinstance(s, dict)] if isinstance(spells, list) else []
     return lines
+
+
+def _spell(s: dict) -> str:
+    """One model fault's cost (proof/chaos/model_lab.py)."""
+    statuses = s.get("statuses")
+    statuses = statuses if isinstance(statuses, dict) else {}
+    seen = ", ".join(f"{'no answer' if k == 'None' else k} x{v}" for k, v in statuses.items()) or "none"
+    back = s.get("recovered_s")
+    after = "no usable answer after it"
+    if isinstance(back, int | float):
+        after = f"a usable answer {back:.2f} s after it began"
+    return (
+        f"{s.get('fault')}: met {s.get('met')} request(s) ({seen}) · {s.get('tokens_billed')} tokens billed for them"
+        f" · asked {s.get('asked_after')} more time(s) · {after}"
+    )

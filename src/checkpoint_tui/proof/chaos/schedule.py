@@ -31,6 +31,7 @@ from checkpoint_tui.ledger.effects import KINDS
 from checkpoint_tui.proof.chaos import fleet_events
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_PAUSE, ACTIVITY_RESET
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS
+from checkpoint_tui.proof.nemeses.model_faults import FAULTS as MODEL_FAULTS
 from checkpoint_tui.proof.nemeses.resets import BACK_STEPS, MAX_BACK_STEPS, RESET
 from checkpoint_tui.settings import Settings
 
@@ -302,7 +303,8 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
         raise UsageError(f"{where} is not an object")
     kind, step, at_s, delay = raw.get("nemesis"), raw.get("at_step"), raw.get("at_s"), raw.get("delay_ms", 0)
     if not isinstance(kind, str) or kind not in TARGETS:
-        shown = ", ".join(k for k in TARGETS if k not in HOOK_CRASHES and k not in HOP_KINDS)  # in docs/chaos.md
+        named = [k for k in TARGETS if k not in HOOK_CRASHES and k not in HOP_KINDS and k not in MODEL_FAULTS]
+        shown = ", ".join(named) + ", model-*"  # each listed in docs/chaos.md
         raise UsageError(f"{where}: nemesis must be one of {shown}, a *-crash or a crash point (docs/chaos.md)")
     if raw.get("target", TARGETS[kind]) != TARGETS[kind]:
         raise UsageError(f"{where}: {kind} targets the {TARGETS[kind]}, not {repr(raw.get('target'))[:60]}")
@@ -317,7 +319,7 @@ def _event(path: Path, i: int, raw: object, steps: int) -> ChaosEvent:
     effect_kind = raw.get("effect_kind", "file" if kind in EFFECT_HOOKS else None)
     if kind in EFFECT_HOOKS and effect_kind not in KINDS:
         raise UsageError(f"{where}: effect_kind must be one of {', '.join(KINDS)}")
-    duration = raw.get("duration_s", 1.0 if kind in TIMED else None)
+    duration = raw.get("duration_s", fleet_events.default_duration(kind, raw) if kind in TIMED else None)
     longest = fleet_events.MAX_S if kind in fleet_events.KINDS else MAX_PAUSE_S
     if kind in TIMED and not _seconds(duration, longest):
         raise UsageError(f"{where}: duration_s must be a number of seconds in (0, {longest:g}]")

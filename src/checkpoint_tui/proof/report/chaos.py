@@ -209,6 +209,7 @@ class FleetFigures:
     backlog: Backlog | None = omitted()
     backlog_samples: str | None = omitted()  # the samples' file under run/
     dependencies: dict[str, dict[str, object]] | None = omitted()  # each --dependency proxy's stats, as it says them
+    models: dict[str, dict[str, object]] | None = omitted()  # each --model-endpoint: its requests, each fault's cost
 
 
 @dataclass(kw_only=True)

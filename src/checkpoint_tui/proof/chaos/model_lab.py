@@ -1,0 +1,118 @@
+"""What chaos adds for an agent's model endpoints (--model-endpoint NAME=URL): a model proxy in front of
+each (proof/nemeses/model_proxy.py; the workers get NAME pointing at it), the model-* nemeses fired
+through it, and the report's `fleet.models`: per endpoint, its requests and, per fault, what it cost,
+from the proxy's record of every request:
+
+- `met`: the requests that met the fault, and their statuses (`null`: no answer, held or cut);
+- `tokens_billed`: the tokens the server reported for those requests (an answer cut, slowed or garbled
+  was billed, whatever the agent made of it);
+- `asked_after`: the requests from the fault's end to the first answer the agent could use (a 2xx the
+  proxy passed on whole), each a request re-run because of the fault;
+- `recovered_s`: the fault's start to that answer (null: none came before chaos ended).
+
+Whether a tool ran again because of a fault is the audit's (re-executed activities and their causes),
+read from history as for any other nemesis."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, replace
+
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.nemeses.model_faults import FAULTS, Fault
+from checkpoint_tui.proof.nemeses.model_proxy import Exchange, ModelProxy
+from checkpoint_tui.proof.nemeses.records import Hit, Miss
+from checkpoint_tui.settings import Settings
+
+
+@dataclass(frozen=True)
+class _Spell:
+    """One fault as it was in force on one endpoint."""
+
+    endpoint: str
+    kind: str
+    began: float  # wall time
+    ended: float
+
+
+class ModelLab:
+    def __init__(self) -> None:
+        self.proxies: dict[str, ModelProxy] = {}
+        self.spells: list[_Spell] = []
+
+    async def start(self, settings: Settings) -> Settings:
+        """Before the supervisor: each endpoint behind its proxy; the settings the workers get."""
+        routed = []
+        for name, url in settings.model_endpoints:
+            proxy = self.proxies[name] = ModelProxy(name, url)
+            routed.append((name, await proxy.start()))
+        return replace(settings, model_endpoints=tuple(routed)) if routed else settings
+
+    async def strike(self, ev: ChaosEvent) -> Hit | Miss | None:
+        """A model fault, for its requests or its duration; None: not a model fault."""
+        if ev.kind not in FAULTS:
+            return None
+        opts = dict(ev.opts)
+        name = str(opts.get("endpoint") or next(iter(self.proxies)))
+        proxy = self.proxies[name]
+        fault = Fault(
+            ev.kind,
+            status=_whole(opts.get("status"), 503),
+            retry_after_s=_whole(opts.get("retry_after_s"), 1),
+            delay_ms=_whole(opts.get("delay_ms"), 200),
+        )
+        requests = _whole(opts.get("requests"), 0) or None
+        began, seen = time.time(), len(proxy.exchanges)
+        try:
+            await proxy.fault(fault, requests, ev.duration_s)
+        except RuntimeError as err:  # two faults of one endpoint overlap in the schedule: said, not a crash
+            return Miss(str(err)[:200])
+        ended = time.time()
+        self.spells.append(_Spell(name, ev.kind, began, ended))
+        met = [e for e in proxy.exchanges[seen:] if e.fault == ev.kind]
+        detail = {"endpoint": name, "fault": ev.kind, "held_until": ended, "met": len(met)}
+        return Hit(began, None, detail={**detail, **({"requests": requests} if requests is not None else {})})
+
+    def figures(self) -> dict[str, dict[str, object]] | None:
+        """The report's `fleet.models` (see the module's docstring)."""
+        if not self.proxies:
+            return None
+        out: dict[str, dict[str, object]] = {}
+        for name, proxy in self.proxies.items():
+            spells = [_cost(s, proxy.exchanges) for s in self.spells if s.endpoint == name]
+            out[name] = {**proxy.stats(), "spells": spells}
+        return out
+
+    async def close(self) -> None:
+        for proxy in self.proxies.values():
+            with contextlib.suppress(Exception):
+                await proxy.close()
+
+
+def _whole(value: object, default: int) -> int:
+    """A schedule's number (checked when it was read: fleet_events.opts_of), or the default."""
+    return int(value) if isinstance(value, int | float) else default
+
+
+def _cost(spell: _Spell, exchanges: list[Exchange]) -> dict[str, object]:
+    met = [e for e in exchanges if e.fault == spell.kind and spell.began <= e.at <= spell.ended]
+    statuses: dict[str, int] = {}
+    for e in met:
+        statuses[str(e.status)] = statuses.get(str(e.status), 0) + 1
+    billed = sum((e.prompt_tokens or 0) + (e.completion_tokens or 0) for e in met)
+    after = [e for e in exchanges if e.at >= spell.ended]
+    ok = next(
+        (i for i, e in enumerate(after) if e.fault is None and e.status is not None and 200 <= e.status < 300), None
+    )
+    recovered = after[ok] if ok is not None else None
+    return {
+        "fault": spell.kind,
+        "began": spell.began,
+        "ended": spell.ended,
+        "met": len(met),
+        "statuses": statuses,
+        "tokens_billed": billed,
+        "asked_after": ok + 1 if ok is not None else len(after),
+        "recovered_s": round(recovered.at + recovered.seconds - spell.began, 3) if recovered is not None else None,
+    }
