@@ -127,7 +127,9 @@ def test_doctor_on_our_own_loop_finds_nothing_and_measures_its_model_call(tempor
     assert "no findings" in out.stdout and "llm" in out.stdout and "effect" in out.stdout
     types = {t["activity_type"]: t for t in json.loads((home / "r.json").read_text())["activity_types"]}
     llm = types["llm"]["measured"]  # the model call thinks 0.4-0.8 s in the measuring run: a kill lands in it
-    assert llm["outcome"] == "retried" and llm["killed_attempt"] == 1, llm
+    # its attempt 1 as a rule; 2 where an earlier kill of the measuring run had already cost it attempt 1
+    # (seen in 2 of about 8 full suites on 2 cores): the figure is the killed attempt's either way
+    assert llm["outcome"] == "retried" and llm["killed_attempt"] in (1, 2), llm
     assert 0 < llm["measured_s"] <= types["llm"]["predicted_unassisted_restart_s"] + SLACK_S, llm
     for t in types.values():  # a figure only where a kill landed; otherwise why not
         m = t["measured"]

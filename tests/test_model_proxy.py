@@ -21,7 +21,10 @@ from checkpoint_tui.proof.nemeses.model_faults import (
     SLOW,
     TIMEOUT,
     Fault,
+    garble_body,
+    garble_event,
     parse_endpoint,
+    usage_of_body,
 )
 from checkpoint_tui.proof.nemeses.model_proxy import ModelProxy
 from model_server import USAGE, StandIn, as_json, completion
@@ -199,22 +202,28 @@ async def test_garbage_in_a_stream_breaks_the_arguments_once_and_slow_delays_eac
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("OPENAI_BASE_URL", "is not NAME=URL"),
-        ("lower=http://127.0.0.1:1/v1", "not an environment variable name"),
+        ("OPENAI_BASE_URL", "takes NAME=URL"),
+        ("lower=http://127.0.0.1:1/v1", "an environment variable name"),
+        ("https://me:sk-SECRET@api.example/v1", "takes NAME=URL"),
+        ("https://api.example/v1?key=sk-SECRET", "takes NAME=URL"),
+        ("X=http:/me:sk-SECRET@h/v1", "holds an @, a ; or a backslash"),
+        ("X=u:sk-SECRET@host", "holds an @, a ; or a backslash"),
+        ("X=http://h/v1;key=sk-SECRET", "holds an @, a ; or a backslash"),
         ("TEMPORAL_X=http://127.0.0.1:1/v1", "the lab or the worker's runtime uses"),
-        ("OPENAI_BASE_URL=ftp://127.0.0.1/v1", "not an http:// or https:// URL"),
-        ("OPENAI_BASE_URL=http:///v1", "not an http:// or https:// URL"),
-        ("OPENAI_BASE_URL=http://user:pw@127.0.0.1:1/v1", "holds credentials"),
+        ("OPENAI_BASE_URL=ftp://127.0.0.1/v1", "not http:// or https://"),
+        ("OPENAI_BASE_URL=http:///v1", "not http:// or https://"),
+        ("OPENAI_BASE_URL=http://user:pw@127.0.0.1:1/v1", "holds an @, a ; or a backslash"),
         ("OPENAI_BASE_URL=http://127.0.0.1:99999/v1", "cannot be parsed"),
         ("OPENAI_BASE_URL=http://127.0.0.1:1/v1?key=sk-1", "no query"),
-        ("OPENAI_BASE_URL=http://127.0.0.1:1/a b", "holds a space"),
+        ("OPENAI_BASE_URL=http://127.0.0.1:1/a b", "holds a space or a control character"),
         ("OPENAI_BASE_URL=http://x/" + "a" * 3000, "over 2048 characters"),
     ],
 )
 def test_a_bad_endpoint_spec_is_one_line_that_repeats_no_credentials(spec, says):
     with pytest.raises(ValueError) as err:
         parse_endpoint(spec)
-    assert says in str(err.value) and "\n" not in str(err.value) and "pw@" not in str(err.value)
+    said = str(err.value)
+    assert says in said and "\n" not in said and "pw@" not in said and "SECRET" not in said
 
 
 def test_a_good_endpoint_spec():
@@ -222,3 +231,40 @@ def test_a_good_endpoint_spec():
         "OPENAI_BASE_URL",
         "https://models.example/v1",
     )
+
+
+def test_usage_and_garbling_take_any_json_without_raising():
+    for body in (b'{"response": "x"}', b'{"response": 5, "usage": {}}', b"[1]", b"{", b'{"choices": "x"}'):
+        assert usage_of_body(body) is None
+        assert garble_body(body) == (body, 0)
+    assert usage_of_body(b'{"usage": {"input_tokens": 3, "output_tokens": 4}}') == (3, 4)
+    assert usage_of_body(b'{"usage": {"prompt_tokens": true, "completion_tokens": 1}}') is None
+
+
+def test_garbage_reaches_every_place_a_responses_stream_carries_the_arguments():
+    done: set[str] = set()
+    events = [
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": '{"to": '},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "arguments": '{"to": "a"}'},
+        {
+            "type": "response.output_item.done",
+            "item": {"type": "function_call", "id": "fc_1", "arguments": '{"to": "a"}'},
+        },
+        {
+            "type": "response.completed",
+            "response": {"output": [{"type": "function_call", "id": "fc_1", "arguments": '{"to": "a"}'}]},
+        },
+    ]
+    out = [garble_event(json.dumps(e).encode(), done) for e in events]
+    assert [n for _, n in out] == [1, 0, 0, 0]  # one call, counted once
+    texts = [json.loads(data) for data, _ in out]
+    assert texts[1]["arguments"].startswith(NOT_JSON) and texts[2]["item"]["arguments"].startswith(NOT_JSON)
+    assert texts[3]["response"]["output"][0]["arguments"].startswith(NOT_JSON)
+
+
+async def test_a_long_request_target_reaches_the_endpoint_whole_and_is_recorded_without_its_query(lab):
+    standin, proxy, client = lab
+    long_path = "/deployments/" + "d" * 300 + "/chat/completions"
+    await client.post(long_path + "?api-version=2024-10-01", json=ASK)
+    assert standin.requests[-1]["path"] == "/v1" + long_path + "?api-version=2024-10-01"
+    assert proxy.exchanges[-1].path == ("/v1" + long_path)[:200] and "api-version" not in proxy.exchanges[-1].path

@@ -39,6 +39,7 @@ TARGETS = {
 }
 TIMED = (FLEET_DOWN, CHURN, DEPENDENCY, *MODEL_KINDS)  # they last duration_s (a model fault: or its requests)
 MAX_S = 600.0
+COUNTED_S = 60.0  # a model fault counted in requests, with no duration_s: at most this long
 # name: (kinds that take it, default, low, high); a None default: optional (absent from the event)
 PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
     "grace_s": ((GRACEFUL, CHURN, DEPLOY), 10.0, 0.0, 300.0),  # SIGTERM, then SIGKILL after this (k8s' grace)
@@ -91,8 +92,8 @@ def opts_of(where: str, kind: str, raw: dict) -> tuple[tuple[str, object], ...]:
 
 def default_duration(kind: str, raw: dict) -> float:
     """A timed event's duration_s when the schedule gives none: a model fault counted in requests lasts
-    until it met them (at most MAX_S), any other 1 s."""
-    return MAX_S if kind in MODEL_KINDS and "requests" in raw else 1.0
+    until it met them, at most COUNTED_S (the schedule's next event waits for it), any other 1 s."""
+    return COUNTED_S if kind in MODEL_KINDS and "requests" in raw else 1.0
 
 
 def check_against(

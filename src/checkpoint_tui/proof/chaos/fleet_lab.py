@@ -15,6 +15,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
@@ -40,6 +41,8 @@ def check_events(settings: Settings, schedule: list[ChaosEvent], where: str = "t
     invocation's (exit 2, before anything starts)."""
     deploys, dependencies = [d.queue for d in settings.deploys], [n for n, _ in settings.dependencies]
     models = [n for n, _ in settings.model_endpoints]
+    if len(set(models)) < len(models):
+        raise UsageError("--model-endpoint: each NAME once (the workers get one URL per variable)")
     check_against(schedule, fleet.queues(settings), deploys, dependencies, where, models)
 
 

@@ -3,11 +3,12 @@ each (proof/nemeses/model_proxy.py; the workers get NAME pointing at it), the mo
 through it, and the report's `fleet.models`: per endpoint, its requests and, per fault, what it cost,
 from the proxy's record of every request:
 
-- `met`: the requests that met the fault, and their statuses (`null`: no answer, held or cut);
-- `tokens_billed`: the tokens the server reported for those requests (an answer cut, slowed or garbled
-  was billed, whatever the agent made of it);
-- `asked_after`: the requests from the fault's end to the first answer the agent could use (a 2xx the
-  proxy passed on whole), each a request re-run because of the fault;
+- `met`: the requests that met the fault; `statuses`, what they got (`None`: no answer at all, held),
+  and `broken`, how many answers broke off (cut);
+- `tokens_billed`: the tokens the endpoint reported for those requests (an answer cut, slowed or
+  garbled was billed, whatever the agent made of it; a stream cut before its usage came says none);
+- `asked_after`: the requests (any run's) from the moment the fault stopped meeting requests to the
+  first answer an agent could use (a 2xx passed on whole), that one included;
 - `recovered_s`: the fault's start to that answer (null: none came before chaos ended).
 
 Whether a tool ran again because of a fault is the audit's (re-executed activities and their causes),
@@ -33,7 +34,8 @@ class _Spell:
     endpoint: str
     kind: str
     began: float  # wall time
-    ended: float
+    stopped: float  # it stopped meeting requests: its last one, or the end of its time
+    met: int
 
 
 class ModelLab:
@@ -63,15 +65,13 @@ class ModelLab:
             delay_ms=_whole(opts.get("delay_ms"), 200),
         )
         requests = _whole(opts.get("requests"), 0) or None
-        began, seen = time.time(), len(proxy.exchanges)
+        began = time.time()
         try:
-            await proxy.fault(fault, requests, ev.duration_s)
+            spell = await proxy.fault(fault, requests, ev.duration_s)
         except RuntimeError as err:  # two faults of one endpoint overlap in the schedule: said, not a crash
             return Miss(str(err)[:200])
-        ended = time.time()
-        self.spells.append(_Spell(name, ev.kind, began, ended))
-        met = [e for e in proxy.exchanges[seen:] if e.fault == ev.kind]
-        detail = {"endpoint": name, "fault": ev.kind, "held_until": ended, "met": len(met)}
+        self.spells.append(_Spell(name, ev.kind, began, spell.stopped, spell.met))
+        detail = {"endpoint": name, "fault": ev.kind, "held_until": time.time(), "met": spell.met}
         return Hit(began, None, detail={**detail, **({"requests": requests} if requests is not None else {})})
 
     def figures(self) -> dict[str, dict[str, object]] | None:
@@ -96,22 +96,21 @@ def _whole(value: object, default: int) -> int:
 
 
 def _cost(spell: _Spell, exchanges: list[Exchange]) -> dict[str, object]:
-    met = [e for e in exchanges if e.fault == spell.kind and spell.began <= e.at <= spell.ended]
+    met = [e for e in exchanges if e.fault == spell.kind and spell.began <= e.at <= spell.stopped]
     statuses: dict[str, int] = {}
     for e in met:
         statuses[str(e.status)] = statuses.get(str(e.status), 0) + 1
     billed = sum((e.prompt_tokens or 0) + (e.completion_tokens or 0) for e in met)
-    after = [e for e in exchanges if e.at >= spell.ended]
-    ok = next(
-        (i for i, e in enumerate(after) if e.fault is None and e.status is not None and 200 <= e.status < 300), None
-    )
+    after = sorted((e for e in exchanges if e.at >= spell.stopped and e.fault != spell.kind), key=lambda e: e.at)
+    ok = next((i for i, e in enumerate(after) if e.usable), None)
     recovered = after[ok] if ok is not None else None
     return {
         "fault": spell.kind,
         "began": spell.began,
-        "ended": spell.ended,
-        "met": len(met),
+        "stopped": spell.stopped,
+        "met": spell.met,
         "statuses": statuses,
+        "broken": sum(e.broken for e in met),
         "tokens_billed": billed,
         "asked_after": ok + 1 if ok is not None else len(after),
         "recovered_s": round(recovered.at + recovered.seconds - spell.began, 3) if recovered is not None else None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
-from checkpoint_tui.proof.nemeses.dependency import check_name
+from checkpoint_tui.proof.nemeses.dependency import NAME, check_name
 
 RATE_LIMIT, ERROR, TIMEOUT, SLOW, CUT, GARBAGE = (
     "model-rate-limit",
@@ -55,23 +55,27 @@ def parse_endpoint(text: str) -> tuple[str, str]:
     """`--model-endpoint NAME=URL` as (NAME, URL): NAME the variable the workers read their model's base
     URL from (OPENAI_BASE_URL, ...), URL where it points now (http or https, a host, no credentials);
     ValueError with a one-line reason that does not repeat a URL holding credentials."""
+    # No message repeats the text: a URL may hold a key (in its user part, its query, a path parameter).
     name, sep, url = text.partition("=")
-    if not sep:
-        raise ValueError(f"--model-endpoint {text[:80]!r} is not NAME=URL")
+    if not sep or not NAME.fullmatch(name):
+        raise ValueError("--model-endpoint takes NAME=URL, NAME an environment variable name ([A-Z_][A-Z0-9_]*)")
     check_name(name)
-    if len(url) > MAX_URL or any(ord(c) < 33 for c in url):
-        raise ValueError(f"--model-endpoint {name}: the URL is over {MAX_URL} characters or holds a space")
+    if len(url) > MAX_URL:
+        raise ValueError(f"--model-endpoint {name}: the URL is over {MAX_URL} characters")
+    if any(ord(c) < 33 for c in url):
+        raise ValueError(f"--model-endpoint {name}: the URL holds a space or a control character")
+    if any(c in "\\@;" for c in url):
+        raise ValueError(
+            f"--model-endpoint {name}: the URL holds an @, a ; or a backslash: credentials go in the "
+            "workers' environment, not the URL"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port  # a port that is not 0..65535 raises here
     except ValueError:
         raise ValueError(f"--model-endpoint {name}: the URL cannot be parsed") from None
-    if parts.username is not None or parts.password is not None:
-        raise ValueError(
-            f"--model-endpoint {name}: the URL holds credentials; an API key goes in the workers' environment"
-        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--model-endpoint {name}: {url[:80]!r} is not an http:// or https:// URL with a host")
+        raise ValueError(f"--model-endpoint {name}: the URL is not http:// or https:// with a host")
     if parts.query or parts.fragment or port == 0:
         raise ValueError(f"--model-endpoint {name}: a base URL has no query, fragment or port 0")
     return name, url.rstrip("/")
@@ -97,7 +101,8 @@ def usage_of_body(body: bytes) -> tuple[int, int] | None:
     doc = _load(body)
     if not isinstance(doc, dict):
         return None
-    return tokens(doc.get("usage")) or tokens((doc.get("response") or {}).get("usage"))
+    response = doc.get("response")  # Responses' response.completed event
+    return tokens(doc.get("usage")) or (tokens(response.get("usage")) if isinstance(response, dict) else None)
 
 
 def usage_of_event(data: bytes) -> tuple[int, int] | None:
@@ -113,6 +118,11 @@ def garble_body(body: bytes) -> tuple[bytes, int]:
     doc = _load(body)
     if not isinstance(doc, dict):
         return body, 0
+    n = _garble_whole(doc)
+    return (json.dumps(doc).encode(), n) if n else (body, 0)
+
+
+def _garble_whole(doc: dict[str, Any]) -> int:
     n = 0
     for choice in _items(doc, "choices"):
         for call in _items(choice.get("message"), "tool_calls"):
@@ -120,7 +130,7 @@ def garble_body(body: bytes) -> tuple[bytes, int]:
     for item in _items(doc, "output"):
         if item.get("type") == "function_call":
             n += _garble_call(item)
-    return (json.dumps(doc).encode(), n) if n else (body, 0)
+    return n
 
 
 def garble_event(data: bytes, done: set[str]) -> tuple[bytes, int]:
@@ -132,19 +142,38 @@ def garble_event(data: bytes, done: set[str]) -> tuple[bytes, int]:
     if not isinstance(doc, dict):
         return data, 0
     n = 0
-    if doc.get("type") == "response.function_call_arguments.delta" and isinstance(doc.get("delta"), str):
+    kind = doc.get("type")
+    if kind == "response.function_call_arguments.delta" and isinstance(doc.get("delta"), str):
         key = f"r:{doc.get('item_id')}"
         if key not in done:
             done.add(key)
             doc["delta"] = NOT_JSON + doc["delta"]
             n += 1
+    # Responses also sends each call's arguments whole once they are done: garbled there too (SDKs read
+    # them), counted once a call
+    found = doc.get("item")
+    item: dict[str, Any] = found if isinstance(found, dict) else {}
+    calls: list[tuple[dict[str, Any], str]] = []  # (where the arguments are, the call's key)
+    if kind == "response.function_call_arguments.done":
+        calls.append((doc, f"r:{doc.get('item_id')}"))
+    elif kind == "response.output_item.done" and item.get("type") == "function_call":
+        calls.append((item, f"r:{item.get('id')}"))
+    elif kind in ("response.completed", "response.done"):
+        out = _items(doc.get("response"), "output")
+        calls += [(i, f"r:{i.get('id')}") for i in out if i.get("type") == "function_call"]
+    changed = bool(n)
+    for holder, key in calls:
+        if _garble_call(holder):
+            changed = True
+            n += 0 if key in done else 1  # a call counts once, however many events repeat its arguments
+            done.add(key)
     for choice in _items(doc, "choices"):
         for call in _items(choice.get("delta"), "tool_calls"):
             key = f"c:{choice.get('index')}:{call.get('index')}"
             if key not in done and _garble_call(call.get("function")):
                 done.add(key)
-                n += 1
-    return (json.dumps(doc).encode(), n) if n else (data, 0)
+                changed, n = True, n + 1
+    return (json.dumps(doc).encode(), n) if changed else (data, 0)
 
 
 def _items(holder: object, key: str) -> list[dict[str, Any]]:
