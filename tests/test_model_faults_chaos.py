@@ -5,10 +5,16 @@ what the agent's requests meet, and the report says what each cost, from the pro
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from conftest import run_cli, worker_flags
 from model_server import StandIn
+from test_agents_lab import EXAMPLES, sent
+from test_agents_lab import lab as agent_lab
+
+sys.path.insert(1, str(EXAMPLES))
+from scripted_model import ScriptedModel  # noqa: E402
 
 WORKER = Path(__file__).with_name("model_worker.py")
 
@@ -71,3 +77,54 @@ def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_pat
     assert bad.returncode == 2 and "holds an @" in bad.stderr and "secret" not in bad.stderr, bad.stderr
     assert len(bad.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the one reason
     assert not (home / "run" / "temporal.db").exists()  # refused before anything started
+
+
+def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_sends_each_email_once(
+    session_root: Path, temporal_address
+):
+    """The pydantic-ai example with its model over HTTP (examples/agents/scripted_model.py, the same
+    script as its in-process model) through the proxy: a storm of 429s longer than the OpenAI client's
+    own retries (so Temporal retries the model request's activity), a tool call whose arguments are not
+    JSON (pydantic-ai asks the model again), a spell of 503s. Guarded: PASS, each email once."""
+    model = ScriptedModel().start()
+    home = session_root / "mf-pydantic"
+    schedule, report_path = home / "model.json", home / "r.json"
+    home.mkdir()
+    events = [
+        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
+        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
+        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
+    ]
+    schedule.write_text(json.dumps({"events": events}))
+    flags = [
+        *agent_lab("pydantic-ai", home, address=temporal_address),
+        "--model-endpoint",
+        f"OPENAI_BASE_URL={model.url}",
+    ]
+    try:
+        out = run_cli(
+            *flags,
+            "chaos",
+            "--workflow",
+            "PydanticMailerGuarded",
+            "--input",
+            json.dumps({"turns": 4, "pace": 0.3, "think": 0.1}),
+            "--schedule",
+            str(schedule),
+            "--json",
+            str(report_path),
+            timeout=240,
+        )
+        report = json.loads(report_path.read_text())
+    finally:
+        run_cli(*flags, "stop", timeout=60)
+        model.close()
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    emails = sent(home, report["run_id"])
+    assert len(emails) == 4 and set(emails.values()) == {1}, emails
+    spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
+    storm, garbage = spells["model-rate-limit"], spells["model-garbage"]
+    assert storm["met"] == 4 and storm["statuses"] == {"429": 4} and storm["recovered_s"] is not None, storm
+    assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
+    assert report["audit"]["model_reruns"], report["audit"]  # the storm outlasted the client: Temporal retried
+    assert "model-garbage: met 1 request(s) (200 x1)" in out.stdout

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.durable_exec.temporal import TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -59,9 +60,24 @@ def _mail_file() -> os.PathLike[str]:
     return output_path(OUT_DIR, activity.info().workflow_id if activity.in_activity() else "local")
 
 
+def _model() -> Model:
+    """The scripted model in this process; with OPENAI_BASE_URL set, any OpenAI-compatible server over
+    HTTP (../scripted_model.py plays the same script), where a model fault can be put in between
+    (`--model-endpoint OPENAI_BASE_URL=...`). The OpenAI client's own retries (2, honouring
+    Retry-After) are left as users have them."""
+    base = os.environ.get("OPENAI_BASE_URL")
+    if not base:
+        return FunctionModel(scripted_mailer, model_name="scripted-mailer")
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    key = os.environ.get("OPENAI_API_KEY") or "unused-by-the-scripted-model"
+    return OpenAIChatModel("scripted-mailer", provider=OpenAIProvider(base_url=base, api_key=key))
+
+
 def _agent(name: str) -> Agent[MailerDeps, str]:
     return Agent(
-        FunctionModel(scripted_mailer, model_name="scripted-mailer"),
+        _model(),
         name=name,
         deps_type=MailerDeps,
         instructions=INSTRUCTIONS,
