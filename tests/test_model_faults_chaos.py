@@ -128,3 +128,45 @@ def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outa
     assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
     assert report["audit"]["model_reruns"], report["audit"]  # the storm outlasted the client: Temporal retried
     assert "model-garbage: met 1 request(s) (200 x1)" in out.stdout
+
+
+def test_gameday_s_model_outage_holds_on_the_pydantic_ai_mailer(session_root: Path, temporal_address):
+    """gameday --scenarios model-outage: 4 s of 429s, 3 s of 503s, two answers cut, one tool call
+    garbled, on two guarded runs long enough to meet them all: held, each email once."""
+    model = ScriptedModel().start()
+    home, out_dir = session_root / "mf-gameday", session_root / "mf-gameday-out"
+    flags = [
+        *agent_lab("pydantic-ai", home, address=temporal_address),
+        "--model-endpoint",
+        f"OPENAI_BASE_URL={model.url}",
+    ]
+    try:
+        done = run_cli(
+            *flags,
+            "gameday",
+            "--workflow",
+            "PydanticMailerGuarded",
+            "--input",
+            json.dumps({"turns": 12, "pace": 0.6, "think": 0.2}),
+            "--scenarios",
+            "model-outage",
+            "--runs",
+            "2",
+            "--out",
+            str(out_dir),
+            timeout=400,
+        )
+    finally:
+        run_cli(*flags, "stop", timeout=60)
+        model.close()
+    assert done.returncode == 0 and "1/1 experiments held" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+    (experiment,) = json.loads((out_dir / "gameday.json").read_text())["experiments"]
+    report = experiment["report"]
+    assert report["totals"]["runs_completed"] == 2 and report["totals"]["duplicated"] == 0, report["totals"]
+    spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
+    assert set(spells) == {"model-rate-limit", "model-error", "model-cut", "model-garbage"}, spells
+    assert all(s["met"] >= 1 and s["recovered_s"] is not None for s in spells.values()), spells
+    for run in report["runs"]:
+        emails = sent(home, run["run_id"])
+        assert len(emails) == 12 and set(emails.values()) == {1}, emails
+    assert "model endpoint `OPENAI_BASE_URL`" in (out_dir / "gameday.md").read_text()

@@ -166,8 +166,8 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(
     """Back to the workflow task that scheduled the 3rd tool call: the model's request for it is kept,
     so the call runs again with the same call id: skipped when keyed by it, sent again when blind. The
     reset must land before the 4th call is made (a reset after it re-runs the 4th call's model request,
-    whose new call id sends again): a 2 s tool and its 0.2 s model request give the lab 2.2 s to react,
-    beside a full suite on 2 cores too."""
+    whose new call id sends again). The reset fires once the 3rd call has closed, so the lab has the 4th
+    model request's think time to land it: 2 s, beside a full suite on 2 cores too (0.2 s was not)."""
     home = session_root / f"agents-reset-{next(_homes)}"
     ledger = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     schedule = reset_schedule(home, 3, 1)
@@ -177,7 +177,7 @@ def test_a_reset_re_runs_an_agent_s_tool_call_by_its_call_id(
         "--workflow",
         workflow,
         "--input",
-        json.dumps({"turns": 4, "pace": 2.0, "think": 0.2}),
+        json.dumps({"turns": 4, "pace": 0.3, "think": 2.0}),
         "--aim",
         "tool",
         "--schedule",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 MAX_DRAIN_S = 60.0
 # proof/gameday/scenarios.py's NAMES, in its order, for --help: importing it would import the Temporal
 # client into every parse (tests/test_gameday_report.py holds the two equal).
-SCENARIOS = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "partition", "load")
+SCENARIOS = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "model-outage", "partition", "load")
 
 
 def add_parser(sub, bounded_int, float_in) -> None:

@@ -156,15 +156,16 @@ def fleet_lines(report: ChaosReport) -> list[str]:
     for name, stats in (fleet.models or {}).items():
         lines.append(f"  model endpoint {name}: {stats.get('requests')} request(s)")
         spells = stats.get("spells")
-        lines += [f"    {_spell(s)}" for s in spells if isinstance(s, dict)] if isinstance(spells, list) else []
+        lines += [f"    {spell_line(s)}" for s in spells if isinstance(s, dict)] if isinstance(spells, list) else []
     return lines
 
 
-def _spell(s: dict) -> str:
+def spell_line(s: dict) -> str:
     """One model fault's cost (proof/chaos/model_lab.py)."""
     statuses = s.get("statuses")
     statuses = statuses if isinstance(statuses, dict) else {}
     seen = ", ".join(f"{'no answer' if k == 'None' else k} x{v}" for k, v in statuses.items()) or "none"
+    seen += f", {s.get('broken')} broken off" if s.get("broken") else ""
     back = s.get("recovered_s")
     after = "no usable answer after it"
     if isinstance(back, int | float):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checkpoint_tui.proof.chaos.printing import spell_line
 from checkpoint_tui.proof.gameday.scenarios import Scenario
 from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.audit import ActivityAuditRecord
@@ -124,6 +125,10 @@ def _figures(report: ChaosReport) -> list[str]:
         lines.append(
             f"- dependency `{name}`: " + " · ".join(f"{k} {v}" for k, v in stats.items() if isinstance(v, int | float))
         )
+    for name, stats in ((fleet.models if fleet is not None else None) or {}).items():
+        lines.append(f"- model endpoint `{name}`: {stats.get('requests')} request(s)")
+        spells = stats.get("spells")
+        lines += [f"  - {spell_line(s)}" for s in spells if isinstance(s, dict)] if isinstance(spells, list) else []
     restarts = [k.restart_s for k in report.kills if k.restart_s is not None]
     if restarts:
         lines.append(f"- runs resumed after each kill in {', '.join(f'{r:.2f} s' for r in restarts)}")

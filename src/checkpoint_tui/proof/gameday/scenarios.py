@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, FLEET_DOWN, GRACEFUL
 from checkpoint_tui.proof.chaos.schedule import PARTITION, ChaosEvent
+from checkpoint_tui.proof.nemeses.model_faults import CUT, ERROR, GARBAGE, RATE_LIMIT
 from checkpoint_tui.settings import Settings
 
 
@@ -27,11 +28,14 @@ class Scenario:
     skipped: str | None = None  # why it cannot run against this fleet
 
 
-NAMES = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "partition", "load")
+NAMES = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "model-outage", "partition", "load")
 
 
 def _at(at_s: float, kind: str, duration_s: float | None = None, **opts: object) -> ChaosEvent:
-    order = ("queue", "grace_s", "interval_s", "fraction", "rollback_after_s", "latency_ms", "dependency", "fault")
+    order = (
+        *("queue", "grace_s", "interval_s", "fraction", "rollback_after_s", "latency_ms", "dependency", "fault"),
+        *("requests", "status", "retry_after_s", "endpoint"),
+    )
     return ChaosEvent(
         None,
         kind,
@@ -79,6 +83,7 @@ def plan(settings: Settings, names: list[str], runs: int, down_s: float, grace_s
             skipped=None if deploy else "no --deploy QUEUE=CMD (the new version to deploy)",
         ),
         "dependency": _dependency(deps),
+        "model-outage": _model_outage([name for name, _ in settings.model_endpoints]),
         "partition": Scenario(
             "partition",
             "Remove network connectivity between Workers and Temporal",
@@ -111,4 +116,24 @@ def _dependency(deps: list[str]) -> Scenario:
         if deps
         else [],
         skipped=None if deps else "no --dependency NAME=HOST:PORT (a service they call)",
+    )
+
+
+def _model_outage(endpoints: list[str]) -> Scenario:
+    """The model provider's bad day on the first --model-endpoint: 4 s of 429s, 3 s of 503s, two answers
+    cut midway, one tool call garbled (skipped without an endpoint). docs/model-faults.md."""
+    name = endpoints[0] if endpoints else None
+    return Scenario(
+        "model-outage",
+        "The model provider fails: rate limits, an outage, broken answers",
+        "the framework's and Temporal's retries, model requests re-run and tokens paid again, tools run again",
+        [
+            _at(1.0, RATE_LIMIT, 4.0, retry_after_s=1, endpoint=name),
+            _at(6.0, ERROR, 3.0, status=503, endpoint=name),
+            _at(10.0, CUT, 3.0, requests=2, endpoint=name),
+            _at(14.0, GARBAGE, 3.0, requests=1, endpoint=name),
+        ]
+        if name
+        else [],
+        skipped=None if name else "no --model-endpoint NAME=URL (the agent's model endpoint)",
     )
