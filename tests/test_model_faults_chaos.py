@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli, worker_flags
 from model_server import StandIn
 from test_agents_lab import EXAMPLES, sent
@@ -79,15 +81,20 @@ def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_pat
     assert not (home / "run" / "temporal.db").exists()  # refused before anything started
 
 
-def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_sends_each_email_once(
-    session_root: Path, temporal_address
+@pytest.mark.parametrize(
+    ("framework", "workflow"), [("pydantic-ai", "PydanticMailerGuarded"), ("openai-agents", "OpenAIMailerGuarded")]
+)
+def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_sends_each_email_once(
+    framework: str, workflow: str, session_root: Path, temporal_address
 ):
-    """The pydantic-ai example with its model over HTTP (examples/agents/scripted_model.py, the same
-    script as its in-process model) through the proxy: a storm of 429s longer than the OpenAI client's
-    own retries (so Temporal retries the model request's activity), a tool call whose arguments are not
-    JSON (pydantic-ai asks the model again), a spell of 503s. Guarded: PASS, each email once."""
+    """An example agent with its model over HTTP (examples/agents/scripted_model.py, the same script as
+    its in-process model) through the proxy: a storm of 429s longer than the OpenAI client's own
+    retries (so Temporal retries the model request's activity), a tool call whose arguments are not
+    JSON, a spell of 503s. Each email at most once; the garbled call ends as the framework's policy
+    says: pydantic-ai asks the model again and the run completes (PASS), Temporal's OpenAI Agents
+    integration fails the workflow on it (FAIL, the failure named)."""
     model = ScriptedModel().start()
-    home = session_root / "mf-pydantic"
+    home = session_root / f"mf-{framework}"
     schedule, report_path = home / "model.json", home / "r.json"
     home.mkdir()
     events = [
@@ -97,7 +104,7 @@ def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outa
     ]
     schedule.write_text(json.dumps({"events": events}))
     flags = [
-        *agent_lab("pydantic-ai", home, address=temporal_address),
+        *agent_lab(framework, home, address=temporal_address),
         "--model-endpoint",
         f"OPENAI_BASE_URL={model.url}",
     ]
@@ -106,7 +113,7 @@ def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outa
             *flags,
             "chaos",
             "--workflow",
-            "PydanticMailerGuarded",
+            workflow,
             "--input",
             json.dumps({"turns": 4, "pace": 0.3, "think": 0.1}),
             "--schedule",
@@ -119,15 +126,21 @@ def test_the_pydantic_ai_mailer_meets_a_429_storm_garbled_tool_calls_and_an_outa
     finally:
         run_cli(*flags, "stop", timeout=60)
         model.close()
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    emails = sent(home, report["run_id"])
-    assert len(emails) == 4 and set(emails.values()) == {1}, emails
     spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
     storm, garbage = spells["model-rate-limit"], spells["model-garbage"]
-    assert storm["met"] == 4 and storm["statuses"] == {"429": 4} and storm["recovered_s"] is not None, storm
-    assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
+    assert storm["met"] == 4 and storm["statuses"] == {"429": 4}, storm
+    assert garbage["met"] == 1 and garbage["tokens_billed"] > 0, garbage
     assert report["audit"]["model_reruns"], report["audit"]  # the storm outlasted the client: Temporal retried
     assert "model-garbage: met 1 request(s) (200 x1)" in out.stdout
+    emails = sent(home, report["run_id"])
+    assert emails and set(emails.values()) == {1}, emails  # never twice, whatever the run's end
+    if framework == "pydantic-ai":  # its policy: a call it cannot parse goes back to the model as a retry
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        assert len(emails) == 4 and storm["recovered_s"] is not None and garbage["recovered_s"] is not None
+    else:  # Temporal's OpenAI Agents integration (activity_as_tool, and ours): the run fails on it, said so
+        assert out.returncode == 1 and report["audit"]["workflow_status"] == "FAILED", out.stdout[-3000:]
+        assert "invalid arguments for tool send_email_guarded: JSONDecodeError" in out.stdout
+        assert report["audit"]["duplicated"] == 0 and report["audit"]["at_risk"] == []
 
 
 def test_gameday_s_model_outage_holds_on_the_pydantic_ai_mailer(session_root: Path, temporal_address):

@@ -8,9 +8,10 @@ can be put between them (`--model-endpoint`, docs/model-faults.md).
 It decides from the request alone, as a stateless model would, with mailroom.next_step: the plan is
 the first user message (JSON: turns, to, pace, think), the emails sent so far are the tool results in
 the conversation that say "sent to" (a framework's retry prompt after arguments it could not parse is
-not one); while fewer than `turns` it answers one `send_email` call with a fresh call id, then the
-text "sent N emails to ADDRESS". It thinks `think` seconds first and reports usage (a quarter of the
-characters, as tokens). Bounded: a body of 1 MiB, 500 messages; anything else is a 4xx."""
+not one); while fewer than `turns` it answers one call of the first tool offered (`send_email`, with
+`pace` if the tool takes it) with a fresh call id, then the text "sent N emails to ADDRESS". It
+thinks `think` seconds first and reports usage (a quarter of the characters, as tokens). Bounded: a
+body of 1 MiB, 500 messages; anything else is a 4xx."""
 
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def _text(content: object) -> str:
     return ""
 
 
+def _tool(request: dict) -> tuple[str, set[str]]:
+    """The first tool the request offers (its name, its parameters' names): the mailer's send tool,
+    however the framework names it and whether it takes the send's `pace`; else `send_email`."""
+    tools = request.get("tools")
+    first = tools[0] if isinstance(tools, list) and tools and isinstance(tools[0], dict) else {}
+    function = first.get("function") if isinstance(first.get("function"), dict) else {}
+    name = function.get("name") if isinstance(function.get("name"), str) else "send_email"
+    props = (
+        (function.get("parameters") or {}).get("properties") if isinstance(function.get("parameters"), dict) else None
+    )
+    return name[:64], set(props) if isinstance(props, dict) else set()
+
+
 def answer(request: object) -> tuple[int, dict]:
     """(status, body) for one chat request."""
     messages = request.get("messages") if isinstance(request, dict) else None
@@ -60,10 +74,12 @@ def answer(request: object) -> tuple[int, dict]:
         message: dict = {"role": "assistant", "content": step.text}
         finish = "stop"
     else:
+        name, params = _tool(request)
+        args = {"to": step.to, "body": step.body, **({"pace": step.pace} if "pace" in params else {})}
         call = {
             "id": f"call_{secrets.token_hex(8)}",
             "type": "function",
-            "function": {"name": "send_email", "arguments": json.dumps({"to": step.to, "body": step.body})},
+            "function": {"name": name, "arguments": json.dumps(args)},
         }
         message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
     prompt_tokens = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict)) // 4

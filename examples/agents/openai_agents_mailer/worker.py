@@ -4,6 +4,7 @@ working directory). Serves `OpenAIMailer` and `OpenAIMailerGuarded` on `CHECKPOI
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,8 +20,17 @@ from workflows import OpenAIMailer, OpenAIMailerGuarded  # noqa: E402
 
 
 def plugin() -> OpenAIAgentsPlugin:
-    # The plugin registers invoke_model_activity (on the scripted model) and the payload converter.
-    return OpenAIAgentsPlugin(model_provider=ScriptedProvider())
+    # The plugin registers invoke_model_activity (on the scripted model) and the payload converter. With
+    # OPENAI_BASE_URL set, the model is an OpenAI-compatible server over HTTP (../scripted_model.py
+    # plays the same script), through Chat Completions, where a model fault can be put in between.
+    base = os.environ.get("OPENAI_BASE_URL")
+    if not base:
+        return OpenAIAgentsPlugin(model_provider=ScriptedProvider())
+    from agents import OpenAIProvider
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base, api_key=os.environ.get("OPENAI_API_KEY") or "unused-by-the-scripted-model")
+    return OpenAIAgentsPlugin(model_provider=OpenAIProvider(openai_client=client, use_responses=False))
 
 
 if __name__ == "__main__":
