@@ -209,7 +209,7 @@ async def test_garbage_in_a_stream_breaks_the_arguments_once_and_slow_delays_eac
         ("X=http:/me:sk-SECRET@h/v1", "holds an @, a ; or a backslash"),
         ("X=u:sk-SECRET@host", "holds an @, a ; or a backslash"),
         ("X=http://h/v1;key=sk-SECRET", "holds an @, a ; or a backslash"),
-        ("TEMPORAL_X=http://127.0.0.1:1/v1", "the lab or the worker's runtime uses"),
+        ("TEMPORAL_X=http://127.0.0.1:1/v1", "--model-endpoint TEMPORAL_X: a name the lab or the worker's runtime"),
         ("OPENAI_BASE_URL=ftp://127.0.0.1/v1", "not http:// or https://"),
         ("OPENAI_BASE_URL=http:///v1", "not http:// or https://"),
         ("OPENAI_BASE_URL=http://user:pw@127.0.0.1:1/v1", "holds an @, a ; or a backslash"),

@@ -59,7 +59,12 @@ def parse_endpoint(text: str) -> tuple[str, str]:
     name, sep, url = text.partition("=")
     if not sep or not NAME.fullmatch(name):
         raise ValueError("--model-endpoint takes NAME=URL, NAME an environment variable name ([A-Z_][A-Z0-9_]*)")
-    check_name(name)
+    try:
+        check_name(name)
+    except ValueError:
+        raise ValueError(
+            f"--model-endpoint {name}: a name the lab or the worker's runtime uses itself; pick another"
+        ) from None
     if len(url) > MAX_URL:
         raise ValueError(f"--model-endpoint {name}: the URL is over {MAX_URL} characters")
     if any(ord(c) < 33 for c in url):
