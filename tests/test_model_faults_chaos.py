@@ -73,9 +73,12 @@ def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_pat
     schedule.write_text(json.dumps({"events": [{"at_s": 1, "nemesis": "model-cut", "requests": 1}]}))
     flags = worker_flags(home, WORKER, "mf")
     run = ["chaos", "--workflow", "AskModel", "--schedule", str(schedule)]
-    missing = run_cli(*flags, *run, timeout=60)
+    try:
+        missing = run_cli(*flags, *run, timeout=60)
+        bad = run_cli(*flags, "--model-endpoint", "OPENAI_BASE_URL=http://k:secret@127.0.0.1:1/v1", *run, timeout=60)
+    finally:
+        run_cli(*flags, "stop", timeout=60)  # nothing to stop, unless a refusal came too late
     assert missing.returncode == 2 and "name one of --model-endpoint (none given)" in missing.stderr, missing.stderr
-    bad = run_cli(*flags, "--model-endpoint", "OPENAI_BASE_URL=http://k:secret@127.0.0.1:1/v1", *run, timeout=60)
     assert bad.returncode == 2 and "holds an @" in bad.stderr and "secret" not in bad.stderr, bad.stderr
     assert len(bad.stderr.strip().splitlines()) <= 2  # argparse's usage line, then the one reason
     assert not (home / "run" / "temporal.db").exists()  # refused before anything started
