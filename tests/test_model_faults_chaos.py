@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -135,8 +136,9 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     assert garbage["met"] == 1 and garbage["tokens_billed"] > 0, garbage
     assert report["audit"]["model_reruns"], report["audit"]  # the storm outlasted the client: Temporal retried
     assert "model-garbage: met 1 request(s) (200 x1)" in out.stdout
-    emails = sent(home, report["run_id"])
-    assert emails and set(emails.values()) == {1}, emails  # never twice, whatever the run's end
+    mail = home / "example-out" / f"{report['run_id']}.txt"  # none if the run failed before its first send
+    emails = sent(home, report["run_id"]) if mail.exists() else Counter()
+    assert set(emails.values()) <= {1}, emails  # never twice, whatever the run's end
     if framework == "pydantic-ai":  # its policy: a call it cannot parse goes back to the model as a retry
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
         assert len(emails) == 4 and storm["recovered_s"] is not None and garbage["recovered_s"] is not None
