@@ -10,14 +10,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 from datetime import timedelta
 
 from temporalio import activity, workflow
-from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from plain_worker import serve
 
 
 @activity.defn
@@ -76,24 +74,9 @@ class LocalOnly:
         ]
 
 
-async def main() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
-    worker = Worker(
-        client,
-        task_queue=os.environ["CHECKPOINT_TASK_QUEUE"],
-        workflows=[NoHeartbeat, Heartbeat2s, SingleAttempt, LocalOnly],
-        activities=[send_note],
-        workflow_runner=UnsandboxedWorkflowRunner(),  # the workflows live in __main__: nothing to sandbox-import
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
-        graceful_shutdown_timeout=timedelta(seconds=1),
-    )
-    async with worker:
-        await stop.wait()
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    serve(
+        [NoHeartbeat, Heartbeat2s, SingleAttempt, LocalOnly],
+        [send_note],
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+    )

@@ -9,15 +9,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 from datetime import timedelta
 
 from temporalio import activity, workflow
-from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from plain_worker import serve
 
 
 @activity.defn
@@ -44,23 +41,5 @@ class NeverRuns:
         )
 
 
-async def main() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"))
-    worker = Worker(
-        client,
-        task_queue=os.environ["CHECKPOINT_TASK_QUEUE"],
-        workflows=[Stuck, NeverRuns],
-        activities=[act_on_last_message],
-        workflow_runner=UnsandboxedWorkflowRunner(),
-        graceful_shutdown_timeout=timedelta(seconds=1),
-    )
-    async with worker:
-        await stop.wait()
-
-
 if __name__ == "__main__":
-    asyncio.run(main())
+    serve([Stuck, NeverRuns], [act_on_last_message])
