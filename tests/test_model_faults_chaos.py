@@ -22,35 +22,45 @@ from scripted_model import ScriptedModel  # noqa: E402
 WORKER = Path(__file__).with_name("model_worker.py")
 
 
-def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed(tmp_path: Path, temporal_address):
-    standin = StandIn().start()
-    home, schedule, report_path = tmp_path / "home", tmp_path / "model.json", tmp_path / "r.json"
-    events = [
-        {"at_s": 0.3, "nemesis": "model-rate-limit", "requests": 2, "retry_after_s": 1},
-        {"at_s": 2.0, "nemesis": "model-error", "duration_s": 0.6, "status": 500},
-    ]
+def chaos_through(flags: list[str], url: str, home: Path, workflow: str, run_input: dict, events: list[dict]):
+    """`chaos` on `workflow` with `events` as its schedule file, the lab's model endpoint OPENAI_BASE_URL at
+    `url` (through the proxy), the lab stopped after; (the command, its report)."""
+    schedule, report_path = home / "model.json", home / "r.json"
+    home.mkdir(parents=True, exist_ok=True)
     schedule.write_text(json.dumps({"events": events}))
-    flags = [*worker_flags(home, WORKER, "mf", address=temporal_address), "--model-endpoint"]
+    lab = [*flags, "--model-endpoint", f"OPENAI_BASE_URL={url}"]
     try:
         out = run_cli(
-            *flags,
-            f"OPENAI_BASE_URL={standin.url}/v1",
-            "--model-activities",
-            "ask",  # its re-runs are model requests: no side effect of their own
+            *lab,
             "chaos",
             "--workflow",
-            "AskModel",
+            workflow,
             "--input",
-            json.dumps({"turns": 6, "pace": 0.4}),
+            json.dumps(run_input),
             "--schedule",
             str(schedule),
             "--json",
             str(report_path),
-            timeout=180,
+            timeout=240,
         )
-        report = json.loads(report_path.read_text())
+        return out, json.loads(report_path.read_text())
     finally:
-        run_cli(*flags[:-1], "stop", timeout=60)
+        run_cli(*lab, "stop", timeout=60)
+
+
+def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed(tmp_path: Path, temporal_address):
+    standin = StandIn().start()
+    events = [
+        {"at_s": 0.3, "nemesis": "model-rate-limit", "requests": 2, "retry_after_s": 1},
+        {"at_s": 2.0, "nemesis": "model-error", "duration_s": 0.6, "status": 500},
+    ]
+    # its re-runs are model requests: no side effect of their own
+    flags = [*worker_flags(tmp_path / "home", WORKER, "mf", address=temporal_address), "--model-activities", "ask"]
+    try:
+        out, report = chaos_through(
+            flags, f"{standin.url}/v1", tmp_path / "home", "AskModel", {"turns": 6, "pace": 0.4}, events
+        )
+    finally:
         standin.stop()
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     audit = report["audit"]
@@ -99,36 +109,15 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     integration fails the workflow on it (FAIL, the failure named)."""
     model = ScriptedModel().start()
     home = session_root / f"mf-{framework}"
-    schedule, report_path = home / "model.json", home / "r.json"
-    home.mkdir()
     events = [
         {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
         {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
         {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
     ]
-    schedule.write_text(json.dumps({"events": events}))
-    flags = [
-        *agent_lab(framework, home, address=temporal_address),
-        "--model-endpoint",
-        f"OPENAI_BASE_URL={model.url}",
-    ]
+    flags = agent_lab(framework, home, address=temporal_address)
     try:
-        out = run_cli(
-            *flags,
-            "chaos",
-            "--workflow",
-            workflow,
-            "--input",
-            json.dumps({"turns": 4, "pace": 0.3, "think": 0.1}),
-            "--schedule",
-            str(schedule),
-            "--json",
-            str(report_path),
-            timeout=240,
-        )
-        report = json.loads(report_path.read_text())
+        out, report = chaos_through(flags, model.url, home, workflow, {"turns": 4, "pace": 0.3, "think": 0.1}, events)
     finally:
-        run_cli(*flags, "stop", timeout=60)
         model.close()
     spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
     storm, garbage = spells["model-rate-limit"], spells["model-garbage"]

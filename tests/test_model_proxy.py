@@ -268,3 +268,31 @@ async def test_a_long_request_target_reaches_the_endpoint_whole_and_is_recorded_
     await client.post(long_path + "?api-version=2024-10-01", json=ASK)
     assert standin.requests[-1]["path"] == "/v1" + long_path + "?api-version=2024-10-01"
     assert proxy.exchanges[-1].path == ("/v1" + long_path)[:200] and "api-version" not in proxy.exchanges[-1].path
+
+
+async def test_a_model_fault_that_meets_no_request_is_not_fired_so_no_verdict_leans_on_it(tmp_path):
+    """The schedule's model fault is a Hit (recorded, counted as exercised) only if some request met it."""
+    from checkpoint_tui.proof.chaos.model_lab import ModelLab
+    from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+    from checkpoint_tui.proof.nemeses.records import Hit, Miss
+    from checkpoint_tui.settings import Settings
+
+    standin = StandIn().start()
+    models = ModelLab()
+    try:
+        settings = await models.start(
+            Settings(home=tmp_path / "h", model_endpoints=(("OPENAI_BASE_URL", f"{standin.url}/v1"),))
+        )
+        ((_, url),) = settings.model_endpoints
+        idle = await models.strike(ChaosEvent(None, ERROR, 0, duration_s=0.2, at_s=1.0))
+        assert isinstance(idle, Miss) and "no model request came to OPENAI_BASE_URL" in idle.why
+        async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
+            fired = asyncio.ensure_future(models.strike(ChaosEvent(None, ERROR, 0, duration_s=0.5, at_s=1.0)))
+            await asyncio.sleep(0)  # one turn of the loop: the strike puts the fault in force before it waits
+            assert (await client.post(CHAT, json=ASK)).status_code == 503
+            hit = await fired
+        assert isinstance(hit, Hit) and hit.detail["met"] == 1
+        assert [s["met"] for s in models.figures()["OPENAI_BASE_URL"]["spells"]] == [1]  # the idle one left out
+    finally:
+        await models.close()
+        standin.stop()

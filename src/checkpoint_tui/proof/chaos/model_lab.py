@@ -70,6 +70,8 @@ class ModelLab:
             spell = await proxy.fault(fault, requests, ev.duration_s)
         except RuntimeError as err:  # two faults of one endpoint overlap in the schedule: said, not a crash
             return Miss(str(err)[:200])
+        if not spell.met:  # a fault that met no request proved nothing: not fired, so no verdict leans on it
+            return Miss(f"no model request came to {name} while it was in force")
         self.spells.append(_Spell(name, ev.kind, began, spell.stopped, spell.met))
         detail = {"endpoint": name, "fault": ev.kind, "held_until": time.time(), "met": spell.met}
         return Hit(began, None, detail={**detail, **({"requests": requests} if requests is not None else {})})
