@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from checkpoint_tui.core.runs import start_run, wait_for_run
 from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
@@ -75,15 +77,22 @@ async def test_continue_as_new_chain_keeps_exactly_once(home, client, supervisor
     assert follower.requests == 5  # two pages for each 20-step execution, one for the last
 
 
-async def test_cancel_ends_the_run_cancelled(home, client, supervisor):
+# A cancel that lands in a timer raises CancelledError in the workflow; one that lands in an activity in
+# flight raises ActivityError with a cancelled cause, which a plain `except ActivityError` takes for a
+# failure (a FAILED run). Both must end CANCELED.
+CANCEL_WHEN = {
+    "between-steps": "SELECT COUNT(*) FROM steps WHERE run_id=? AND status='completed'",
+    "inside-an-activity": "SELECT COUNT(*) FROM steps WHERE run_id=? AND step=2 AND status='running'",
+}
+
+
+@pytest.mark.parametrize("when", sorted(CANCEL_WHEN))
+async def test_cancel_ends_the_run_cancelled(home, client, supervisor, when):
     from checkpoint_tui.core.runs import cancel_run
 
-    run_id = await start_run(home, client, steps=10, pace=0.5)
+    run_id = await start_run(home, client, steps=10, pace=1.0)  # step 2 thinks 542 ms; the timer after 1, 437 ms
     conn = connect(home.db_path)
-    for _ in range(300):
-        if conn.execute("SELECT COUNT(*) FROM steps WHERE run_id=? AND status='completed'", (run_id,)).fetchone()[0]:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: conn.execute(CANCEL_WHEN[when], (run_id,)).fetchone()[0], 30, what=when)
     await cancel_run(client, run_id)
     assert await wait_for_run(home, client, run_id, timeout=60) == "CANCELED"
     row = conn.execute("SELECT status, error FROM runs WHERE run_id = ?", (run_id,)).fetchone()

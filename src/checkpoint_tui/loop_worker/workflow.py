@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from checkpoint_tui.loop_worker.activities import AgentActivities
@@ -85,6 +85,9 @@ class AgentLoop:
         try:
             await self._loop(inp)
         except ActivityError as err:
+            if is_cancelled_exception(err):  # a cancel that met an activity in flight, not a failure
+                await self._finish(inp, "cancelled", "cancelled by the user")
+                raise
             cause = err.cause
             message = str(cause) if cause is not None else str(err)
             await self._finish(inp, "failed", message)
