@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from checkpoint_tui.core.runs import start_run, wait_for_run
