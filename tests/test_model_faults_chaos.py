@@ -5,16 +5,17 @@ what the agent's requests meet, and the report says what each cost, from the pro
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, worker_flags
+from conftest import queue_of, run_cli, worker_flags
 from model_server import StandIn
-from test_agents_lab import EXAMPLES, sent
-from test_agents_lab import lab as agent_lab
+from test_agents_lab import ALL_WORKERS, EXAMPLES, sent
+from test_ts_worker import outbox
 
 sys.path.insert(1, str(EXAMPLES))
 from scripted_model import ScriptedModel  # noqa: E402
@@ -96,7 +97,12 @@ def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("framework", "workflow"), [("pydantic-ai", "PydanticMailerGuarded"), ("openai-agents", "OpenAIMailerGuarded")]
+    ("framework", "workflow"),
+    [
+        ("pydantic-ai", "PydanticMailerGuarded"),
+        ("openai-agents", "OpenAIMailerGuarded"),
+        ("strands", "StrandsMailerGuarded"),
+    ],
 )
 def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_sends_each_email_once(
     framework: str, workflow: str, session_root: Path, temporal_address
@@ -105,8 +111,8 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     its in-process model) through the proxy: a storm of 429s longer than the OpenAI client's own
     retries (so Temporal retries the model request's activity), a tool call whose arguments are not
     JSON, a spell of 503s. Each email at most once; the garbled call ends as the framework's policy
-    says: pydantic-ai asks the model again and the run completes (PASS), Temporal's OpenAI Agents
-    integration fails the workflow on it (FAIL, the failure named)."""
+    says: pydantic-ai and Strands (its OpenAIModel, streamed) ask the model again and the run completes
+    (PASS), Temporal's OpenAI Agents integration fails the workflow on it (FAIL, the failure named)."""
     model = ScriptedModel().start()
     home = session_root / f"mf-{framework}"
     events = [
@@ -114,7 +120,7 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
         {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
         {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
     ]
-    flags = agent_lab(framework, home, address=temporal_address)
+    flags = worker_flags(home, ALL_WORKERS[framework], "agents", address=temporal_address)
     try:
         out, report = chaos_through(flags, model.url, home, workflow, {"turns": 4, "pace": 0.3, "think": 0.1}, events)
     finally:
@@ -128,7 +134,7 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     mail = home / "example-out" / f"{report['run_id']}.txt"  # none if the run failed before its first send
     emails = sent(home, report["run_id"]) if mail.exists() else Counter()
     assert set(emails.values()) <= {1}, emails  # never twice, whatever the run's end
-    if framework == "pydantic-ai":  # its policy: a call it cannot parse goes back to the model as a retry
+    if framework != "openai-agents":  # their policy: a call they cannot parse goes back to the model
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
         assert len(emails) == 4 and storm["recovered_s"] is not None and garbage["recovered_s"] is not None
     else:  # Temporal's OpenAI Agents integration (activity_as_tool, and ours): the run fails on it, said so
@@ -143,7 +149,7 @@ def test_gameday_s_model_outage_holds_on_the_pydantic_ai_mailer(session_root: Pa
     model = ScriptedModel().start()
     home, out_dir = session_root / "mf-gameday", session_root / "mf-gameday-out"
     flags = [
-        *agent_lab("pydantic-ai", home, address=temporal_address),
+        *worker_flags(home, ALL_WORKERS["pydantic-ai"], "agents", address=temporal_address),
         "--model-endpoint",
         f"OPENAI_BASE_URL={model.url}",
     ]
@@ -177,3 +183,41 @@ def test_gameday_s_model_outage_holds_on_the_pydantic_ai_mailer(session_root: Pa
         emails = sent(home, run["run_id"])
         assert len(emails) == 12 and set(emails.values()) == {1}, emails
     assert "model endpoint `OPENAI_BASE_URL`" in (out_dir / "gameday.md").read_text()
+
+
+TS_AGENT = Path(__file__).resolve().parent.parent / "examples" / "ts"
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (TS_AGENT / "lib" / "worker.js").is_file(),
+    reason="node, or examples/ts built (`make test` installs it with npm and compiles it with tsc), not here",
+)
+def test_the_typescript_agent_meets_the_same_faults_and_sends_each_email_once(session_root: Path, temporal_address):
+    """The AI SDK agent (examples/ts, Temporal's AI SDK plugin) with OPENAI_BASE_URL given by the lab:
+    its model is the Python stand-in's script over HTTP, through the proxy, under the same storm,
+    garbled call and outage as the Python agents."""
+    model = ScriptedModel().start()
+    home = session_root / "mf-ts"
+    events = [
+        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
+        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
+        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
+    ]
+    flags = [
+        *("--home", str(home), "--worker-cmd", f"node {TS_AGENT / 'lib' / 'worker.js'}"),
+        *("--task-queue", queue_of("ts-mf", home), "--temporal-address", temporal_address),
+        *("--effects", f"file:{home}/example-out"),
+    ]
+    try:
+        run_input = {"turns": 4, "pace": 0.3, "think": 0.1}
+        out, report = chaos_through(flags, model.url, home, "TsAgentMailerGuarded", run_input, events)
+    finally:
+        model.close()
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
+    storm, garbage = spells["model-rate-limit"], spells["model-garbage"]
+    assert storm["met"] == 4 and storm["statuses"] == {"429": 4} and storm["recovered_s"] is not None, storm
+    assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
+    audit = report["audit"]
+    assert audit["framework"] == "ai-sdk" and audit["model_reruns"] and audit["at_risk"] == [], audit
+    assert Counter(outbox(home).values()) == Counter({1: 4})  # its policy: the garbled call asked again

@@ -1,7 +1,7 @@
 """The scripted mailer model over HTTP: an OpenAI-compatible Chat Completions endpoint (`POST
-/v1/chat/completions`, not streamed; `GET /v1/models`) on 127.0.0.1, for an example agent whose model
-is a real HTTP client (`OPENAI_BASE_URL`) rather than an in-process function, so that a model fault
-can be put between them (`--model-endpoint`, docs/model-faults.md).
+/v1/chat/completions`, whole or streamed as server-sent events; `GET /v1/models`) on 127.0.0.1, for
+an example agent whose model is a real HTTP client (`OPENAI_BASE_URL`) rather than an in-process
+function, so that a model fault can be put between them (`--model-endpoint`, docs/model-faults.md).
 
     python examples/agents/scripted_model.py [--port 0]     # prints: listening http://127.0.0.1:PORT/v1
 
@@ -10,8 +10,10 @@ the first user message (JSON: turns, to, pace, think), the emails sent so far ar
 the conversation that say "sent to" (a framework's retry prompt after arguments it could not parse is
 not one); while fewer than `turns` it answers one call of the first tool offered (`send_email`, with
 `pace` if the tool takes it) with a fresh call id, then the text "sent N emails to ADDRESS". It
-thinks `think` seconds first and reports usage (a quarter of the characters, as tokens). Bounded: a
-body of 1 MiB, 500 messages; anything else is a 4xx."""
+thinks `think` seconds first and reports usage (a quarter of the characters, as tokens). Streamed
+(`"stream": true`), a tool call's arguments come in two pieces, as a real model's come in many, and
+the usage in a last chunk when `stream_options.include_usage` asks for it. Bounded: a body of 1 MiB,
+500 messages; anything else is a 4xx."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
@@ -55,7 +58,56 @@ def _tool(request: dict) -> tuple[str, set[str]]:
 
 
 def answer(request: object) -> tuple[int, dict]:
-    """(status, body) for one chat request."""
+    """(status, body) for one chat request: the whole completion, or the error."""
+    decided = _decide(request)
+    if not isinstance(decided, Decision):
+        return decided
+    message, finish, usage = decided
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return 200, {**_head("chat.completion"), "choices": [choice], "usage": usage}
+
+
+def chunks(request: dict) -> tuple[int, dict] | list[dict]:
+    """The streamed form of the same answer: the chunks of `chat.completion.chunk` in order (then the
+    caller's `[DONE]`), or (status, error body)."""
+    decided = _decide(request)
+    if not isinstance(decided, Decision):
+        return decided
+    message, finish, usage = decided
+    head = _head("chat.completion.chunk")
+
+    def chunk(delta: dict, finish_reason: str | None = None) -> dict:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if message.get("tool_calls"):
+        call = message["tool_calls"][0]
+        args = call["function"]["arguments"]
+        first = {"index": 0, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        out.append(chunk({"tool_calls": [{**first, "function": {**first["function"], "arguments": ""}}]}))
+        for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
+            out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+    else:
+        out.append(chunk({"content": message["content"]}))
+    out.append(chunk({}, finish))
+    options = request.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage") is True:
+        out.append({**head, "choices": [], "usage": usage})
+    return out
+
+
+def _head(kind: str) -> dict:
+    return {"id": f"chatcmpl-{secrets.token_hex(6)}", "object": kind, "model": MODEL, "created": int(time.time())}
+
+
+class Decision(NamedTuple):
+    message: dict
+    finish: str
+    usage: dict
+
+
+def _decide(request: object) -> tuple[int, dict] | Decision:
+    """(message, finish reason, usage) for one chat request, or (status, error body)."""
     messages = request.get("messages") if isinstance(request, dict) else None
     if not isinstance(messages, list) or not 0 < len(messages) <= MAX_MESSAGES:
         return 400, {"error": {"message": f"messages: a list of 1..{MAX_MESSAGES}", "type": "invalid_request_error"}}
@@ -86,15 +138,7 @@ def answer(request: object) -> tuple[int, dict]:
     completion_tokens = max(1, len(json.dumps(message)) // 4)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     usage["total_tokens"] = prompt_tokens + completion_tokens
-    choice = {"index": 0, "message": message, "finish_reason": finish}
-    return 200, {
-        "id": f"chatcmpl-{secrets.token_hex(6)}",
-        "object": "chat.completion",
-        "model": MODEL,
-        "created": int(time.time()),
-        "choices": [choice],
-        "usage": usage,
-    }
+    return Decision(message, finish, usage)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -130,7 +174,24 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(body)
         except (ValueError, RecursionError):
             return self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
-        self._send(*answer(request))
+        if not (isinstance(request, dict) and request.get("stream") is True):
+            return self._send(*answer(request))
+        streamed = chunks(request)
+        if not isinstance(streamed, list):
+            return self._send(*streamed)
+        self._stream([f"data: {json.dumps(c)}\n\n" for c in streamed] + ["data: [DONE]\n\n"])
+
+    def _stream(self, events: list[str]) -> None:
+        """Server-sent events, one HTTP chunk each, flushed as they go (as a model's tokens come)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in events:
+            data = event.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
 
 
 class ScriptedModel:

@@ -1,4 +1,4 @@
-"""The scripted offline model behind `StrandsPlugin(models={"scripted-mailer": ScriptedMailer})`: a
+"""The scripted offline model behind `StrandsPlugin(models={"scripted-mailer": model})`: a
 `strands.models.Model` that sends one email per turn through the agent's one tool, then answers. It
 runs in the plugin's `invoke_model` activity and decides from the conversation alone (the plan in the
 first user message, the tool results seen so far), so a request re-run on a fresh worker answers the
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -69,3 +70,17 @@ class ScriptedMailer(Model):
             usage_out = max(1, len(arguments) // 4)
         usage = {"inputTokens": usage_in, "outputTokens": usage_out, "totalTokens": usage_in + usage_out}
         yield {"metadata": {"usage": usage, "metrics": {"latencyMs": int((time.monotonic() - started) * 1000)}}}
+
+
+def model() -> Model:
+    """The plugin's factory for MODEL_NAME: the scripted model in this process; with OPENAI_BASE_URL set,
+    any OpenAI-compatible server over HTTP through Strands' own OpenAIModel (streamed, as it asks;
+    ../scripted_model.py plays the same script), where a model fault can be put in between
+    (`--model-endpoint OPENAI_BASE_URL=...`). The OpenAI client's own retries are left as users have them."""
+    base = os.environ.get("OPENAI_BASE_URL")
+    if not base:
+        return ScriptedMailer()
+    from strands.models.openai import OpenAIModel
+
+    key = os.environ.get("OPENAI_API_KEY") or "unused-by-the-scripted-model"
+    return OpenAIModel(client_args={"base_url": base, "api_key": key}, model_id=MODEL_NAME)

@@ -12,7 +12,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from temporalio.strands_agents import StrandsPlugin  # noqa: E402
 
-from mailer_agent import MODEL_NAME, ScriptedMailer  # noqa: E402
+from mailer_agent import MODEL_NAME, model  # noqa: E402
 from mailroom import main  # noqa: E402
 from tools import send_email, send_email_guarded  # noqa: E402
 from workflows import StrandsMailer, StrandsMailerGuarded  # noqa: E402
@@ -21,7 +21,7 @@ from workflows import StrandsMailer, StrandsMailerGuarded  # noqa: E402
 def plugin() -> StrandsPlugin:
     # The plugin registers invoke_model (on the factory named here; TemporalAgent(model=) picks it),
     # the sandbox passthrough for strands and pydantic's payload converter.
-    return StrandsPlugin(models={MODEL_NAME: ScriptedMailer})
+    return StrandsPlugin(models={MODEL_NAME: model})
 
 
 if __name__ == "__main__":
