@@ -223,6 +223,8 @@ def test_every_word_the_api_takes_is_a_flag_the_cli_parses_where_it_is_put(tmp_p
             "pauses": 1,
             "runs": 2,
             "strict_models": True,
+            "model_faults": 2,
+            "model_endpoints": [("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
             "args": ["--rate", "2"],
         },
         "verify": {},
@@ -237,6 +239,9 @@ def test_every_word_the_api_takes_is_a_flag_the_cli_parses_where_it_is_put(tmp_p
         assert args.seed == 7 and args.kills == 4
         assert args.workflow == "PydanticMailerGuarded" and args.input_json == '{"turns": 2}' and args.aim == "tool"
         assert args.pauses == 1 and args.runs == 2 and args.strict_models and args.rate == 2
+        assert args.model_faults == 2 and [tuple(e) for e in args.model_endpoint] == [
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        ], args.model_endpoint
         assert str(args.chaos_json).endswith(".json") and str(args.chaos_junit).endswith(".xml")
     elif kind == "verify":
         assert args.verify and args.verify_workflow == "PydanticMailerGuarded" and args.verify_input == '{"turns": 2}'

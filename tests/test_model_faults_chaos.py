@@ -80,6 +80,33 @@ def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed
     )
 
 
+def test_seeded_model_faults_alone_are_fired_met_and_costed(tmp_path: Path, temporal_address):
+    """`chaos --kills 0 --model-faults 3`: no worker death, three seeded faults on the agent's model
+    requests; each one fired met its requests, and the run passes."""
+    standin = StandIn().start()
+    home, report_path = tmp_path / "home", tmp_path / "r.json"
+    flags = [*worker_flags(home, WORKER, "mf", address=temporal_address), "--model-activities", "ask"]
+    flags += ["--model-endpoint", f"OPENAI_BASE_URL={standin.url}/v1"]
+    try:
+        out = run_cli(
+            *flags,
+            *("chaos", "--workflow", "AskModel", "--input", json.dumps({"turns": 8, "pace": 0.3})),
+            *("--kills", "0", "--model-faults", "3", "--seed", "2", "--json", str(report_path)),
+            timeout=240,
+        )
+    finally:
+        run_cli(*flags, "stop", timeout=60)
+        standin.stop()
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    report = json.loads(report_path.read_text())
+    assert [e["nemesis"][:6] for e in report["schedule"]] == ["model-"] * 3, report["schedule"]
+    assert report["kills"] == [] and report["audit"]["workflow_status"] == "COMPLETED"
+    spells = report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]
+    fired = [p for p in report["pauses"] if p["kind"].startswith("model-")]
+    assert len(spells) == len(fired) >= 2 and all(s["met"] >= 1 for s in spells), (spells, report["not_fired"])
+    assert len(fired) + len(report["not_fired"]) == 3
+
+
 def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_path: Path):
     home, schedule = tmp_path / "home", tmp_path / "model.json"
     schedule.write_text(json.dumps({"events": [{"at_s": 1, "nemesis": "model-cut", "requests": 1}]}))

@@ -191,7 +191,7 @@ async def test_garbage_in_a_stream_breaks_the_arguments_once_and_slow_delays_eac
     assert arguments(await read_stream(client)) == NOT_JSON + '{"to": "a@b"}'
     await asyncio.wait_for(garbage, 5.0)
     assert proxy.exchanges[0].garbled == 1
-    slow = asyncio.ensure_future(proxy.fault(Fault(SLOW, delay_ms=300), requests=1))
+    slow = asyncio.ensure_future(proxy.fault(Fault(SLOW, piece_delay_ms=300), requests=1))
     await asyncio.sleep(0)
     began = time.monotonic()
     assert json.loads(arguments(await read_stream(client))) == {"to": "a@b"}

@@ -31,6 +31,8 @@ def check_chaos_flags(args: argparse.Namespace, workload: Adapter) -> None:
 
     if sum(x is not None for x in (args.chaos_schedule, args.chaos_save, args.chaos_shrink)) > 1:
         raise UsageError("--schedule, --save-schedule and --shrink go one at a time")
+    if args.model_faults and (args.chaos_schedule is not None or args.chaos_shrink is not None or args.every_window):
+        raise UsageError("--model-faults is for a seeded chaos: a --schedule file names its own model-* events")
     if not workload.shrinkable and args.chaos_shrink is not None:
         raise UsageError(f"--shrink reruns schedules of checkpoint-tui's own loop, not of {workload.title()}")
     if args.chaos_proof is not None and not workload.bundles:
@@ -55,7 +57,7 @@ def chaos_line(args: argparse.Namespace, workload: Adapter, seed: int, steps: in
         line += f" --schedule {args.chaos_schedule}"
     else:
         line += f" --seed {seed} --kills {args.kills}"
-        for flag in ("pauses", "partitions", "resets", "activity_pauses", "activity_resets"):
+        for flag in ("pauses", "partitions", "resets", "activity_pauses", "activity_resets", "model_faults"):
             line += f" --{flag.replace('_', '-')} {getattr(args, flag)}" if getattr(args, flag) else ""
     line += f" --aim {args.aim}" if args.aim != "any" else ""
     line += f" --runs {args.runs}" if args.runs > 1 else ""
@@ -109,7 +111,7 @@ def _run_flags(chaos: argparse.ArgumentParser, t: ArgTypes) -> None:
     workload_flags.add_run_flags(chaos, chaos=True)
     chaos.add_argument(
         "--kills",
-        type=t.bounded_int(1, MAX_STEPS),
+        type=t.bounded_int(0, MAX_STEPS),
         default=8,
         help="SIGKILLs in the schedule: of the worker, the supervisor or the dev server",
     )
@@ -124,6 +126,13 @@ def _run_flags(chaos: argparse.ArgumentParser, t: ArgTypes) -> None:
         type=t.bounded_int(0, MAX_STEPS),
         default=0,
         help="also cut the workers off from Temporal this many times (0.5-4 s each, through a proxy)",
+    )
+    chaos.add_argument(
+        "--model-faults",
+        type=t.bounded_int(0, MAX_STEPS),
+        default=0,
+        help="with --workflow and --model-endpoint: also this many seeded faults of the agent's model "
+        "requests (429s, 500/503s, slow, cut or garbled answers; docs/model-faults.md)",
     )
     chaos.add_argument(
         "--runs",

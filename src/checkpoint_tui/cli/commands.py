@@ -256,7 +256,8 @@ def _counts(args: argparse.Namespace, settings: Settings) -> Counts:
     from checkpoint_tui.workloads import Counts
 
     more = (args.pauses, args.partitions, args.resets, args.activity_pauses, args.activity_resets)
-    return Counts(args.kills, *more, server=settings.embedded)
+    models = tuple(name for name, _ in settings.model_endpoints)
+    return Counts(args.kills, *more, server=settings.embedded, model_faults=args.model_faults, models=models)
 
 
 def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:

@@ -126,34 +126,33 @@ class Lab:
         framework: str | None = None,
         effects: Iterable[str] = (),
         every_window: bool = False,
+        model_faults: int | None = None,
+        model_endpoints: Iterable[tuple[str, str]] = (),
         args: Sequence[str] = (),
         global_args: Sequence[str] = (),
     ) -> Result:
         """`checkpoint-tui chaos` with these words (see its --help). `workers`: a fleet's (queue,
         command) pairs (`--worker QUEUE=CMD`); `framework`: the global --framework; `effects`: where the
         tools' effects land (`--effects SPEC` each; relative paths from `cwd`); `every_window`: every tool
-        killed once in each crash point's window (`--every-window`); `args`: other chaos
-        flags and `global_args` other global ones (before the command), as the CLI spells them.
+        killed once in each crash point's window (`--every-window`); `model_endpoints`: (NAME, URL) pairs
+        (`--model-endpoint NAME=URL`), in front of which `model_faults` seeded faults are put; `args`: other
+        chaos flags and `global_args` other global ones (before the command), as the CLI spells them.
         `schedule` is resolved against `cwd`, as the worker commands are."""
         name = self._name("chaos")
         report, junit_path = self._out / f"{name}.json", (self._out / f"{name}.xml" if junit else None)
         proof_path = self._out / f"{name}-proof" if proof else None
         words = ["chaos", "--seed", str(seed), "--json", str(report)]
         words += _opt("--workflow", workflow) + _opt("--input", _json_input(input)) + _opt("--aim", aim)
-        for flag, value in (
-            ("--kills", kills),
-            ("--steps", steps),
-            ("--pauses", pauses),
-            ("--partitions", partitions),
-            ("--resets", resets),
-            ("--runs", runs),
-        ):
+        counts = {"--kills": kills, "--steps": steps, "--pauses": pauses, "--partitions": partitions}
+        counts |= {"--resets": resets, "--runs": runs, "--model-faults": model_faults}
+        for flag, value in counts.items():
             words += _opt(flag, None if value is None else str(value))
         words += _opt("--schedule", None if schedule is None else str(self.cwd / Path(schedule)))
         words += (["--strict-models"] if strict_models else []) + (["--until-covered"] if until_covered else [])
         words += ["--every-window"] if every_window else []
         words += _opt("--junit", _text(junit_path)) + _opt("--proof", _text(proof_path))
-        front = self._front(worker_cmd, task_queue, workers, framework, global_args, effects)
+        endpoints = [w for pair in model_endpoints for w in ("--model-endpoint", "=".join(pair))]
+        front = self._front(worker_cmd, task_queue, workers, framework, endpoints + _checked(global_args), effects)
         exit_code, output = self._run(name, front, [*words, *_checked(args)])
         doc = read_report(report, exit_code, output)
         passed = exit_code == Exit.OK

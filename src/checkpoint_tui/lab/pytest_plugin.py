@@ -111,7 +111,10 @@ def _words(node: pytest.Item) -> dict[str, Any]:
     return words
 
 
-SEEDED = ("kills", "steps", "pauses", "partitions", "resets", "runs", "schedule", "until_covered", "seed", "args")
+SEEDED = (
+    *("kills", "steps", "pauses", "partitions", "resets", "runs", "model_faults"),
+    *("schedule", "until_covered", "seed", "args"),
+)
 
 
 def chaos_words(defaults: dict[str, Any], words: dict[str, Any], seed: int | None) -> dict[str, Any]:

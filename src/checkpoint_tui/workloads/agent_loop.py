@@ -129,7 +129,11 @@ class AgentLoopWorkload(Adapter):
         return StatusReport(snap.status_json(), format_status(snap))
 
     def chaos_schedule(self, seed: int, counts: Counts) -> tuple[list[ChaosEvent], int]:
-        return make_schedule(seed, self.steps, **counts.as_kwargs()), self.steps
+        given = counts.as_kwargs()
+        if given.pop("model_faults"):
+            raise UsageError("--model-faults goes with --workflow: a model endpoint is a user's agent's")
+        del given["models"]
+        return make_schedule(seed, self.steps, **given), self.steps
 
     def chaos_file(self, path: Path) -> tuple[list[ChaosEvent], int, int | None]:
         from checkpoint_tui.proof.nemeses.hop import HOP_KINDS

@@ -30,6 +30,8 @@ class Counts:
     activity_pauses: int = 0
     activity_resets: int = 0
     server: bool = True  # the dev server is the lab's to kill (not a server it did not start)
+    model_faults: int = 0  # a user's workflow only: put in front of the `models` endpoints
+    models: tuple[str, ...] = ()  # the --model-endpoint names
 
     def as_kwargs(self) -> dict[str, Any]:
         """As the schedule generators take them (make_schedule, workload_schedule)."""

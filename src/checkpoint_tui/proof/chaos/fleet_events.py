@@ -9,7 +9,7 @@ starts). They fire in proof/nemeses/fleet.py (the workers) and the dependency pr
     {"at_s": 2, "nemesis": "dependency", "dependency": "MAIL_API", "fault": "errors", "duration_s": 5}
     {"at_s": 1, "nemesis": "model-rate-limit", "requests": 3, "retry_after_s": 2}  (needs --model-endpoint)
     {"at_s": 1, "nemesis": "model-error", "duration_s": 10, "status": 503}
-    (model-timeout, model-slow with delay_ms, model-cut, model-garbage: for `requests` or `duration_s`)
+    (model-timeout, model-slow with piece_delay_ms, model-cut, model-garbage: for `requests` or `duration_s`)
 
 A `queue` names one command's workers (default: every queue for fleet-down and churn, the workflow's
 for graceful-restart and deploy).
@@ -50,9 +50,9 @@ PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
     "requests": (MODEL_KINDS, None, 1, 10_000),  # a model fault meets this many requests (within duration_s)
     "status": ((ERROR,), 503, 500, 503),
     "retry_after_s": ((RATE_LIMIT,), 1, 0, 3600),
-    "delay_ms": ((SLOW,), 200, 0, 60_000),
+    "piece_delay_ms": ((SLOW,), 200, 0, 60_000),
 }
-WHOLE = ("latency_ms", "requests", "status", "retry_after_s", "delay_ms")  # numbers kept as ints
+WHOLE = ("latency_ms", "requests", "status", "retry_after_s", "piece_delay_ms")  # numbers kept as ints
 TEXT = {"queue": FLEET_KINDS, "dependency": (DEPENDENCY,), "fault": (DEPENDENCY,), "endpoint": MODEL_KINDS}
 
 

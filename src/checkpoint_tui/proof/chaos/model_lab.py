@@ -62,7 +62,7 @@ class ModelLab:
             ev.kind,
             status=_whole(opts.get("status"), 503),
             retry_after_s=_whole(opts.get("retry_after_s"), 1),
-            delay_ms=_whole(opts.get("delay_ms"), 200),
+            piece_delay_ms=_whole(opts.get("piece_delay_ms"), 200),
         )
         requests = _whole(opts.get("requests"), 0) or None
         began = time.time()

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.proof.chaos.schedule import FORGE, ChaosEvent, make_schedule
+from checkpoint_tui.proof.chaos.model_schedule import model_fault_events
+from checkpoint_tui.proof.chaos.schedule import FORGE, ChaosEvent, in_order, make_schedule
 from checkpoint_tui.proof.nemeses.hop import AFTER, BEFORE
 
 # The effect protocol's crash points become the hop's (proof/nemeses/hop.py), which lands them for certain on
@@ -31,16 +32,25 @@ def workload_schedule(
     activity_pauses: int = 0,
     activity_resets: int = 0,
     server: bool = True,
+    model_faults: int = 0,
+    models: tuple[str, ...] = (),
 ) -> tuple[list[ChaosEvent], int]:
     """The seeded schedule (same seed, same kinds and order) over aimed activity starts 2, 3, ...: no
     span to guess, since it counts the starts the aim picks as the run makes them. (events, span)
-    `server`: the dev server is the lab's to kill (as make_schedule's)."""
-    if kills < 3 and not resets:  # beside resets, kills may be fewer (as make_schedule's)
+    `server`: the dev server is the lab's to kill (as make_schedule's); `model_faults` on the starts
+    the others leave free, on the `models` endpoints (proof/chaos/model_schedule.py)."""
+    if kills < 3 and not resets and not model_faults:  # beside resets or model faults, kills may be fewer
         third = "the dev server" if server else "the dev server, left out here"
         raise UsageError(f"--kills must be at least 3 (inside an activity, the supervisor, {third})")
+    if model_faults and not models:
+        raise UsageError("--model-faults needs --model-endpoint NAME=URL: the endpoint its faults are put in front of")
     more = (pauses, partitions, resets, activity_pauses, activity_resets)
-    span = kills + sum(more) + 2
-    return [map_event(e) for e in make_schedule(seed, span, kills, *more, server=server)], span
+    span = kills + sum(more) + model_faults + 2
+    events = make_schedule(seed, span, kills, *more, server=server, fewer_kills=bool(model_faults))
+    if model_faults:
+        free = set(range(2, span)) - {e.step for e in events}
+        events = in_order(events + model_fault_events(seed, model_faults, sorted(free), models))
+    return [map_event(e) for e in events], span
 
 
 def map_event(ev: ChaosEvent, source: Path | None = None) -> ChaosEvent:

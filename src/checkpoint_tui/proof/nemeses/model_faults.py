@@ -40,14 +40,14 @@ class Fault:
     kind: str
     status: int = 503  # model-error's: 500 or 503
     retry_after_s: int = 1  # model-rate-limit's Retry-After
-    delay_ms: int = 200  # model-slow's, before each piece of the answer
+    piece_delay_ms: int = 200  # model-slow's, before each piece of the answer
 
     def __post_init__(self) -> None:
         if self.kind not in FAULTS:
             raise ValueError(f"model fault {self.kind[:40]!r} is not one of {', '.join(FAULTS)}")
         if self.status not in (500, 503):
             raise ValueError("model-error answers 500 or 503")
-        if not 0 <= self.retry_after_s <= 3600 or not 0 <= self.delay_ms <= 60_000:
+        if not 0 <= self.retry_after_s <= 3600 or not 0 <= self.piece_delay_ms <= 60_000:
             raise ValueError("Retry-After is 0..3600 s and a delay 0..60000 ms")
 
 

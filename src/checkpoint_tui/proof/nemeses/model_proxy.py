@@ -304,7 +304,7 @@ class ModelProxy:
                 out = relay.rewrite(piece)
                 if kind == SLOW:
                     assert fault is not None
-                    await asyncio.sleep(fault.delay_ms / 1000)
+                    await asyncio.sleep(fault.piece_delay_ms / 1000)
                 if kind == CUT:  # half of the answer's first piece (a whole answer: half of it); then it drops
                     relay.flush()  # a whole answer's usage: it was billed
                     writer.write(conn.send(h11.Data(data=out[: max(1, len(out) // 2)])))
