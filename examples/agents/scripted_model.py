@@ -1,7 +1,9 @@
 """The scripted mailer model over HTTP: an OpenAI-compatible Chat Completions endpoint (`POST
-/v1/chat/completions`, whole or streamed as server-sent events; `GET /v1/models`) on 127.0.0.1, for
-an example agent whose model is a real HTTP client (`OPENAI_BASE_URL`) rather than an in-process
-function, so that a model fault can be put between them (`--model-endpoint`, docs/model-faults.md).
+/v1/chat/completions`, whole or streamed as server-sent events; `GET /v1/models`) and Anthropic's
+Messages API (`POST /v1/messages`, whole or streamed) on 127.0.0.1, for an example agent whose model
+is a real HTTP client (`OPENAI_BASE_URL`, or `ANTHROPIC_BASE_URL` at the server's root) rather than an
+in-process function, so that a model fault can be put between them (`--model-endpoint`,
+docs/model-faults.md).
 
     python examples/agents/scripted_model.py [--port 0]     # prints: listening http://127.0.0.1:PORT/v1
 
@@ -29,7 +31,7 @@ from typing import NamedTuple
 
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
-from mailroom import next_step  # noqa: E402
+from mailroom import Step, next_step  # noqa: E402
 
 MAX_BODY = 1 << 20
 MAX_MESSAGES = 500
@@ -127,18 +129,85 @@ def _decide(request: object) -> tuple[int, dict] | Decision:
         finish = "stop"
     else:
         name, params = _tool(request)
-        args = {"to": step.to, "body": step.body, **({"pace": step.pace} if "pace" in params else {})}
-        call = {
-            "id": f"call_{secrets.token_hex(8)}",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)},
-        }
+        call = {"id": f"call_{secrets.token_hex(8)}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(_arguments(step, params))}
         message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
     prompt_tokens = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict)) // 4
     completion_tokens = max(1, len(json.dumps(message)) // 4)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     usage["total_tokens"] = prompt_tokens + completion_tokens
     return Decision(message, finish, usage)
+
+
+def _arguments(step: Step, params: set[str]) -> dict:
+    return {"to": step.to, "body": step.body, **({"pace": step.pace} if "pace" in params else {})}
+
+
+# Anthropic's Messages API (`POST /v1/messages`): the same script, in its shapes. The plan is the first
+# user message's text, the emails sent the `tool_result` blocks that say "sent to".
+def messages_answer(request: object) -> tuple[int, dict]:
+    """(status, body) for one Messages request: the whole message, or the error."""
+    decided = _decide_message(request)
+    if not isinstance(decided, dict):
+        return decided
+    return 200, decided
+
+
+def message_events(request: dict) -> tuple[int, dict] | list[tuple[str, dict]]:
+    """The streamed form of the same message: (event name, data) in order, or (status, error body)."""
+    message = _decide_message(request)
+    if not isinstance(message, dict):
+        return message
+    (block,), usage = message["content"], message["usage"]
+    events = [("message_start", {"message": {**message, "content": [], "usage": {**usage, "output_tokens": 1}}})]
+    if block["type"] == "text":
+        events.append(("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+        events.append(("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": block["text"]}}))
+    else:
+        events.append(("content_block_start", {"index": 0, "content_block": {**block, "input": {}}}))
+        args = json.dumps(block["input"])
+        for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
+            events.append(
+                ("content_block_delta", {"index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}})
+            )
+    events.append(("content_block_stop", {"index": 0}))
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    events += [("message_delta", {"delta": stop, "usage": {"output_tokens": usage["output_tokens"]}})]
+    return [(name, {"type": name, **data}) for name, data in [*events, ("message_stop", {})]]
+
+
+def _decide_message(request: object) -> tuple[int, dict] | dict:
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list) or not 0 < len(messages) <= MAX_MESSAGES:
+        return 400, _refusal(f"messages: a list of 1..{MAX_MESSAGES}")
+    users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    blocks = [b for c in users if isinstance(c, list) for b in c if isinstance(b, dict)]
+    sent = sum(b.get("type") == "tool_result" and _text(b.get("content")).startswith("sent to") for b in blocks)
+    plan = next((t for c in users if (t := _text(c))), None)  # text blocks only: a tool_result has none
+    try:
+        step = next_step(plan, sent)
+    except ValueError as err:
+        return 400, _refusal(str(err)[:200])
+    time.sleep(step.think)
+    if step.text is not None:
+        block: dict = {"type": "text", "text": step.text}
+    else:
+        tools = request.get("tools") if isinstance(request, dict) else None
+        first = tools[0] if isinstance(tools, list) and tools and isinstance(tools[0], dict) else {}
+        name = first.get("name") if isinstance(first.get("name"), str) else "send_email"
+        schema = first.get("input_schema") if isinstance(first.get("input_schema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        block = {"type": "tool_use", "id": f"toolu_{secrets.token_hex(12)}", "name": name[:64]}
+        block["input"] = _arguments(step, set(props))
+    prompt = len(json.dumps(messages)) // 4
+    usage = {"input_tokens": prompt, "output_tokens": max(1, len(json.dumps(block)) // 4)}
+    stop = "end_turn" if block["type"] == "text" else "tool_use"
+    head = {"id": f"msg_{secrets.token_hex(12)}", "type": "message", "role": "assistant", "model": MODEL}
+    return {**head, "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
+
+
+def _refusal(message: str) -> dict:
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -168,18 +237,27 @@ class _Handler(BaseHTTPRequestHandler):
                 413, {"error": {"message": "a body of at most 1 MiB, with its length", "type": "too_large"}}
             )
         body = self.rfile.read(int(length))
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/v1/messages"):
             return self._send(404, {"error": {"message": "not found", "type": "not_found"}})
         try:
             request = json.loads(body)
         except (ValueError, RecursionError):
             return self._send(400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
-        if not (isinstance(request, dict) and request.get("stream") is True):
+        streamed = isinstance(request, dict) and request.get("stream") is True
+        if path == "/v1/messages":
+            if not streamed:
+                return self._send(*messages_answer(request))
+            events = message_events(request)
+            if not isinstance(events, list):
+                return self._send(*events)
+            return self._stream([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
+        if not streamed:
             return self._send(*answer(request))
-        streamed = chunks(request)
-        if not isinstance(streamed, list):
-            return self._send(*streamed)
-        self._stream([f"data: {json.dumps(c)}\n\n" for c in streamed] + ["data: [DONE]\n\n"])
+        pieces = chunks(request)
+        if not isinstance(pieces, list):
+            return self._send(*pieces)
+        self._stream([f"data: {json.dumps(c)}\n\n" for c in pieces] + ["data: [DONE]\n\n"])
 
     def _stream(self, events: list[str]) -> None:
         """Server-sent events, one HTTP chunk each, flushed as they go (as a model's tokens come)."""
@@ -204,7 +282,12 @@ class ScriptedModel:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        """The OpenAI-compatible base URL (Anthropic's clients take the root: `root`)."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> ScriptedModel:
         self._thread.start()

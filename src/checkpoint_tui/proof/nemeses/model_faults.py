@@ -6,7 +6,10 @@ not JSON. Pure: no I/O.
 The answers are those of OpenAI-compatible servers: Chat Completions (`choices[].message.tool_calls`,
 streamed as `choices[].delta.tool_calls`) and Responses (`output[]` items of type `function_call`,
 streamed as `response.function_call_arguments.delta` events), with usage as `prompt_tokens` /
-`completion_tokens` or `input_tokens` / `output_tokens`.
+`completion_tokens` or `input_tokens` / `output_tokens`; and Anthropic's Messages API (`content[]`
+blocks of type `tool_use`, whose `input` is an object: garbled, it becomes a string that is not JSON;
+streamed as `input_json_delta` pieces, the first one garbled), its streamed usage split between
+`message_start` (the prompt's) and `message_delta` (the answer's).
 """
 
 from __future__ import annotations
@@ -110,12 +113,22 @@ def usage_of_body(body: bytes) -> tuple[int, int] | None:
     return tokens(doc.get("usage")) or (tokens(response.get("usage")) if isinstance(response, dict) else None)
 
 
-def usage_of_event(data: bytes) -> tuple[int, int] | None:
-    """The tokens a streamed event reports (the last chunk of a stream asked for usage, or Responses'
-    `response.completed`)."""
+def usage_of_event(data: bytes, before: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """The tokens a stream has reported once this event is read (`before`: up to the event before): the
+    last chunk of a stream asked for usage, Responses' `response.completed`, or Anthropic's
+    `message_start` (the prompt's, and a first count of the answer's) then `message_delta` (the answer's)."""
     if b"usage" not in data:
-        return None
-    return usage_of_body(data)
+        return before
+    doc = _load(data)
+    if isinstance(doc, dict) and doc.get("type") in ("message_start", "message_delta"):
+        message = doc.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else doc.get("usage")
+        if not isinstance(usage, dict):
+            return before
+        prompt = usage.get("input_tokens", before[0] if before else None)
+        completion = usage.get("output_tokens", before[1] if before else None)
+        return (prompt, completion) if _count(prompt) and _count(completion) else before
+    return usage_of_body(data) or before
 
 
 def garble_body(body: bytes) -> tuple[bytes, int]:
@@ -135,6 +148,10 @@ def _garble_whole(doc: dict[str, Any]) -> int:
     for item in _items(doc, "output"):
         if item.get("type") == "function_call":
             n += _garble_call(item)
+    for block in _items(doc, "content") if doc.get("type") == "message" else []:
+        if block.get("type") == "tool_use" and "input" in block:  # an object: a string not JSON instead
+            block["input"] = NOT_JSON + json.dumps(block["input"])
+            n += 1
     return n
 
 
@@ -148,6 +165,14 @@ def garble_event(data: bytes, done: set[str]) -> tuple[bytes, int]:
         return data, 0
     n = 0
     kind = doc.get("type")
+    delta = doc.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+        key = f"a:{doc.get('index')}"  # Anthropic: a tool_use block's input, in pieces
+        if key not in done and isinstance(delta.get("partial_json"), str):
+            done.add(key)
+            delta["partial_json"] = NOT_JSON + delta["partial_json"]
+            return json.dumps(doc).encode(), 1
+        return data, 0
     if kind == "response.function_call_arguments.delta" and isinstance(doc.get("delta"), str):
         key = f"r:{doc.get('item_id')}"
         if key not in done:

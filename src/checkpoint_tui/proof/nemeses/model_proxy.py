@@ -249,7 +249,7 @@ class ModelProxy:
             status, code, message = _ERRORS[fault.kind]
             status = fault.status if fault.kind == ERROR else status
             extra = [(b"retry-after", str(fault.retry_after_s).encode())] if fault.kind == RATE_LIMIT else []
-            await self._send(conn, writer, status, _error(code, message), extra)
+            await self._send(conn, writer, status, _error(code, message, path), extra)
             self._note(Exchange(at, path, kind, status, time.monotonic() - began))
             return True
         if fault is not None and fault.kind == TIMEOUT:
@@ -357,6 +357,9 @@ class _Timing:
         )
 
 
-def _error(code: str, message: str) -> bytes:
-    """An error body as OpenAI-compatible servers send one."""
+def _error(code: str, message: str, path: str = "") -> bytes:
+    """An error body as the endpoint's API sends one: Anthropic's for its Messages API, else OpenAI's."""
+    if path.endswith("/messages"):
+        kind = "rate_limit_error" if code == "rate_limit_exceeded" else "api_error"
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
     return json.dumps({"error": {"message": message, "type": code, "code": code}}).encode()

@@ -54,7 +54,7 @@ class Relay:
         for line in lines:
             if line.startswith(b"data:"):
                 data = line[5:].strip()
-                self.usage = usage_of_event(data) or self.usage
+                self.usage = usage_of_event(data, self.usage)
                 if self.garble:
                     new, n = garble_event(data, self._done)
                     self.garbled += n
