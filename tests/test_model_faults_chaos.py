@@ -21,15 +21,24 @@ sys.path.insert(1, str(EXAMPLES))
 from scripted_model import ScriptedModel  # noqa: E402
 
 WORKER = Path(__file__).with_name("model_worker.py")
+OPENAI, ANTHROPIC = "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"
+# The examples whose model client speaks Anthropic's Messages API (langchain-anthropic, ADK's Claude).
+OVER_ANTHROPIC = {
+    "langgraph": ("LangGraphMailerGuarded", EXAMPLES / "langgraph_mailer" / "worker.py"),
+    "deepagents": ("DeepAgentsMailerGuarded", EXAMPLES / "deepagents_mailer" / "worker.py"),
+    "google-adk": ("GoogleAdkMailerGuarded", EXAMPLES / "google_adk_mailer" / "worker.py"),
+}
 
 
-def chaos_through(flags: list[str], url: str, home: Path, workflow: str, run_input: dict, events: list[dict]):
-    """`chaos` on `workflow` with `events` as its schedule file, the lab's model endpoint OPENAI_BASE_URL at
-    `url` (through the proxy), the lab stopped after; (the command, its report)."""
+def chaos_through(
+    flags: list[str], url: str, home: Path, workflow: str, run_input: dict, events: list[dict], name: str = OPENAI
+):
+    """`chaos` on `workflow` with `events` as its schedule file, the lab's model endpoint `name` at `url`
+    (through the proxy), the lab stopped after; (the command, its report)."""
     schedule, report_path = home / "model.json", home / "r.json"
     home.mkdir(parents=True, exist_ok=True)
     schedule.write_text(json.dumps({"events": events}))
-    lab = [*flags, "--model-endpoint", f"OPENAI_BASE_URL={url}"]
+    lab = [*flags, "--model-endpoint", f"{name}={url}"]
     try:
         out = run_cli(
             *lab,
@@ -168,6 +177,39 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
         assert out.returncode == 1 and report["audit"]["workflow_status"] == "FAILED", out.stdout[-3000:]
         assert "invalid arguments for tool send_email_guarded: JSONDecodeError" in out.stdout
         assert report["audit"]["duplicated"] == 0 and report["audit"]["at_risk"] == []
+
+
+@pytest.mark.parametrize("framework", sorted(OVER_ANTHROPIC))
+def test_an_agent_on_anthropic_s_api_meets_the_same_faults_and_sends_each_email_once(
+    framework: str, session_root: Path, temporal_address
+):
+    """The LangGraph, Deep Agents and Google ADK examples with ANTHROPIC_BASE_URL given by the lab: their
+    model clients (langchain-anthropic, ADK's AnthropicLlm) speak Anthropic's Messages API to the
+    scripted model, through the proxy, under the Python agents' storm, garbled call and outage. A
+    garbled tool_use input fails the model request's activity (no framework parses a string where its
+    object should be): Temporal asks again; each email once, PASS."""
+    workflow, worker = OVER_ANTHROPIC[framework]
+    model = ScriptedModel().start()
+    home = session_root / f"mf-{framework}"
+    events = [
+        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
+        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
+        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
+    ]
+    flags = worker_flags(home, worker, "agents", address=temporal_address)
+    try:
+        run_input = {"turns": 4, "pace": 0.3, "think": 0.1}
+        out, report = chaos_through(flags, model.root, home, workflow, run_input, events, name=ANTHROPIC)
+    finally:
+        model.close()
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    spells = {s["fault"]: s for s in report["fleet"]["models"][ANTHROPIC]["spells"]}
+    storm, garbage = spells["model-rate-limit"], spells["model-garbage"]
+    assert storm["met"] == 4 and storm["statuses"] == {"429": 4} and storm["recovered_s"] is not None, storm
+    assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
+    assert report["audit"]["model_reruns"] and report["audit"]["at_risk"] == [], report["audit"]
+    emails = sent(home, report["run_id"])
+    assert len(emails) == 4 and set(emails.values()) == {1}, emails
 
 
 def test_gameday_s_model_outage_holds_on_the_pydantic_ai_mailer(session_root: Path, temporal_address):

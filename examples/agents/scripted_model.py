@@ -10,11 +10,12 @@ docs/model-faults.md).
 It decides from the request alone, as a stateless model would, with mailroom.next_step: the plan is
 the first user message (JSON: turns, to, pace, think), the emails sent so far are the tool results in
 the conversation that say "sent to" (a framework's retry prompt after arguments it could not parse is
-not one); while fewer than `turns` it answers one call of the first tool offered (`send_email`, with
-`pace` if the tool takes it) with a fresh call id, then the text "sent N emails to ADDRESS". It
-thinks `think` seconds first and reports usage (a quarter of the characters, as tokens). Streamed
-(`"stream": true`), a tool call's arguments come in two pieces, as a real model's come in many, and
-the usage in a last chunk when `stream_options.include_usage` asks for it. Bounded: a body of 1 MiB,
+not one); while fewer than `turns` it answers one call of the send tool offered (the first whose name
+says "email", else the first: `send_email`, with `pace` if the tool takes it) with a fresh call id,
+then the text "sent N emails to ADDRESS". It thinks `think` seconds first and reports usage (a
+quarter of the characters, as tokens). Streamed (`"stream": true`), a tool call's arguments come in
+two pieces, as a real model's come in many, and the usage in a last chunk when
+`stream_options.include_usage` asks for it. Bounded: a body of 1 MiB,
 500 messages; anything else is a 4xx."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
@@ -46,11 +48,18 @@ def _text(content: object) -> str:
     return ""
 
 
+def _send_tool(tools: object, name_of: Callable[[dict], object]) -> dict:
+    """The mailer's send tool among those the request offers: the first whose name says "email" (an
+    agent framework may offer its own tools first: Deep Agents' todo list and files), else the first."""
+    offered = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    mail = [t for t in offered if "email" in str(name_of(t)).lower()]
+    return (mail or offered or [{}])[0]
+
+
 def _tool(request: dict) -> tuple[str, set[str]]:
-    """The first tool the request offers (its name, its parameters' names): the mailer's send tool,
-    however the framework names it and whether it takes the send's `pace`; else `send_email`."""
-    tools = request.get("tools")
-    first = tools[0] if isinstance(tools, list) and tools and isinstance(tools[0], dict) else {}
+    """The send tool the request offers (its name, its parameters' names), however the framework names
+    it and whether it takes the send's `pace`; else `send_email`."""
+    first = _send_tool(request.get("tools"), lambda t: (t.get("function") or {}).get("name"))
     function = first.get("function") if isinstance(first.get("function"), dict) else {}
     name = function.get("name") if isinstance(function.get("name"), str) else "send_email"
     props = (
@@ -192,8 +201,7 @@ def _decide_message(request: object) -> tuple[int, dict] | dict:
     if step.text is not None:
         block: dict = {"type": "text", "text": step.text}
     else:
-        tools = request.get("tools") if isinstance(request, dict) else None
-        first = tools[0] if isinstance(tools, list) and tools and isinstance(tools[0], dict) else {}
+        first = _send_tool(request.get("tools") if isinstance(request, dict) else None, lambda t: t.get("name"))
         name = first.get("name") if isinstance(first.get("name"), str) else "send_email"
         schema = first.get("input_schema") if isinstance(first.get("input_schema"), dict) else {}
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -50,8 +51,17 @@ class ScriptedMailer(BaseChatModel):
 
 
 def provider(model_name: str) -> BaseChatModel:
-    """The plugin's `model_provider`: every model name is the scripted model (no key, no network)."""
-    return ScriptedMailer()
+    """The plugin's `model_provider`: every model name is the scripted model (no key, no network); with
+    ANTHROPIC_BASE_URL set, LangChain's ChatAnthropic at that server (../scripted_model.py plays the
+    same script at its root), where a model fault can be put in between (`--model-endpoint
+    ANTHROPIC_BASE_URL=...`). The anthropic SDK's own retries are left as users have them."""
+    base = os.environ.get("ANTHROPIC_BASE_URL")
+    if not base:
+        return ScriptedMailer()
+    from langchain_anthropic import ChatAnthropic
+
+    key = os.environ.get("ANTHROPIC_API_KEY") or "unused-by-the-scripted-model"
+    return ChatAnthropic(model=MODEL_NAME, base_url=base, api_key=key, max_tokens=1024)
 
 
 def _decide(messages: list[BaseMessage]) -> Step:

@@ -8,6 +8,7 @@ as a real model's) and history keeps the ones the workflow saw."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -72,5 +73,25 @@ class ScriptedMailer(BaseLlm):
 
 
 def register() -> None:
-    """Make `scripted-mailer` a model name ADK can build (in the worker process, before it serves)."""
-    LLMRegistry.register(ScriptedMailer)
+    """Make `scripted-mailer` a model name ADK can build (in the worker process, before it serves): the
+    script in this process; with ANTHROPIC_BASE_URL set, ADK's own Claude client (AnthropicLlm, the
+    anthropic SDK) at that server (../scripted_model.py plays the same script at its root), where a
+    model fault can be put in between (`--model-endpoint ANTHROPIC_BASE_URL=...`)."""
+    if not os.environ.get("ANTHROPIC_BASE_URL"):
+        LLMRegistry.register(ScriptedMailer)
+        return
+    from google.adk.models.anthropic_llm import AnthropicLlm
+
+    # The SDK reads its key from the environment and refuses to start without one; the scripted model
+    # takes any (a real endpoint's key is set by whoever runs the worker, never here).
+    os.environ.setdefault("ANTHROPIC_API_KEY", "unused-by-the-scripted-model")
+
+    class ScriptedOverHttp(AnthropicLlm):
+        model: str = MODEL_NAME
+        max_tokens: int = 1024
+
+        @classmethod
+        def supported_models(cls) -> list[str]:
+            return [MODEL_NAME]
+
+    LLMRegistry.register(ScriptedOverHttp)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from datetime import timedelta
@@ -73,7 +74,20 @@ def _answer(messages: list[BaseMessage], step: Step) -> ChatResult:
     return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
-MODEL = ScriptedMailer()
+def _model() -> Any:
+    """The script in this process; with ANTHROPIC_BASE_URL set, LangChain's ChatAnthropic at that server
+    (../scripted_model.py plays the same script at its root), the tool's schema bound, where a model
+    fault can be put in between (`--model-endpoint ANTHROPIC_BASE_URL=...`)."""
+    base = os.environ.get("ANTHROPIC_BASE_URL")
+    if not base:
+        return ScriptedMailer()
+    from langchain_anthropic import ChatAnthropic
+
+    key = os.environ.get("ANTHROPIC_API_KEY") or "unused-by-the-scripted-model"
+    return ChatAnthropic(model=MODEL_NAME, base_url=base, api_key=key, max_tokens=1024).bind_tools([send_email])
+
+
+MODEL = _model()
 
 
 async def agent(state: MessagesState) -> dict:
