@@ -91,20 +91,22 @@ def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed
 
 def test_seeded_model_faults_alone_are_fired_met_and_costed(tmp_path: Path, temporal_address):
     """`chaos --kills 0 --model-faults 3`: no worker death, three seeded faults on the agent's model
-    requests; each one fired met its requests, and the run passes."""
+    requests, whose endpoint is the environment's OPENAI_BASE_URL (no --model-endpoint); each one fired
+    met its requests, and the run passes."""
     standin = StandIn().start()
     home, report_path = tmp_path / "home", tmp_path / "r.json"
     flags = [*worker_flags(home, WORKER, "mf", address=temporal_address), "--model-activities", "ask"]
-    flags += ["--model-endpoint", f"OPENAI_BASE_URL={standin.url}/v1"]
+    environment = {OPENAI: f"{standin.url}/v1"}
     try:
         out = run_cli(
             *flags,
             *("chaos", "--workflow", "AskModel", "--input", json.dumps({"turns": 8, "pace": 0.3})),
             *("--kills", "0", "--model-faults", "3", "--seed", "2", "--json", str(report_path)),
+            env=environment,
             timeout=240,
         )
     finally:
-        run_cli(*flags, "stop", timeout=60)
+        run_cli(*flags, "stop", env=environment, timeout=60)
         standin.stop()
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     report = json.loads(report_path.read_text())
@@ -122,7 +124,7 @@ def test_a_model_fault_needs_its_endpoint_and_a_bad_endpoint_is_one_line(tmp_pat
     flags = worker_flags(home, WORKER, "mf")
     run = ["chaos", "--workflow", "AskModel", "--schedule", str(schedule)]
     try:
-        missing = run_cli(*flags, *run, timeout=60)
+        missing = run_cli(*flags, *run, env={OPENAI: "", ANTHROPIC: ""}, timeout=60)  # none in the environment
         bad = run_cli(*flags, "--model-endpoint", "OPENAI_BASE_URL=http://k:secret@127.0.0.1:1/v1", *run, timeout=60)
     finally:
         run_cli(*flags, "stop", timeout=60)  # nothing to stop, unless a refusal came too late

@@ -60,3 +60,22 @@ def test_model_faults_on_our_own_loop_are_one_line_exit_2(tmp_path, words, said)
     out = run_cli("--home", str(tmp_path / "h"), *words, "--save-schedule", str(tmp_path / "s.json"))
     assert out.returncode == 2 and said in out.stderr, out.stderr
     assert not (tmp_path / "s.json").exists()
+
+
+def test_the_model_clients_base_url_variables_count_as_given_only_where_no_flag_is(tmp_path):
+    from dataclasses import replace
+
+    from checkpoint_tui.cli.model_env import endpoints_from_environment
+    from checkpoint_tui.settings import Settings
+
+    user = Settings(home=tmp_path / "h", worker_cmd=("python", "w.py"))
+    environ = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1/", "ANTHROPIC_BASE_URL": "https://models.example"}
+    assert endpoints_from_environment(user, environ).model_endpoints == (
+        ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+        ("ANTHROPIC_BASE_URL", "https://models.example"),
+    )
+    given = replace(user, model_endpoints=(("MY_MODEL_URL", "http://127.0.0.1:1"),))
+    assert endpoints_from_environment(given, environ) is given  # the flag wins, alone
+    with pytest.raises(UsageError) as bad:
+        endpoints_from_environment(user, {"OPENAI_BASE_URL": "https://k:sk-secret@models.example/v1"})
+    assert "from the environment's OPENAI_BASE_URL" in str(bad.value) and "sk-secret" not in str(bad.value)

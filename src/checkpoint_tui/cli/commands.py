@@ -256,11 +256,15 @@ def _counts(args: argparse.Namespace, settings: Settings) -> Counts:
     from checkpoint_tui.workloads import Counts
 
     more = (args.pauses, args.partitions, args.resets, args.activity_pauses, args.activity_resets)
-    models = tuple(name for name, _ in settings.model_endpoints)
+    from checkpoint_tui.cli.model_env import endpoints_from_environment
+
+    given = endpoints_from_environment(settings) if args.model_faults else settings
+    models = tuple(name for name, _ in given.model_endpoints)
     return Counts(args.kills, *more, server=settings.embedded, model_faults=args.model_faults, models=models)
 
 
 def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
+    from checkpoint_tui.cli.model_env import for_events
     from checkpoint_tui.proof.chaos.command import chaos_command
     from checkpoint_tui.proof.chaos.fleet_lab import check_events
     from checkpoint_tui.proof.chaos.schedule import refuse_server_kills, save_schedule
@@ -283,6 +287,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
             )
             return Exit.OK
     refuse_server_kills(events, settings, args.chaos_schedule or args.chaos_shrink)
+    settings = for_events(settings, events)  # a model fault's endpoint may be the environment's
     check_events(settings, events, str(args.chaos_schedule or args.chaos_shrink or "the schedule"))
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command

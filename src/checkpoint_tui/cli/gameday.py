@@ -73,11 +73,14 @@ def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
     import asyncio
 
     from checkpoint_tui.cli.commands import lab
+    from checkpoint_tui.cli.model_env import endpoints_from_environment
     from checkpoint_tui.proof.gameday.run import SUBDIRS
     from checkpoint_tui.proof.gameday.run import gameday as run_gameday
     from checkpoint_tui.proof.gameday.scenarios import plan
 
     names = [n.strip() for n in (args.scenarios or "").split(",") if n.strip()]
+    if "model-outage" in names:
+        settings = endpoints_from_environment(settings)
     scenarios = plan(settings, names, args.runs, args.down_s, args.grace_s)
     out = args.out or settings.run_dir / "gameday"
     check_output_dir(out, "--out", tuple(s.name for s in scenarios) + SUBDIRS)

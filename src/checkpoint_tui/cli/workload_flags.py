@@ -147,7 +147,8 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME=URL",
         type=_model_endpoint,
-        help="your agent's model endpoint (OpenAI-compatible): the workers get NAME=URL in their environment "
+        help="your agent's model endpoint (OpenAI-compatible, or Anthropic's Messages API): the workers get "
+        "NAME=URL in their environment "
         "(OPENAI_BASE_URL=http://127.0.0.1:8080/v1); chaos routes it through a proxy that plays the "
         "model-* faults (repeatable)",
     )
