@@ -8,7 +8,7 @@ client speaks it), the guarded workflow of each, in a fresh home.
 Prints per agent: the verdict and the run's end, what was duplicated (the audit's), the model requests
 Temporal re-ran and the tokens paid twice for them; per fault: the requests it met and their statuses,
 the tokens billed for them, the requests until a usable answer and the time from the fault's start to
-it. Writes run/bench/model_faults.json (and each chaos command's output beside it). Without
+it. Writes run/bench/model_faults.json (and each chaos command's output and report beside it). Without
 --temporal-address, each home starts its own dev server and stops it after."""
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def one(agent: str, address: str | None, scratch: Path) -> dict:
     wall = time.monotonic() - began
     (OUT_DIR / f"model_faults-{agent.split()[0]}.out").write_text(out.stdout + out.stderr)
     report = json.loads((home / "r.json").read_text())
+    (OUT_DIR / f"model_faults-{agent.split()[0]}.json").write_text(json.dumps(report, indent=1))
     audit = report["audit"]
     spells = report["fleet"]["models"][variable]["spells"]
     return {
