@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from checkpoint_tui.proof.chaos.model_outcome import AGENT, FAILED, TEMPORAL
 from conftest import queue_of, run_cli, worker_flags
 from model_server import StandIn
 from test_agents_lab import ALL_WORKERS, EXAMPLES, sent
@@ -82,6 +83,7 @@ def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed
     assert outage["fault"] == "model-error" and outage["met"] >= 1 and set(outage["statuses"]) == {"500"}, outage
     for spell in (storm, outage):
         assert spell["asked_after"] >= 1 and spell["recovered_s"] is not None and spell["tokens_billed"] == 0
+        assert spell["answered_by"] == TEMPORAL  # its activity fails on any 4xx/5xx: Temporal asks again
     # every turn's answer came from the stand-in; each faulted request was asked again through the proxy
     assert len(standin.chats()) == 6 and endpoint["requests"] == 6 + storm["met"] + outage["met"]
     assert (
@@ -172,10 +174,13 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     mail = home / "example-out" / f"{report['run_id']}.txt"  # none if the run failed before its first send
     emails = sent(home, report["run_id"]) if mail.exists() else Counter()
     assert set(emails.values()) <= {1}, emails  # never twice, whatever the run's end
+    assert storm["answered_by"] == TEMPORAL, storm  # the storm outlasted the client's own 2 retries
     if framework != "openai-agents":  # their policy: a call they cannot parse goes back to the model
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
         assert len(emails) == 4 and storm["recovered_s"] is not None and garbage["recovered_s"] is not None
+        assert garbage["answered_by"] == AGENT, garbage
     else:  # Temporal's OpenAI Agents integration (activity_as_tool, and ours): the run fails on it, said so
+        assert garbage["answered_by"] == FAILED, garbage
         assert out.returncode == 1 and report["audit"]["workflow_status"] == "FAILED", out.stdout[-3000:]
         assert "invalid arguments for tool send_email_guarded: JSONDecodeError" in out.stdout
         assert report["audit"]["duplicated"] == 0 and report["audit"]["at_risk"] == []
@@ -210,6 +215,7 @@ def test_an_agent_on_anthropic_s_api_meets_the_same_faults_and_sends_each_email_
     assert storm["met"] == 4 and storm["statuses"] == {"429": 4} and storm["recovered_s"] is not None, storm
     assert garbage["met"] == 1 and garbage["tokens_billed"] > 0 and garbage["recovered_s"] is not None, garbage
     assert report["audit"]["model_reruns"] and report["audit"]["at_risk"] == [], report["audit"]
+    assert (storm["answered_by"], garbage["answered_by"]) == (TEMPORAL, TEMPORAL), spells
     emails = sent(home, report["run_id"])
     assert len(emails) == 4 and set(emails.values()) == {1}, emails
 
@@ -292,3 +298,4 @@ def test_the_typescript_agent_meets_the_same_faults_and_sends_each_email_once(se
     audit = report["audit"]
     assert audit["framework"] == "ai-sdk" and audit["model_reruns"] and audit["at_risk"] == [], audit
     assert Counter(outbox(home).values()) == Counter({1: 4})  # its policy: the garbled call asked again
+    assert (storm["answered_by"], garbage["answered_by"]) == (TEMPORAL, AGENT), spells

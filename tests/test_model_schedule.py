@@ -79,3 +79,26 @@ def test_the_model_clients_base_url_variables_count_as_given_only_where_no_flag_
     with pytest.raises(UsageError) as bad:
         endpoints_from_environment(user, {"OPENAI_BASE_URL": "https://k:sk-secret@models.example/v1"})
     assert "from the environment's OPENAI_BASE_URL" in str(bad.value) and "sk-secret" not in str(bad.value)
+
+
+def test_what_the_agent_did_about_a_fault_is_read_from_the_runs_histories():
+    from types import SimpleNamespace
+
+    from checkpoint_tui.proof.chaos.model_outcome import AGENT, FAILED, NONE, TEMPORAL, answered_by
+
+    spell = {"fault": "model-garbage", "began": 100.0, "stopped": 104.0, "asked_after": 2}
+    retried = {"scheduled_at": 99.5, "started_at": 105.5, "last_failure": "1 validation error for AIMessage"}
+    storm = {**retried, "last_failure": "Rate limit reached (checkpoint-tui model-rate-limit)"}
+    later = {"scheduled_at": 120.0, "started_at": 121.0, "last_failure": "x"}
+
+    def runs(*reruns: dict, status: str = "COMPLETED") -> list:
+        return [SimpleNamespace(workflow_status=status, model_reruns=list(reruns))]
+
+    assert answered_by(spell, runs(retried)) == TEMPORAL
+    assert answered_by({**spell, "fault": "model-rate-limit"}, runs(storm)) == TEMPORAL
+    assert answered_by(spell, runs(storm)) == AGENT  # that retry was the storm's, said in its failure
+    assert answered_by(spell, runs(retried), deaths=[101.0]) == AGENT  # a kill's retry: not this fault's
+    assert answered_by(spell, runs(later)) == AGENT  # one after the fault: not its
+    assert answered_by({**spell, "asked_after": 0}, runs(status="FAILED")) == FAILED
+    assert answered_by({**spell, "asked_after": 0}, runs()) == NONE
+    assert answered_by(spell, [SimpleNamespace(workflow_status="COMPLETED")]) == AGENT  # our loop's: no reruns

@@ -112,6 +112,8 @@ class ActivityExec:
             "segment": self.segment,
             "execution": self.execution,
             "duration_s": self.duration_s,
+            "scheduled_at": self.scheduled_at,  # its first attempt's, as history keeps it
+            "started_at": self.started_at,  # its last attempt's
             "last_failure": self.last_failure,
             "resumed": self.resumed,
             "class": self.cls,

@@ -31,6 +31,7 @@ from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
 from checkpoint_tui.proof.chaos.fleet_lab import FleetLab
 from checkpoint_tui.proof.chaos.kill_windows import Placement
+from checkpoint_tui.proof.chaos.model_outcome import annotate
 from checkpoint_tui.proof.chaos.placements import place_deaths
 from checkpoint_tui.proof.chaos.printing import place_word
 from checkpoint_tui.proof.chaos.run_starts import RunStarts
@@ -358,6 +359,8 @@ class Chaos:
             ),
             touched=self._touched() if len(self.run_ids) > 1 else None,
         )
+        if report.fleet is not None:
+            annotate(report.fleet.models, audits, [k.at for k in self.kills])  # what the agent did, per fault
         if len(audits) == 1:
             report.checks = target.checks(audits[0])
             return report

@@ -173,4 +173,5 @@ def spell_line(s: dict) -> str:
     return (
         f"{s.get('fault')}: met {s.get('met')} request(s) ({seen}) · {s.get('tokens_billed')} tokens billed for them"
         f" · asked {s.get('asked_after')} more time(s) · {after}"
+        + (f" · {s['answered_by']}" if s.get("answered_by") else "")
     )

@@ -28,6 +28,8 @@ class Call:
     segment: int | None = None
     execution: str | None = None
     duration_s: float | None = None
+    scheduled_at: float | None = None  # its first attempt's (wall clock)
+    started_at: float | None = None  # its last attempt's
     last_failure: str | None = None
     resumed: bool | None = None
     cls: str | None = key("class", None)
