@@ -8,8 +8,9 @@ client speaks it), the guarded workflow of each, in a fresh home.
 Prints per agent: the verdict and the run's end, what was duplicated (the audit's), the model requests
 Temporal re-ran and the tokens paid twice for them; per fault: the requests it met and their statuses,
 the tokens billed for them, the requests until a usable answer and the time from the fault's start to
-it. Writes run/bench/model_faults.json (and each chaos command's output and report beside it). Without
---temporal-address, each home starts its own dev server and stops it after."""
+it, and what the agent did about it. Writes run/bench/model_faults.json (and each chaos command's output
+and report beside it). Without --temporal-address, each home starts its own dev server and stops it
+after."""
 
 from __future__ import annotations
 
@@ -103,7 +104,10 @@ def one(agent: str, address: str | None, scratch: Path) -> dict:
         "tokens_paid_again": audit.get("tokens_paid_again"),
         "not_fired": [n.get("kind") for n in report.get("not_fired", [])],
         "spells": [
-            {k: s[k] for k in ("fault", "met", "statuses", "tokens_billed", "asked_after", "recovered_s")}
+            {
+                k: s.get(k)
+                for k in ("fault", "met", "statuses", "tokens_billed", "asked_after", "recovered_s", "answered_by")
+            }
             for s in spells
         ],
         "wall_s": round(wall, 1),
@@ -122,7 +126,7 @@ def show(r: dict) -> None:
         recovered = f"{s['recovered_s']:.2f} s" if s["recovered_s"] is not None else "none"
         print(
             f"  {s['fault']:<17} met {s['met']:>2} ({statuses}) · {s['tokens_billed']} tokens billed · "
-            f"asked {s['asked_after']} more · usable answer after {recovered}"
+            f"asked {s['asked_after']} more · usable answer after {recovered} · {s['answered_by']}"
         )
 
 
