@@ -35,6 +35,7 @@ from checkpoint_tui.settings import Settings  # noqa: E402
 
 WORKER = f"{sys.executable} {ROOT / 'examples' / 'user_worker' / 'worker.py'}"
 INPUT = '{"count": 5, "pace": 0.1}'
+KEEP_FAILED = False  # --keep-failed
 
 
 def _children_cpu() -> float:
@@ -81,6 +82,7 @@ def one(runs: int, seed: int) -> dict:
     lab = [sys.executable, "-m", "checkpoint_tui", "--home", str(home), "--worker-cmd", WORKER]
     cmd = [*lab, "chaos", "--workflow", "SendLines", "--input", INPUT, "--seed", str(seed), "--kills", "4"]
     cpu0, began = _children_cpu(), time.monotonic()
+    proc: subprocess.Popen | None = None
     try:
         with open(home / "out.txt", "w") as log:
             proc = subprocess.Popen(
@@ -99,7 +101,10 @@ def one(runs: int, seed: int) -> dict:
         subprocess.run([*lab, "stop"], capture_output=True, timeout=120)
         if (home / "out.txt").is_file():  # what it printed, kept beside the figures
             shutil.copyfile(home / "out.txt", OUT_DIR / f"chaos_load-{runs}.txt")
-        shutil.rmtree(home, ignore_errors=True)
+        if KEEP_FAILED and proc is not None and proc.returncode != 0:  # its ledger and server database, kept
+            print(f"kept {home} (exit {proc.returncode})", flush=True)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
     touched = doc.get("touched") or {}
     return {
         "runs": runs,
@@ -125,7 +130,10 @@ def main() -> None:
     p.add_argument("--runs", default="16,64,256")
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--keep-failed", action="store_true", help="keep the home of a chaos that did not pass")
     args = p.parse_args()
+    global KEEP_FAILED
+    KEEP_FAILED = args.keep_failed
     results = []
     for n in [int(x) for x in args.runs.split(",")]:
         for _ in range(args.repeat):
