@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -51,14 +52,30 @@ def dispatch(args: argparse.Namespace) -> int:
     return tui(args, settings, workload) if func is None else func(args, settings, workload)
 
 
+def temporal_from(args: argparse.Namespace) -> tuple[str | None, str | None, ConnectionOptions]:
+    """Where Temporal is and how to reach it: the flags, over Temporal's environment configuration when
+    it is asked for (settings/temporal_config.py), over the lab's defaults."""
+    from checkpoint_tui.settings.connection import merged, with_env_tls
+    from checkpoint_tui.settings.temporal_config import load_target
+
+    flags = ConnectionOptions(
+        args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key, tls_server_name=args.tls_server_name
+    )
+    target = load_target(args.profile, args.config_file)
+    address = args.temporal_address or os.environ.get("CHECKPOINT_TEMPORAL_ADDRESS") or None
+    if target is None:
+        return address, args.namespace, with_env_tls(flags, os.environ) if address else flags
+    return address or target.address, args.namespace or target.namespace, merged(flags, target.connection)
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     """The flags' settings with the user's worker commands; a command that runs work, on the task
     queue its shared ledger names."""
-    connection = ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, args.temporal_api_key)
+    address, namespace, connection = temporal_from(args)
     settings = load_settings(
         args.home,
-        args.temporal_address,
-        args.namespace,
+        address,
+        namespace,
         args.model_url,
         args.model,
         connection,

@@ -128,6 +128,18 @@ def _where_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mTLS to a Temporal cluster")
     p.add_argument("--tls-key", metavar="PEM", help="client private key for mTLS")
     p.add_argument("--tls-ca", metavar="PEM", help="CA certificate to verify the server (default: system roots)")
+    p.add_argument("--tls-server-name", metavar="NAME", help="the name the server's certificate holds (SNI)")
+    p.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="Temporal's environment configuration: this profile (env TEMPORAL_PROFILE) of --config-file",
+    )
+    p.add_argument(
+        "--config-file",
+        metavar="TOML",
+        help="Temporal's client configuration file (env TEMPORAL_CONFIG_FILE; the TEMPORAL_* variables "
+        "override it, these flags override both)",
+    )
     p.add_argument(
         "--temporal-api-key",
         metavar="KEY",

@@ -24,6 +24,7 @@ from checkpoint_tui.loop_worker.activities import AgentActivities
 from checkpoint_tui.loop_worker.liveness import beat_forever
 from checkpoint_tui.loop_worker.workflow import AgentLoop
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
+from checkpoint_tui.settings.connection import with_env_tls
 
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -39,6 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--tls-ca")
+    p.add_argument("--tls-server-name")
     p.add_argument("--sticky-timeout", type=float, default=STICKY_TIMEOUT.total_seconds(), metavar="S")
     p.add_argument("--standby", action="store_true", help="connect, then wait for SIGUSR1 before polling")
     return p.parse_args(argv)
@@ -50,7 +52,11 @@ def worker_settings(args: argparse.Namespace) -> Settings:
         home=args.home,
         temporal_address=args.address,
         namespace=args.namespace,
-        connection=ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca),
+        # inline TLS data: from the environment the lab set (Settings.child_env), never a flag
+        connection=with_env_tls(
+            ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, tls_server_name=args.tls_server_name),
+            os.environ,
+        ),
         artifacts=args.artifacts,
         task_queue=args.task_queue,
     )

@@ -7,9 +7,9 @@ import time
 
 from temporalio.client import Client
 
-from checkpoint_tui.errors import CheckpointError, Unavailable
+from checkpoint_tui.errors import CheckpointError, Unavailable, UsageError
 from checkpoint_tui.ops.devserver import DevServer, ensure_devserver, recorded
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings import ConnectionOptions, Settings
 
 EXTERNAL_CONNECT_TIMEOUT_S = 5.0
 
@@ -47,6 +47,8 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
         except CheckpointError:  # bad TLS files: not something a retry fixes
             raise
         except Exception as err:  # RuntimeError from the bridge, TimeoutError, ...
+            if (refused := refusal(str(err), settings.connection)) is not None:  # nor is a wrong key
+                raise UsageError(f"Temporal at {address} refused the lab: {refused}") from None
             last = err
             await asyncio.sleep(0.2)
     where = "the embedded dev server" if settings.embedded else "--temporal-address / CHECKPOINT_TEMPORAL_ADDRESS"
@@ -64,3 +66,33 @@ async def reach(settings: Settings) -> str:
     if not settings.embedded:
         await connect_client(settings, address)
     return address
+
+
+# What a connection's failure says about the lab's credentials, as the SDK's core (tonic, rustls) words
+# it: a server's certificate the lab cannot trust, or a server (or the TLS front before it) that
+# turned the lab's key or certificate away. Anything else is the network's, and retried.
+_REFUSALS = (
+    ("UnknownIssuer", "its certificate is not signed by a CA the lab trusts (the server CA given, or the system's)"),
+    ("NotValidForName", "its certificate is not for the name the lab checks (set the TLS server name)"),
+    ("CertificateRequired", "it wants a client certificate and the lab has none"),
+    ("BadCertificate", "it rejected the client certificate"),
+    ("UnknownCA", "it rejected the client certificate (not signed by a CA it trusts)"),
+)
+
+
+_UNAUTHORIZED = ("401 Unauthorized", "403 Forbidden", "Unauthenticated", "PermissionDenied")
+
+
+def refusal(message: str, conn: ConnectionOptions) -> str | None:
+    """Which of the lab's credentials a failed connection names, in one line that repeats none of them;
+    None: not a refusal."""
+    for marker, said in _REFUSALS:
+        if marker in message:
+            return said
+    if any(m in message for m in _UNAUTHORIZED):
+        return "it rejected the API key" if conn.api_key else "it wants credentials (an API key) and the lab has none"
+    if "400 Bad Request" in message and (conn.tls_cert or conn.tls_cert_data):  # a TLS front's answer to a bad one
+        return "it rejected the client certificate"
+    if "400 Bad Request" in message:
+        return "it wants a client certificate and the lab has none"
+    return None

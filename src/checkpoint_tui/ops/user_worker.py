@@ -14,27 +14,35 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import replace
 
 from checkpoint_tui.ops.launch import WORKER_OF_ENV, Launch
 from checkpoint_tui.ops.procs import ProcIdentity
-from checkpoint_tui.settings import PROBE_LOG_ENV, TEMPORAL_API_KEY_ENV, FleetMember, Settings
+from checkpoint_tui.settings import (
+    PROBE_LOG_ENV,
+    TEMPORAL_API_KEY_ENV,
+    TEMPORAL_CONFIG_VARS,
+    ConnectionOptions,
+    FleetMember,
+    Settings,
+)
 from checkpoint_tui.waiting import wait_until_sync
 
 EXEC_WAIT_S = 5.0
 # Inherited variables the SDK's environment configuration would read instead of the lab's values.
-SDK_VARS = (
-    "TEMPORAL_ADDRESS",
-    "TEMPORAL_NAMESPACE",
-    TEMPORAL_API_KEY_ENV,
-    "TEMPORAL_TLS",
-    "TEMPORAL_TLS_CLIENT_CERT_PATH",
-    "TEMPORAL_TLS_CLIENT_KEY_PATH",
-    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
-    "TEMPORAL_TLS_CLIENT_CERT_DATA",
-    "TEMPORAL_TLS_CLIENT_KEY_DATA",
-    "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
-    "TEMPORAL_PROFILE",
-)
+SDK_VARS = (*TEMPORAL_CONFIG_VARS, TEMPORAL_API_KEY_ENV)
+
+
+def worker_connection(settings: Settings) -> ConnectionOptions:
+    """How a worker reaches Temporal: as the lab does; through chaos's hop, in plain (the hop speaks TLS
+    upstream, the API key riding on as the worker sent it); through a network proxy, TLS end to end,
+    checking the server's own name (the certificate is not the proxy's)."""
+    conn = settings.connection
+    if settings.worker_address and settings.worker_plaintext:
+        return ConnectionOptions(api_key=conn.api_key, tls_disabled=True)
+    if settings.worker_address and conn.tls and not conn.tls_server_name and settings.temporal_address:
+        return replace(conn, tls_server_name=settings.temporal_address.rsplit(":", 1)[0].strip("[]"))
+    return conn
 
 
 def default_identity(pid: int) -> str:
@@ -51,7 +59,7 @@ def worker_env(settings: Settings, address: str, queue: str | None = None) -> di
         env.pop(name, None)
     env["TEMPORAL_ADDRESS"] = settings.worker_address or address  # a chaos network proxy may stand between
     env["TEMPORAL_NAMESPACE"] = settings.namespace
-    conn = settings.connection
+    conn = worker_connection(settings)
     if conn.api_key:
         env[TEMPORAL_API_KEY_ENV] = conn.api_key
     for name, path in (
@@ -61,8 +69,13 @@ def worker_env(settings: Settings, address: str, queue: str | None = None) -> di
     ):
         if path:
             env[name] = os.path.abspath(os.path.expanduser(path))
-    if conn.api_key or conn.tls_cert or conn.tls_ca:
+    env.update(conn.secrets_env())  # inline TLS data, as Temporal's variables name it
+    if conn.tls_server_name:
+        env["TEMPORAL_TLS_SERVER_NAME"] = conn.tls_server_name
+    if conn.tls:
         env["TEMPORAL_TLS"] = "true"
+    elif conn.tls_disabled:
+        env["TEMPORAL_TLS"] = "false"
     env["CHECKPOINT_HOME"] = str(settings.home)
     env[WORKER_OF_ENV] = str(settings.home)  # what stop's sweep finds its forks by (worker_proc.spawned_for_home)
     env["CHECKPOINT_TASK_QUEUE"] = queue or settings.task_queue

@@ -13,7 +13,7 @@ import hashlib
 import os
 import secrets
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from checkpoint_tui.errors import UsageError
@@ -32,6 +32,23 @@ LEDGER_URL_ENV = "CHECKPOINT_LEDGER_URL"
 PROBE_LOG_ENV = "CHECKPOINT_PROBE_LOG"  # the effects library's probe log (default HOME/run/)
 PROBE_LOG_NAME = "effects-probe.jsonl"  # its file name under HOME/run/, where the lab's audit reads it
 TEMPORAL_API_KEY_ENV = "TEMPORAL_API_KEY"
+# Temporal's environment configuration (settings/temporal_config.py), besides the API key: what a child
+# of the lab must not read from the caller (a profile, a file, a shell's TLS variables).
+TEMPORAL_CONFIG_VARS = (
+    "TEMPORAL_PROFILE",
+    "TEMPORAL_CONFIG_FILE",
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
+    "TEMPORAL_TLS",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_CERT_DATA",
+    "TEMPORAL_TLS_CLIENT_KEY_DATA",
+    "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+    "TEMPORAL_TLS_SERVER_NAME",
+    "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION",
+)
 MODEL_API_KEY_ENVS = ("CHECKPOINT_API_KEY", "OPENAI_API_KEY")
 DEFAULT_MODEL_TIMEOUT_S = 30.0
 
@@ -77,6 +94,8 @@ class Settings:
     fsync_effects: bool = True
     # where workers reach Temporal when not at the app's address: chaos's network proxy (a partition nemesis)
     worker_address: str | None = None
+    # the workers' leg to worker_address is plain: chaos's hop ends TLS there and speaks it upstream (hop.py)
+    worker_plaintext: bool = False
     # --worker-cmd: a user's own worker command (argv, argv[0] resolved) run instead of ours, from worker_cwd
     worker_cmd: tuple[str, ...] = ()
     worker_cwd: Path | None = None
@@ -173,9 +192,16 @@ class Settings:
             env["CHECKPOINT_TASK_QUEUE"] = self.task_queue_name
         if self.temporal_bin:
             env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
+        for name in TEMPORAL_CONFIG_VARS:  # a child reads the lab's one answer, not the caller's file or shell
+            env.pop(name, None)
+        if not self.embedded:
+            env.update(self.connection.secrets_env())  # inline TLS data: never a command line, never a file
         env.pop("CHECKPOINT_WORKER_ADDRESS", None)
+        env.pop("CHECKPOINT_WORKER_PLAINTEXT", None)
         if self.worker_address:
             env["CHECKPOINT_WORKER_ADDRESS"] = self.worker_address
+            if self.worker_plaintext:
+                env["CHECKPOINT_WORKER_PLAINTEXT"] = "1"
         # The model server a worker trusts with the model key is the one it was started with.
         model_env = (
             ("CHECKPOINT_MODEL_URL", self.models.url),
@@ -312,9 +338,7 @@ def load_settings(
     home_path = resolve_home(home or _env("CHECKPOINT_HOME") or Path.cwd(), source)
     connection = connection or ConnectionOptions()
     if connection.api_key is None and _env(TEMPORAL_API_KEY_ENV):
-        connection = ConnectionOptions(
-            connection.tls_cert, connection.tls_key, connection.tls_ca, _env(TEMPORAL_API_KEY_ENV)
-        )
+        connection = replace(connection, api_key=_env(TEMPORAL_API_KEY_ENV))
     models = ModelOptions(
         url=model_url,
         model=model or _env("CHECKPOINT_MODEL"),
@@ -335,4 +359,5 @@ def load_settings(
         temporal_bin=_env("CHECKPOINT_TEMPORAL_BIN"),
         fsync_effects=_env("CHECKPOINT_FSYNC") != "0",
         worker_address=_env("CHECKPOINT_WORKER_ADDRESS"),
+        worker_plaintext=_env("CHECKPOINT_WORKER_PLAINTEXT") == "1",
     )

@@ -4,7 +4,8 @@ key)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,40 +56,97 @@ def check_model_url(url: str) -> None:
         )
 
 
+# Inline TLS data (Temporal's environment configuration's `*_data`, or its TEMPORAL_TLS_*_DATA
+# variables): how a child of the lab gets what the lab was given inline, never through a file of ours.
+TLS_DATA_ENV = {
+    "tls_cert_data": "TEMPORAL_TLS_CLIENT_CERT_DATA",
+    "tls_key_data": "TEMPORAL_TLS_CLIENT_KEY_DATA",
+    "tls_ca_data": "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+}
+TLS_SERVER_NAME_ENV = "TEMPORAL_TLS_SERVER_NAME"
+
+
 @dataclass(frozen=True)
 class ConnectionOptions:
-    """How to reach a Temporal cluster beyond its address: mTLS files and an API key."""
+    """How to reach a Temporal cluster beyond its address: mTLS (files, or inline data from Temporal's
+    environment configuration), the server name to verify, an API key."""
 
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_ca: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    tls_cert_data: bytes | None = field(default=None, repr=False)
+    tls_key_data: bytes | None = field(default=None, repr=False)
+    tls_ca_data: bytes | None = field(default=None, repr=False)
+    tls_server_name: str | None = None  # the name the server's certificate must hold (SNI too)
+    tls_disabled: bool = False  # the configuration says no TLS, even beside an API key
+    tls_enabled: bool = False  # the configuration says TLS, with the system's roots
 
     def worker_args(self) -> list[str]:
-        """File paths only: the API key reaches a worker through its environment."""
+        """File paths and the server name only: an API key and inline data reach a worker through its
+        environment (child_env)."""
         args: list[str] = []
-        for flag, value in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key), ("--tls-ca", self.tls_ca)):
+        for flag, value in (
+            ("--tls-cert", self.tls_cert),
+            ("--tls-key", self.tls_key),
+            ("--tls-ca", self.tls_ca),
+            ("--tls-server-name", self.tls_server_name),
+        ):
             if value:
                 args += [flag, value]
         return args
+
+    def secrets_env(self) -> dict[str, str]:
+        """The inline TLS data as Temporal's variables, for a child's environment (not its command line)."""
+        return {name: getattr(self, attr).decode() for attr, name in TLS_DATA_ENV.items() if getattr(self, attr)}
+
+    @property
+    def tls(self) -> bool:
+        material = (self.tls_cert, self.tls_key, self.tls_ca, self.tls_cert_data, self.tls_key_data, self.tls_ca_data)
+        return not self.tls_disabled and bool(any(material) or self.tls_server_name or self.tls_enabled or self.api_key)
 
     def client_kwargs(self) -> dict:
         """Keyword arguments for temporalio Client.connect."""
         from temporalio.service import TLSConfig  # the SDK is imported by callers that connect anyway
 
         kwargs: dict = {}
-        if self.tls_cert or self.tls_key or self.tls_ca:
-            if bool(self.tls_cert) != bool(self.tls_key):
-                raise UsageError("mTLS needs both --tls-cert and --tls-key")
+        if self.tls:
+            cert = self.tls_cert_data or _read(self.tls_cert, "--tls-cert")
+            key = self.tls_key_data or _read(self.tls_key, "--tls-key")
+            if bool(cert) != bool(key):
+                raise UsageError("mTLS needs both a client certificate and its key (--tls-cert and --tls-key)")
             kwargs["tls"] = TLSConfig(
-                client_cert=_read(self.tls_cert, "--tls-cert"),
-                client_private_key=_read(self.tls_key, "--tls-key"),
-                server_root_ca_cert=_read(self.tls_ca, "--tls-ca"),
+                client_cert=cert,
+                client_private_key=key,
+                server_root_ca_cert=self.tls_ca_data or _read(self.tls_ca, "--tls-ca"),
+                domain=self.tls_server_name,
             )
+        elif self.tls_disabled:
+            kwargs["tls"] = False
         if self.api_key:
             kwargs["api_key"] = self.api_key
-            kwargs.setdefault("tls", True)  # API keys are only sent over TLS
         return kwargs
+
+
+def merged(over: ConnectionOptions, under: ConnectionOptions) -> ConnectionOptions:
+    """Each of `over`'s settings where it has one, else `under`'s (flags over a configuration)."""
+    picked = {
+        name: getattr(over, name) if getattr(over, name) not in (None, False) else getattr(under, name)
+        for name in ConnectionOptions.__dataclass_fields__
+    }
+    return ConnectionOptions(**picked)
+
+
+def with_env_tls(conn: ConnectionOptions, environ: Mapping[str, str]) -> ConnectionOptions:
+    """`conn` with what a parent lab passed in the environment: inline TLS data and the server name
+    (each where `conn` has none)."""
+    extra: dict[str, object] = {}
+    for attr, name in TLS_DATA_ENV.items():
+        if getattr(conn, attr) is None and environ.get(name):
+            extra[attr] = environ[name].encode()
+    if conn.tls_server_name is None and environ.get(TLS_SERVER_NAME_ENV):
+        extra["tls_server_name"] = environ[TLS_SERVER_NAME_ENV]
+    return replace(conn, **extra) if extra else conn  # type: ignore[arg-type]
 
 
 def _read(path: str | None, flag: str) -> bytes | None:

@@ -136,7 +136,8 @@ class Chaos:
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
         if (hop := self.target.hop(self, self.settings.worker_address or address)) is not None:
             self.hop = hop  # crash points: the workers reach Temporal (or the proxy) through the hop
-            self.settings = replace(self.settings, worker_address=await hop.start())
+            # with TLS to the cluster the hop ends the workers' TLS and speaks it upstream: they reach it plain
+            self.settings = replace(self.settings, worker_address=await hop.start(), worker_plaintext=bool(hop.tls))
         if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
             await asyncio.to_thread(chaos_supervisor.replace_direct_workers, self.settings)
         await self.supervisor.spawn(self.settings, self.supervise_flags())

@@ -56,7 +56,7 @@ from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S, Progress, aimed, closed_at, until_activity
-from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Arming, Hop
+from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Arming, Hop, upstream_tls
 from checkpoint_tui.proof.nemeses.http_log import HttpLog, log_path
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Fired, Hit, Miss
 from checkpoint_tui.proof.report import Check
@@ -137,7 +137,8 @@ class ActivityTarget(ChaosTarget):
         if not any(ev.kind in HOP_KINDS for ev in chaos.schedule):
             return None
         settings = chaos.settings
-        hop = Hop(upstream, self.aim, self.framework, lambda identity: nemeses.kill_worker_of(settings, identity))
+        tls = upstream_tls(settings) if settings.connection.tls else None
+        hop = Hop(upstream, self.aim, self.framework, lambda who: nemeses.kill_worker_of(settings, who), tls)
         # Every crash point is armed before the run starts: each lands as its task passes, not after the events
         # before it were done (a dev server's restart takes seconds; a run of fast tools may be over by then).
         # The k-th aimed task of any workflow on the lab's workers: the run's (and its children's; the lead's and

@@ -32,6 +32,7 @@ from checkpoint_tui.core.activity_history import ActivityExec, decode_payload, l
 from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.proof.nemeses.aim import aimed
 from checkpoint_tui.proof.nemeses.records import Hit
+from checkpoint_tui.settings import Settings
 
 BEFORE, AFTER, RECORDED = "worker-before-effect", "worker-after-effect", "worker-after-record"
 HOP_KINDS = (BEFORE, AFTER, RECORDED)
@@ -87,10 +88,37 @@ class Arming:
     fresh: bool = False  # on the next aimed task of a tool not hit yet (chaos --every-window), whatever its ordinal
 
 
+@dataclass(frozen=True)
+class UpstreamTls:
+    """The hop's TLS to the cluster: its CA (None: the system's), the client certificate and key."""
+
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = field(default=None, repr=False)
+    server_name: str | None = None
+
+
+def upstream_tls(settings: Settings) -> UpstreamTls:
+    """The lab's own TLS to the cluster, for the hop: the files (or inline data) read once, the server's
+    name (given, else the address's host: the hop's own address is not in the certificate)."""
+    config = settings.connection.client_kwargs()["tls"]
+    host = settings.temporal_address.rsplit(":", 1)[0].strip("[]") if settings.temporal_address else None
+    return UpstreamTls(config.server_root_ca_cert, config.client_cert, config.client_private_key, config.domain or host)
+
+
 class Hop(grpc.GenericRpcHandler):
-    def __init__(self, upstream: str, aim: str, framework: Classifier, kill: Callable[[str], Hit | None]) -> None:
-        """`kill(identity)`: SIGKILL the worker of that identity if it is ours (a Hit), else None."""
+    def __init__(
+        self,
+        upstream: str,
+        aim: str,
+        framework: Classifier,
+        kill: Callable[[str], Hit | None],
+        tls: UpstreamTls | None = None,
+    ) -> None:
+        """`kill(identity)`: SIGKILL the worker of that identity if it is ours (a Hit), else None. `tls`:
+        the cluster wants TLS (the workers then speak plain to the hop, their API key riding on)."""
         self.upstream, self.aim, self.framework, self.kill = upstream, aim, framework, kill
+        self.tls = tls
         self.armed: list[Arming] = []
         self.tasks: dict[bytes, Task] = {}  # task token -> what it is
         self.ordinals: dict[tuple[str, str], tuple[int, int]] = {}  # (execution, activity id) -> its first attempt's
@@ -109,7 +137,12 @@ class Hop(grpc.GenericRpcHandler):
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
-        self._channel = grpc.aio.insecure_channel(self.upstream, options=opts + backoff)
+        if self.tls is None:
+            self._channel = grpc.aio.insecure_channel(self.upstream, options=opts + backoff)
+        else:
+            named = [("grpc.ssl_target_name_override", self.tls.server_name)] if self.tls.server_name else []
+            credentials = grpc.ssl_channel_credentials(self.tls.ca, self.tls.key, self.tls.cert)
+            self._channel = grpc.aio.secure_channel(self.upstream, credentials, options=opts + backoff + named)
         self._server = grpc.aio.server(
             handlers=[self],
             options=[
