@@ -110,11 +110,14 @@ class ConnectionOptions:
         from temporalio.service import TLSConfig  # the SDK is imported by callers that connect anyway
 
         kwargs: dict = {}
-        if self.tls:
+        material = (self.tls_cert, self.tls_key, self.tls_ca, self.tls_cert_data, self.tls_key_data, self.tls_ca_data)
+        if self.tls and not any(material) and not self.tls_server_name:
+            kwargs["tls"] = True  # the system's roots, the address's name
+        elif self.tls:
             cert = self.tls_cert_data or _read(self.tls_cert, "--tls-cert")
             key = self.tls_key_data or _read(self.tls_key, "--tls-key")
             if bool(cert) != bool(key):
-                raise UsageError("mTLS needs both a client certificate and its key (--tls-cert and --tls-key)")
+                raise UsageError("mTLS needs both --tls-cert and --tls-key (a client certificate and its key)")
             kwargs["tls"] = TLSConfig(
                 client_cert=cert,
                 client_private_key=key,
