@@ -65,10 +65,20 @@ $(TS_AGENT_BUILD): $(TS_AGENT_STAMP) $(TS_AGENT)/tsconfig.json $(wildcard $(TS_A
 # pytest process loads them (a controller, four workers).
 PYTEST_UNUSED := -p no:langsmith_plugin -p no:anyio
 
-# The four installs (the venv's packages, PostgreSQL's binaries, the two TypeScript examples'
+# A staging cluster's TLS front for the tests (tests/tls_front.py): Debian's nginx binary, extracted from
+# its package into .venv/nginx (`apt-get download` + `dpkg -x`: no service installed or started, nothing
+# left running, no root needed). Where nginx is on PATH, that one; where neither can be had, those tests
+# skip and say why.
+NGINX := $(VENV)/nginx/usr/sbin/nginx
+$(NGINX): | $(PY)
+	@command -v nginx >/dev/null || { command -v apt-get >/dev/null && command -v dpkg >/dev/null && \
+	  tmp=$$(mktemp -d) && (cd $$tmp && apt-get download -q nginx >/dev/null 2>&1) && \
+	  dpkg -x $$tmp/nginx_*.deb $(VENV)/nginx; rm -rf $$tmp; } || echo "nginx not available: the TLS front tests skip"
+
+# The installs (the venv's packages, PostgreSQL's binaries, nginx, the two TypeScript examples'
 # node_modules) touch different folders: they run at once.
 .PHONY: test-setup
-test-setup: $(TEST_STAMP) postgres-binaries $(TS_STAMP) $(TS_AGENT_BUILD)
+test-setup: $(TEST_STAMP) postgres-binaries $(NGINX) $(TS_STAMP) $(TS_AGENT_BUILD)
 
 test:
 	@$(MAKE) --no-print-directory -j4 test-setup
