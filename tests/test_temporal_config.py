@@ -101,14 +101,16 @@ def test_a_child_gets_the_lab_s_one_answer_in_its_environment_never_on_its_comma
     settings = Settings(home=tmp_path / "h", temporal_address=target.address, connection=target.connection)
     env = settings.child_env()
     assert "TEMPORAL_PROFILE" not in env and "TEMPORAL_CONFIG_FILE" not in env
-    assert env["TEMPORAL_TLS_CLIENT_CERT_DATA"].startswith("-----BEGIN") and env["TEMPORAL_API_KEY"] == KEY
+    assert env["CHECKPOINT_TLS_CLIENT_CERT_DATA"].startswith("-----BEGIN") and env["TEMPORAL_API_KEY"] == KEY
     flags = settings.server_flags()
     assert "--tls-server-name" in flags and not any("BEGIN" in f or KEY in f for f in flags)
     user = replace(settings, worker_cmd=("python", "w.py"))
     wenv = worker_env(user, target.address or "")
     assert wenv["TEMPORAL_TLS_SERVER_NAME"] == "frontend.staging.test" and wenv["TEMPORAL_TLS"] == "true"
+    assert wenv["TEMPORAL_TLS_CLIENT_CERT_DATA"].startswith("-----BEGIN")
+    assert "CHECKPOINT_TLS_CLIENT_CERT_DATA" not in wenv  # ours is for our own processes
     embedded = Settings(home=tmp_path / "e", connection=target.connection).child_env()
-    assert "TEMPORAL_TLS_CLIENT_CERT_DATA" not in embedded  # the lab's own dev server: none of it
+    assert "CHECKPOINT_TLS_CLIENT_CERT_DATA" not in embedded  # the lab's own dev server: none of it
 
 
 def test_through_the_hop_a_worker_speaks_plain_and_through_a_proxy_tls_with_the_server_s_name(tmp_path):
@@ -135,3 +137,13 @@ def test_through_the_hop_a_worker_speaks_plain_and_through_a_proxy_tls_with_the_
 def test_a_refused_connection_names_which_credential(message, names):
     said = refusal(message, ConnectionOptions(tls_cert="c.pem", tls_key="k.pem", api_key=KEY))
     assert (said is None) if names is None else (names in (said or "") and KEY not in said), said
+
+
+def test_a_process_of_the_lab_reads_inline_data_only_from_its_parent_lab(tmp_path, monkeypatch):
+    from checkpoint_tui.settings import load_settings
+
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_CERT_DATA", "a shell's, not the lab's")
+    monkeypatch.setenv("CHECKPOINT_TLS_CLIENT_CERT_DATA", "CERT")
+    external = load_settings(tmp_path / "h", "frontend.staging.test:7233", connection=ConnectionOptions())
+    assert external.connection.tls_cert_data == b"CERT"  # what a parent lab passed, under its own name
+    assert load_settings(tmp_path / "h").connection.tls_cert_data is None  # its own dev server: none

@@ -55,7 +55,7 @@ def dispatch(args: argparse.Namespace) -> int:
 def temporal_from(args: argparse.Namespace) -> tuple[str | None, str | None, ConnectionOptions]:
     """Where Temporal is and how to reach it: the flags, over Temporal's environment configuration when
     it is asked for (settings/temporal_config.py), over the lab's defaults."""
-    from checkpoint_tui.settings.connection import merged, with_env_tls
+    from checkpoint_tui.settings.connection import merged
     from checkpoint_tui.settings.temporal_config import load_target
 
     flags = ConnectionOptions(
@@ -64,7 +64,7 @@ def temporal_from(args: argparse.Namespace) -> tuple[str | None, str | None, Con
     target = load_target(args.profile, args.config_file)
     address = args.temporal_address or os.environ.get("CHECKPOINT_TEMPORAL_ADDRESS") or None
     if target is None:
-        return address, args.namespace, with_env_tls(flags, os.environ) if address else flags
+        return address, args.namespace, flags  # load_settings adds what a parent lab passed in the environment
     return address or target.address, args.namespace or target.namespace, merged(flags, target.connection)
 
 

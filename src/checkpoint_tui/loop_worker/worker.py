@@ -24,7 +24,6 @@ from checkpoint_tui.loop_worker.activities import AgentActivities
 from checkpoint_tui.loop_worker.liveness import beat_forever
 from checkpoint_tui.loop_worker.workflow import AgentLoop
 from checkpoint_tui.settings import ConnectionOptions, Settings, load_settings
-from checkpoint_tui.settings.connection import with_env_tls
 
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -52,11 +51,8 @@ def worker_settings(args: argparse.Namespace) -> Settings:
         home=args.home,
         temporal_address=args.address,
         namespace=args.namespace,
-        # inline TLS data: from the environment the lab set (Settings.child_env), never a flag
-        connection=with_env_tls(
-            ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, tls_server_name=args.tls_server_name),
-            os.environ,
-        ),
+        # inline TLS data comes from the environment the lab set (load_settings reads it), never a flag
+        connection=ConnectionOptions(args.tls_cert, args.tls_key, args.tls_ca, tls_server_name=args.tls_server_name),
         artifacts=args.artifacts,
         task_queue=args.task_queue,
     )

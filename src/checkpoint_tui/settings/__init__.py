@@ -19,12 +19,14 @@ from pathlib import Path
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files.home import check_private_dir, check_private_file, resolve_home  # noqa: F401 (re-exported)
 from checkpoint_tui.settings.connection import (  # noqa: F401 (re-exported: where callers have always found them)
+    LAB_TLS_DATA_ENV,
     POSTGRES_SCHEMES,
     ConnectionOptions,
     check_model_url,
     is_postgres_url,
     postgres_label,
     postgres_parts,
+    with_env_tls,
 )
 
 DEFAULT_NAMESPACE = "default"
@@ -194,8 +196,10 @@ class Settings:
             env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
         for name in TEMPORAL_CONFIG_VARS:  # a child reads the lab's one answer, not the caller's file or shell
             env.pop(name, None)
-        if not self.embedded:
-            env.update(self.connection.secrets_env())  # inline TLS data: never a command line, never a file
+        for name in LAB_TLS_DATA_ENV.values():
+            env.pop(name, None)
+        if not self.embedded:  # inline TLS data: never a command line, never a file
+            env.update(self.connection.secrets_env(LAB_TLS_DATA_ENV))
         env.pop("CHECKPOINT_WORKER_ADDRESS", None)
         env.pop("CHECKPOINT_WORKER_PLAINTEXT", None)
         if self.worker_address:
@@ -339,6 +343,9 @@ def load_settings(
     connection = connection or ConnectionOptions()
     if connection.api_key is None and _env(TEMPORAL_API_KEY_ENV):
         connection = replace(connection, api_key=_env(TEMPORAL_API_KEY_ENV))
+    temporal_address = temporal_address or _env("CHECKPOINT_TEMPORAL_ADDRESS")
+    if temporal_address:  # a server the lab did not start: the inline TLS data and name a parent lab passed
+        connection = with_env_tls(connection, os.environ)
     models = ModelOptions(
         url=model_url,
         model=model or _env("CHECKPOINT_MODEL"),
@@ -348,7 +355,7 @@ def load_settings(
     )
     return Settings(
         home=home_path,
-        temporal_address=temporal_address or _env("CHECKPOINT_TEMPORAL_ADDRESS"),
+        temporal_address=temporal_address,
         namespace=namespace or _env("CHECKPOINT_NAMESPACE") or DEFAULT_NAMESPACE,
         models=models,
         connection=connection,

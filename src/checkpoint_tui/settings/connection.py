@@ -63,7 +63,9 @@ TLS_DATA_ENV = {
     "tls_key_data": "TEMPORAL_TLS_CLIENT_KEY_DATA",
     "tls_ca_data": "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 }
-TLS_SERVER_NAME_ENV = "TEMPORAL_TLS_SERVER_NAME"
+# The same for the lab's own children (a supervisor, our loop's workers): names no SDK or shell sets,
+# so a process of ours reads inline data only when a parent lab passed it.
+LAB_TLS_DATA_ENV = {attr: name.replace("TEMPORAL_", "CHECKPOINT_") for attr, name in TLS_DATA_ENV.items()}
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,10 @@ class ConnectionOptions:
                 args += [flag, value]
         return args
 
-    def secrets_env(self) -> dict[str, str]:
-        """The inline TLS data as Temporal's variables, for a child's environment (not its command line)."""
-        return {name: getattr(self, attr).decode() for attr, name in TLS_DATA_ENV.items() if getattr(self, attr)}
+    def secrets_env(self, names: Mapping[str, str] = TLS_DATA_ENV) -> dict[str, str]:
+        """The inline TLS data as Temporal's variables (or `names`), for a child's environment (never its
+        command line)."""
+        return {name: getattr(self, attr).decode() for attr, name in names.items() if getattr(self, attr)}
 
     @property
     def tls(self) -> bool:
@@ -141,14 +144,9 @@ def merged(over: ConnectionOptions, under: ConnectionOptions) -> ConnectionOptio
 
 
 def with_env_tls(conn: ConnectionOptions, environ: Mapping[str, str]) -> ConnectionOptions:
-    """`conn` with what a parent lab passed in the environment: inline TLS data and the server name
-    (each where `conn` has none)."""
-    extra: dict[str, object] = {}
-    for attr, name in TLS_DATA_ENV.items():
-        if getattr(conn, attr) is None and environ.get(name):
-            extra[attr] = environ[name].encode()
-    if conn.tls_server_name is None and environ.get(TLS_SERVER_NAME_ENV):
-        extra["tls_server_name"] = environ[TLS_SERVER_NAME_ENV]
+    """`conn` with the inline TLS data a parent lab passed (LAB_TLS_DATA_ENV), each where it has none."""
+    extra = {attr: environ[name].encode() for attr, name in LAB_TLS_DATA_ENV.items() if environ.get(name)}
+    extra = {attr: data for attr, data in extra.items() if getattr(conn, attr) is None}
     return replace(conn, **extra) if extra else conn  # type: ignore[arg-type]
 
 
