@@ -223,3 +223,32 @@ async def test_settling_reads_two_more_rounds_so_a_drain_as_the_runs_closed_is_s
     await sampler.settle()
     await sampler.stop()
     assert drain_s(read_samples(path), since) is not None
+
+
+async def test_settling_reads_on_while_a_server_s_cached_count_lags_and_stops_at_its_bound(tmp_path: Path, monkeypatch):
+    """On a server the lab did not start the count is cached up to 5 s: two rounds 0.5 s apart still read
+    the drained backlog's last count (a churn read 'never drained' in 3 of 64 experiments,
+    bench/shutdown_polls.py). Settling reads on until two rounds read none, SETTLE_MAX_S at most."""
+    from checkpoint_tui.proof.measure import backlog
+
+    path = tmp_path / "s.jsonl"
+    stale = [answer(0), answer(1)] * 4  # the first round, then three rounds of a count the server cached
+    service = FakeService([*stale, answer(0), answer(0), answer(0), answer(0)])
+    sampler = BacklogSampler(SimpleNamespace(workflow_service=service), "ns", ["q"], path, every_s=0.05)
+    await sampler.start()
+    await wait_until(lambda: len(read_samples(path)) >= 2, 5, what="the sampler's first round")
+    since = read_samples(path)[0].t
+    await sampler.settle()
+    await sampler.stop()
+    assert drain_s(read_samples(path), since) is not None
+
+    monkeypatch.setattr(backlog, "SETTLE_MAX_S", 0.3)  # a count that never falls: settling ends, never drained
+    path2 = tmp_path / "s2.jsonl"
+    forever = FakeService([answer(0), answer(1)] * 200)
+    stuck = BacklogSampler(SimpleNamespace(workflow_service=forever), "ns", ["q"], path2, every_s=0.05)
+    await stuck.start()
+    await wait_until(lambda: len(read_samples(path2)) >= 2, 5, what="the sampler's first round")
+    began = time.monotonic()
+    await stuck.settle()
+    await stuck.stop()
+    assert time.monotonic() - began < 2.0 and drain_s(read_samples(path2), read_samples(path2)[0].t) is None
