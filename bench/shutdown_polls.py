@@ -69,11 +69,13 @@ def _losses(out: Path) -> list[dict]:
                 "lost": sum(a.get("lost_work_count") or 0 for a in audits),
                 "timeouts": sum((a.get("lost_work") or {}).get("timeouts_total") or 0 for a in audits),
                 # what did not hold, in the report's words (a check that failed)
-                "failed": [
-                    f"{c.get('name')}: {str(c.get('observed'))[:300]}"
-                    for c in [*exp.get("checks", []), *report["checks"]]
-                    if not c["ok"]
-                ],
+                "failed": list(
+                    dict.fromkeys(  # the experiment's checks include its chaos report's: each once
+                        f"{c.get('name')}: {str(c.get('observed'))[:300]}"
+                        for c in [*exp.get("checks", []), *report["checks"]]
+                        if not c["ok"]
+                    )
+                ),
             }
         )
     return found
