@@ -147,3 +147,18 @@ def test_a_process_of_the_lab_reads_inline_data_only_from_its_parent_lab(tmp_pat
     external = load_settings(tmp_path / "h", "frontend.staging.test:7233", connection=ConnectionOptions())
     assert external.connection.tls_cert_data == b"CERT"  # what a parent lab passed, under its own name
     assert load_settings(tmp_path / "h").connection.tls_cert_data is None  # its own dev server: none
+
+
+def test_the_hop_s_upstream_tls_for_an_api_key_alone_and_for_a_profile_s_certificates(tmp_path):
+    """An API key alone (Temporal Cloud's way) is TLS with the system's roots: the hop must take that as
+    it takes certificates (it read the SDK's `tls=True` as a TLSConfig and crashed)."""
+    from checkpoint_tui.proof.nemeses.hop import UpstreamTls, upstream_tls
+
+    cloud = Settings(
+        home=tmp_path / "h", temporal_address="ns.acct.tmprl.cloud:7233", connection=ConnectionOptions(api_key=KEY)
+    )
+    assert upstream_tls(cloud) == UpstreamTls(server_name="ns.acct.tmprl.cloud")
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(b"CA")
+    own = replace(cloud, connection=ConnectionOptions(tls_ca=str(ca), tls_server_name="frontend.test", api_key=KEY))
+    assert upstream_tls(own) == UpstreamTls(ca=b"CA", server_name="frontend.test")

@@ -104,17 +104,21 @@ class ConnectionOptions:
         return {name: getattr(self, attr).decode() for attr, name in names.items() if getattr(self, attr)}
 
     @property
+    def _material(self) -> bool:
+        """Certificates or a server name given: a TLS configuration of its own, not the system's defaults."""
+        given = (self.tls_cert, self.tls_key, self.tls_ca, self.tls_cert_data, self.tls_key_data, self.tls_ca_data)
+        return bool(any(given) or self.tls_server_name)
+
+    @property
     def tls(self) -> bool:
-        material = (self.tls_cert, self.tls_key, self.tls_ca, self.tls_cert_data, self.tls_key_data, self.tls_ca_data)
-        return not self.tls_disabled and bool(any(material) or self.tls_server_name or self.tls_enabled or self.api_key)
+        return not self.tls_disabled and (self._material or self.tls_enabled or bool(self.api_key))
 
     def client_kwargs(self) -> dict:
         """Keyword arguments for temporalio Client.connect."""
         from temporalio.service import TLSConfig  # the SDK is imported by callers that connect anyway
 
         kwargs: dict = {}
-        material = (self.tls_cert, self.tls_key, self.tls_ca, self.tls_cert_data, self.tls_key_data, self.tls_ca_data)
-        if self.tls and not any(material) and not self.tls_server_name:
+        if self.tls and not self._material:
             kwargs["tls"] = True  # the system's roots, the address's name
         elif self.tls:
             cert = self.tls_cert_data or _read(self.tls_cert, "--tls-cert")

@@ -103,6 +103,8 @@ def upstream_tls(settings: Settings) -> UpstreamTls:
     name (given, else the address's host: the hop's own address is not in the certificate)."""
     config = settings.connection.client_kwargs()["tls"]
     host = settings.temporal_address.rsplit(":", 1)[0].strip("[]") if settings.temporal_address else None
+    if config is True:  # an API key alone (Temporal Cloud's way): the system's roots, the address's name
+        return UpstreamTls(server_name=host)
     return UpstreamTls(config.server_root_ca_cert, config.client_cert, config.client_private_key, config.domain or host)
 
 
