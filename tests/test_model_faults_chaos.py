@@ -23,6 +23,13 @@ from scripted_model import ScriptedModel  # noqa: E402
 
 WORKER = Path(__file__).with_name("model_worker.py")
 OPENAI, ANTHROPIC = "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"
+# What every example agent meets: a 429 storm past its model client's own retries (so Temporal retries
+# the model request), one tool call whose arguments are not JSON, half a second of 503s.
+AGENT_FAULTS = [
+    {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
+    {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
+    {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
+]
 # The examples whose model client speaks Anthropic's Messages API (langchain-anthropic, ADK's Claude).
 OVER_ANTHROPIC = {
     "langgraph": ("LangGraphMailerGuarded", EXAMPLES / "langgraph_mailer" / "worker.py"),
@@ -155,14 +162,10 @@ def test_a_guarded_agent_meets_a_429_storm_garbled_tool_calls_and_an_outage_and_
     (PASS), Temporal's OpenAI Agents integration fails the workflow on it (FAIL, the failure named)."""
     model = ScriptedModel().start()
     home = session_root / f"mf-{framework}"
-    events = [
-        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
-        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
-        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
-    ]
     flags = worker_flags(home, ALL_WORKERS[framework], "agents", address=temporal_address)
     try:
-        out, report = chaos_through(flags, model.url, home, workflow, {"turns": 4, "pace": 0.3, "think": 0.1}, events)
+        run_input = {"turns": 4, "pace": 0.3, "think": 0.1}
+        out, report = chaos_through(flags, model.url, home, workflow, run_input, AGENT_FAULTS)
     finally:
         model.close()
     spells = {s["fault"]: s for s in report["fleet"]["models"]["OPENAI_BASE_URL"]["spells"]}
@@ -198,15 +201,10 @@ def test_an_agent_on_anthropic_s_api_meets_the_same_faults_and_sends_each_email_
     workflow, worker = OVER_ANTHROPIC[framework]
     model = ScriptedModel().start()
     home = session_root / f"mf-{framework}"
-    events = [
-        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
-        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
-        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
-    ]
     flags = worker_flags(home, worker, "agents", address=temporal_address)
     try:
         run_input = {"turns": 4, "pace": 0.3, "think": 0.1}
-        out, report = chaos_through(flags, model.root, home, workflow, run_input, events, name=ANTHROPIC)
+        out, report = chaos_through(flags, model.root, home, workflow, run_input, AGENT_FAULTS, name=ANTHROPIC)
     finally:
         model.close()
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
@@ -275,11 +273,6 @@ def test_the_typescript_agent_meets_the_same_faults_and_sends_each_email_once(se
     garbled call and outage as the Python agents."""
     model = ScriptedModel().start()
     home = session_root / "mf-ts"
-    events = [
-        {"at_s": 0.2, "nemesis": "model-rate-limit", "requests": 4, "retry_after_s": 0},
-        {"at_s": 1.5, "nemesis": "model-garbage", "requests": 1},
-        {"at_s": 2.5, "nemesis": "model-error", "duration_s": 0.5},
-    ]
     flags = [
         *("--home", str(home), "--worker-cmd", f"node {TS_AGENT / 'lib' / 'worker.js'}"),
         *("--task-queue", queue_of("ts-mf", home), "--temporal-address", temporal_address),
@@ -287,7 +280,7 @@ def test_the_typescript_agent_meets_the_same_faults_and_sends_each_email_once(se
     ]
     try:
         run_input = {"turns": 4, "pace": 0.3, "think": 0.1}
-        out, report = chaos_through(flags, model.url, home, "TsAgentMailerGuarded", run_input, events)
+        out, report = chaos_through(flags, model.url, home, "TsAgentMailerGuarded", run_input, AGENT_FAULTS)
     finally:
         model.close()
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

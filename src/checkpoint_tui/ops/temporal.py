@@ -91,8 +91,8 @@ def refusal(message: str, conn: ConnectionOptions) -> str | None:
             return said
     if any(m in message for m in _UNAUTHORIZED):
         return "it rejected the API key" if conn.api_key else "it wants credentials (an API key) and the lab has none"
-    if "400 Bad Request" in message and (conn.tls_cert or conn.tls_cert_data):  # a TLS front's answer to a bad one
-        return "it rejected the client certificate"
-    if "400 Bad Request" in message:
-        return "it wants a client certificate and the lab has none"
+    if "400 Bad Request" in message:  # what a TLS front (nginx's ssl_verify_client) answers: a guess, said as one
+        if conn.tls_cert or conn.tls_cert_data:
+            return "it answered 400 Bad Request, as a TLS front does when it rejected the client certificate"
+        return "it answered 400 Bad Request, as a TLS front does when it wants a client certificate (none given)"
     return None

@@ -8,23 +8,22 @@ the proxy's record and the runs' histories, the first that holds:
 - `the agent asked again`: a request came after the fault stopped with no such retry (the model
   client's own retries, or the framework asking the model in a request of its own);
 - `the run failed`: no request came after it, and a run's workflow FAILED;
-- `no usable answer`: no request came after it before chaos ended.
+- `not asked again`: no request came after it before chaos ended, and no run failed.
 
 Several runs share one clock: with `--runs`, a request of another run counts as asked again."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from checkpoint_tui.core.audit import Audit
+from checkpoint_tui.proof.nemeses.model_proxy import MARKED
 
-_NAMED = re.compile(r"checkpoint-tui (model-[a-z-]+)")  # in the proxy's error bodies (model_proxy.py)
 FAILED, TEMPORAL, AGENT, NONE = (
     "the run failed",
     "Temporal retried the model request",
     "the agent asked again",
-    "no usable answer",
+    "not asked again",
 )
 
 
@@ -45,7 +44,7 @@ def _across(rerun: dict, kind: str, began: float, stopped: float, deaths: Sequen
     scheduled, started = rerun.get("scheduled_at"), rerun.get("started_at")
     if not isinstance(scheduled, float | int) or not isinstance(started, float | int):
         return False
-    named = _NAMED.search(str(rerun.get("last_failure") or ""))
+    named = MARKED.search(str(rerun.get("last_failure") or ""))
     if named is not None and named.group(1) != kind:  # the attempt before failed on another fault
         return False
     died = any(scheduled <= t <= started for t in deaths)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
@@ -53,9 +54,17 @@ HOP_BY_HOP = frozenset(
     }
 )
 _HOP_BYTES = frozenset(h.encode() for h in HOP_BY_HOP)
+
+
+def mark(kind: str) -> str:
+    """How the proxy's own error messages name their fault (an audit reads it back: model_outcome.py)."""
+    return f"(checkpoint-tui {kind})"
+
+
+MARKED = re.compile(r"\(checkpoint-tui (model-[a-z-]+)\)")  # mark()'s, read back
 _ERRORS = {
-    RATE_LIMIT: (429, "rate_limit_exceeded", "Rate limit reached (checkpoint-tui model-rate-limit)"),
-    ERROR: (503, "server_error", "The server is overloaded (checkpoint-tui model-error)"),
+    RATE_LIMIT: (429, "rate_limit_exceeded", f"Rate limit reached {mark(RATE_LIMIT)}"),
+    ERROR: (503, "server_error", f"The server is overloaded {mark(ERROR)}"),
 }
 
 
