@@ -4,7 +4,11 @@ directory). `workflow_worker_v2.py` is the same worker with version 2 of the wor
 Connects with the SDK's environment configuration (`TEMPORAL_ADDRESS`, default 127.0.0.1:7233;
 `TEMPORAL_NAMESPACE`, default `default`; TLS and API key variables as the SDK reads them), polls
 `CHECKPOINT_TASK_QUEUE` (default `fleet-workflows`) for `FleetMailer`'s workflow tasks only, and runs
-until SIGTERM or SIGINT. It runs no activity: the activity workers do (activity_worker.py)."""
+until SIGTERM or SIGINT. It runs no activity: the activity workers do (activity_worker.py).
+
+With `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID` set (as Temporal's Worker Controller sets
+them, and the lab with --deployment), it polls as that Worker Deployment Version (Worker Versioning), its
+workflows `--versioning auto-upgrade` (the default) or `--versioning pinned`."""
 
 from __future__ import annotations
 
@@ -12,11 +16,13 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 from datetime import timedelta
 
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.envconfig import ClientConfig
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkerDeploymentConfig
 
 # the sibling modules: `python workflow_worker.py` puts this folder on sys.path
 from shared import DEFAULT_WORKFLOW_QUEUE, exit_stopped
@@ -43,11 +49,29 @@ async def run(workflow: type, version: str) -> None:
         # to another workflow worker (the SDK's default is 10 s: every restart or deploy would cost that).
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         graceful_shutdown_timeout=timedelta(seconds=1),  # workflow tasks are short: nothing to wait for
+        deployment_config=deployment_config(),
     )
     async with worker:
         log.info("FleetMailer %s polling %s on %s (pid %d)", version, task_queue, config["target_host"], os.getpid())
         await stop.wait()
     log.info("stopped")
+
+
+def deployment_config() -> WorkerDeploymentConfig | None:
+    """The Worker Deployment Version this worker is, from the environment; None: unversioned."""
+    name, build = os.environ.get("TEMPORAL_DEPLOYMENT_NAME"), os.environ.get("TEMPORAL_WORKER_BUILD_ID")
+    if not (name and build):
+        return None
+    args = sys.argv[1:]
+    choice = args[args.index("--versioning") + 1] if "--versioning" in args[:-1] else "auto-upgrade"
+    behaviors = {"pinned": VersioningBehavior.PINNED, "auto-upgrade": VersioningBehavior.AUTO_UPGRADE}
+    if choice not in behaviors:
+        raise SystemExit(f"--versioning {choice[:40]!r}: pinned or auto-upgrade")
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=name, build_id=build),
+        use_worker_versioning=True,
+        default_versioning_behavior=behaviors[choice],
+    )
 
 
 def main(workflow: type = FleetMailer, version: str = "v1") -> None:

@@ -133,6 +133,14 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
         help="the new version of the worker command on QUEUE, for the deploy nemesis (repeatable)",
     )
     p.add_argument(
+        "--deployment",
+        metavar="NAME",
+        type=_deployment,
+        help="deploy with Worker Versioning: the --deploy queue's workers run as versions of this Worker "
+        "Deployment (v1 the --worker command, v2 the --deploy one, beside it), routed by set-current-version "
+        "and set-ramping-version (see docs/gameday.md)",
+    )
+    p.add_argument(
         "--dependency",
         action="append",
         default=None,
@@ -238,6 +246,14 @@ def _aim(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _deployment(text: str) -> str:
+    """A Worker Deployment's name: what Temporal takes and a reader can type (no dots: Temporal joins a
+    name and a build id with one)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", text):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: a name of letters, digits, - and _ (at most 100)")
+    return text
+
+
 def fold_fleet(args: argparse.Namespace) -> None:
     """--worker QUEUE=CMD flags as one fleet: the workflow's command (--worker-cmd on --task-queue, else
     the --worker on --task-queue, else the first) and the others (args.fleet_rest), before any other check."""
@@ -262,6 +278,8 @@ def fold_fleet(args: argparse.Namespace) -> None:
             )
     if len({d.queue for d in deploys}) < len(deploys):
         raise UsageError("one --deploy per task queue")
+    if getattr(args, "deployment", None) and len(deploys) != 1:
+        raise UsageError("--deployment versions one queue's workers: give exactly one --deploy QUEUE=CMD with it")
     if len({name for name, _ in deps}) < len(deps):
         raise UsageError("one --dependency per NAME")
 
@@ -281,6 +299,7 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         worker_cwd=Path.cwd(),
         fleet=getattr(args, "fleet_rest", ()),
         deploys=tuple(getattr(args, "deploy", None) or ()),
+        deployment=getattr(args, "deployment", None),
         dependencies=tuple(getattr(args, "dependency", None) or ()),
         model_endpoints=tuple(getattr(args, "model_endpoint", None) or ()),
     )

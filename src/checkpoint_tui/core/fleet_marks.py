@@ -51,6 +51,10 @@ def _chaos(kind: str, detail: Mapping, queue: str | None) -> str | None:
         back = _number(detail.get("rolled_back_at"))
         start = _number(detail.get("deployed_at"))
         later = f" · rolled back {back - start:.0f} s later" if back is not None and start is not None else ""
+        if to := _name(detail.get("to")):  # Worker Versioning: routed, not rolled
+            ramp = _number(detail.get("ramp_percent"))
+            ramped = f" after a {ramp:g}% ramp" if ramp is not None else ""
+            return f"deploy: {_name(detail.get('deployment')) or '?'} version {to} current{ramped}{later}"
         return f"deploy: {queue or 'the workflow queue'} → its new version{n}{later}"
     if kind == "dependency":
         fault = f"{_name(detail.get('fault')) or '?'}" + (f" for{lasting}" if lasting else "")

@@ -42,14 +42,13 @@ def read_fleet(settings: Settings) -> list[FleetCommand]:
     and a process check per slot)."""
     deployed = set(fleet.deployed(settings))
     out = []
-    for i, member in enumerate(settings.members):
+    # with --deployment, each version its own line (its build id beside its queue), both running once deployed
+    for i, member in enumerate([*settings.members, *settings.versions]):
         slots = fleet.member_slots(settings, i)
         live = sum(worker_proc.load(settings, "active", slot) is not None for slot in slots)
-        out.append(
-            FleetCommand(
-                member.queue, live, len(slots), member.queue in deployed, fleet.held_until(settings, member.queue)
-            )
-        )
+        label = f"{member.queue} {member.build_id}" if member.build_id else member.queue
+        rolled = member.queue in deployed and member.build_id is None
+        out.append(FleetCommand(label, live, len(slots), rolled, fleet.held_until(settings, member.queue)))
     return out
 
 

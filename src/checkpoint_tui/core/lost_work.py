@@ -24,10 +24,12 @@ from checkpoint_tui.core.workflow_end import (
     latency,
     one_line,
     outcome,
+    versions,
     workflow_task_failures,
 )
 from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.fleet_queries import worker_versions
 
 FLEET_DOWN = "chaos:fleet-down"
 SLACK_S = 0.5  # a lab event this much outside a lost attempt's estimated window still counts (clocks, rounding)
@@ -307,6 +309,7 @@ class LostWork:
     task_failures: list[TaskFailure] = field(default_factory=list)
     outcome: Outcome | None = None
     schedule_to_start: dict[str, Latency | None] = field(default_factory=dict)  # latency()
+    versions: dict[str, int] = field(default_factory=dict)  # workflow tasks per Worker Deployment Version
 
     def units(self, end: bool = True) -> list[str]:
         """One line per unit of work lost: timeouts, workflow tasks failing for good, the workflow's end."""
@@ -334,13 +337,13 @@ class LostWork:
             "task_failures_total": len(self.task_failures),
             "outcome": entry(self.outcome) if self.outcome is not None else None,
             "schedule_to_start": {k: v and asdict(v) for k, v in self.schedule_to_start.items()},
+            "versions": self.versions,
         }
 
 
 def lost_work(chain: Chain, worker_events: Iterable[LabEvent] = (), now: float | None = None) -> LostWork:
-    return LostWork(
-        attribute(timeouts(chain), worker_events), workflow_task_failures(chain, now), outcome(chain), latency(chain)
-    )
+    failed = workflow_task_failures(chain, now)
+    return LostWork(attribute(timeouts(chain), worker_events), failed, outcome(chain), latency(chain), versions(chain))
 
 
 # History's events that name the worker that ran a task (a worker this run used)
@@ -371,7 +374,11 @@ def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = 
         for e, r in zip(lab, rows, strict=True)
         if r["run_id"] in (None, run_id) or e.who in served or _reached(e, queue)
     ]
-    return lost_work(chain, mine, now)
+    found = lost_work(chain, mine, now)
+    if names := {f.identity for f in found.task_failures if f.identity}:  # by the version its worker ran
+        ran = worker_versions(conn, names)
+        found.task_failures = [replace(f, version=ran.get(f.identity or "")) for f in found.task_failures]
+    return found
 
 
 def _workflow_queue(events: list) -> str | None:

@@ -13,6 +13,8 @@ def lost_work_lines(doc: dict, limit: int = 10) -> list[str]:
         f"(lost {sum(t['lost'] for t in outs)}) · workflow task failures {doc.get('task_failures_total', 0)} "
         f"(still failing {sum(f['lost'] for f in fails)}) · schedule-to-start {_latency(doc)}"
     ]
+    if ran := doc.get("versions"):  # Worker Versioning: which version ran the workflow tasks
+        lines.append("  workflow tasks by version: " + " · ".join(f"{k} {n}" for k, n in list(ran.items())[:limit]))
     lines += [f"  {'LOST' if t['lost'] else 'waited out'}: {t['line']}" for t in outs[:limit]]
     lines += [f"  {'LOST' if f['lost'] else 'recovered'}: {f['line']}" for f in fails[:limit]]
     return lines + ([f"  {'LOST' if end['lost'] else 'ended'}: {end['line']}"] if end else [])

@@ -8,12 +8,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from temporalio.api.enums.v1 import WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import VersioningBehavior, WorkflowTaskFailedCause
 
 from checkpoint_tui.core.activity_history import is_reset_event, plain
 from checkpoint_tui.core.chain import Chain
 
 MESSAGE_LIMIT = 200  # characters of a message from history
+MAX_VERSIONS = 16  # distinct versions counted in a run's history
 CAUSE_DEPTH = 32  # a failure's cause chain is followed this far (history is untrusted)
 _ENDS = {
     "workflow_execution_failed_event_attributes": "FAILED",
@@ -22,6 +23,10 @@ _ENDS = {
     "workflow_execution_canceled_event_attributes": "CANCELED",
 }
 _SCHEDULED = ("activity_task_scheduled_event_attributes", "workflow_task_scheduled_event_attributes")
+_BEHAVIORS = {
+    VersioningBehavior.VERSIONING_BEHAVIOR_PINNED: "pinned",
+    VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE: "auto-upgrade",
+}
 _STARTED = {
     "activity_task_started_event_attributes": "activity",
     "workflow_task_started_event_attributes": "workflow_task",
@@ -47,6 +52,7 @@ class TaskFailure:
     first_at: float
     until: float | None  # the next completed workflow task; None: still failing
     stuck_s: float
+    version: str | None = None  # the Worker Deployment Version (build id) of the worker that failed it
 
     @property
     def lost(self) -> bool:
@@ -55,6 +61,7 @@ class TaskFailure:
 
     def line(self) -> str:
         head = f"workflow task failed ({self.cause})" + (f" on {self.identity}" if self.identity else "")
+        head += f" of version {self.version}" if self.version else ""
         if self.lost:
             return f"{head}: {self.message} · still failing after {self.stuck_s:.1f} s"
         return f"{head}: {self.message} · stuck {self.stuck_s:.1f} s until a workflow task completed"
@@ -170,3 +177,19 @@ def latency(chain: Chain) -> dict[str, Latency | None]:
                 if a is not None and getattr(a, "attempt", 1) <= 1 and a.scheduled_event_id in scheduled:
                     samples[key].append(max(0.0, event_time(ev) - scheduled[a.scheduled_event_id]))
     return {key: percentiles(values) for key, values in samples.items()}
+
+
+def versions(chain: Chain) -> dict[str, int]:
+    """Completed workflow tasks per Worker Deployment Version (build id, and `pinned` or `auto-upgrade`
+    as the worker declared it): which version ran the run's workflow tasks; empty for unversioned workers."""
+    counts: dict[str, int] = {}
+    for ev in chain.events:
+        if not ev.HasField("workflow_task_completed_event_attributes"):
+            continue
+        a = ev.workflow_task_completed_event_attributes
+        if build := plain(a.deployment_version.build_id, 255):
+            behavior = _BEHAVIORS.get(a.versioning_behavior)
+            key = f"{build} ({behavior})" if behavior else build
+            if key in counts or len(counts) < MAX_VERSIONS:  # history is untrusted: a bounded table
+                counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -3,6 +3,8 @@
 
 Slots: each command has `--workers N` slots (default 1), command i the slots i*N .. i*N+N-1, so a slot
 always names the same command and queue, across a supervisor's death and its successor's adoption.
+With --deployment (Worker Versioning), each --deploy command has N slots of its own after those: its
+version's workers run beside the old version's while deployed (blue-green), and stand by otherwise.
 
 Fleet events change what a slot runs or whether it runs, through two small files under run/ that the
 supervisor (a separate process under chaos) reads; both are written by the nemeses of
@@ -29,7 +31,7 @@ STATE_LIMIT = 64 * 1024  # these files hold a few queue names and pids
 
 
 def slot_count(settings: Settings) -> int:
-    return max(1, settings.pool_size) * max(1, len(settings.members))
+    return max(1, settings.pool_size) * (max(1, len(settings.members)) + len(settings.versions))
 
 
 def member_slots(settings: Settings, index: int) -> range:
@@ -42,10 +44,12 @@ def member_of(settings: Settings, slot: int) -> FleetMember | None:
     """The command a slot runs (its --deploy command while deployed); None for our own worker."""
     members = settings.members
     index = slot // max(1, settings.pool_size)
-    if not members or index >= len(members):
+    if not members or index >= len(members) + len(settings.versions):
         return None
+    if index >= len(members):
+        return settings.versions[index - len(members)]  # a new version's slot (Worker Versioning)
     member = members[index]
-    if member.queue in deployed(settings):
+    if member.build_id is None and member.queue in deployed(settings):  # a rolling deploy: the slot's command
         new = next((d for d in settings.deploys if d.queue == member.queue), None)
         return new or member
     return member
@@ -54,6 +58,17 @@ def member_of(settings: Settings, slot: int) -> FleetMember | None:
 def queue_of(settings: Settings, slot: int) -> str:
     member = member_of(settings, slot)
     return member.queue if member is not None else settings.task_queue
+
+
+def standby(settings: Settings, slot: int) -> bool:
+    """A new version's slot (Worker Versioning) while its queue is not deployed: no worker runs in it."""
+    member = member_of(settings, slot)
+    return (
+        member is not None
+        and member.build_id is not None
+        and member in settings.versions
+        and (member.queue not in deployed(settings))
+    )
 
 
 def queues(settings: Settings) -> list[str]:

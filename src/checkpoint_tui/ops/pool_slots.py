@@ -65,12 +65,15 @@ def adopt_or_start(
 def bring_back(
     settings: Settings, address: str, worker_args: tuple[str, ...], held: set[int], pool: dict[int, WorkerProc]
 ) -> set[int]:
-    """Fill each held slot whose queue's fleet-down hold has ended with a fresh worker (into `pool`);
-    returns the slots still held."""
+    """Fill each held slot whose queue's fleet-down hold has ended (or whose new version was deployed) with
+    a fresh worker (into `pool`); returns the slots still held."""
     for slot in held:
-        if fleet.held_until(settings, fleet.queue_of(settings, slot)) is None:
+        if fleet.held_until(settings, fleet.queue_of(settings, slot)) is None and not fleet.standby(settings, slot):
             worker = worker_proc.spawn(settings, address, "active", worker_args, slot)
             pool[slot] = worker
-            detail = f"back after fleet-down (slot {slot}, {worker.queue or settings.task_queue})"
-            record_worker_event(connect(settings.ledger), "respawn", worker.pid, worker.name, detail=detail)
+            new = fleet.member_of(settings, slot) in settings.versions  # a new version's first start, not a return
+            why = "new version deployed" if new else "back after fleet-down"
+            detail = f"{why} (slot {slot}, {worker.queue or settings.task_queue})"
+            kind = "spawn" if new else "respawn"
+            record_worker_event(connect(settings.ledger), kind, worker.pid, worker.name, detail=detail)
     return {slot for slot in held if slot not in pool}

@@ -138,10 +138,12 @@ class Supervisor:
             self.preloads.ensure(conn)  # first: the slots' first workers are its forks
             start.fork = self.preloads.first
         for slot in [*range(self.pool_size), *live_slots]:
-            needed = slot < self.pool_size
+            needed = slot < self.pool_size and not (standby := fleet.standby(self.settings, slot))
             worker = pool_slots.adopt_or_start(self.settings, self.address, self.worker_args, conn, slot, needed, start)
             if worker is not None:
                 self.pool[slot] = worker
+            elif slot < self.pool_size and standby:
+                self._held.add(slot)  # a new version's slot: it starts once deployed (Worker Versioning)
         if self.owns_home:
             self._ensure_spare()
         self.state = SupervisorState.RUNNING
@@ -359,7 +361,9 @@ class Supervisor:
         self._publish()
         if not (self.respawn and self.owns_home):
             return
-        if fleet.held_until(self.settings, dead.queue or self.settings.task_queue) is not None:
+        if fleet.held_until(self.settings, dead.queue or self.settings.task_queue) is not None or fleet.standby(
+            self.settings, dead.slot
+        ):
             self._held.add(dead.slot)  # all of its queue's workers are down on purpose: no help, no respawn yet
             self.state = SupervisorState.RUNNING
             return

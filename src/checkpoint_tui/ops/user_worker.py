@@ -30,8 +30,11 @@ from checkpoint_tui.settings.connection import LAB_TLS_DATA_ENV
 from checkpoint_tui.waiting import wait_until_sync
 
 EXEC_WAIT_S = 5.0
-# Inherited variables the SDK's environment configuration would read instead of the lab's values.
-SDK_VARS = (*TEMPORAL_CONFIG_VARS, TEMPORAL_API_KEY_ENV)
+# A Worker Deployment Version's name and build id, as Temporal's Worker Controller gives them to a worker
+DEPLOYMENT_ENV, BUILD_ID_ENV = "TEMPORAL_DEPLOYMENT_NAME", "TEMPORAL_WORKER_BUILD_ID"
+# Inherited variables the SDK's environment configuration (or a versioned worker) would read instead of
+# the lab's values.
+SDK_VARS = (*TEMPORAL_CONFIG_VARS, TEMPORAL_API_KEY_ENV, DEPLOYMENT_ENV, BUILD_ID_ENV)
 
 
 def worker_connection(settings: Settings) -> ConnectionOptions:
@@ -51,10 +54,13 @@ def default_identity(pid: int) -> str:
     return f"{pid}@{socket.gethostname()}"
 
 
-def worker_env(settings: Settings, address: str, queue: str | None = None) -> dict[str, str]:
+def worker_env(
+    settings: Settings, address: str, queue: str | None = None, build_id: str | None = None
+) -> dict[str, str]:
     """The environment of a user's worker: ours (child_env: the ledger URL, the API key), with the SDK's
     variables set from the lab's settings and none inherited from the caller's shell; `queue`: the task
-    queue of its fleet command (default: the workflow's); each --dependency NAME as the lab routes it."""
+    queue of its fleet command (default: the workflow's); each --dependency NAME as the lab routes it;
+    `build_id`: the Worker Deployment Version it runs as (--deployment)."""
     env = settings.child_env()
     for name in SDK_VARS:
         env.pop(name, None)
@@ -85,6 +91,8 @@ def worker_env(settings: Settings, address: str, queue: str | None = None) -> di
     env.update(dict(settings.dependencies))  # HOST:PORT, through chaos's dependency proxy when it runs one
     env.update(dict(settings.model_endpoints))  # a base URL, through chaos's model proxy when it runs one
     env[PROBE_LOG_ENV] = str(settings.probe_log)  # where the audit reads it, whatever the shell said
+    if settings.deployment and build_id:
+        env[DEPLOYMENT_ENV], env[BUILD_ID_ENV] = settings.deployment, build_id
     return env
 
 
@@ -95,7 +103,7 @@ def user_command(settings: Settings, address: str, member: FleetMember | None = 
     cmd, queue = (member.cmd, member.queue) if member is not None else (settings.worker_cmd, None)
     return Launch(
         tuple(cmd),
-        worker_env(settings, address, queue),
+        worker_env(settings, address, queue, member.build_id if member is not None else None),
         settings.worker_cwd or settings.home,
         default_identity,
         identity_after_user_exec,

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import fleet, worker_groups
 from checkpoint_tui.ops.exit_reason import log_size, returncode_of, startup_death
 from checkpoint_tui.ops.launch import WORKER_MODULE, WORKER_OF_ENV, Launch, our_worker
@@ -145,6 +146,7 @@ def _writer_alive(exits: Path) -> bool:
 
 LEFTOVER = "leftover"  # the role of what is left of a worker command's process group after its leader exited
 PRELOADER = "preloader"  # a user's command's preloaded spare (ops/preload.py); its slot is the command's index
+VERSION_EVENT = "version"  # the worker event saying which Worker Deployment Version a worker runs
 
 
 def _record(settings: Settings, role: str, slot: int = 0) -> Path:
@@ -226,10 +228,22 @@ def save(settings: Settings, worker: WorkerProc) -> None:
     )
     if worker.user_cmd and worker.role != LEFTOVER:  # its group is tracked apart: it may outlive the leader
         worker_groups.record_group(settings, worker.ident)
+    if worker.user_cmd and worker.role == "active":
+        _say_version(settings, worker)
     if worker.role == "active" and worker.slot == 0:
         tmp = settings.run_dir / "worker.pid.tmp"
         tmp.write_text(f"{worker.pid}\n")
         os.replace(tmp, settings.run_dir / "worker.pid")
+
+
+def _say_version(settings: Settings, worker: WorkerProc) -> None:
+    """A worker of a Worker Deployment Version (--deployment): which build it runs, as a worker event, so
+    the audit names the version of a workflow task it failed (history names only its identity)."""
+    member = fleet.member_of(settings, worker.slot)
+    if member is None or member.build_id is None:
+        return
+    detail = {"deployment": settings.deployment, "build_id": member.build_id, "queue": member.queue}
+    record_worker_event(connect(settings.ledger), VERSION_EVENT, worker.pid, worker.name, detail=json.dumps(detail))
 
 
 def load(settings: Settings, role: str = "active", slot: int = 0) -> WorkerProc | None:

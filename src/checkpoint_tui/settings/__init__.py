@@ -77,6 +77,14 @@ class FleetMember:
 
     queue: str
     cmd: tuple[str, ...]
+    # Worker Versioning (--deployment): the build id this command runs as in the Worker Deployment
+    build_id: str | None = None
+
+
+def build_id(cmd: tuple[str, ...], n: int) -> str:
+    """A Worker Deployment Version's build id: v1 (a --worker command) or v2 (its --deploy command) and a
+    digest of the command, so a changed command is a new version, never an old one's name on new code."""
+    return f"v{n}-{hashlib.sha256(chr(0).join(cmd).encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -105,12 +113,22 @@ class Settings:
     deploys: tuple[FleetMember, ...] = ()  # --deploy QUEUE=CMD: the new version a deploy nemesis swaps in
     dependencies: tuple[tuple[str, str], ...] = ()  # --dependency NAME=HOST:PORT, as the workers' env gets it
     model_endpoints: tuple[tuple[str, str], ...] = ()  # --model-endpoint NAME=URL, as the workers' env gets it
+    deployment: str | None = None  # --deployment NAME: a --deploy queue's workers as Worker Deployment Versions
 
     @property
     def members(self) -> tuple[FleetMember, ...]:
         """The fleet's worker commands: the first (--worker-cmd, or the first --worker) on the workflow's
-        task queue, then the others; none for our own worker."""
-        return ((FleetMember(self.task_queue, self.worker_cmd),) if self.worker_cmd else ()) + self.fleet
+        task queue, then the others; none for our own worker. With --deployment, a command whose queue
+        has a --deploy runs as version 1 of the Worker Deployment."""
+        found = ((FleetMember(self.task_queue, self.worker_cmd),) if self.worker_cmd else ()) + self.fleet
+        versioned = {d.queue for d in self.versions}
+        return tuple(replace(m, build_id=build_id(m.cmd, 1)) if m.queue in versioned else m for m in found)
+
+    @property
+    def versions(self) -> tuple[FleetMember, ...]:
+        """With --deployment, each --deploy command as version 2 of the Worker Deployment: its workers run
+        beside version 1's (blue-green), not instead of them; none without (a rolling deploy)."""
+        return tuple(replace(d, build_id=build_id(d.cmd, 2)) for d in self.deploys) if self.deployment else ()
 
     @property
     def user_worker(self) -> bool:
@@ -141,6 +159,7 @@ class Settings:
             worker_cwd=self.worker_cwd,
             fleet=self.fleet,
             deploys=self.deploys,
+            deployment=self.deployment,
             dependencies=self.dependencies,
             model_endpoints=self.model_endpoints,
         )

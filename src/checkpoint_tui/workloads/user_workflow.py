@@ -29,7 +29,7 @@ from checkpoint_tui.frameworks import Classifier, Declared
 from checkpoint_tui.ledger.destination import Destination
 from checkpoint_tui.ledger.rows import WORKFLOW, RunRow
 from checkpoint_tui.ledger.store import connect
-from checkpoint_tui.ops import fleet
+from checkpoint_tui.ops import deployments, fleet
 from checkpoint_tui.ops.user_polling import wait_polling, wait_recorded
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent, load_schedule
@@ -77,6 +77,7 @@ class UserWorkflow(Adapter):
         arg = [] if self.arg is NO_INPUT else ["--input", json.dumps(self.arg)]
         fleet = [f for m in settings.fleet for f in ("--worker", f"{m.queue}={shlex.join(m.cmd)}")]
         fleet += [f for m in settings.deploys for f in ("--deploy", f"{m.queue}={shlex.join(m.cmd)}")]
+        fleet += ["--deployment", settings.deployment] if settings.deployment else []
         fleet += [f for name, at in settings.dependencies for f in ("--dependency", f"{name}={at}")]
         fleet += [f for name, url in settings.model_endpoints for f in ("--model-endpoint", f"{name}={url}")]
         flags = [*framework, "--worker-cmd", shlex.join(settings.worker_cmd), *fleet]
@@ -106,9 +107,12 @@ class UserWorkflow(Adapter):
         if worker is None:
             return None
         took = await wait_polling(client, settings, worker)
-        for slot in range(1, fleet.slot_count(settings)) if settings.fleet else []:  # every command of a fleet
+        slots = range(1, fleet.slot_count(settings)) if settings.fleet or settings.versions else []
+        for slot in [s for s in slots if not fleet.standby(settings, s)]:  # every command of a fleet
             other = await wait_recorded(settings, slot)
             took = max(took, await wait_polling(client, settings, other))
+        if settings.versions:  # Worker Versioning: version 1 current before any run starts (else none moves)
+            await deployments.settle(settings, client)
         return took
 
     def of_run(self, row: RunRow) -> Workload:

@@ -6,6 +6,7 @@ starts). They fire in proof/nemeses/fleet.py (the workers) and the dependency pr
     {"at_s": 3, "nemesis": "fleet-down", "duration_s": 10}                 (every queue; or "queue")
     {"at_s": 2, "nemesis": "churn", "duration_s": 20, "interval_s": 2, "fraction": 0.3}
     {"at_s": 4, "nemesis": "deploy", "queue": "wf", "rollback_after_s": 8}  (needs --deploy wf=CMD)
+    {"at_s": 4, "nemesis": "deploy", "ramp_percent": 25, "ramp_s": 3}       (with --deployment: versioned)
     {"at_s": 2, "nemesis": "dependency", "dependency": "MAIL_API", "fault": "errors", "duration_s": 5}
     {"at_s": 1, "nemesis": "model-rate-limit", "requests": 3, "retry_after_s": 2}  (needs --model-endpoint)
     {"at_s": 1, "nemesis": "model-error", "duration_s": 10, "status": 503}
@@ -46,6 +47,8 @@ PARAMS: dict[str, tuple[tuple[str, ...], object, float, float]] = {
     "interval_s": ((CHURN,), 2.0, 0.1, MAX_S),
     "fraction": ((CHURN,), 0.3, 0.01, 1.0),  # of each queue's workers restarted per interval, at least one
     "rollback_after_s": ((DEPLOY,), None, 0.0, MAX_S),
+    "ramp_percent": ((DEPLOY,), None, 0.0, 100.0),  # with --deployment: version 2 ramps first, this share
+    "ramp_s": ((DEPLOY,), None, 0.0, MAX_S),  # for this long (default 2 s)
     "latency_ms": ((DEPENDENCY,), 500, 1, 60_000),
     "requests": (MODEL_KINDS, None, 1, 10_000),  # a model fault meets this many requests (within duration_s)
     "status": ((ERROR,), 503, 500, 503),

@@ -19,6 +19,7 @@ from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
+from checkpoint_tui.ops.worker_proc import VERSION_EVENT
 from checkpoint_tui.proof.chaos.fleet_events import DEPENDENCY, FLEET_KINDS, check_against
 from checkpoint_tui.proof.chaos.model_lab import ModelLab
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
@@ -31,7 +32,7 @@ from checkpoint_tui.proof.nemeses.processes import ended_at
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss
 from checkpoint_tui.proof.report.chaos import Backlog, CommandEvents, FleetFigures
 from checkpoint_tui.proof.report.codec import decode
-from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings import FleetMember, Settings
 
 WORKER_EVENTS = ("spawn", "respawn", "promote", "adopt", "died", "exit", "sigterm", "kill")
 
@@ -44,6 +45,8 @@ def check_events(settings: Settings, schedule: list[ChaosEvent], where: str = "t
     if len(set(models)) < len(models):
         raise UsageError("--model-endpoint: each NAME once (the workers get one URL per variable)")
     check_against(schedule, fleet.queues(settings), deploys, dependencies, where, models)
+    if not settings.deployment and any(dict(ev.opts).get("ramp_percent") is not None for ev in schedule):
+        raise UsageError(f"{where}: a deploy's ramp_percent is Worker Versioning's: give --deployment NAME")
 
 
 class FleetLab:
@@ -131,19 +134,20 @@ class FleetLab:
 
     def figures(self, settings: Settings, fired: list[Fired], since: float) -> FleetFigures:
         """The report's `fleet`: per command, its worker events; the backlog; each fleet event's drain."""
-        events = [e for e in worker_events_between(connect(settings.ledger), since) if e.event in WORKER_EVENTS]
+        every = worker_events_between(connect(settings.ledger), since)
+        events = [e for e in every if e.event in WORKER_EVENTS]
         queue_of = {e.identity: q for e in events if e.identity and (q := _queue(e.detail))}
-        per_queue: dict[str, dict[str, int]] = {q: {} for q in self.queues}
+        # a new version's workers (Worker Versioning) are its own command's, beside the old version's
+        new = {v.build_id: v for v in settings.versions}
+        newer = {e.identity for e in every if e.event == VERSION_EVENT and _build(e.detail) in new}
+        per_command: dict[tuple[str, bool], dict[str, int]] = {(q, False): {} for q in self.queues}
         for ev in events:
-            counts = per_queue.setdefault(queue_of.get(ev.identity or "") or settings.task_queue, {})
+            key = (queue_of.get(ev.identity or "") or settings.task_queue, ev.identity in newer)
+            counts = per_command.setdefault(key, {})
             counts[ev.event] = counts.get(ev.event, 0) + 1
-        members = {m.queue: " ".join(m.cmd) for m in settings.members}
-        out = FleetFigures(
-            commands=[
-                CommandEvents(queue=q, command=members.get(q, "checkpoint_tui.worker")[:300], events=c)
-                for q, c in per_queue.items()
-            ]
-        )
+        members = {(m.queue, False): m for m in settings.members}
+        members.update({(v.queue, True): v for v in settings.versions})
+        out = FleetFigures(commands=[_command(key[0], members.get(key), c) for key, c in per_command.items()])
         spans = [(f.kind, f.at, ended_at(f.at, f.detail)) for f in fired if f.kind in (*FLEET_KINDS, DEPENDENCY)]
         if self.backlog_path is not None:
             out.backlog = decode(Backlog, backlog_summary(read_samples(self.backlog_path), spans), "fleet.backlog")
@@ -159,6 +163,19 @@ def _count(value: object) -> int:
 
 
 SLOT_QUEUE = re.compile(r"\(slot \d+, ([^)]{1,200})\)")  # ops/pool_slots.where()
+
+
+def _command(queue: str, member: FleetMember | None, events: dict[str, int]) -> CommandEvents:
+    command = " ".join(member.cmd)[:300] if member is not None else "checkpoint_tui.worker"
+    return CommandEvents(queue=queue, command=command, version=member and member.build_id, events=events)
+
+
+def _build(detail: str | None) -> str | None:
+    """The build id of a `version` worker event's JSON detail (ops/worker_proc.py)."""
+    with contextlib.suppress(ValueError, AttributeError):
+        value = json.loads(detail or "{}").get("build_id")
+        return value if isinstance(value, str) else None
+    return None
 
 
 def _queue(detail: str | None) -> str | None:
@@ -191,4 +208,6 @@ async def _fire(settings: Settings, ev: ChaosEvent, client: Client | None) -> Hi
     if ev.kind == fleet_nemeses.CHURN:
         interval, fraction = seconds("interval_s", 2.0) or 2.0, seconds("fraction", 0.3) or 0.3
         return await fleet_nemeses.churn(settings, queue, ev.duration_s or 1.0, interval, fraction, grace, client)
-    return await fleet_nemeses.deploy(settings, queue, grace, seconds("rollback_after_s", None), client)
+    percent = seconds("ramp_percent", None)
+    ramp = (percent, seconds("ramp_s", 2.0) or 0.0) if percent is not None else None
+    return await fleet_nemeses.deploy(settings, queue, grace, seconds("rollback_after_s", None), client, ramp)

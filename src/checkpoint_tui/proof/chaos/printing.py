@@ -139,7 +139,7 @@ def fleet_lines(report: ChaosReport) -> list[str]:
     lines = []
     for c in fleet.commands:
         events = " · ".join(f"{k} {v}" for k, v in c.events.items()) or "no worker events"
-        lines.append(f"  fleet {c.queue}: {events}")
+        lines.append(f"  fleet {c.queue}" + (f" version {c.version}" if c.version else "") + f": {events}")
     backlog = fleet.backlog
     if backlog is not None and backlog.samples:
         drains = [

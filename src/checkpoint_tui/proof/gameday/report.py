@@ -114,7 +114,8 @@ def _figures(report: ChaosReport) -> list[str]:
     fleet, lines = report.fleet, []
     for c in fleet.commands if fleet is not None else []:
         counts = " · ".join(f"{k} {v}" for k, v in c.events.items())
-        lines.append(f"- `{c.queue}` (`{c.command[:80]}`): {counts or 'no worker events'}")
+        version = f" version `{c.version}`" if c.version else ""
+        lines.append(f"- `{c.queue}`{version} (`{c.command[:80]}`): {counts or 'no worker events'}")
     backlog = fleet.backlog if fleet is not None else None
     if backlog is not None and backlog.samples:
         lines.append(f"- backlog: peak {backlog.peak} tasks over {backlog.samples} samples")

@@ -34,7 +34,7 @@ NAMES = ("kill-all", "graceful-restart", "churn", "deploy", "dependency", "model
 def _at(at_s: float, kind: str, duration_s: float | None = None, **opts: object) -> ChaosEvent:
     order = (
         *("queue", "grace_s", "interval_s", "fraction", "rollback_after_s", "latency_ms", "dependency", "fault"),
-        *("requests", "status", "retry_after_s", "endpoint"),
+        *("requests", "status", "retry_after_s", "endpoint", "ramp_percent", "ramp_s"),
     )
     return ChaosEvent(
         None,
@@ -43,6 +43,25 @@ def _at(at_s: float, kind: str, duration_s: float | None = None, **opts: object)
         duration_s=duration_s,
         at_s=at_s,
         opts=tuple((k, opts[k]) for k in order if opts.get(k) is not None),
+    )
+
+
+def _deploy(settings: Settings, queue: str | None, grace_s: float) -> Scenario:
+    """A rolling deploy and rollback; with --deployment, a versioned one (blue-green: version 2 ramped to
+    half of the new and auto-upgrade workflows for 2 s, then current; version 1 current again 6 s later)."""
+    if settings.deployment:
+        return Scenario(
+            "deploy",
+            "Deploy a Workflow change with Worker Versioning (ramp, then current), then roll back",
+            "workflow task failures and the version behind them, how long runs were stuck, backlog drain",
+            [_at(2.0, DEPLOY, queue=queue, ramp_percent=50.0, ramp_s=2.0, rollback_after_s=6.0)],
+        )
+    return Scenario(
+        "deploy",
+        "Deploy a Workflow change that breaks determinism, then roll back",
+        "workflow task failures and their reason, how long runs were stuck, backlog drain",
+        [_at(2.0, DEPLOY, queue=queue, grace_s=grace_s, rollback_after_s=6.0)] if queue else [],
+        skipped=None if queue else "no --deploy QUEUE=CMD (the new version to deploy)",
     )
 
 
@@ -75,13 +94,7 @@ def plan(settings: Settings, names: list[str], runs: int, down_s: float, grace_s
             "replay latency, invalidated sticky queues, lost tasks",
             [_at(1.0, CHURN, 8.0, grace_s=grace_s, interval_s=2.0, fraction=0.3)],
         ),
-        "deploy": Scenario(
-            "deploy",
-            "Deploy a Workflow change that breaks determinism, then roll back",
-            "workflow task failures and their reason, how long runs were stuck, backlog drain",
-            [_at(2.0, DEPLOY, queue=deploy, grace_s=grace_s, rollback_after_s=6.0)] if deploy else [],
-            skipped=None if deploy else "no --deploy QUEUE=CMD (the new version to deploy)",
-        ),
+        "deploy": _deploy(settings, deploy, grace_s),
         "dependency": _dependency(deps),
         "model-outage": _model_outage([name for name, _ in settings.model_endpoints]),
         "partition": Scenario(

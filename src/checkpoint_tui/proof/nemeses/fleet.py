@@ -8,7 +8,8 @@ a real pid, identity-checked (a user's worker command with its process group):
   holds their slots, ops/fleet.py), then they come back: backlog growth and drain time.
 - **churn**: graceful-restart a fraction of each queue's workers every `interval_s` for `duration_s`.
 - **deploy**: a rolling update of a queue's workers to its --deploy command (the new version), one
-  at a time; with `rollback_after_s`, the old command rolled back the same way after that long.
+  at a time; with `rollback_after_s`, the old command rolled back the same way after that long. With
+  --deployment, blue-green with Worker Versioning instead (proof/nemeses/versioned_deploy.py).
 
 Like a kubelet's rollout, each waits for readiness: a worker is stopped once Temporal lists it as a
 poller (a restart that came too soon would stop a worker that never polled, and the run would make no
@@ -35,6 +36,7 @@ from checkpoint_tui.ops import fleet, worker_proc
 from checkpoint_tui.ops.user_polling import wait_polling
 from checkpoint_tui.ops.worker_proc import WorkerProc
 from checkpoint_tui.proof.nemeses.records import NO_WORKER, Hit, Miss
+from checkpoint_tui.proof.nemeses.versioned_deploy import versioned_deploy
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
 
@@ -187,9 +189,17 @@ async def _roll(settings: Settings, queue: str, grace_s: float, to_new: bool, cl
 
 
 async def deploy(
-    settings: Settings, queue: str | None, grace_s: float, rollback_after_s: float | None, client: Client | None = None
+    settings: Settings,
+    queue: str | None,
+    grace_s: float,
+    rollback_after_s: float | None,
+    client: Client | None = None,
+    ramp: tuple[float, float] | None = None,
 ) -> Hit | Miss:
+    """A rolling update; with --deployment, a versioned one (proof/nemeses/versioned_deploy.py, `ramp`)."""
     queue = queue or settings.task_queue
+    if any(v.queue == queue for v in settings.versions):
+        return await versioned_deploy(settings, queue, ramp, rollback_after_s, client)
     at = time.time()
     rolled = await _roll(settings, queue, grace_s, True, client)
     if not rolled:

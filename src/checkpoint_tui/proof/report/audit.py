@@ -99,6 +99,7 @@ class LostWork:
     task_failures_total: int = 0
     outcome: LostUnit | None = None
     schedule_to_start: dict[str, Latency | None] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)  # workflow tasks per Worker Deployment Version
     more: dict[str, Json] = rest()
 
 

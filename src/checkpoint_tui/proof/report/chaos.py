@@ -169,6 +169,7 @@ class CommandEvents:
 
     queue: str
     command: str = ""
+    version: str | None = omitted()  # its Worker Deployment Version's build id (--deployment)
     events: dict[str, int] = rest()  # spawn, respawn, died, exit, sigterm, kill, ...
 
 
