@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from temporalio import workflow
 from temporalio.api.deployment.v1 import WorkerDeploymentVersion
 from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.api.history.v1 import HistoryEvent, WorkflowTaskCompletedEventAttributes
+from temporalio.client import Client
+from temporalio.common import VersioningBehavior as Behavior
+from temporalio.common import WorkerDeploymentVersion as Version
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 
 from checkpoint_tui.core.chain import Chain
 from checkpoint_tui.core.workflow_end import versions
-from checkpoint_tui.ops import fleet
+from checkpoint_tui.ops import deployments, fleet
 from checkpoint_tui.ops.user_worker import user_command
 from checkpoint_tui.settings import FleetMember, Settings
 from conftest import run_cli
@@ -77,6 +83,56 @@ def test_the_audit_counts_workflow_tasks_per_version_with_a_bound():
     hostile = [_completed(f"v{i}-\x1b[31m", pinned) for i in range(100)]
     counted = versions(Chain("w", [("r1", hostile)]))
     assert len(counted) == 16 and not any("\x1b" in k for k in counted)
+
+
+@workflow.defn(name="Idle")
+class Idle:
+    @workflow.run
+    async def run(self) -> None:
+        return None
+
+
+async def test_an_experiment_starts_from_version_1_current_and_no_ramp_whatever_the_last_one_left(
+    tmp_path: Path, temporal_address: str
+):
+    """A deploy that ended mid-ramp leaves version 2 ramping; making version 1 current does not end a ramp
+    (measured: Temporal keeps it), so settle() ends it first. Against the real server's routing."""
+    name = f"settle-{uuid.uuid4().hex[:8]}"
+    settings = replace(
+        _settings(tmp_path, name),
+        task_queue_name=name,
+        deploys=(FleetMember(name, ("python", "w2.py")),),
+        temporal_address=temporal_address,
+    )
+    settings.ensure_dirs()
+    old, new = deployments.old_and_new(settings)
+    client = await Client.connect(temporal_address)
+
+    def worker(build: str) -> Worker:
+        config = WorkerDeploymentConfig(Version(name, build), True, Behavior.PINNED)
+        return Worker(
+            client,
+            task_queue=name,
+            workflows=[Idle],
+            deployment_config=config,
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        )
+
+    async with worker(old), worker(new):
+        assert await deployments.registered(client, settings, old) >= 0
+        await deployments.registered(client, settings, new)
+        await deployments.set_current(client, settings, old)
+        await deployments.set_ramping(client, settings, new, 50.0)  # the deploy's ramp, never ended
+        assert (await deployments.builds(client, settings))[1:] == (old, new)
+        await deployments.settle(settings, client)
+        assert (await deployments.builds(client, settings))[1:] == (old, None)
+        await deployments.set_current(client, settings, new)  # a deploy with no rollback
+        await deployments.settle(settings, client)
+        assert (await deployments.builds(client, settings))[1:] == (old, None)
+        fleet.set_deployed(settings, name, True)  # while deployed, the deploy routes it: left alone
+        await deployments.set_current(client, settings, new)
+        await deployments.settle(settings, client)
+        assert (await deployments.builds(client, settings))[1] == new
 
 
 @pytest.mark.parametrize(

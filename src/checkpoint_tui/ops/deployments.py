@@ -31,8 +31,13 @@ API_TIMEOUT_S = 10.0
 
 
 async def _describe(client: Client, settings: Settings):
-    request = DescribeWorkerDeploymentRequest(namespace=settings.namespace, deployment_name=settings.deployment)
+    request = DescribeWorkerDeploymentRequest(namespace=settings.namespace, deployment_name=_name(settings))
     return await client.workflow_service.describe_worker_deployment(request, timeout=_timeout())
+
+
+def _name(settings: Settings) -> str:
+    assert settings.deployment, "a Worker Deployment's routing without --deployment"
+    return settings.deployment
 
 
 def _timeout() -> timedelta:
@@ -71,16 +76,17 @@ async def registered(client: Client, settings: Settings, build_id: str, timeout:
 async def set_current(client: Client, settings: Settings, build_id: str) -> None:
     """New workflows, and auto-upgrade ones at their next workflow task, go to this version."""
     request = SetWorkerDeploymentCurrentVersionRequest(
-        namespace=settings.namespace, deployment_name=settings.deployment, build_id=build_id, identity=IDENTITY
+        namespace=settings.namespace, deployment_name=_name(settings), build_id=build_id, identity=IDENTITY
     )
     await _call(client.workflow_service.set_worker_deployment_current_version(request, timeout=_timeout()), settings)
 
 
 async def set_ramping(client: Client, settings: Settings, build_id: str, percent: float) -> None:
-    """`percent` of new workflows (and of auto-upgrade ones) go to this version, the rest to the current."""
+    """`percent` of new workflows (and of auto-upgrade ones) go to this version, the rest to the current;
+    build id "" ends a ramp (making another version current does not)."""
     request = SetWorkerDeploymentRampingVersionRequest(
         namespace=settings.namespace,
-        deployment_name=settings.deployment,
+        deployment_name=_name(settings),
         build_id=build_id,
         percentage=percent,
         identity=IDENTITY,
@@ -111,6 +117,8 @@ async def settle(settings: Settings, client: Client) -> None:
         return
     old, _ = old_and_new(settings)
     await registered(client, settings, old)
-    found, current, ramping = await builds(client, settings)
-    if current != old or ramping is not None:
-        await set_current(client, settings, old)  # a ramp ends with it
+    _, current, ramping = await builds(client, settings)
+    if ramping is not None:  # an experiment ended mid-ramp: making version 1 current would leave the ramp on
+        await set_ramping(client, settings, "", 0.0)
+    if current != old:
+        await set_current(client, settings, old)

@@ -167,7 +167,7 @@ SLOT_QUEUE = re.compile(r"\(slot \d+, ([^)]{1,200})\)")  # ops/pool_slots.where(
 
 def _command(queue: str, member: FleetMember | None, events: dict[str, int]) -> CommandEvents:
     command = " ".join(member.cmd)[:300] if member is not None else "checkpoint_tui.worker"
-    return CommandEvents(queue=queue, command=command, version=member and member.build_id, events=events)
+    return CommandEvents(queue=queue, command=command, version=member.build_id if member else None, events=events)
 
 
 def _build(detail: str | None) -> str | None:
