@@ -141,6 +141,14 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
         "and set-ramping-version (see docs/gameday.md)",
     )
     p.add_argument(
+        "--data-converter",
+        metavar="MODULE:ATTR",
+        type=_converter,
+        help="your workers' DataConverter (payload converter and codec), or a function returning it: the lab "
+        "encodes what it starts runs with and decodes the histories it audits through it, in a process of "
+        "its own, from your workers' directory (see docs/cluster.md)",
+    )
+    p.add_argument(
         "--dependency",
         action="append",
         default=None,
@@ -246,6 +254,13 @@ def _aim(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _converter(text: str) -> str:
+    """MODULE:ATTR, dotted names only: it is imported (in a process of its own), never evaluated."""
+    if len(text) > 200 or not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", text):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: MODULE:ATTR, e.g. codec.converter:DATA_CONVERTER")
+    return text
+
+
 def _deployment(text: str) -> str:
     """A Worker Deployment's name: what Temporal takes and a reader can type (no dots: Temporal joins a
     name and a build id with one)."""
@@ -268,8 +283,10 @@ def fold_fleet(args: argparse.Namespace) -> None:
         fleet.remove(first)
         args.worker_cmd, args.task_queue = first.cmd, first.queue
     args.fleet_rest = tuple(fleet)
-    if (deploys or deps) and not args.worker_cmd:
-        raise UsageError("--deploy and --dependency are for your own workers: give --worker-cmd or --worker too")
+    if (deploys or deps or getattr(args, "data_converter", None)) and not args.worker_cmd:
+        raise UsageError(
+            "--deploy, --dependency and --data-converter are for your own workers: give --worker-cmd or --worker too"
+        )
     queues = {m.queue for m in fleet} | ({args.task_queue} if args.task_queue else set())
     for d in deploys:
         if args.task_queue is not None and d.queue not in queues:
@@ -300,6 +317,7 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         fleet=getattr(args, "fleet_rest", ()),
         deploys=tuple(getattr(args, "deploy", None) or ()),
         deployment=getattr(args, "deployment", None),
+        data_converter=getattr(args, "data_converter", None),
         dependencies=tuple(getattr(args, "dependency", None) or ()),
         model_endpoints=tuple(getattr(args, "model_endpoint", None) or ()),
     )

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from checkpoint_tui.core.history_codec import decode_events
+
 MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
 
 
@@ -51,6 +53,7 @@ async def read_chain(
         while execution is not None and (max_events is None or total < max_events):
             handle = client.get_workflow_handle(workflow_id, run_id=execution)
             events = [ev async for ev in handle.fetch_history_events()]
+            await decode_events(client, events)  # a team's data converter: its payloads as JSON
             total += len(events)
             chain.as_read.append((execution, events))
             nxt, by_reset = await next_execution(client, workflow_id, execution, events[-1] if events else None)

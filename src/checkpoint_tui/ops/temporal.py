@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 
 from checkpoint_tui.errors import CheckpointError, Unavailable, UsageError
 from checkpoint_tui.ops.devserver import DevServer, ensure_devserver, recorded
+from checkpoint_tui.ops.remote_codec import RemoteCodec
+from checkpoint_tui.ops.user_worker import worker_env
 from checkpoint_tui.settings import ConnectionOptions, Settings
 
 EXTERNAL_CONNECT_TIMEOUT_S = 5.0
@@ -41,9 +45,8 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
     while time.monotonic() < deadline:
         try:
             remaining = max(0.5, deadline - time.monotonic())
-            return await asyncio.wait_for(
-                Client.connect(address, namespace=settings.namespace, **settings.connection.client_kwargs()), remaining
-            )
+            kwargs = {**settings.connection.client_kwargs(), **_converter(settings, address)}
+            return await asyncio.wait_for(Client.connect(address, namespace=settings.namespace, **kwargs), remaining)
         except CheckpointError:  # bad TLS files: not something a retry fixes
             raise
         except Exception as err:  # RuntimeError from the bridge, TimeoutError, ...
@@ -57,6 +60,15 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
         f"cannot reach Temporal at {address} (namespace {settings.namespace}) within {limit:.0f} s: {reason}. "
         f"Check {where}."
     )
+
+
+def _converter(settings: Settings, address: str) -> dict:
+    """With --data-converter, the team's converter as the client's payload codec (ops/remote_codec.py),
+    its process started at the first payload from the workers' directory with their environment."""
+    if not settings.data_converter:
+        return {}
+    cwd, env = settings.worker_cwd or Path.cwd(), worker_env(settings, address)
+    return {"data_converter": DataConverter(payload_codec=RemoteCodec(settings.data_converter, cwd, env))}
 
 
 async def reach(settings: Settings) -> str:

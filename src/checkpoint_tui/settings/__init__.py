@@ -114,6 +114,7 @@ class Settings:
     dependencies: tuple[tuple[str, str], ...] = ()  # --dependency NAME=HOST:PORT, as the workers' env gets it
     model_endpoints: tuple[tuple[str, str], ...] = ()  # --model-endpoint NAME=URL, as the workers' env gets it
     deployment: str | None = None  # --deployment NAME: a --deploy queue's workers as Worker Deployment Versions
+    data_converter: str | None = None  # --data-converter MODULE:ATTR: the team's, in a process of its own
 
     @property
     def members(self) -> tuple[FleetMember, ...]:
@@ -160,6 +161,7 @@ class Settings:
             fleet=self.fleet,
             deploys=self.deploys,
             deployment=self.deployment,
+            data_converter=self.data_converter,
             dependencies=self.dependencies,
             model_endpoints=self.model_endpoints,
         )

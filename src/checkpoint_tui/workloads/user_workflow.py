@@ -78,6 +78,7 @@ class UserWorkflow(Adapter):
         fleet = [f for m in settings.fleet for f in ("--worker", f"{m.queue}={shlex.join(m.cmd)}")]
         fleet += [f for m in settings.deploys for f in ("--deploy", f"{m.queue}={shlex.join(m.cmd)}")]
         fleet += ["--deployment", settings.deployment] if settings.deployment else []
+        fleet += ["--data-converter", settings.data_converter] if settings.data_converter else []
         fleet += [f for name, at in settings.dependencies for f in ("--dependency", f"{name}={at}")]
         fleet += [f for name, url in settings.model_endpoints for f in ("--model-endpoint", f"{name}={url}")]
         flags = [*framework, "--worker-cmd", shlex.join(settings.worker_cmd), *fleet]

@@ -25,7 +25,7 @@ from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.lost_work import LAB_WIDE
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import chaos_supervisor, fleet, worker_proc
+from checkpoint_tui.ops import chaos_supervisor, fleet, remote_codec, worker_proc
 from checkpoint_tui.ops.temporal import connect_client, lab_address
 from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
@@ -40,6 +40,7 @@ from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosE
 from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
 from checkpoint_tui.proof.chaos.touched import Touch, spread
+from checkpoint_tui.proof.chaos.workflow_checks import converter_check
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
@@ -355,20 +356,29 @@ class Chaos:
             kill_windows=list(self.kill_windows),
             figures=figures,
             fleet=self.fleet.figures(self.settings, [*self.kills, *self.pauses], self.run_started_at),
-            temporal=TemporalRecord(
-                address=self.address, namespace=self.settings.namespace, started_by_lab=self.embedded
-            ),
+            temporal=self._cluster(),
             touched=self._touched() if len(self.run_ids) > 1 else None,
         )
         if report.fleet is not None:
             annotate(report.fleet.models, audits, [k.at for k in self.kills])  # what the agent did, per fault
+        unread = converter_check(self._client)  # a payload the team's converter could not read: said, not guessed
         if len(audits) == 1:
-            report.checks = target.checks(audits[0])
+            report.checks = target.checks(audits[0]) + unread
             return report
         report.runs = [
             RunRecord(run_id=r, audit=record, checks=target.checks(a))
             for r, a, record in zip(self.run_ids, audits, records, strict=True)
         ]
         report.totals = totals(records)
-        report.checks = [replace(c, name=f"{c.name} ({r.run_id})") for r in report.runs for c in r.checks]
+        report.checks = [replace(c, name=f"{c.name} ({r.run_id})") for r in report.runs for c in r.checks] + unread
         return report
+
+    def _cluster(self) -> TemporalRecord:
+        converter, undecodable, _ = remote_codec.said(self._client)
+        return TemporalRecord(
+            address=self.address,
+            namespace=self.settings.namespace,
+            started_by_lab=self.embedded,
+            data_converter=converter,
+            undecodable_payloads=undecodable if converter else None,
+        )

@@ -8,6 +8,7 @@ from typing import Any
 
 from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_history import ActivityExec
+from checkpoint_tui.ops import remote_codec
 from checkpoint_tui.proof.chaos.targets import ChaosRun
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
@@ -115,3 +116,13 @@ def activity_checks(a: ActivityAudit) -> list[Check]:
             f"lost {a.lost_work_count}" + "".join(f"; {u}" for u in (a.lost_work or {}).get("units", [])[:10]),
         ),
     ]
+
+
+def converter_check(client: object) -> list[Check]:
+    """With --data-converter: every payload of the histories read was read through it. One it could not
+    read (another key, another converter) leaves the audit blind to what it holds: a failure, named."""
+    converter, unread, first = remote_codec.said(client)
+    if converter is None:
+        return []
+    said = f"{unread} payload(s) it could not read, first: {first}" if unread else f"every payload read by {converter}"
+    return [Check("chaos: every payload read through the data converter", not unread, said, {"undecodable": unread})]

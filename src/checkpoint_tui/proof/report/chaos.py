@@ -277,6 +277,8 @@ class TemporalRecord:
     address: str
     namespace: str
     started_by_lab: bool  # the home's dev server (it may kill it), else a server the lab did not start
+    data_converter: str | None = omitted()  # --data-converter MODULE:ATTR (its payload converter, codec)
+    undecodable_payloads: int | None = omitted()  # of the histories read, payloads it could not read
 
 
 @dataclass(kw_only=True)
