@@ -161,6 +161,23 @@ def test_a_ramp_without_a_deployment_is_one_line_exit_2(tmp_path: Path):
         str(schedule),
     )
     assert done.returncode == 2 and "give --deployment" in done.stderr, done.stderr
+    # and a deploy queue no worker command polls is one line too, not a crash when the runs start
+    other = run_cli(
+        "--home",
+        str(tmp_path / "h2"),
+        "--temporal-address",
+        "127.0.0.1:1",
+        "--worker-cmd",
+        f"{PY} {FLEET / 'workflow_worker.py'}",
+        "--deploy",
+        f"elsewhere={V2}",
+        "--deployment",
+        "fleet",
+        "chaos",
+        "--workflow",
+        "FleetMailer",
+    )
+    assert other.returncode == 2 and "no worker command polls elsewhere" in other.stderr, other.stderr
 
 
 def _versioned_gameday(
@@ -218,3 +235,18 @@ def test_pinned_workflows_stay_on_version_1_through_the_deploy(tmp_path, tempora
     ran = [r["audit"]["lost_work"]["versions"] for r in report["runs"]]
     assert all(list(v) and all(k.startswith("v1-") and k.endswith("(pinned)") for k in v) for v in ran), ran
     assert report["totals"]["runs_completed"] == 3
+
+
+def test_a_failed_task_s_version_is_its_worker_s_then_never_a_reused_pid_s(tmp_path: Path):
+    """Which build a worker ran comes from its `version` event before the failure; the same pid@host
+    dying and coming back later unversioned (a pid reused, a shared ledger) is another worker."""
+    from checkpoint_tui.ledger.fleet_queries import worker_versions
+    from checkpoint_tui.ledger.store import connect, record_worker_event
+
+    conn = connect(tmp_path / "ledger.db")
+    record_worker_event(conn, "version", 41, "41@vm", detail=json.dumps({"build_id": "v2-aaaa"}), at=100.0)
+    record_worker_event(conn, "version", 42, "42@vm", detail='{"build_id": ' * 5000, at=100.0)  # hostile: none
+    assert worker_versions(conn, ["41@vm", "42@vm", "43@vm"], 150.0) == {"41@vm": "v2-aaaa"}
+    assert worker_versions(conn, ["41@vm"], 99.0) == {}  # a version said after the failure did not run it
+    record_worker_event(conn, "died", 41, "41@vm", at=160.0)
+    assert worker_versions(conn, ["41@vm"], 170.0) == {}  # that worker is gone; a later 41@vm is not it

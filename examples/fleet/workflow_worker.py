@@ -62,8 +62,7 @@ def deployment_config() -> WorkerDeploymentConfig | None:
     name, build = os.environ.get("TEMPORAL_DEPLOYMENT_NAME"), os.environ.get("TEMPORAL_WORKER_BUILD_ID")
     if not (name and build):
         return None
-    args = sys.argv[1:]
-    choice = args[args.index("--versioning") + 1] if "--versioning" in args[:-1] else "auto-upgrade"
+    choice = versioning(sys.argv[1:])
     behaviors = {"pinned": VersioningBehavior.PINNED, "auto-upgrade": VersioningBehavior.AUTO_UPGRADE}
     if choice not in behaviors:
         raise SystemExit(f"--versioning {choice[:40]!r}: pinned or auto-upgrade")
@@ -72,6 +71,16 @@ def deployment_config() -> WorkerDeploymentConfig | None:
         use_worker_versioning=True,
         default_versioning_behavior=behaviors[choice],
     )
+
+
+def versioning(args: list[str]) -> str:
+    """`--versioning X` or `--versioning=X` (default auto-upgrade); a flag with no value is an error."""
+    for i, arg in enumerate(args):
+        if arg.startswith("--versioning="):
+            return arg.split("=", 1)[1]
+        if arg == "--versioning":
+            return args[i + 1] if i + 1 < len(args) else ""
+    return "auto-upgrade"
 
 
 def main(workflow: type = FleetMailer, version: str = "v1") -> None:

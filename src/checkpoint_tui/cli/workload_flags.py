@@ -7,26 +7,25 @@ is the one place the kind is chosen; every flag is checked here before anything 
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import shlex
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from checkpoint_tui.cli.fleet_flags import (  # noqa: F401 (task_queue, fold_fleet: the parser's and commands')
+    TASK_QUEUE,
+    add_fleet_flags,
+    fold_fleet,
+    task_queue,
+    worker_cmd,
+)
 from checkpoint_tui.cli.project import declaration, destinations
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.settings import FleetMember, Settings
+from checkpoint_tui.settings import Settings
 
 if TYPE_CHECKING:
     from checkpoint_tui.ledger.destination import Destination
     from checkpoint_tui.workloads import Adapter
 
-MAX_CMD_CHARS = 4096
-MAX_CMD_ARGS = 256
-MAX_FLEET = 16  # worker commands in one fleet (ops/fleet.py)
-TASK_QUEUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")
 # Commands that make no sense on a user's worker: they run our own workflow or loop.
 NOT_FOR_USER_WORKFLOWS = ("compare", "replay", "model-server")
 RUN_COMMANDS = ("start", "chaos", "doctor", "gameday")  # they take --workflow/--input after the command
@@ -50,62 +49,6 @@ class FrameworkNames:
         return iter(names())
 
 
-def worker_cmd(text: str) -> tuple[str, ...]:
-    """--worker-cmd: split like a shell would (no shell runs it), bounded, its program resolvable now
-    (argv[0] becomes that path: the command line recorded for identity checks is the one that runs)."""
-    if len(text) > MAX_CMD_CHARS:
-        raise argparse.ArgumentTypeError(f"is {len(text)} characters; at most {MAX_CMD_CHARS}")
-    if any(ch in text for ch in "\x00\n\r"):
-        raise argparse.ArgumentTypeError("must be one line")
-    try:
-        argv = shlex.split(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"cannot be split like a shell command: {err}") from None
-    if not argv:
-        raise argparse.ArgumentTypeError("is empty")
-    if len(argv) > MAX_CMD_ARGS:
-        raise argparse.ArgumentTypeError(f"has {len(argv)} arguments; at most {MAX_CMD_ARGS}")
-    found = shutil.which(argv[0])
-    if found is None:
-        raise argparse.ArgumentTypeError(f"{argv[0][:80]!r} is not an executable file here or on PATH")
-    return (os.path.abspath(found), *argv[1:])
-
-
-def task_queue(text: str) -> str:
-    if not TASK_QUEUE.fullmatch(text):
-        raise argparse.ArgumentTypeError(
-            f"{text[:40]!r} is not a task queue name (letters, digits and . _ : @ / -, at most 200)"
-        )
-    return text
-
-
-def fleet_member(text: str) -> FleetMember:
-    """--worker / --deploy QUEUE=CMD: a task queue and the worker command that polls it."""
-    queue, sep, cmd = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError("takes QUEUE=CMD (the task queue the command polls, then the command)")
-    return FleetMember(task_queue(queue.strip()), worker_cmd(cmd))
-
-
-def _dependency(text: str) -> tuple[str, str]:
-    from checkpoint_tui.proof.nemeses.dependency import parse_dependency
-
-    try:
-        name, host, port = parse_dependency(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return name, f"{host}:{port}"
-
-
-def _model_endpoint(text: str) -> tuple[str, str]:
-    from checkpoint_tui.proof.nemeses.model_faults import parse_endpoint
-
-    try:
-        return parse_endpoint(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 def add_global_flags(p: argparse.ArgumentParser) -> None:
     """The workload's flags that every command takes: whose workers, which fleet, what to audit."""
     p.add_argument(
@@ -114,60 +57,7 @@ def add_global_flags(p: argparse.ArgumentParser) -> None:
         type=worker_cmd,
         help="run this worker command instead of ours (a user's own Temporal worker; see docs/agents.md)",
     )
-    p.add_argument(
-        "--worker",
-        dest="fleet",
-        action="append",
-        default=None,
-        metavar="QUEUE=CMD",
-        type=fleet_member,
-        help="a fleet: each worker command with the task queue it polls (repeatable; the first, or the "
-        "one on --task-queue, runs the workflow; --workers N of each; see docs/gameday.md)",
-    )
-    p.add_argument(
-        "--deploy",
-        action="append",
-        default=None,
-        metavar="QUEUE=CMD",
-        type=fleet_member,
-        help="the new version of the worker command on QUEUE, for the deploy nemesis (repeatable)",
-    )
-    p.add_argument(
-        "--deployment",
-        metavar="NAME",
-        type=_deployment,
-        help="deploy with Worker Versioning: the --deploy queue's workers run as versions of this Worker "
-        "Deployment (v1 the --worker command, v2 the --deploy one, beside it), routed by set-current-version "
-        "and set-ramping-version (see docs/gameday.md)",
-    )
-    p.add_argument(
-        "--data-converter",
-        metavar="MODULE:ATTR",
-        type=_converter,
-        help="your workers' DataConverter (payload converter and codec), or a function returning it: the lab "
-        "encodes what it starts runs with and decodes the histories it audits through it, in a process of "
-        "its own, from your workers' directory (see docs/cluster.md)",
-    )
-    p.add_argument(
-        "--dependency",
-        action="append",
-        default=None,
-        metavar="NAME=HOST:PORT",
-        type=_dependency,
-        help="a service your workers call, on this machine: they get NAME=HOST:PORT in their "
-        "environment (chaos routes it through a proxy to break it; repeatable)",
-    )
-    p.add_argument(
-        "--model-endpoint",
-        action="append",
-        default=None,
-        metavar="NAME=URL",
-        type=_model_endpoint,
-        help="your agent's model endpoint (OpenAI-compatible, or Anthropic's Messages API): the workers get "
-        "NAME=URL in their environment "
-        "(OPENAI_BASE_URL=http://127.0.0.1:8080/v1); chaos routes it through a proxy that plays the "
-        "model-* faults (repeatable)",
-    )
+    add_fleet_flags(p)
     _audit_flags(p)
 
 
@@ -254,53 +144,6 @@ def _aim(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _converter(text: str) -> str:
-    """MODULE:ATTR, dotted names only: it is imported (in a process of its own), never evaluated."""
-    if len(text) > 200 or not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", text):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: MODULE:ATTR, e.g. codec.converter:DATA_CONVERTER")
-    return text
-
-
-def _deployment(text: str) -> str:
-    """A Worker Deployment's name: what Temporal takes and a reader can type (no dots: Temporal joins a
-    name and a build id with one)."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", text):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: a name of letters, digits, - and _ (at most 100)")
-    return text
-
-
-def fold_fleet(args: argparse.Namespace) -> None:
-    """--worker QUEUE=CMD flags as one fleet: the workflow's command (--worker-cmd on --task-queue, else
-    the --worker on --task-queue, else the first) and the others (args.fleet_rest), before any other check."""
-    fleet = list(getattr(args, "fleet", None) or [])
-    deploys, deps = getattr(args, "deploy", None) or [], getattr(args, "dependency", None) or []
-    if len(fleet) + bool(args.worker_cmd) > MAX_FLEET:
-        raise UsageError(f"at most {MAX_FLEET} worker commands in a fleet")
-    if fleet and not args.worker_cmd:
-        first = next((m for m in fleet if m.queue == args.task_queue), None) if args.task_queue else fleet[0]
-        if first is None:
-            raise UsageError(f"--task-queue {args.task_queue}: no --worker polls it (give it as QUEUE=CMD)")
-        fleet.remove(first)
-        args.worker_cmd, args.task_queue = first.cmd, first.queue
-    args.fleet_rest = tuple(fleet)
-    if (deploys or deps or getattr(args, "data_converter", None)) and not args.worker_cmd:
-        raise UsageError(
-            "--deploy, --dependency and --data-converter are for your own workers: give --worker-cmd or --worker too"
-        )
-    queues = {m.queue for m in fleet} | ({args.task_queue} if args.task_queue else set())
-    for d in deploys:
-        if args.task_queue is not None and d.queue not in queues:
-            raise UsageError(
-                f"--deploy {d.queue}=...: no worker command polls {d.queue} (the fleet: {', '.join(sorted(queues))})"
-            )
-    if len({d.queue for d in deploys}) < len(deploys):
-        raise UsageError("one --deploy per task queue")
-    if getattr(args, "deployment", None) and len(deploys) != 1:
-        raise UsageError("--deployment versions one queue's workers: give exactly one --deploy QUEUE=CMD with it")
-    if len({name for name, _ in deps}) < len(deps):
-        raise UsageError("one --dependency per NAME")
-
-
 def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
     """The settings with the user's worker commands (run from the current directory, as typed)."""
     from dataclasses import replace
@@ -310,7 +153,7 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         raise UsageError(f"CHECKPOINT_TASK_QUEUE={queue[:40]!r} is not a task queue name")
     if not args.worker_cmd:
         return settings
-    return replace(
+    settings = replace(
         settings,
         worker_cmd=args.worker_cmd,
         worker_cwd=Path.cwd(),
@@ -321,6 +164,11 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
         dependencies=tuple(getattr(args, "dependency", None) or ()),
         model_endpoints=tuple(getattr(args, "model_endpoint", None) or ()),
     )
+    if settings.deployment:  # the --deploy queue is one a command polls: else exit 2 now
+        from checkpoint_tui.ops import deployments  # the SDK's protos: not for a parse that never needs them
+
+        deployments.old_and_new(settings)
+    return settings
 
 
 def check_pairing(args: argparse.Namespace, user: bool) -> None:

@@ -375,9 +375,13 @@ def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = 
         if r["run_id"] in (None, run_id) or e.who in served or _reached(e, queue)
     ]
     found = lost_work(chain, mine, now)
-    if names := {f.identity for f in found.task_failures if f.identity}:  # by the version its worker ran
-        ran = worker_versions(conn, names)
-        found.task_failures = [replace(f, version=ran.get(f.identity or "")) for f in found.task_failures]
+    names = {f.identity for f in found.task_failures if f.identity}
+    if names and found.versions:  # a versioned run: each failure by the version its worker ran then
+        ran = worker_versions(conn, names, max(f.first_at for f in found.task_failures) + SLACK_S)
+        failures = found.task_failures
+        found.task_failures = [
+            replace(f, version=one_line(ran.get(f.identity or "", ""), 100) or None) for f in failures
+        ]
     return found
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from checkpoint_tui.ledger.backend import Ledger
 
 MAX_EVENTS = 100_000  # a long game day's worker events; more are not counted
+DETAIL_LIMIT = 4096  # characters of a worker event's detail parsed
 MAX_IDENTITIES = 256  # workers looked up at once (a run's failed workflow tasks name a few)
 
 
@@ -31,23 +32,35 @@ def worker_events_between(conn: Ledger, since: float, until: float | None = None
     return [LifeEvent(r["at"], r["event"], r["pid"], r["identity"], r["detail"]) for r in rows]
 
 
-def worker_versions(conn: Ledger, identities: Iterable[str]) -> dict[str, str]:
-    """The build id each of these workers ran, from its `version` worker event (ops/worker_proc.py);
-    a worker with none (unversioned, or another lab's) is absent."""
+def worker_versions(conn: Ledger, identities: Iterable[str], before: float) -> dict[str, str]:
+    """The build id each of these workers ran at `before`, from its `version` worker event (ops/
+    worker_proc.py); a death or exit of that identity since ends it (a pid used again later, on a
+    shared ledger too, is another worker). Absent: unversioned, or unknown."""
     names = sorted(set(identities))[:MAX_IDENTITIES]
     if not names:
         return {}
     marks = ",".join("?" * len(names))
     rows = conn.execute(
-        f"SELECT identity, detail FROM worker_events WHERE event = 'version' AND identity IN ({marks}) ORDER BY id",
-        tuple(names),
+        "SELECT identity, event, detail FROM worker_events WHERE event IN ('version', 'died', 'exit') "
+        f"AND identity IN ({marks}) AND at <= ? ORDER BY id LIMIT ?",
+        (*names, before, MAX_EVENTS),
     ).fetchall()
-    found = {}
+    found: dict[str, str] = {}
     for r in rows:
-        try:
-            build = json.loads(r["detail"] or "{}").get("build_id")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(build, str):
+        if r["event"] != "version":
+            found.pop(r["identity"], None)
+        elif isinstance(build := _field(r["detail"], "build_id"), str):
             found[r["identity"]] = build[:255]
     return found
+
+
+def _field(detail: str | None, name: str) -> object:
+    """A field of a worker event's JSON detail (a row is untrusted: bounded, any failure is None)."""
+    text = (detail or "")[:DETAIL_LIMIT]
+    if not text.startswith("{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return doc.get(name) if isinstance(doc, dict) else None

@@ -21,7 +21,7 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.errors import Unavailable
+from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ops import fleet
 from checkpoint_tui.settings import Settings
 
@@ -104,16 +104,18 @@ async def _call(call: Awaitable[object], settings: Settings) -> None:
 def old_and_new(settings: Settings) -> tuple[str, str]:
     """The build ids of version 1 (the --worker command) and version 2 (the --deploy command)."""
     new = settings.versions[0]
-    old = next(m for m in settings.members if m.queue == new.queue)
-    assert old.build_id is not None and new.build_id is not None
+    old = next((m for m in settings.members if m.queue == new.queue), None)
+    if old is None or old.build_id is None or new.build_id is None:
+        raise UsageError(f"--deployment: no worker command polls {new.queue}, the --deploy queue")
     return old.build_id, new.build_id
 
 
-async def settle(settings: Settings, client: Client) -> None:
+async def settle(settings: Settings, client: Client, force: bool = False) -> None:
     """Version 1 current once its workers poll, unless version 2 is deployed (then the deploy routes it,
-    and a rollback leaves it running): a new experiment starts from version 1, whatever the last one
-    left current."""
-    if settings.versions[0].queue in fleet.deployed(settings):
+    and a rollback leaves it running; `force`: version 1 all the same): a new experiment starts from
+    version 1, whatever the last one left current. With --deployment the lab owns the deployment's
+    routing: every command that starts the fleet does this."""
+    if settings.versions[0].queue in fleet.deployed(settings) and not force:
         return
     old, _ = old_and_new(settings)
     await registered(client, settings, old)

@@ -124,8 +124,11 @@ class Preloads:
         self.live.pop(index, None)
         self.announced.discard(index)
         adopted = worker_proc.load(self.settings, PRELOADER, index)
-        if adopted is not None and not worker_proc.runs_command(adopted.ident, member.cmd):
-            worker_proc.stop(self.settings, adopted)  # another command's: this one gets its own
+        other_build = (
+            adopted is not None and worker_proc.recorded_build(self.settings, PRELOADER, index) != member.build_id
+        )
+        if adopted is not None and (other_build or not worker_proc.runs_command(adopted.ident, member.cmd)):
+            worker_proc.stop(self.settings, adopted)  # another command's (or version's): this one gets its own
             adopted = None
         if adopted is not None:
             self.live[index] = adopted

@@ -223,6 +223,7 @@ def save(settings: Settings, worker: WorkerProc) -> None:
             "user_cmd": worker.user_cmd,
             "queue": worker.queue,
             "exits": worker.exits.name if worker.exits is not None else None,
+            "build_id": _build_of(settings, worker),  # the Worker Deployment Version its environment names
             "saved_at": time.time(),
         },
     )
@@ -234,6 +235,23 @@ def save(settings: Settings, worker: WorkerProc) -> None:
         tmp = settings.run_dir / "worker.pid.tmp"
         tmp.write_text(f"{worker.pid}\n")
         os.replace(tmp, settings.run_dir / "worker.pid")
+
+
+def _build_of(settings: Settings, worker: WorkerProc) -> str | None:
+    """The build id its environment names: a slot's member's, a preloader's command's (its slot is the index)."""
+    if not worker.user_cmd:
+        return None
+    if worker.role == PRELOADER:
+        members = settings.members
+        return members[worker.slot].build_id if worker.slot < len(members) else None
+    member = fleet.member_of(settings, worker.slot) if worker.role == "active" else None
+    return member.build_id if member is not None else None
+
+
+def recorded_build(settings: Settings, role: str, slot: int) -> str | None:
+    """The build id a worker's record says it was started with (None: unversioned)."""
+    value = (read_json(_record(settings, role, slot)) or {}).get("build_id")
+    return value if isinstance(value, str) else None
 
 
 def _say_version(settings: Settings, worker: WorkerProc) -> None:
@@ -297,7 +315,9 @@ def adoptable(settings: Settings, role: str = "active", slot: int = 0) -> Worker
         return None
     member = fleet.member_of(settings, slot)
     same_cmd = not worker.user_cmd or (member is not None and runs_command(worker.ident, member.cmd))
-    if worker.user_cmd == settings.user_worker and same_cmd:
+    # started with another --deployment (or none), it polls as another version (or unversioned)
+    same_version = not worker.user_cmd or recorded_build(settings, role, slot) == (member and member.build_id)
+    if worker.user_cmd == settings.user_worker and same_cmd and same_version:
         return worker
     stop(settings, worker)
     forget(settings, role, slot)

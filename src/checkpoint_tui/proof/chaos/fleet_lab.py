@@ -45,8 +45,11 @@ def check_events(settings: Settings, schedule: list[ChaosEvent], where: str = "t
     if len(set(models)) < len(models):
         raise UsageError("--model-endpoint: each NAME once (the workers get one URL per variable)")
     check_against(schedule, fleet.queues(settings), deploys, dependencies, where, models)
-    if not settings.deployment and any(dict(ev.opts).get("ramp_percent") is not None for ev in schedule):
-        raise UsageError(f"{where}: a deploy's ramp_percent is Worker Versioning's: give --deployment NAME")
+    for opts in (dict(ev.opts) for ev in schedule):
+        if not settings.deployment and ("ramp_percent" in opts or "ramp_s" in opts):
+            raise UsageError(f"{where}: a deploy's ramp is Worker Versioning's: give --deployment NAME")
+        if "ramp_s" in opts and "ramp_percent" not in opts:
+            raise UsageError(f"{where}: ramp_s goes with ramp_percent (the share of workflows version 2 gets)")
 
 
 class FleetLab:
@@ -172,8 +175,15 @@ def _command(queue: str, member: FleetMember | None, events: dict[str, int]) -> 
 
 def _build(detail: str | None) -> str | None:
     """The build id of a `version` worker event's JSON detail (ops/worker_proc.py)."""
-    with contextlib.suppress(ValueError, AttributeError):
-        value = json.loads(detail or "{}").get("build_id")
+    return _json_field(detail, "build_id")
+
+
+def _json_field(detail: str | None, name: str) -> str | None:
+    """A text field of a worker event's JSON detail (an untrusted row: bounded; else None)."""
+    text = (detail or "")[:4096]
+    with contextlib.suppress(ValueError, RecursionError):
+        doc = json.loads(text) if text.startswith("{") else None
+        value = doc.get(name) if isinstance(doc, dict) else None
         return value if isinstance(value, str) else None
     return None
 
@@ -183,10 +193,8 @@ def _queue(detail: str | None) -> str | None:
     if not detail:
         return None
     if detail.startswith("{"):
-        with contextlib.suppress(ValueError):
-            value = json.loads(detail).get("queue")
-            return value if isinstance(value, str) else None
-    found = SLOT_QUEUE.search(detail)
+        return _json_field(detail, "queue")
+    found = SLOT_QUEUE.search(detail[:4096])
     return found.group(1) if found else None
 
 

@@ -13,12 +13,14 @@ where code that is not replay-safe fails it (the audit names the version: core/l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from temporalio.client import Client
 
 from checkpoint_tui.errors import Unavailable
-from checkpoint_tui.ops import deployments, fleet, worker_proc
+from checkpoint_tui.ops import deployments, fleet
+from checkpoint_tui.ops.user_polling import wait_polling, wait_recorded
 from checkpoint_tui.proof.nemeses.records import Hit, Miss
 from checkpoint_tui.settings import Settings
 
@@ -39,14 +41,35 @@ async def versioned_deploy(
     old, new = deployments.old_and_new(settings)
     at = time.time()
     fleet.set_deployed(settings, queue, True)  # the supervisor starts version 2's slots
-    try:
-        polled = await deployments.registered(client, settings, new, REGISTER_WAIT_S)
+    try:  # this start's workers polling, not a version Temporal remembers from an earlier experiment
+        workers = [await wait_recorded(settings, slot, REGISTER_WAIT_S) for slot in _new_slots(settings, new)]
+        polled = max([await wait_polling(client, settings, w, REGISTER_WAIT_S) for w in workers], default=0.0)
+        await deployments.registered(client, settings, new, REGISTER_WAIT_S)
     except Unavailable as err:
         fleet.set_deployed(settings, queue, False)
         return Miss(str(err)[:300])
-    pids = [w.pid for w in _new_workers(settings, new)]
-    detail: dict = {"queue": queue, "deployment": settings.deployment, "from": old, "to": new, "workers": pids}
-    detail["polled_after_s"] = round(polled, 3)
+    detail: dict = {"queue": queue, "deployment": settings.deployment, "from": old, "to": new}
+    detail.update(workers=[w.pid for w in workers], polled_after_s=round(polled, 3))
+    try:
+        await _route(client, settings, (old, new), ramp, rollback_after_s, detail)
+    except Unavailable as err:  # Temporal refused a routing change: version 1 back, said in the report
+        detail["routing_failed"] = str(err)[:300]
+        with contextlib.suppress(Unavailable):
+            await deployments.settle(settings, client, force=True)
+            detail["restored_at"] = time.time()
+    return Hit(at, None, detail=detail)
+
+
+async def _route(
+    client: Client,
+    settings: Settings,
+    builds: tuple[str, str],
+    ramp: tuple[float, float] | None,
+    rollback_after_s: float | None,
+    detail: dict,
+) -> None:
+    """Ramp version 2, make it current, and roll back to version 1, as asked; each step's time in `detail`."""
+    old, new = builds
     if ramp is not None and ramp[0] > 0:
         await deployments.set_ramping(client, settings, new, ramp[0])
         detail.update(ramp_percent=ramp[0], ramping_at=time.time())
@@ -57,12 +80,9 @@ async def versioned_deploy(
         await asyncio.sleep(rollback_after_s)  # version 2 current this long: its length is the point
         await deployments.set_current(client, settings, old)
         detail["rolled_back_at"] = detail["held_until"] = time.time()
-    return Hit(at, None, detail=detail)
 
 
-def _new_workers(settings: Settings, build_id: str) -> list[worker_proc.WorkerProc]:
-    """Version 2's live workers, by slot."""
+def _new_slots(settings: Settings, build_id: str) -> list[int]:
+    """Version 2's slots."""
     slots = range(fleet.slot_count(settings))
-    ours = [s for s in slots if (m := fleet.member_of(settings, s)) is not None and m.build_id == build_id]
-    found = [worker_proc.load(settings, "active", slot) for slot in ours]
-    return [w for w in found if w is not None]
+    return [s for s in slots if (m := fleet.member_of(settings, s)) is not None and m.build_id == build_id]
