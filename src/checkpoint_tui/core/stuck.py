@@ -32,7 +32,10 @@ class StuckTask:
     message: str  # the failure's message, one bounded line
 
     def line(self) -> str:
-        return f"its workflow task keeps failing (attempt {self.attempt}, {self.cause}): {self.message}"
+        # the SDK's words when the worker's converter cannot read the input: a team's own converter
+        hint = " (a data converter of the worker's own? give it: --data-converter MODULE:ATTR)"
+        said = hint if self.message.startswith("Failed decoding arguments") else ""
+        return f"its workflow task keeps failing (attempt {self.attempt}, {self.cause}): {self.message}{said}"
 
     def to_dict(self) -> dict:
         return {"attempt": self.attempt, "cause": self.cause, "message": self.message}

@@ -114,8 +114,8 @@ def main() -> None:
         out.write(json.dumps({"ready": False, "error": _line(err)}) + "\n")
         out.flush()
         raise SystemExit(1) from None
-    classes = [
-        type(team.payload_converter).__name__,
+    classes = [  # the payload converter's class as the team named it (the SDK wraps the instance)
+        team.payload_converter_class.__name__,
         type(team.payload_codec).__name__ if team.payload_codec else "no codec",
     ]
     out.write(json.dumps({"ready": True, "converter": ", ".join(classes)}) + "\n")

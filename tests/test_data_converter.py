@@ -1,0 +1,156 @@
+"""#54, a team's data converter (--data-converter MODULE:ATTR): the lab starts runs and reads histories
+through it, in a process of its own. The codec's round trip, what it cannot read (named, never
+guessed), a converter that fails to load, and chaos on examples/codec_worker (a payload converter of
+its own and an AES-GCM codec): the run's payloads are encrypted in Temporal, the audit names its tool
+calls, each email once."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
+from temporalio.converter import DataConverter
+
+from checkpoint_tui.core.history_codec import payloads_in
+from checkpoint_tui.errors import UsageError
+from checkpoint_tui.ops.remote_codec import UNDECODABLE, RemoteCodec
+from conftest import run_cli
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "codec_worker"
+ROT = '''
+import base64
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import DataConverter, PayloadCodec
+
+print("a team's module that prints when imported")
+
+
+class Rot(PayloadCodec):
+    """Base64 of the payload under its own encoding: only payloads it wrote are read back."""
+
+    async def encode(self, payloads):
+        rot = {"encoding": b"binary/rot"}
+        return [Payload(metadata=rot, data=base64.b64encode(p.SerializeToString())) for p in payloads]
+
+    async def decode(self, payloads):
+        out = []
+        for p in payloads:
+            if p.metadata.get("encoding") != b"binary/rot":
+                raise ValueError("not a rot payload")
+            inner = Payload()
+            inner.ParseFromString(base64.b64decode(p.data))
+            out.append(inner)
+        return out
+
+
+def make():
+    return DataConverter(payload_codec=Rot())
+'''
+
+
+def _codec(tmp_path: Path, spec: str = "team:make") -> RemoteCodec:
+    (tmp_path / "team.py").write_text(ROT)
+    return RemoteCodec(spec, tmp_path, {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+
+
+async def test_the_team_s_codec_round_trips_the_lab_s_json_and_names_what_it_cannot_read(tmp_path: Path):
+    codec = _codec(tmp_path)
+    try:
+        plain = DataConverter.default.payload_converter.to_payloads([{"turns": 3}, "hi"])
+        sealed = await codec.encode(plain)
+        assert [p.metadata["encoding"] for p in sealed] == [b"binary/rot"] * 2 and sealed[0].data != plain[0].data
+        stranger = Payload(metadata={"encoding": b"binary/other"}, data=b"\x00secret")
+        back = await codec.decode([*sealed, stranger])
+        assert DataConverter.default.payload_converter.from_payloads(back[:2]) == [{"turns": 3}, "hi"]
+        assert back[2].metadata["encoding"] == UNDECODABLE and back[2].data == stranger.data  # kept, named
+        assert back[2].metadata["error"].startswith(b"ValueError: not a rot payload")
+        assert codec.undecodable == 1 and codec.converter and codec.converter.endswith(", Rot")
+    finally:
+        await codec.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"), [("team:nothing", "AttributeError"), ("absent_module:X", "ModuleNotFoundError")]
+)
+async def test_a_converter_that_does_not_load_is_one_line(tmp_path: Path, spec: str, said: str):
+    codec = _codec(tmp_path, spec)
+    with pytest.raises(UsageError) as err:
+        await codec.encode(DataConverter.default.payload_converter.to_payloads([1]))
+    assert said in str(err.value) and "\n" not in str(err.value)
+    assert codec._proc is None  # nothing left running
+
+
+def test_every_payload_of_an_event_is_found_and_search_attributes_are_not():
+    from temporalio.api.history.v1 import HistoryEvent
+
+    ev = HistoryEvent()
+    started = ev.workflow_execution_started_event_attributes
+    started.input.payloads.add(data=b"1")
+    started.memo.fields["m"].data = b"2"
+    started.search_attributes.indexed_fields["s"].data = b"3"  # the server's index: never a codec's
+    started.header.fields["h"].data = b"4"
+    started.continued_failure.cause.encoded_attributes.data = b"5"
+    found: list[Payload] = []
+    payloads_in(ev, found)
+    assert sorted(p.data for p in found) == [b"1", b"2", b"4", b"5"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--data-converter", "import os; os.system('x')"], "MODULE:ATTR"),
+        (["--data-converter", "codec:DATA_CONVERTER"], "for your own workers"),
+    ],
+)
+def test_a_bad_data_converter_flag_is_one_line_exit_2(tmp_path: Path, flags: list[str], said: str):
+    done = run_cli("--home", str(tmp_path / "h"), *flags, "chaos", "--kills", "3")
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_each_email_once(tmp_path: Path):
+    home, report_path = tmp_path / "home", tmp_path / "report.json"
+    lab = ["--home", str(home), "--worker-cmd", f"{sys.executable} worker.py"]
+    try:
+        done = run_cli(
+            *lab,
+            "--data-converter",
+            "codec:DATA_CONVERTER",
+            "chaos",
+            "--workflow",
+            "CodecMailer",
+            "--input",
+            json.dumps({"turns": 4, "pace": 0.2}),
+            "--aim",
+            "tool",
+            "--kills",
+            "3",
+            "--seed",
+            "1",
+            "--json",
+            str(report_path),
+            cwd=EXAMPLE,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        report = json.loads(report_path.read_text())
+        assert report["temporal"]["data_converter"] == "codec:DATA_CONVERTER (TeamPayloadConverter, EncryptionCodec)"
+        assert report["temporal"]["undecodable_payloads"] == 0
+        assert "payloads through --data-converter codec:DATA_CONVERTER" in done.stdout
+        audit = report["audit"]
+        assert audit["framework"] == "declared" and audit["model_requests"] == 4, audit
+        assert "(declared: 4 model requests, 4 tool calls)" in done.stdout
+        sent = (home / "codec-out" / "outbox.jsonl").read_text().splitlines()
+        assert sorted(json.loads(line)["call_id"] for line in sent) == [f"call-{i}" for i in range(1, 5)]
+        # what Temporal holds is the team's: encrypted, unreadable without its converter
+        address = json.loads((home / "run" / "devserver.json").read_text())["address"]
+        client = await Client.connect(address)
+        first = await client.get_workflow_handle(report["run_id"]).fetch_history()
+        started = first.events[0].workflow_execution_started_event_attributes
+        assert started.input.payloads[0].metadata["encoding"] == b"binary/encrypted"
+        assert b"turns" not in started.input.payloads[0].data
+    finally:
+        run_cli("--home", str(home), "stop", timeout=120)
