@@ -6,8 +6,12 @@ calls, each email once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +20,11 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 from checkpoint_tui.core.history_codec import payloads_in
-from checkpoint_tui.errors import UsageError
+from checkpoint_tui.errors import Unavailable, UsageError
+from checkpoint_tui.ops.codec_client import HttpCodec
 from checkpoint_tui.ops.remote_codec import UNDECODABLE, RemoteCodec
+from checkpoint_tui.settings.codec import CodecServer
+from checkpoint_tui.waiting import wait_until_sync
 from conftest import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "codec_worker"
@@ -137,7 +144,8 @@ async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_e
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
         report = json.loads(report_path.read_text())
-        assert report["temporal"]["data_converter"] == "codec:DATA_CONVERTER (TeamPayloadConverter, EncryptionCodec)"
+        said = "--data-converter codec:DATA_CONVERTER (TeamPayloadConverter, EncryptionCodec)"
+        assert report["temporal"]["data_converter"] == said
         assert report["temporal"]["undecodable_payloads"] == 0
         assert "payloads through --data-converter codec:DATA_CONVERTER" in done.stdout
         audit = report["audit"]
@@ -154,3 +162,97 @@ async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_e
         assert b"turns" not in started.input.payloads[0].data
     finally:
         run_cli("--home", str(home), "stop", timeout=120)
+
+
+AUTH = "Bearer team-token-for-tests"  # what the example's codec server wants (CODEC_SERVER_AUTH)
+
+
+@contextlib.contextmanager
+def codec_server(home: Path) -> Iterator[str]:
+    """examples/codec_worker/codec_server.py on a free loopback port, its key under `home`; its URL."""
+    out = home / "codec-server.out"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"CHECKPOINT_HOME": str(home), "CODEC_SERVER_AUTH": AUTH, "PATH": "/usr/bin:/bin"}
+    with open(out, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "codec_server.py", "--port", "0"],
+            cwd=EXAMPLE,
+            env={**env, "PYTHONPATH": ":".join(sys.path)},
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        assert wait_until_sync(lambda: "listening" in out.read_text() or proc.poll() is not None, 15)
+        yield "http://" + out.read_text().split("listening ", 1)[1].split()[0]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+async def test_a_codec_server_round_trips_and_what_it_refuses_is_named_without_its_auth(tmp_path: Path):
+    with codec_server(tmp_path) as url:
+        codec = HttpCodec(CodecServer(url, AUTH), "default")
+        plain = DataConverter.default.payload_converter.to_payloads([{"turns": 3}])
+        sealed = await codec.encode(plain)
+        assert sealed[0].metadata["encoding"] == b"binary/encrypted" and b"turns" not in sealed[0].data
+        assert DataConverter.default.payload_converter.from_payloads(await codec.decode(sealed)) == [{"turns": 3}]
+        stranger = HttpCodec(CodecServer(url, "Bearer wrong"), "default")
+        kept = await stranger.decode(sealed)
+        assert kept[0].metadata["encoding"] == UNDECODABLE and kept[0].data == sealed[0].data
+        assert stranger.undecodable == 1 and stranger.first_error == "HTTP 401 from /decode"
+        with pytest.raises(Unavailable) as err:
+            await stranger.encode(plain)
+        assert "HTTP 401" in str(err.value) and "wrong" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "said"),
+    [
+        ({"TEMPORAL_CODEC_ENDPOINT": "ftp://codec"}, [], "TEMPORAL_CODEC_ENDPOINT: an http:// or https://"),
+        ({}, ["--codec-endpoint", "http://codec:99999"], "--codec-endpoint: not a URL"),
+        ({"TEMPORAL_CODEC_ENDPOINT": "http://codec"}, ["--data-converter", "codec:DATA_CONVERTER"], "one of them"),
+    ],
+)
+def test_a_bad_codec_endpoint_is_one_line_exit_2(tmp_path: Path, env: dict, flags: list[str], said: str):
+    worker = ["--worker-cmd", f"{sys.executable} worker.py"]
+    run = ["chaos", "--workflow", "CodecMailer", "--kills", "3"]
+    done = run_cli("--home", str(tmp_path / "h"), *worker, *flags, *run, env=env, cwd=EXAMPLE)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_chaos_through_the_team_s_codec_server_passes_and_names_it(tmp_path: Path, temporal_address: str):
+    home, report_path = tmp_path / "home", tmp_path / "report.json"
+    lab = ["--home", str(home), "--temporal-address", temporal_address]
+    with codec_server(home) as url:
+        env = {"TEMPORAL_CODEC_ENDPOINT": url, "TEMPORAL_CODEC_AUTH": AUTH, "CODEC_EXAMPLE_CONVERTER": "json"}
+        try:
+            done = run_cli(
+                *lab,
+                "--worker-cmd",
+                f"{sys.executable} worker.py",
+                "--task-queue",
+                f"codec-{tmp_path.name}"[:100],
+                "chaos",
+                "--workflow",
+                "CodecMailer",
+                "--input",
+                json.dumps({"turns": 6, "pace": 0.2}),
+                "--kills",
+                "3",
+                "--aim",
+                "tool",
+                "--json",
+                str(report_path),
+                env=env,
+                cwd=EXAMPLE,
+                timeout=240,
+            )
+        finally:
+            run_cli("--home", str(home), "stop", timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads(report_path.read_text())
+    assert report["temporal"]["data_converter"] == f"the codec server {url}"
+    assert report["temporal"]["undecodable_payloads"] == 0 and AUTH not in report_path.read_text()
+    assert report["audit"]["model_requests"] == 6 and AUTH not in done.stdout + done.stderr

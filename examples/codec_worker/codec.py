@@ -94,3 +94,11 @@ class EncryptionCodec(PayloadCodec):
 
 
 DATA_CONVERTER = DataConverter(payload_converter_class=TeamPayloadConverter, payload_codec=EncryptionCodec())
+# The same codec under Temporal's default (JSON) payload converter: what a codec server (codec_server.py)
+# serves, and the worker runs with CODEC_EXAMPLE_CONVERTER=json.
+CODEC_ONLY = DataConverter(payload_codec=EncryptionCodec())
+
+
+def converter() -> DataConverter:
+    """The worker's: DATA_CONVERTER, or CODEC_ONLY with CODEC_EXAMPLE_CONVERTER=json."""
+    return CODEC_ONLY if os.environ.get("CODEC_EXAMPLE_CONVERTER") == "json" else DATA_CONVERTER

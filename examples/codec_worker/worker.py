@@ -20,7 +20,7 @@ from temporalio.worker import Worker
 import checkpoint_tui.effects as effects
 
 from activities import MailActivities  # the sibling modules: `python worker.py` puts this folder on sys.path
-from codec import DATA_CONVERTER
+from codec import converter
 from workflows import CodecMailer
 
 log = logging.getLogger("codec_worker")
@@ -34,7 +34,7 @@ async def run() -> None:
     effects.ledger_target(), effects.probe_log_path()  # a missing location is one line now, not per activity
     config = ClientConfig.load_client_connect_config()
     config.setdefault("target_host", "127.0.0.1:7233")
-    client = await Client.connect(**config, data_converter=DATA_CONVERTER)
+    client = await Client.connect(**config, data_converter=converter())
     task_queue = os.environ.get("CHECKPOINT_TASK_QUEUE") or "codec-worker-example"
     home = os.environ.get("CHECKPOINT_HOME")
     mail = MailActivities((Path(home).expanduser() if home else Path.cwd()).absolute() / "codec-out")

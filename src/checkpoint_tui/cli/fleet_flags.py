@@ -104,14 +104,7 @@ def add_fleet_flags(p: argparse.ArgumentParser) -> None:
         "Deployment (v1 the --worker command, v2 the --deploy one, beside it), routed by set-current-version "
         "and set-ramping-version (see docs/gameday.md)",
     )
-    p.add_argument(
-        "--data-converter",
-        metavar="MODULE:ATTR",
-        type=_converter,
-        help="your workers' DataConverter (payload converter and codec), or a function returning it: the lab "
-        "encodes what it starts runs with and decodes the histories it audits through it, in a process of "
-        "its own, from your workers' directory (see docs/cluster.md)",
-    )
+    _payload_flags(p)
     p.add_argument(
         "--dependency",
         action="append",
@@ -131,6 +124,25 @@ def add_fleet_flags(p: argparse.ArgumentParser) -> None:
         "NAME=URL in their environment "
         "(OPENAI_BASE_URL=http://127.0.0.1:8080/v1); chaos routes it through a proxy that plays the "
         "model-* faults (repeatable)",
+    )
+
+
+def _payload_flags(p: argparse.ArgumentParser) -> None:
+    """--data-converter, --codec-endpoint: how the team's payloads are read."""
+    p.add_argument(
+        "--data-converter",
+        metavar="MODULE:ATTR",
+        type=_converter,
+        help="your workers' DataConverter (payload converter and codec), or a function returning it: the lab "
+        "encodes what it starts runs with and decodes the histories it audits through it, in a process of "
+        "its own, from your workers' directory (see docs/cluster.md)",
+    )
+    p.add_argument(
+        "--codec-endpoint",
+        metavar="URL",
+        help="your codec server (Temporal's remote codec: /encode and /decode; env TEMPORAL_CODEC_ENDPOINT, "
+        "its Authorization header from TEMPORAL_CODEC_AUTH only): the lab encodes and decodes payloads "
+        "through it, as the Web UI does (see docs/cluster.md)",
     )
 
 

@@ -7,6 +7,7 @@ is the one place the kind is chosen; every flag is checked here before anything 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from checkpoint_tui.cli.fleet_flags import (  # noqa: F401 (task_queue, fold_fle
 from checkpoint_tui.cli.project import declaration, destinations
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.settings.codec import codec_server
 
 if TYPE_CHECKING:
     from checkpoint_tui.ledger.destination import Destination
@@ -151,6 +153,10 @@ def with_worker_cmd(args: argparse.Namespace, settings: Settings) -> Settings:
     queue = settings.task_queue_name
     if queue and not TASK_QUEUE.fullmatch(queue):  # from CHECKPOINT_TASK_QUEUE (the flag is checked by the parser)
         raise UsageError(f"CHECKPOINT_TASK_QUEUE={queue[:40]!r} is not a task queue name")
+    codec = codec_server(getattr(args, "codec_endpoint", None), os.environ)  # checked with or without workers
+    if codec is not None and getattr(args, "data_converter", None):
+        raise UsageError("--data-converter and a codec server (--codec-endpoint, TEMPORAL_CODEC_ENDPOINT): one of them")
+    settings = replace(settings, codec=codec)
     if not args.worker_cmd:
         return settings
     settings = replace(

@@ -34,6 +34,7 @@ class RemoteCodec(PayloadCodec):
     """The team's converter, one process for the lab's lifetime, started at the first payload."""
 
     def __init__(self, spec: str, cwd: Path, env: dict[str, str]) -> None:
+        """Nothing starts yet: the process comes with the first payload."""
         self.spec, self.cwd, self.env = spec, cwd, env
         self.converter: str | None = None  # the team's payload converter's and codec's classes, once started
         self.undecodable = 0  # payloads the team's converter could not read, and its first error
@@ -52,7 +53,7 @@ class RemoteCodec(PayloadCodec):
         said = [e for e in errors if e]
         self.undecodable += len(said)
         self.first_error = self.first_error or next(iter(said), None)
-        return [_undecodable(p, e) if e else q for p, q, e in zip(payloads, out, errors, strict=True)]
+        return [mark_undecodable(p, e) if e else q for p, q, e in zip(payloads, out, errors, strict=True)]
 
     async def _ask(self, op: str, payloads: Sequence[Payload]) -> tuple[list[Payload], list[str | None]]:
         out: list[Payload] = []
@@ -114,6 +115,9 @@ class RemoteCodec(PayloadCodec):
         self.converter = str(hello.get("converter") or "")[:200] or None
         return proc
 
+    def describe(self) -> str:
+        return f"--data-converter {self.spec} ({self.converter or 'not started'})"
+
     async def close(self) -> None:
         """Ends the process (closing its stdin ends it; a kill if it does not go)."""
         proc, self._proc = self._proc, None
@@ -139,19 +143,10 @@ def _parse(text: str) -> Payload | None:
     return payload
 
 
-def _undecodable(payload: Payload, error: str) -> Payload:
+def mark_undecodable(payload: Payload, error: str) -> Payload:
     """The payload as it was, marked as one the team's converter could not read, with why."""
     marked = Payload()
     marked.CopyFrom(payload)
     marked.metadata["encoding"] = UNDECODABLE
     marked.metadata["error"] = error.encode()[:200]
     return marked
-
-
-def said(client: object) -> tuple[str | None, int, str | None]:
-    """What a client's team converter was (`MODULE:ATTR (its classes)`), the payloads it could not read
-    and the first one's error; (None, 0, None) for a client without one."""
-    codec = getattr(getattr(client, "data_converter", None), "payload_codec", None)
-    if not isinstance(codec, RemoteCodec):
-        return None, 0, None
-    return f"{codec.spec} ({codec.converter or 'not started'})", codec.undecodable, codec.first_error

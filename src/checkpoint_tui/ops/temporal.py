@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 from checkpoint_tui.errors import CheckpointError, Unavailable, UsageError
+from checkpoint_tui.ops.codec_client import HttpCodec
 from checkpoint_tui.ops.devserver import DevServer, ensure_devserver, recorded
 from checkpoint_tui.ops.remote_codec import RemoteCodec
 from checkpoint_tui.ops.user_worker import worker_env
@@ -64,7 +65,10 @@ async def connect_client(settings: Settings, address: str, timeout: float | None
 
 def _converter(settings: Settings, address: str) -> dict:
     """With --data-converter, the team's converter as the client's payload codec (ops/remote_codec.py),
-    its process started at the first payload from the workers' directory with their environment."""
+    its process started at the first payload from the workers' directory with their environment; with
+    a codec server, that (ops/codec_client.py)."""
+    if settings.codec is not None:
+        return {"data_converter": DataConverter(payload_codec=HttpCodec(settings.codec, settings.namespace))}
     if not settings.data_converter:
         return {}
     cwd, env = settings.worker_cwd or Path.cwd(), worker_env(settings, address)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files.home import check_private_dir, check_private_file, resolve_home  # noqa: F401 (re-exported)
+from checkpoint_tui.settings.codec import CodecServer
 from checkpoint_tui.settings.connection import (  # noqa: F401 (re-exported: where callers have always found them)
     LAB_TLS_DATA_ENV,
     POSTGRES_SCHEMES,
@@ -115,6 +116,7 @@ class Settings:
     model_endpoints: tuple[tuple[str, str], ...] = ()  # --model-endpoint NAME=URL, as the workers' env gets it
     deployment: str | None = None  # --deployment NAME: a --deploy queue's workers as Worker Deployment Versions
     data_converter: str | None = None  # --data-converter MODULE:ATTR: the team's, in a process of its own
+    codec: CodecServer | None = None  # a team's codec server (TEMPORAL_CODEC_ENDPOINT; its auth repr=False)
 
     @property
     def members(self) -> tuple[FleetMember, ...]:
@@ -162,6 +164,7 @@ class Settings:
             deploys=self.deploys,
             deployment=self.deployment,
             data_converter=self.data_converter,
+            codec=self.codec,
             dependencies=self.dependencies,
             model_endpoints=self.model_endpoints,
         )

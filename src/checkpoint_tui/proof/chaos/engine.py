@@ -25,7 +25,7 @@ from checkpoint_tui.core.audit import Audit
 from checkpoint_tui.core.lost_work import LAB_WIDE
 from checkpoint_tui.errors import Unavailable
 from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.ops import chaos_supervisor, fleet, remote_codec, worker_proc
+from checkpoint_tui.ops import chaos_supervisor, codec_client, fleet, worker_proc
 from checkpoint_tui.ops.temporal import connect_client, lab_address
 from checkpoint_tui.proof.chaos import kill_windows
 from checkpoint_tui.proof.chaos.fleet_events import CHURN, DEPENDENCY, DEPLOY, GRACEFUL
@@ -374,7 +374,7 @@ class Chaos:
         return report
 
     def _cluster(self) -> TemporalRecord:
-        converter, undecodable, _ = remote_codec.said(self._client)
+        converter, undecodable, _ = codec_client.said(self._client)
         return TemporalRecord(
             address=self.address,
             namespace=self.settings.namespace,

@@ -31,7 +31,7 @@ def print_report(report: ChaosReport, target: ChaosTarget) -> None:
     idle = bool(failed) and all(c.name == EXERCISED for c in failed)  # nothing else failed: nothing was tried
     if (cluster := report.temporal) is not None:
         whose = "this home's dev server" if cluster.started_by_lab else "a server the lab did not start"
-        converter = f" · payloads through --data-converter {cluster.data_converter}" if cluster.data_converter else ""
+        converter = f" · payloads through {cluster.data_converter}" if cluster.data_converter else ""
         print(f"temporal {cluster.address} (namespace {cluster.namespace}, {whose}){converter}")
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'NOT EXERCISED' if idle else 'FAIL'}")
 

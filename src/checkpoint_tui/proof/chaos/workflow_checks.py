@@ -8,7 +8,7 @@ from typing import Any
 
 from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_history import ActivityExec
-from checkpoint_tui.ops import remote_codec
+from checkpoint_tui.ops import codec_client
 from checkpoint_tui.proof.chaos.targets import ChaosRun
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
@@ -119,10 +119,11 @@ def activity_checks(a: ActivityAudit) -> list[Check]:
 
 
 def converter_check(client: object) -> list[Check]:
-    """With --data-converter: every payload of the histories read was read through it. One it could not
-    read (another key, another converter) leaves the audit blind to what it holds: a failure, named."""
-    converter, unread, first = remote_codec.said(client)
+    """With --data-converter or a codec server: every payload of the histories read was read through it.
+    One it could not read (another key, another converter) leaves the audit blind to what it holds: a
+    failure, named."""
+    converter, unread, first = codec_client.said(client)
     if converter is None:
         return []
     said = f"{unread} payload(s) it could not read, first: {first}" if unread else f"every payload read by {converter}"
-    return [Check("chaos: every payload read through the data converter", not unread, said, {"undecodable": unread})]
+    return [Check("chaos: every payload read through the team's converter", not unread, said, {"undecodable": unread})]
