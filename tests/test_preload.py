@@ -176,7 +176,7 @@ def test_what_a_fork_imports_later_the_preloader_imports_for_the_next_unless_it_
         assert wait_until_sync(ready.exists, 30)
         assert proc.pid not in _importers(pids)  # not a top-level import: the script's main runs it
         proc.send_signal(signal.SIGUSR1)
-        assert wait_until_sync(lambda: len(_importers(pids)) >= 1, 10)
+        assert wait_until_sync(lambda: len(_importers(pids)) >= 1, 30)  # a loaded machine's fork and import
         forks.append(_importers(pids)[0])
         # the fork says what it imported (LEARN_AT); a trial fork imports it first, then the preloader
         key = "not_learned" if starts_thread else "learned"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from temporalio.api.enums.v1 import PendingActivityState
+
 from checkpoint_tui.core.runs import start_run, wait_for_run
 from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.ledger.store import connect
@@ -149,8 +151,9 @@ async def test_a_worker_that_died_between_supervisors_has_its_attempt_failed_ove
         lambda: conn.execute("SELECT COUNT(*) FROM activity_log WHERE run_id=? AND step=2", (run_id,)).fetchone()[0]
     )
     handle = client.get_workflow_handle(run_id)
-    for _ in range(600):  # killed while Temporal holds one of its activities (not in a timer between them)
-        if (await handle.describe()).raw_description.pending_activities:
+    started = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+    for _ in range(600):  # killed while it holds one of its activities (not in a timer, nor before a poll took it)
+        if any(p.state == started for p in (await handle.describe()).raw_description.pending_activities):
             break
         await asyncio.sleep(0.02)
     os.kill(worker.pid, signal.SIGKILL)

@@ -42,7 +42,7 @@ def _each(items: list, are_payloads: bool, found: list[Payload], depth: int) -> 
 
 async def decode_events(client: Client, events: list) -> None:
     """Each event's payloads decoded by the client's payload codec, in place; nothing without one."""
-    codec = client.data_converter.payload_codec
+    codec = getattr(getattr(client, "data_converter", None), "payload_codec", None)  # a stand-in client: none
     if codec is None or not events:
         return
     found: list[Payload] = []
