@@ -162,3 +162,20 @@ def test_the_hop_s_upstream_tls_for_an_api_key_alone_and_for_a_profile_s_certifi
     ca.write_bytes(b"CA")
     own = replace(cloud, connection=ConnectionOptions(tls_ca=str(ca), tls_server_name="frontend.test", api_key=KEY))
     assert upstream_tls(own) == UpstreamTls(ca=b"CA", server_name="frontend.test")
+
+
+@pytest.mark.parametrize(("said", "tls"), [({"tls_disabled": True}, False), ({"tls_enabled": True}, True)])
+def test_a_child_of_the_lab_keeps_the_profile_s_tls_switch(tmp_path, monkeypatch, said, tls):
+    """A profile's `tls = false` beside an API key (a plaintext front that checks keys), or TLS with the
+    system's roots and no key: the supervisor child of the lab gets only an address and the key, and
+    derived TLS from the key alone (on, then off) until the switch traveled with them."""
+    from checkpoint_tui.settings import load_settings
+
+    conn = ConnectionOptions(api_key=KEY if not tls else None, **said)
+    lab = Settings(home=tmp_path / "h", temporal_address="temporal.staging.test:7233", connection=conn)
+    assert lab.connection.tls is tls
+    for name, value in lab.child_env().items():
+        monkeypatch.setenv(name, value)
+    child = load_settings(tmp_path / "h", "temporal.staging.test:7233", connection=ConnectionOptions())
+    assert child.connection.tls is tls and child.connection.api_key == conn.api_key
+    assert "CHECKPOINT_TEMPORAL_TLS" not in worker_env(replace(lab, worker_cmd=("python", "w.py")), "a:1")

@@ -26,7 +26,7 @@ from checkpoint_tui.settings import (
     FleetMember,
     Settings,
 )
-from checkpoint_tui.settings.connection import LAB_TLS_DATA_ENV
+from checkpoint_tui.settings.connection import LAB_TLS_DATA_ENV, LAB_TLS_ENV
 from checkpoint_tui.waiting import wait_until_sync
 
 EXEC_WAIT_S = 5.0
@@ -76,7 +76,7 @@ def worker_env(
     ):
         if path:
             env[name] = os.path.abspath(os.path.expanduser(path))
-    for name in LAB_TLS_DATA_ENV.values():  # ours, for our own processes: the SDK's names below
+    for name in (*LAB_TLS_DATA_ENV.values(), LAB_TLS_ENV):  # ours, for our own processes: the SDK's names below
         env.pop(name, None)
     env.update(conn.secrets_env())  # inline TLS data, as Temporal's variables name it
     if conn.tls_server_name:

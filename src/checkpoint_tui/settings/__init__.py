@@ -21,12 +21,14 @@ from checkpoint_tui.files.home import check_private_dir, check_private_file, res
 from checkpoint_tui.settings.codec import CodecServer
 from checkpoint_tui.settings.connection import (  # noqa: F401 (re-exported: where callers have always found them)
     LAB_TLS_DATA_ENV,
+    LAB_TLS_ENV,
     POSTGRES_SCHEMES,
     ConnectionOptions,
     check_model_url,
     is_postgres_url,
     postgres_label,
     postgres_parts,
+    tls_switch_env,
     with_env_tls,
 )
 
@@ -220,10 +222,10 @@ class Settings:
             env["CHECKPOINT_TEMPORAL_BIN"] = self.temporal_bin
         for name in TEMPORAL_CONFIG_VARS:  # a child reads the lab's one answer, not the caller's file or shell
             env.pop(name, None)
-        for name in LAB_TLS_DATA_ENV.values():
+        for name in (*LAB_TLS_DATA_ENV.values(), LAB_TLS_ENV):
             env.pop(name, None)
-        if not self.embedded:  # inline TLS data: never a command line, never a file
-            env.update(self.connection.secrets_env(LAB_TLS_DATA_ENV))
+        if not self.embedded:  # inline TLS data: never a command line, never a file; the TLS switch beside it
+            env.update({**self.connection.secrets_env(LAB_TLS_DATA_ENV), **tls_switch_env(self.connection)})
         env.pop("CHECKPOINT_WORKER_ADDRESS", None)
         env.pop("CHECKPOINT_WORKER_PLAINTEXT", None)
         if self.worker_address:

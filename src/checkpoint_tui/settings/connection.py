@@ -66,6 +66,7 @@ TLS_DATA_ENV = {
 # The same for the lab's own children (a supervisor, our loop's workers): names no SDK or shell sets,
 # so a process of ours reads inline data only when a parent lab passed it.
 LAB_TLS_DATA_ENV = {attr: name.replace("TEMPORAL_", "CHECKPOINT_") for attr, name in TLS_DATA_ENV.items()}
+LAB_TLS_ENV = "CHECKPOINT_TEMPORAL_TLS"  # the lab's TLS switch for its children: on, off (with_env_tls)
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,22 @@ def merged(over: ConnectionOptions, under: ConnectionOptions) -> ConnectionOptio
 
 
 def with_env_tls(conn: ConnectionOptions, environ: Mapping[str, str]) -> ConnectionOptions:
-    """`conn` with the inline TLS data a parent lab passed (LAB_TLS_DATA_ENV), each where it has none."""
-    extra = {attr: environ[name].encode() for attr, name in LAB_TLS_DATA_ENV.items() if environ.get(name)}
+    """`conn` with the inline TLS data a parent lab passed (LAB_TLS_DATA_ENV), each where it has none, and
+    its TLS switch (LAB_TLS_ENV): a profile's `tls = false` beside an API key, or TLS with no files."""
+    extra: dict[str, object] = {
+        attr: environ[name].encode() for attr, name in LAB_TLS_DATA_ENV.items() if environ.get(name)
+    }
     extra = {attr: data for attr, data in extra.items() if getattr(conn, attr) is None}
+    switch = environ.get(LAB_TLS_ENV)
+    if switch in ("on", "off") and not (conn.tls_disabled or conn.tls_enabled):
+        extra["tls_enabled" if switch == "on" else "tls_disabled"] = True
     return replace(conn, **extra) if extra else conn  # type: ignore[arg-type]
+
+
+def tls_switch_env(conn: ConnectionOptions) -> dict[str, str]:
+    """The TLS switch for a child of the lab (with_env_tls reads it back): said only when the
+    configuration said it, else the child derives it as the lab did (files, an API key)."""
+    return {LAB_TLS_ENV: "off"} if conn.tls_disabled else {LAB_TLS_ENV: "on"} if conn.tls_enabled else {}
 
 
 def _read(path: str | None, flag: str) -> bytes | None:
