@@ -6,8 +6,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from types import SimpleNamespace
+
+import pytest
 
 from checkpoint_tui.proof.chaos.run_starts import START_AT_ONCE, RunStarts
+from checkpoint_tui.settings import Settings
 
 START_S = 0.05  # one start: a ledger row and a StartWorkflowExecution
 
@@ -53,3 +57,52 @@ def test_a_failing_run_stops_the_starting():
         return n
 
     assert asyncio.run(scenario()) < 64
+
+
+class _Restarting:
+    """A client whose server is down for its first `down` starts (tcp connect error), and whose first
+    attempt, as a server dying mid-request can, had started the workflow after all."""
+
+    def __init__(self, down: int, started_before: bool) -> None:
+        self.down, self.started_before, self.calls = down, started_before, 0
+
+    async def start_workflow(self, *args, **kwargs):
+        from temporalio.exceptions import WorkflowAlreadyStartedError
+        from temporalio.service import RPCError, RPCStatusCode
+
+        self.calls += 1
+        if self.calls <= self.down:
+            raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+        if self.started_before:
+            raise WorkflowAlreadyStartedError(kwargs["id"], "W", run_id="first-run")
+        return SimpleNamespace(result_run_id="first-run")
+
+    def get_workflow_handle(self, workflow_id):
+        async def describe():
+            return SimpleNamespace(run_id="first-run")
+
+        return SimpleNamespace(describe=describe)
+
+
+@pytest.mark.parametrize("started_before", [False, True])
+async def test_a_start_that_meets_the_server_restarting_is_tried_again_and_a_start_that_landed_is_kept(
+    tmp_path, monkeypatch, started_before
+):
+    """#52, seed 2 at 256 runs: the dev-server kill came while the other runs were being started, and one
+    start's tcp connect error ended the chaos command in a traceback. A start that cannot reach Temporal
+    is tried again while the lab restarts it; one the server took before it went away is that run's."""
+    from checkpoint_tui.core import runs
+
+    monkeypatch.setattr(runs, "START_RETRY_EVERY_S", 0.01)
+    said = []
+
+    async def call(fn, *args):
+        said.append((fn.__name__, args[1:]))
+
+    client = _Restarting(down=3, started_before=started_before)
+    await runs.launch(Settings(home=tmp_path), client, "run-1", "W", [], ledger_call=call)
+    assert client.calls == 4 and said == [("_mark_started", ("run-1", "first-run"))]
+    # a workflow id that was taken before any failure is someone else's: not this run's
+    with pytest.raises(Exception, match="already"):
+        await runs.launch(Settings(home=tmp_path), _Restarting(0, True), "run-2", "W", [], ledger_call=call)
+    assert said[-1][0] == "_mark_not_started"

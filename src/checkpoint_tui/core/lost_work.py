@@ -43,6 +43,7 @@ LAB_KINDS = ("kill", "died", "sigterm", "exit")  # plus every `chaos:<nemesis>`
 # (no attempt's heartbeat or completion is recorded until it is back), a partition between the workers
 # and Temporal, a fleet-down (its queue, checked by _swept, says which attempts it reached).
 LAB_WIDE = ("chaos:temporal-server", "chaos:partition", FLEET_DOWN)
+CUT_OFF = LAB_WIDE[:2]  # every worker cut off from Temporal: whatever attempt was running (_swept)
 STOPS = {
     "graceful-restart": "a graceful restart",
     "churn": "a churn restart",
@@ -285,20 +286,18 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
 
 
 def _swept(t: TimedOut, events: list[LabEvent]) -> list[LabEvent]:
-    """Fleet-downs of the attempt's queue while it can only have been running: each SIGKILLed every worker
-    that could hold it. From its earliest start to the moment its own timeout would have fired had it
-    started then: a fleet-down after that (the attempt timed out on its own, and the fleet was down when
-    the retry was due) explains nothing."""
+    """Lab-wide events while the attempt can only have been running: a fleet-down of its queue SIGKILLed
+    every worker that could hold it; the dev server's death, or a partition, cut every worker off (no
+    heartbeat or completion recorded; the server fires the timeout late, once back: after the estimated
+    window). From its earliest start to the moment its own timeout would have fired had it started
+    then: one after that (it timed out on its own, and the event met the retry) explains nothing."""
     if t.earliest is None or t.waited_s is None:
         return []
     latest = t.earliest + t.waited_s + SLACK_S
-    return [
-        e
-        for e in events
-        if e.event == FLEET_DOWN
-        and e.detail.get("queue") in ("all", t.queue)
-        and t.earliest - SLACK_S <= e.at <= latest
+    reached = [
+        e for e in events if e.event in CUT_OFF or e.event == FLEET_DOWN and e.detail.get("queue") in ("all", t.queue)
     ]
+    return [e for e in reached if t.earliest - SLACK_S <= e.at <= latest]
 
 
 @dataclass

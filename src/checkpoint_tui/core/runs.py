@@ -14,7 +14,8 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from checkpoint_tui.core.history import workflow_status
 from checkpoint_tui.core.stuck import StuckWatch
@@ -29,6 +30,9 @@ from checkpoint_tui.settings import Settings, check_model_url
 
 TERMINAL = {"completed", "failed", "cancelled"}
 WAIT_EVERY_S = 0.2
+# A start that cannot reach Temporal is tried again this long: a server the lab is restarting (chaos's
+# temporal-server kill) is back within seconds, and a run's start is not a verdict on it.
+START_RETRY_S, START_RETRY_EVERY_S = 30.0, 0.5
 ID_DRAWS = 16
 
 
@@ -104,20 +108,44 @@ async def launch(
     """Start the recorded run's workflow (its id is the run id) on the home's task queue; the run row
     says it never started if Temporal refused, else which execution is the chain's first."""
     call = ledger_call or on_this_thread
-    try:
-        handle = await client.start_workflow(
-            workflow,
-            args=list(args),
-            id=run_id,
-            task_queue=settings.task_queue,
-            task_timeout=task_timeout or WORKFLOW_TASK_TIMEOUT,
-        )
-    except Exception as err:
-        await call(_mark_not_started, settings, run_id, err)
-        raise
-    if handle.result_run_id:
-        await call(_mark_started, settings, run_id, handle.result_run_id)
+    deadline = time.monotonic() + START_RETRY_S
+    retried = False
+    while True:
+        try:
+            handle = await client.start_workflow(
+                workflow,
+                args=list(args),
+                id=run_id,
+                task_queue=settings.task_queue,
+                task_timeout=task_timeout or WORKFLOW_TASK_TIMEOUT,
+            )
+            first = handle.result_run_id
+            break
+        except WorkflowAlreadyStartedError:
+            if not retried:  # not ours: the run id is new, a workflow of that id is someone else's
+                await call(_mark_not_started, settings, run_id, RuntimeError("its workflow id is taken"))
+                raise
+            # the attempt before the server went away had started it: that start is this run's
+            handle = client.get_workflow_handle(run_id)
+            first = (await handle.describe()).run_id
+            break
+        except Exception as err:
+            if _unreachable(err) and time.monotonic() < deadline:  # the server restarting (chaos killed it)
+                retried = True
+                await asyncio.sleep(START_RETRY_EVERY_S)
+                continue
+            await call(_mark_not_started, settings, run_id, err)
+            raise
+    if first:
+        await call(_mark_started, settings, run_id, first)
     return handle
+
+
+def _unreachable(err: Exception) -> bool:
+    """Temporal could not be reached for the start (the server down or restarting), not a refusal."""
+    return isinstance(err, RPCError) and (
+        err.status == RPCStatusCode.UNAVAILABLE or "connect error" in err.message or "transport error" in err.message
+    )
 
 
 LedgerCall = Callable[..., Awaitable[Any]]
