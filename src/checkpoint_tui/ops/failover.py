@@ -79,6 +79,15 @@ async def assist(settings: Settings, client: Client, dead: WorkerProc, late: boo
     record_worker_event(conn, "assist", dead.pid, dead.name, detail=detail)
 
 
+async def assist_twice(settings: Settings, client: Client, dead: WorkerProc) -> None:
+    """The first pass at once, then the late one (assist_late). Run beside the supervisor's loop, not in
+    it: with the dev server dying under it (chaos kills both), a pass waits out its calls' bound, and the
+    loop that notices the server's death and restarts it must not wait with it (a 4 s restart, measured,
+    which every touched run's next attempt then waited out)."""
+    await assist(settings, client, dead)
+    await assist_late(settings, client, dead)
+
+
 async def assist_late(settings: Settings, client: Client, dead: WorkerProc) -> None:
     """A dead worker's long polls can outlive it for a moment (at Temporal, or at the lab's hop between
     them): a task handed to one starts an attempt nobody runs, after the first pass asked. Asked again

@@ -26,8 +26,7 @@ from checkpoint_tui.ledger.latency import in_flight, in_flight_step
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver_watch, fleet, kill_faults, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
-from checkpoint_tui.ops.failover import assist as assist_failover
-from checkpoint_tui.ops.failover import assist_late, failover_client, record_latency
+from checkpoint_tui.ops.failover import assist_twice, failover_client, record_latency
 from checkpoint_tui.ops.loop_thread import Background, LoopThread
 from checkpoint_tui.ops.pool_slots import where
 from checkpoint_tui.ops.preload import Preloads
@@ -266,7 +265,7 @@ class Supervisor:
             elif worker.pid not in self._followed and follow(self.settings, worker):  # `npm run …`: who polls
                 self._followed.add(worker.pid)
         while self._client is not None and self.takeover.found_dead:  # their attempts: at once, not by timeouts
-            await assist_failover(self.settings, self._client, self.takeover.found_dead.pop())
+            self._tasks.start(assist_twice(self.settings, self._client, self.takeover.found_dead.pop()))
         self._bring_back()
         for worker, hang in self.watchdog.hung(self.pool_workers() if self.owns_home else []):
             await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it
@@ -372,8 +371,7 @@ class Supervisor:
         self.state = SupervisorState.RUNNING
         self._publish()
         if assist and self.assist and self._client is not None:
-            await assist_failover(self.settings, self._client, dead)
-            self._tasks.start(assist_late(self.settings, self._client, dead))
+            self._tasks.start(assist_twice(self.settings, self._client, dead))  # beside the loop (failover.py)
         if self.use_spare:
             self._ensure_spare()
         if run_id is not None and not dead.user_cmd:  # latency from our step rows; chaos --workflow reads history
