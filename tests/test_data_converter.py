@@ -13,16 +13,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 
-from checkpoint_tui.core.history_codec import payloads_in
-from checkpoint_tui.errors import Unavailable, UsageError
+from checkpoint_tui.core.history_codec import Found, decoded, payloads_in
+from checkpoint_tui.errors import UsageError
 from checkpoint_tui.ops.codec_client import HttpCodec
-from checkpoint_tui.ops.remote_codec import UNDECODABLE, RemoteCodec
+from checkpoint_tui.ops.codec_count import UNDECODABLE
+from checkpoint_tui.ops.remote_codec import RemoteCodec
 from checkpoint_tui.settings.codec import CodecServer
 from checkpoint_tui.waiting import wait_until_sync
 from conftest import run_cli
@@ -101,9 +103,36 @@ def test_every_payload_of_an_event_is_found_and_search_attributes_are_not():
     started.search_attributes.indexed_fields["s"].data = b"3"  # the server's index: never a codec's
     started.header.fields["h"].data = b"4"
     started.continued_failure.cause.encoded_attributes.data = b"5"
-    found: list[Payload] = []
+    found = Found()
     payloads_in(ev, found)
-    assert sorted(p.data for p in found) == [b"1", b"2", b"4", b"5"]
+    assert sorted(p.data for p in found.payloads) == [b"1", b"2", b"4", b"5"] and found.left_out == 0
+
+
+async def test_the_audit_reads_decoded_copies_and_what_temporal_holds_stays_as_it_is(tmp_path: Path):
+    """Replay runs the team's code on the history and exports write it: both get it as Temporal holds it
+    (encrypted), never the lab's decoded JSON; payloads past the lab's bounds are counted as not read."""
+    from temporalio.api.history.v1 import HistoryEvent
+
+    codec = _codec(tmp_path)
+    try:
+        sealed = await codec.encode(DataConverter.default.payload_converter.to_payloads([{"to": "a@b"}]))
+        ev = HistoryEvent()
+        ev.workflow_execution_started_event_attributes.input.payloads.add().CopyFrom(sealed[0])
+        client = SimpleNamespace(data_converter=DataConverter(payload_codec=codec))
+        [copy] = await decoded(client, [ev])  # type: ignore[arg-type]
+        assert copy is not ev and ev.workflow_execution_started_event_attributes.input.payloads[0] == sealed[0]
+        shown = copy.workflow_execution_started_event_attributes.input.payloads[0]
+        assert DataConverter.default.payload_converter.from_payloads([shown]) == [{"to": "a@b"}]
+        assert codec.undecodable == 0
+        deep = HistoryEvent()
+        failure = deep.workflow_execution_failed_event_attributes.failure
+        for _ in range(40):  # a cause chain past the lab's nesting bound
+            failure = failure.cause
+        failure.encoded_attributes.data = b"x"
+        await decoded(client, [deep])  # type: ignore[arg-type]
+        assert codec.undecodable == 1 and "past the lab's bounds" in (codec.first_error or "")
+    finally:
+        await codec.close()
 
 
 @pytest.mark.parametrize(
@@ -202,15 +231,16 @@ async def test_a_codec_server_round_trips_and_what_it_refuses_is_named_without_i
         kept = await stranger.decode(sealed)
         assert kept[0].metadata["encoding"] == UNDECODABLE and kept[0].data == sealed[0].data
         assert stranger.undecodable == 1 and stranger.first_error == "HTTP 401 from /decode"
-        with pytest.raises(Unavailable) as err:
+        with pytest.raises(UsageError) as err:  # a refused credential: exit 2, said as that
             await stranger.encode(plain)
-        assert "HTTP 401" in str(err.value) and "wrong" not in str(err.value)
+        assert "refused the lab: HTTP 401" in str(err.value) and "wrong" not in str(err.value)  # exit 2, no secret
 
 
 @pytest.mark.parametrize(
     ("env", "flags", "said"),
     [
         ({"TEMPORAL_CODEC_ENDPOINT": "ftp://codec"}, [], "TEMPORAL_CODEC_ENDPOINT: an http:// or https://"),
+        ({"TEMPORAL_CODEC_ENDPOINT": "http://me:s3cret@codec"}, [], "no user or password in the URL"),
         ({}, ["--codec-endpoint", "http://codec:99999"], "--codec-endpoint: not a URL"),
         ({"TEMPORAL_CODEC_ENDPOINT": "http://codec"}, ["--data-converter", "codec:DATA_CONVERTER"], "one of them"),
     ],
@@ -220,6 +250,7 @@ def test_a_bad_codec_endpoint_is_one_line_exit_2(tmp_path: Path, env: dict, flag
     run = ["chaos", "--workflow", "CodecMailer", "--kills", "3"]
     done = run_cli("--home", str(tmp_path / "h"), *worker, *flags, *run, env=env, cwd=EXAMPLE)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "s3cret" not in done.stdout + done.stderr
 
 
 def test_chaos_through_the_team_s_codec_server_passes_and_names_it(tmp_path: Path, temporal_address: str):
@@ -256,3 +287,50 @@ def test_chaos_through_the_team_s_codec_server_passes_and_names_it(tmp_path: Pat
     assert report["temporal"]["data_converter"] == f"the codec server {url}"
     assert report["temporal"]["undecodable_payloads"] == 0 and AUTH not in report_path.read_text()
     assert report["audit"]["model_requests"] == 6 and AUTH not in done.stdout + done.stderr
+
+
+@contextlib.contextmanager
+def echo_server(redirect_to: str | None = None) -> Iterator[str]:
+    """A codec server that hands every payload back as it got it (a passthrough, a wrong key's), or
+    answers every request with a redirect to `redirect_to`."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str | None] = []
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            seen.append(self.headers.get("Authorization"))
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(302 if redirect_to else 200)
+            if redirect_to:
+                self.send_header("Location", redirect_to)
+            self.send_header("Content-Length", str(0 if redirect_to else len(body)))
+            self.end_headers()
+            self.wfile.write(b"" if redirect_to else body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def test_a_codec_server_that_reads_nothing_or_redirects_is_counted_never_followed():
+    sealed = Payload(metadata={"encoding": b"binary/encrypted"}, data=b"\x00secret")
+    with echo_server() as url:
+        codec = HttpCodec(CodecServer(url), "default")
+        [back] = await codec.decode([sealed])
+        assert back.metadata["encoding"] == UNDECODABLE and codec.undecodable == 1  # handed back still sealed
+        assert "still 'binary/encrypted' after decoding" in (codec.first_error or "")
+    with echo_server() as elsewhere, echo_server(redirect_to=f"{elsewhere}/decode") as url:
+        codec = HttpCodec(CodecServer(url, AUTH), "default")
+        [back] = await codec.decode([sealed])
+        assert back.metadata["encoding"] == UNDECODABLE and codec.first_error == "HTTP 302 from /decode"

@@ -51,14 +51,24 @@ class TeamPayloadConverter(CompositePayloadConverter):
 
 
 def _key() -> bytes:
+    """The key file's 32 bytes; made whole under another name and linked in place, so a reader racing
+    the maker sees no key or the whole key, never an empty file."""
     path = Path(os.environ.get("CHECKPOINT_HOME") or ".").expanduser() / "codec-example.key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path.read_bytes()
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(os.urandom(32))
-    return path.read_bytes()
+    if not path.exists():
+        tmp = path.with_name(f".codec-example.key.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        try:
+            os.link(tmp, path)  # only if absent: the first maker's key wins
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    key = path.read_bytes()
+    if len(key) != 32:
+        raise ValueError(f"{path.name}: not a 32-byte key")
+    return key
 
 
 class EncryptionCodec(PayloadCodec):

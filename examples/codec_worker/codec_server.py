@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import hmac
 import json
 import os
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +27,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         op = self.path.rstrip("/").rsplit("/", 1)[-1]
         wanted = os.environ.get("CODEC_SERVER_AUTH")
-        if wanted and self.headers.get("Authorization") != wanted:
+        if wanted and not hmac.compare_digest(self.headers.get("Authorization", "").encode(), wanted.encode()):
             return self._answer(401, {"error": "unauthorized"})
         length = int(self.headers.get("Content-Length") or 0)
         if op not in ("encode", "decode") or not 0 < length <= MAX_BODY:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from checkpoint_tui.core.history_codec import decode_events
+from checkpoint_tui.core.history_codec import decoded
 
 MAX_EVENTS = 200_000  # a history read stops here (Temporal's own default limit is 51,200 per execution)
 
@@ -26,7 +26,8 @@ class Chain:
     executions: list[tuple[str, list]] = field(default_factory=list)  # (Temporal run id, events)
     replaced: list[tuple[str, list]] = field(default_factory=list)  # executions a reset replaced, whole
     # Both kinds in the order they were read (a replaced execution just before the one that replaced
-    # it): the histories a replay must pass, each as Temporal holds it.
+    # it): the histories a replay must pass, each as Temporal holds it (never decoded by a team's codec:
+    # replay runs the team's code on it, and an export must not hold its payloads in the clear).
     as_read: list[tuple[str, list]] = field(default_factory=list)
     missing: bool = False  # Temporal answered NOT_FOUND (unknown, or past retention): the rest is unread
     children: list[Chain] = field(default_factory=list)  # its child workflows' chains (read_children), in order
@@ -53,12 +54,12 @@ async def read_chain(
         while execution is not None and (max_events is None or total < max_events):
             handle = client.get_workflow_handle(workflow_id, run_id=execution)
             events = [ev async for ev in handle.fetch_history_events()]
-            await decode_events(client, events)  # a team's data converter: its payloads as JSON
             total += len(events)
-            chain.as_read.append((execution, events))
+            chain.as_read.append((execution, events))  # as Temporal holds it: what replay and exports get
+            shown = await decoded(client, events)  # a team's converter's payloads as JSON, for the audit
             nxt, by_reset = await next_execution(client, workflow_id, execution, events[-1] if events else None)
             # the reset's execution holds this one's events up to the reset point: it takes its place
-            (chain.replaced if by_reset else chain.executions).append((execution, events))
+            (chain.replaced if by_reset else chain.executions).append((execution, shown))
             execution = nxt
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:

@@ -5,9 +5,9 @@ directory, with their environment (a codec's key is read where the workers read 
 It translates between the lab's plain JSON payloads and the team's: one JSON request a line on stdin,
 one answer a line on stdout, until stdin closes (the lab died or is done: it exits with it).
 
-    {"op": "encode", "payloads": [BASE64 of a json/plain Payload, ...]}
-    {"op": "decode", "payloads": [BASE64 of the team's Payload, ...]}
-    -> {"payloads": [BASE64 or null, ...], "errors": [null or "one line", ...]}
+    {"id": N, "op": "encode", "payloads": [BASE64 of a json/plain Payload, ...]}
+    {"id": N, "op": "decode", "payloads": [BASE64 of the team's Payload, ...]}
+    -> {"id": N, "payloads": [BASE64 or null, ...], "errors": [null or "one line", ...]}
 
 Encode: the value the JSON stands for, through the team's converter (its payload converter, then its
 codec). Decode: the team's codec and payload converter, the value back as JSON; a payload either step
@@ -28,7 +28,7 @@ from typing import TextIO
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import DataConverter
 
-MAX_LINE = 64 * 1024 * 1024  # a request of 256 payloads of Temporal's default 2 MiB limit fits
+MAX_LINE = 64 * 1024 * 1024  # the lab sends at most 16 MiB of payloads a request (base64: ~21 MiB)
 MAX_ERROR = 200
 
 
@@ -73,7 +73,7 @@ async def translate(team: DataConverter, op: str, payload: Payload) -> Payload:
 async def answer(team: DataConverter, request: dict) -> dict:
     op, texts = request.get("op"), request.get("payloads")
     if op not in ("encode", "decode") or not isinstance(texts, list):
-        return {"payloads": [], "errors": [], "error": "a request is {op: encode|decode, payloads: [...]}"}
+        return {"id": request.get("id"), "error": "a request is {id, op: encode|decode, payloads: [...]}"}
     out: list[str | None] = []
     errors: list[str | None] = []
     for text in texts:
@@ -83,14 +83,20 @@ async def answer(team: DataConverter, request: dict) -> dict:
         except Exception as err:  # the team's code: any failure is this payload's, said in one line
             out.append(None)
             errors.append(_line(err))
-    return {"payloads": out, "errors": errors}
+    return {"id": request.get("id"), "payloads": out, "errors": errors}  # its id: the lab matches it
 
 
 async def serve(team: DataConverter, out: TextIO) -> None:
     reader = asyncio.StreamReader(limit=MAX_LINE)
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    while line := await reader.readline():
+    while True:
+        try:
+            line = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):  # a line past MAX_LINE: the stream is lost, and so is this
+            return
+        if not line:
+            return
         try:
             request = json.loads(line)
             reply = await answer(team, request) if isinstance(request, dict) else {"error": "not a JSON object"}
@@ -121,6 +127,9 @@ def main() -> None:
     out.write(json.dumps({"ready": True, "converter": ", ".join(classes)}) + "\n")
     out.flush()
     asyncio.run(serve(team, out))
+    # stdin closed (the lab is done, or died): gone at once, whatever threads the team's import started
+    out.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

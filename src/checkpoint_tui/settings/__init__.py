@@ -18,6 +18,7 @@ from pathlib import Path
 
 from checkpoint_tui.errors import UsageError
 from checkpoint_tui.files.home import check_private_dir, check_private_file, resolve_home  # noqa: F401 (re-exported)
+from checkpoint_tui.settings.codec import AUTH_ENV as CODEC_AUTH
 from checkpoint_tui.settings.codec import CodecServer
 from checkpoint_tui.settings.connection import (  # noqa: F401 (re-exported: where callers have always found them)
     LAB_TLS_DATA_ENV,
@@ -208,8 +209,8 @@ class Settings:
         """The environment for a process of ours (worker, supervisor, naive loop): secrets and shared
         paths travel here, never on a command line."""
         env = dict(os.environ)
-        for name in (LEDGER_URL_ENV, TEMPORAL_API_KEY_ENV, "CHECKPOINT_ARTIFACTS", "CHECKPOINT_TASK_QUEUE"):
-            env.pop(name, None)
+        for name in (LEDGER_URL_ENV, TEMPORAL_API_KEY_ENV, "CHECKPOINT_ARTIFACTS", "CHECKPOINT_TASK_QUEUE", CODEC_AUTH):
+            env.pop(name, None)  # a codec server's auth is the lab's own: no child of it calls that server
         if self.ledger_url:
             env[LEDGER_URL_ENV] = self.ledger_url
         if self.connection.api_key:

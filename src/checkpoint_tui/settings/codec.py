@@ -39,6 +39,8 @@ def check_endpoint(url: str, where: str = "--codec-endpoint") -> str:
         raise UsageError(f"{where}: not a URL (http:// or https://, one line, at most {MAX_URL} characters)")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise UsageError(f"{where}: an http:// or https:// endpoint with a host and no query (got {parts.scheme}://…)")
+    if parts.username is not None or parts.password is not None:  # said nowhere: not in a URL the lab shows
+        raise UsageError(f"{where}: no user or password in the URL (its credential goes in {AUTH_ENV})")
     return url.rstrip("/")
 
 
