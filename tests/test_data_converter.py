@@ -147,9 +147,12 @@ def test_a_bad_data_converter_flag_is_one_line_exit_2(tmp_path: Path, flags: lis
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_each_email_once(tmp_path: Path):
+async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_each_email_once(
+    tmp_path: Path, temporal_address: str
+):
     home, report_path = tmp_path / "home", tmp_path / "report.json"
-    lab = ["--home", str(home), "--worker-cmd", f"{sys.executable} worker.py"]
+    lab = ["--home", str(home), "--temporal-address", temporal_address, "--worker-cmd", f"{sys.executable} worker.py"]
+    lab += ["--task-queue", f"codec-{tmp_path.name}"[:100]]  # the session's server: a queue of its own
     try:
         done = run_cli(
             *lab,
@@ -159,7 +162,7 @@ async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_e
             "--workflow",
             "CodecMailer",
             "--input",
-            json.dumps({"turns": 4, "pace": 0.2}),
+            json.dumps({"turns": 6, "pace": 0.2}),  # a server the lab did not start: kills of workers only
             "--aim",
             "tool",
             "--kills",
@@ -178,13 +181,12 @@ async def test_chaos_on_an_encrypting_team_converter_names_its_tools_and_sends_e
         assert report["temporal"]["undecodable_payloads"] == 0
         assert "payloads through --data-converter codec:DATA_CONVERTER" in done.stdout
         audit = report["audit"]
-        assert audit["framework"] == "declared" and audit["model_requests"] == 4, audit
-        assert "(declared: 4 model requests, 4 tool calls)" in done.stdout
+        assert audit["framework"] == "declared" and audit["model_requests"] == 6, audit
+        assert "(declared: 6 model requests, 6 tool calls)" in done.stdout
         sent = (home / "codec-out" / "outbox.jsonl").read_text().splitlines()
-        assert sorted(json.loads(line)["call_id"] for line in sent) == [f"call-{i}" for i in range(1, 5)]
+        assert sorted(json.loads(line)["call_id"] for line in sent) == sorted(f"call-{i}" for i in range(1, 7))
         # what Temporal holds is the team's: encrypted, unreadable without its converter
-        address = json.loads((home / "run" / "devserver.json").read_text())["address"]
-        client = await Client.connect(address)
+        client = await Client.connect(temporal_address)
         first = await client.get_workflow_handle(report["run_id"]).fetch_history()
         started = first.events[0].workflow_execution_started_event_attributes
         assert started.input.payloads[0].metadata["encoding"] == b"binary/encrypted"
