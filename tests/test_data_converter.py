@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 from checkpoint_tui.core.history_codec import Found, decoded, payloads_in
-from checkpoint_tui.errors import UsageError
+from checkpoint_tui.errors import Unavailable, UsageError
 from checkpoint_tui.ops.codec_client import HttpCodec
 from checkpoint_tui.ops.codec_count import UNDECODABLE
 from checkpoint_tui.ops.remote_codec import RemoteCodec
@@ -91,6 +91,46 @@ async def test_a_converter_that_does_not_load_is_one_line(tmp_path: Path, spec: 
         await codec.encode(DataConverter.default.payload_converter.to_payloads([1]))
     assert said in str(err.value) and "\n" not in str(err.value)
     assert codec._proc is None  # nothing left running
+
+
+HANGS = """
+import time
+from temporalio.converter import DataConverter, PayloadCodec
+
+
+class Hangs(PayloadCodec):
+    async def encode(self, payloads):
+        return list(payloads)
+
+    async def decode(self, payloads):
+        time.sleep(600)  # a codec that never answers (a lock, a network call): the lab must not wait with it
+
+
+CONVERTER = DataConverter(payload_codec=Hangs())
+"""
+
+
+async def test_a_converter_that_stops_answering_is_one_line_and_its_process_is_gone(tmp_path: Path, monkeypatch):
+    import checkpoint_tui.ops.remote_codec as remote
+
+    monkeypatch.setattr(remote, "ANSWER_WAIT_S", 1.0)
+    (tmp_path / "hangs.py").write_text(HANGS)
+    codec = RemoteCodec("hangs:CONVERTER", tmp_path, {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)})
+    plain = DataConverter.default.payload_converter.to_payloads([1])
+    await codec.encode(plain)  # started, and answering
+    pid = codec._proc.pid if codec._proc is not None else 0
+    with pytest.raises(Unavailable, match="stopped answering"):
+        await codec.decode(plain)
+    assert codec._proc is None
+    assert wait_until_sync(lambda: not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), 10)  # killed
+    await codec.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except OSError:
+        return "Z"
 
 
 def test_every_payload_of_an_event_is_found_and_search_attributes_are_not():
@@ -219,7 +259,11 @@ def codec_server(home: Path) -> Iterator[str]:
         yield "http://" + out.read_text().split("listening ", 1)[1].split()[0]
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 async def test_a_codec_server_round_trips_and_what_it_refuses_is_named_without_its_auth(tmp_path: Path):

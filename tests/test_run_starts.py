@@ -63,8 +63,8 @@ class _Restarting:
     """A client whose server is down for its first `down` starts (tcp connect error), and whose first
     attempt, as a server dying mid-request can, had started the workflow after all."""
 
-    def __init__(self, down: int, started_before: bool) -> None:
-        self.down, self.started_before, self.calls = down, started_before, 0
+    def __init__(self, down: int, started_before: bool, said_run_id: str | None = "first-run") -> None:
+        self.down, self.started_before, self.calls, self.said_run_id = down, started_before, 0, said_run_id
 
     async def start_workflow(self, *args, **kwargs):
         from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -74,14 +74,14 @@ class _Restarting:
         if self.calls <= self.down:
             raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
         if self.started_before:
-            raise WorkflowAlreadyStartedError(kwargs["id"], "W", run_id="first-run")
+            raise WorkflowAlreadyStartedError(kwargs["id"], "W", run_id=self.said_run_id)
         return SimpleNamespace(result_run_id="first-run")
 
-    def get_workflow_handle(self, workflow_id):
+    def get_workflow_handle(self, workflow_id, run_id=None):
         async def describe():
             return SimpleNamespace(run_id="first-run")
 
-        return SimpleNamespace(describe=describe)
+        return SimpleNamespace(describe=describe, run_id=run_id)
 
 
 @pytest.mark.parametrize("started_before", [False, True])
@@ -102,6 +102,9 @@ async def test_a_start_that_meets_the_server_restarting_is_tried_again_and_a_sta
     client = _Restarting(down=3, started_before=started_before)
     await runs.launch(Settings(home=tmp_path), client, "run-1", "W", [], ledger_call=call)
     assert client.calls == 4 and said == [("_mark_started", ("run-1", "first-run"))]
+    # an error that does not say the run id: Temporal's description of the workflow does
+    await runs.launch(Settings(home=tmp_path), _Restarting(1, True, None), "run-3", "W", [], ledger_call=call)
+    assert said[-1] == ("_mark_started", ("run-3", "first-run"))
     # a workflow id that was taken before any failure is someone else's: not this run's
     with pytest.raises(Exception, match="already"):
         await runs.launch(Settings(home=tmp_path), _Restarting(0, True), "run-2", "W", [], ledger_call=call)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
+from temporalio.converter import PayloadCodec
+
+from checkpoint_tui.ops.codec_count import Counted
 
 MAX_PAYLOADS = 20_000  # decoded per execution read; past it, counted as not read (the audit is blind there)
 MAX_DEPTH = 24  # nesting followed into an event (a failure's cause chain included); deeper: not read, counted
@@ -56,7 +59,7 @@ def _each(items: list, are_payloads: bool, found: Found, depth: int) -> None:
 async def decoded(client: Client, events: list) -> list:
     """The events with their payloads decoded by the client's payload codec (copies); the same list
     without one (a stand-in client has no data converter)."""
-    codec = getattr(getattr(client, "data_converter", None), "payload_codec", None)
+    codec: PayloadCodec | None = getattr(getattr(client, "data_converter", None), "payload_codec", None)
     if codec is None or not events:
         return events
     copies = []
@@ -67,7 +70,7 @@ async def decoded(client: Client, events: list) -> list:
     found = Found()
     for ev in copies:
         payloads_in(ev, found)
-    if found.left_out and hasattr(codec, "not_read"):
+    if found.left_out and isinstance(codec, Counted):
         codec.not_read(found.left_out, f"{found.left_out} payload(s) past the lab's bounds (count, nesting)")
     plain = await codec.decode(found.payloads)
     for payload, value in zip(found.payloads, plain, strict=True):

@@ -376,11 +376,9 @@ def read_lost_work(conn: Ledger, run_id: str, chain: Chain, now: float | None = 
     found = lost_work(chain, mine, now)
     names = {f.identity for f in found.task_failures if f.identity}
     if names and found.versions:  # a versioned run: each failure by the version its worker ran then
-        ran = worker_versions(conn, names, max(f.first_at for f in found.task_failures) + SLACK_S)
-        failures = found.task_failures
-        found.task_failures = [
-            replace(f, version=one_line(ran.get(f.identity or "", ""), 100) or None) for f in failures
-        ]
+        at = {f: worker_versions(conn, [f.identity or ""], f.first_at + SLACK_S) for f in found.task_failures}
+        ran = {f: one_line(by.get(f.identity or "", ""), 100) or None for f, by in at.items()}
+        found.task_failures = [replace(f, version=ran[f]) for f in found.task_failures]
     return found
 
 

@@ -121,13 +121,13 @@ async def launch(
             )
             first = handle.result_run_id
             break
-        except WorkflowAlreadyStartedError:
+        except WorkflowAlreadyStartedError as taken:
             if not retried:  # not ours: the run id is new, a workflow of that id is someone else's
                 await call(_mark_not_started, settings, run_id, RuntimeError("its workflow id is taken"))
                 raise
             # the attempt before the server went away had started it: that start is this run's
-            handle = client.get_workflow_handle(run_id)
-            first = (await handle.describe()).run_id
+            first = taken.run_id or (await client.get_workflow_handle(run_id).describe()).run_id
+            handle = client.get_workflow_handle(run_id, run_id=first)
             break
         except Exception as err:
             if _unreachable(err) and time.monotonic() < deadline:  # the server restarting (chaos killed it)

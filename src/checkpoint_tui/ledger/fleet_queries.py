@@ -49,13 +49,13 @@ def worker_versions(conn: Ledger, identities: Iterable[str], before: float) -> d
     for r in rows:
         if r["event"] != "version":
             found.pop(r["identity"], None)
-        elif isinstance(build := _field(r["detail"], "build_id"), str):
+        elif (build := detail_text(r["detail"], "build_id")) is not None:
             found[r["identity"]] = build[:255]
     return found
 
 
-def _field(detail: str | None, name: str) -> object:
-    """A field of a worker event's JSON detail (a row is untrusted: bounded, any failure is None)."""
+def detail_text(detail: str | None, name: str) -> str | None:
+    """A text field of a worker event's JSON detail (a row is untrusted: bounded, any failure is None)."""
     text = (detail or "")[:DETAIL_LIMIT]
     if not text.startswith("{"):
         return None
@@ -63,4 +63,5 @@ def _field(detail: str | None, name: str) -> object:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    return doc.get(name) if isinstance(doc, dict) else None
+    value = doc.get(name) if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None

@@ -63,12 +63,7 @@ def queue_of(settings: Settings, slot: int) -> str:
 def standby(settings: Settings, slot: int) -> bool:
     """A new version's slot (Worker Versioning) while its queue is not deployed: no worker runs in it."""
     member = member_of(settings, slot)
-    return (
-        member is not None
-        and member.build_id is not None
-        and member in settings.versions
-        and (member.queue not in deployed(settings))
-    )
+    return member is not None and member in settings.versions and member.queue not in deployed(settings)
 
 
 def queues(settings: Settings) -> list[str]:

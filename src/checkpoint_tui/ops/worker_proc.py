@@ -257,10 +257,9 @@ def recorded_build(settings: Settings, role: str, slot: int) -> str | None:
 def _say_version(settings: Settings, worker: WorkerProc) -> None:
     """A worker of a Worker Deployment Version (--deployment): which build it runs, as a worker event, so
     the audit names the version of a workflow task it failed (history names only its identity)."""
-    member = fleet.member_of(settings, worker.slot)
-    if member is None or member.build_id is None:
+    if (build := _build_of(settings, worker)) is None:
         return
-    detail = {"deployment": settings.deployment, "build_id": member.build_id, "queue": member.queue}
+    detail = {"deployment": settings.deployment, "build_id": build, "queue": worker.queue}
     record_worker_event(connect(settings.ledger), VERSION_EVENT, worker.pid, worker.name, detail=json.dumps(detail))
 
 

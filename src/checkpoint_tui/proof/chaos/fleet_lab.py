@@ -7,7 +7,6 @@ ledger's worker events; per fleet event, the backlog's peak and its drain time a
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 from dataclasses import replace
@@ -16,7 +15,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from checkpoint_tui.errors import UsageError
-from checkpoint_tui.ledger.fleet_queries import worker_events_between
+from checkpoint_tui.ledger.fleet_queries import detail_text, worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops import fleet
 from checkpoint_tui.ops.worker_proc import VERSION_EVENT
@@ -142,7 +141,7 @@ class FleetLab:
         queue_of = {e.identity: q for e in events if e.identity and (q := _queue(e.detail))}
         # a new version's workers (Worker Versioning) are its own command's, beside the old version's
         new = {v.build_id: v for v in settings.versions}
-        newer = {e.identity for e in every if e.event == VERSION_EVENT and _build(e.detail) in new}
+        newer = {e.identity for e in every if e.event == VERSION_EVENT and detail_text(e.detail, "build_id") in new}
         per_command: dict[tuple[str, bool], dict[str, int]] = {(q, False): {} for q in self.queues}
         for ev in events:
             key = (queue_of.get(ev.identity or "") or settings.task_queue, ev.identity in newer)
@@ -173,27 +172,12 @@ def _command(queue: str, member: FleetMember | None, events: dict[str, int]) -> 
     return CommandEvents(queue=queue, command=command, version=member.build_id if member else None, events=events)
 
 
-def _build(detail: str | None) -> str | None:
-    """The build id of a `version` worker event's JSON detail (ops/worker_proc.py)."""
-    return _json_field(detail, "build_id")
-
-
-def _json_field(detail: str | None, name: str) -> str | None:
-    """A text field of a worker event's JSON detail (an untrusted row: bounded; else None)."""
-    text = (detail or "")[:4096]
-    with contextlib.suppress(ValueError, RecursionError):
-        doc = json.loads(text) if text.startswith("{") else None
-        value = doc.get(name) if isinstance(doc, dict) else None
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _queue(detail: str | None) -> str | None:
     """The queue a worker event names: a JSON detail's `queue`, or pool_slots.where()'s `(slot N, QUEUE)`."""
     if not detail:
         return None
     if detail.startswith("{"):
-        return _json_field(detail, "queue")
+        return detail_text(detail, "queue")
     found = SLOT_QUEUE.search(detail[:4096])
     return found.group(1) if found else None
 
