@@ -78,7 +78,7 @@ async def test_an_assist_records_the_dead_worker_s_activities_bounded(tmp_path):
     from checkpoint_tui.ledger.store import connect
     from checkpoint_tui.ops import failover
 
-    client, failed_ids, failed, reset = FakeClient(), [], [], []
+    client, failed_ids, failed, reset = FakeClient(), [], {4242: [], 7: []}, {4242: [], 7: []}
     pending = client.handle  # describe() names HOSTILE_ID, last run by the dead worker
     (info,) = (await pending.describe()).raw_description.pending_activities
     info.last_worker_identity = "w-dead@host"
@@ -92,9 +92,13 @@ async def test_an_assist_records_the_dead_worker_s_activities_bounded(tmp_path):
 
     client.get_async_activity_handle = activity_handle
     dead = SimpleNamespace(name="w-dead@host", pid=4242, user_cmd=("worker",))
+    other = SimpleNamespace(name="w-other@host", pid=7, user_cmd=("worker",))  # died in the same pass
     client.workflow_service.reset_sticky_task_queue = client.workflow_service.reset_activity
     conn = connect(tmp_path / "checkpoint.db")
-    await failover._assist_run(SimpleNamespace(namespace="default"), client, conn, dead, "run-1", failed, reset)
+    await failover._assist_run(
+        SimpleNamespace(namespace="default"), client, conn, [other, dead], "run-1", failed, reset
+    )
     assert failed_ids == [HOSTILE_ID]  # Temporal is asked about the real id
-    (entry,) = failed
+    assert failed[7] == [] and reset == {4242: ["run-1"], 7: []}  # one reset, by the worker that held it
+    (entry,) = failed[4242]
     assert len(entry) <= 400 and not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in entry), entry

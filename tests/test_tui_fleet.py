@@ -17,6 +17,7 @@ import pytest
 from checkpoint_tui.core import activity_timeline
 from checkpoint_tui.core.activity_audit import ActivityAudit
 from checkpoint_tui.core.activity_timeline import ActivityTimeline
+from checkpoint_tui.core.fleet_marks import marker_text
 from checkpoint_tui.core.fleet_view import Periodic, is_fleet, read_fleet
 from checkpoint_tui.core.mark_feed import MarkFeed
 from checkpoint_tui.core.session import LabSession
@@ -152,12 +153,31 @@ def test_fleet_events_of_a_run(ledger_target):
     assert [e.id for e in found] == ids
     assert found[0].detail == SIGTERM and found[0].identity == "w-a" and found[0].pid_label == "100"
     assert [e.id for e in iq.fleet_events(conn, RUN, after_id=ids[1])] == ids[2:]
-    feed = MarkFeed(fleet_marks=True)  # what a poller delivers: each once
+    feed = MarkFeed()  # what a poller delivers: each once
     assert [m.id for m in feed.new(conn, RUN, reset=True)[1]] == ids
     assert feed.new(conn, RUN, reset=False)[1] == []
     later = record_worker_event(conn, "sigterm", 102, "w-c", detail=json.dumps(SIGTERM), at=now + 6)
     assert [m.id for m in feed.new(conn, RUN, reset=False)[1]] == [later]
-    assert MarkFeed(fleet_marks=False).new(conn, RUN, reset=True)[1] == []  # our own worker: not asked
+
+
+def test_a_dev_server_kill_and_a_partition_mark_every_run_on_the_lab_s_queues(ledger_target):
+    """Filed under the lead run, they reached every run on the lab's queues then: each run's history marks
+    them, in words; a run on another lab's queue (a shared ledger) is not marked."""
+    conn = connect(ledger_target)
+    create_run(conn, RUN, 4, 0.0, "offline", "lab-q")
+    create_run(conn, "run-other", 4, 0.0, "offline", "lab-q")
+    create_run(conn, "run-elsewhere", 4, 0.0, "offline", "another-lab-q")
+    now, lab = time.time(), {"signal": "SIGKILL", "queues": ["lab-q"]}
+    killed = record_worker_event(conn, "chaos:temporal-server", 7, None, RUN, 2, json.dumps(lab), now + 1)
+    cut = {**lab, "duration_s": 1.5}
+    parted = record_worker_event(conn, "chaos:partition", None, None, RUN, 3, json.dumps(cut), now + 2)
+    assert [e.id for e in iq.fleet_events(conn, "run-other")] == [killed, parted]
+    assert iq.fleet_events(conn, "run-elsewhere") == []
+    texts = [marker_text(e) for e in iq.fleet_events(conn, RUN)]
+    assert texts == [
+        "── dev server SIGKILLed: Temporal down for every run ──",
+        "── partition: every worker cut off from Temporal for 1.5 s ──",
+    ]
 
 
 def test_read_fleet_from_the_homes_files(tmp_path):

@@ -1,7 +1,8 @@
 """The lab's fleet events in words, and where they fall in a run's history: a graceful stop (`sigterm`)
 and the stopped worker's `exit`, a fleet-down, a deploy, a dependency fault (proof/nemeses/fleet.py and
-chaos record them). The history pane marks each like a kill (core/kill_marker.py) and the worker events
-pane lists it, in the same words; both read the ledger's worker events, so an app started later shows
+chaos record them), and the two that reach every run at once: the dev server's death and a
+partition. The history pane marks each like a kill (core/kill_marker.py) and the worker events pane
+lists it, in the same words; both read the ledger's worker events, so an app started later shows
 the same. Every name comes from the ledger, which anyone who can write the home can edit: each is cut
 short here and shown as plain text by the panes."""
 
@@ -66,6 +67,10 @@ def _chaos(kind: str, detail: Mapping, queue: str | None) -> str | None:
         return f"churn:{n} graceful restarts across {where}" + (f" over{lasting}" if lasting else "")
     if kind == "graceful-restart":
         return f"graceful restart of worker {_name(detail.get('identity')) or '?'}"
+    if kind == "temporal-server":  # the supervisor restarts it; the worker events say when it was back
+        return "dev server SIGKILLed: Temporal down for every run"
+    if kind == "partition":
+        return f"partition: every worker cut off from Temporal{f' for{lasting}' if lasting else ''}"
     return None
 
 

@@ -1,5 +1,5 @@
 """What the history pane marks, each delivered once: the viewed run's kills and deaths (core/kill_marker.py)
-and, with a user's workers, the lab's fleet events (core/fleet_marks.py). All of them when a run is first
+and the lab's fleet events (core/fleet_marks.py). All of them when a run is first
 shown, then only new ones; read on the session's ledger thread, no query on a poll without a commit."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ PAGES = 20  # reads of FLEET_MARKS_LIMIT events at most per poll (a long game da
 
 
 class MarkFeed:
-    def __init__(self, fleet_marks: bool) -> None:
-        self.fleet_marks = fleet_marks  # a user's workers: only they are stopped gracefully, rolled, held down
+    def __init__(self) -> None:
         self._kills_sent: set[int] = set()  # kill/died events of the viewed run already in a View
         self._death_cursor = 0  # the last worker event id looked at for new deaths (any run's)
         self._marks_sent: set[int] = set()
@@ -49,9 +48,7 @@ class MarkFeed:
     def _marks(self, conn: Ledger, run_id: str) -> list[FleetEvent]:
         """The run's fleet events after the newest delivered (and a few before it, in case one committed
         late), each once: one query per poll that saw a commit (a page more while a read comes back full)."""
-        if not self.fleet_marks:
-            return []
-        marks: list[FleetEvent] = []
+        marks: list[FleetEvent] = []  # asked for our own worker too: a dev server's death reaches every run
         for _ in range(PAGES):
             found = inspect_queries.fleet_events(conn, run_id, max(0, self._mark_cursor - REREAD))
             new = [m for m in found if m.id not in self._marks_sent]

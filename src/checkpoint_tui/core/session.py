@@ -81,7 +81,7 @@ class LabSession:
         self.history_pace_s = HISTORY_PACE_S
         self._completion: dict[str, str] = {}  # run -> its completion sentence (a finished run's never changes)
         self._counts: dict[str, RunCounts] = {}  # run -> the counts of the audit its sentence came from
-        self._marks = MarkFeed(fleet_marks=bool(settings.members))  # kills and fleet events for the history
+        self._marks = MarkFeed()  # kills and fleet events for the history
         self._fleet = FleetWatch(settings, backlog)
 
     async def _db(self, fn: Callable[..., T], *args: object) -> T:

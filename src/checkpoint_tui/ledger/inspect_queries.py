@@ -212,7 +212,9 @@ def _detail(text: str | None) -> dict:
 
 # A graceful stop (SIGTERM) and the stopped worker's exit, and chaos's own record of the fleet nemeses
 # that have no such per-worker event (a fleet-down's SIGKILLs are `died` events, marked as kills).
-FLEET_MARKS = ("sigterm", "exit", "chaos:fleet-down", "chaos:deploy", "chaos:dependency")
+# every run on the lab's queues at once (their detail names the queues: on a shared ledger, not another lab's)
+LAB_WIDE_MARKS = ("chaos:temporal-server", "chaos:partition")
+FLEET_MARKS = ("sigterm", "exit", "chaos:fleet-down", "chaos:deploy", "chaos:dependency", *LAB_WIDE_MARKS)
 FLEET_MARKS_LIMIT = 500  # per read; a poller reads on from the newest it got
 
 
@@ -239,11 +241,19 @@ def fleet_events(conn: Ledger, run_id: str, after_id: int = 0) -> list[FleetEven
     stops every run on the fleet, whichever run the lab filed it under)."""
     marks = ",".join("?" for _ in FLEET_MARKS)
     rows = conn.execute(
-        f"SELECT w.* FROM worker_events w JOIN runs r ON r.run_id = ? WHERE w.id > ? AND w.event IN ({marks}) "
+        f"SELECT w.*, r.task_queue AS run_queue FROM worker_events w JOIN runs r ON r.run_id = ? WHERE w.id > ? "
+        f"AND w.event IN ({marks}) "
         "AND (w.run_id = r.run_id OR (w.at >= r.created_at AND (r.ended_at IS NULL OR w.at <= r.ended_at))) "
         "ORDER BY w.id LIMIT ?",
         (run_id, after_id, *FLEET_MARKS, FLEET_MARKS_LIMIT),
     ).fetchall()
-    return [
+    out = [
         FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"])) for r in rows
     ]
+    return [ev for ev, r in zip(out, rows, strict=True) if _reached(ev, r["run_queue"], r["run_id"] == run_id)]
+
+
+def _reached(ev: FleetEvent, run_queue: str | None, filed_here: bool) -> bool:
+    """A lab-wide event reached the run unless its detail names the queues it reached and not the run's."""
+    queues = ev.detail.get("queues")
+    return filed_here or ev.event not in LAB_WIDE_MARKS or not isinstance(queues, list) or run_queue in queues

@@ -52,9 +52,20 @@ def latest_running_run(conn: Ledger) -> str | None:
     return row["run_id"] if row else None
 
 
-def running_runs(conn: Ledger, task_queue: str) -> list[str]:
-    """Runs still running on one task queue (a shared ledger also lists other labs' runs)."""
-    rows = conn.execute("SELECT run_id FROM runs WHERE status = 'running' AND task_queue = ?", (task_queue,))
+# Most likely in an activity first: a claim not yet stamped (a tool call in flight), a run with no
+# effect yet (at its first), then the effects that moved last (the next activity follows a stamp soon).
+_LAST_MOVE = "(SELECT MAX(COALESCE(e.applied_at, e.claimed_at)) FROM effects e WHERE e.run_id = r.run_id)"
+_BUSIEST_FIRST = (
+    " ORDER BY EXISTS (SELECT 1 FROM effects e WHERE e.run_id = r.run_id AND e.applied_at IS NULL) DESC,"
+    f" CASE WHEN {_LAST_MOVE} IS NULL THEN 1 ELSE 0 END DESC, {_LAST_MOVE} DESC"
+)
+
+
+def running_runs(conn: Ledger, task_queue: str, busiest_first: bool = False) -> list[str]:
+    """Runs still running on one task queue (a shared ledger also lists other labs' runs); with
+    `busiest_first`, ordered by how likely their effects say an activity of theirs is in flight."""
+    sql = "SELECT r.run_id FROM runs r WHERE r.status = 'running' AND r.task_queue = ?"
+    rows = conn.execute(sql + (_BUSIEST_FIRST if busiest_first else ""), (task_queue,))
     return [r["run_id"] for r in rows]
 
 

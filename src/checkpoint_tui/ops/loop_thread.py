@@ -79,6 +79,7 @@ class Background:
 
     async def drain(self, each_s: float) -> None:
         """Let what is in flight land, each within `each_s` (cancelled past it)."""
-        for task in list(self._tasks):
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(task, each_s)
+        for _ in range(3):  # what lands may start more (a failover pass its late pass): a bounded few rounds
+            for task in list(self._tasks):
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, each_s)

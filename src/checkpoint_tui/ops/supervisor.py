@@ -19,14 +19,12 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 
-from temporalio.client import Client
-
 from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger.latency import in_flight, in_flight_step
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.ops import devserver_watch, fleet, kill_faults, pool_slots, worker_proc
 from checkpoint_tui.ops.exit_watch import ExitWatch
-from checkpoint_tui.ops.failover import assist_twice, failover_client, record_latency
+from checkpoint_tui.ops.failover import Failover, failover_client, record_latency
 from checkpoint_tui.ops.loop_thread import Background, LoopThread
 from checkpoint_tui.ops.pool_slots import where
 from checkpoint_tui.ops.preload import Preloads
@@ -78,7 +76,7 @@ class Supervisor:
         self._thread = LoopThread(name="supervisor")
         self._stop: asyncio.Event | None = None
         self._stop_requested = False  # stop() may come before _watch has made its Event (e.g. mid-connect)
-        self._client: Client | None = None
+        self._failover: Failover | None = None
         self.takeover = pool_slots.Takeover()  # the workers found dead at start: failed over once connected
         self._wake = asyncio.Event()
         self._armed = False  # a kill_at fault is armed: tick fast
@@ -191,7 +189,8 @@ class Supervisor:
         if self._stop_requested:  # stop() came first
             self._stop.set()
         if self.assist:
-            self._client = await failover_client(self.settings, self.address)
+            client = await failover_client(self.settings, self.address)
+            self._failover = None if client is None else Failover(self.settings, client, self._tasks)
         await self.run()
         await self._tasks.drain(5.0)  # let latency measurements and late failover passes in flight land
 
@@ -264,8 +263,8 @@ class Supervisor:
                 await self._on_unexpected_death(worker)
             elif worker.pid not in self._followed and follow(self.settings, worker):  # `npm run …`: who polls
                 self._followed.add(worker.pid)
-        while self._client is not None and self.takeover.found_dead:  # their attempts: at once, not by timeouts
-            self._tasks.start(assist_twice(self.settings, self._client, self.takeover.found_dead.pop()))
+        while self._failover is not None and self.takeover.found_dead:  # their attempts: at once, not by timeouts
+            self._failover.dead(self.takeover.found_dead.pop())
         self._bring_back()
         for worker, hang in self.watchdog.hung(self.pool_workers() if self.owns_home else []):
             await self._kill(hang.reason, worker)  # SIGKILL ends a stopped process too; _kill reaps it
@@ -370,8 +369,8 @@ class Supervisor:
         self._replace(dead, run_id, step)
         self.state = SupervisorState.RUNNING
         self._publish()
-        if assist and self.assist and self._client is not None:
-            self._tasks.start(assist_twice(self.settings, self._client, dead))  # beside the loop (failover.py)
+        if assist and self.assist and self._failover is not None:
+            self._failover.dead(dead)  # beside the loop (failover.py)
         if self.use_spare:
             self._ensure_spare()
         if run_id is not None and not dead.user_cmd:  # latency from our step rows; chaos --workflow reads history
