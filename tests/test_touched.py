@@ -4,7 +4,9 @@ events as kill_windows reads them: a retry after the death is that death's, the 
 from __future__ import annotations
 
 from checkpoint_tui.core.view import HistoryEvent
-from checkpoint_tui.proof.chaos.touched import spread, touches
+from checkpoint_tui.proof.chaos.printing import touched_line
+from checkpoint_tui.proof.chaos.touched import spread, through_kills, touches
+from checkpoint_tui.proof.report.chaos import TouchedFigures
 
 
 def _ev(event_id: int, t: float, name: str, attrs: str = "") -> HistoryEvent:
@@ -35,3 +37,14 @@ def test_the_spread_is_the_median_the_99th_by_nearest_rank_and_the_max():
     assert spread([0.1] * 99 + [3.0]) == {"p50_s": 0.1, "p99_s": 0.1, "max_s": 3.0}
     assert spread([0.1] * 98 + [2.0, 3.0]) == {"p50_s": 0.1, "p99_s": 2.0, "max_s": 3.0}
     assert spread([0.25]) == {"p50_s": 0.25, "p99_s": 0.25, "max_s": 0.25}
+
+
+def test_a_wait_that_took_in_a_dev_server_kill_is_said_beside_the_figures():
+    """Seeded chaos can kill a worker and the dev server a moment apart: an attempt failed over before
+    the server's death starts only once it is back. Counted and said, never taken out of the figures."""
+    got = touches("run-a", [10.1, 12.5], HISTORY)  # next attempts at 10.2 and 16.0
+    assert through_kills(got, [13.0]) == 1 and through_kills(got, [10.15, 13.0]) == 2
+    assert through_kills(got, [9.0, 10.05, 16.5]) == 0  # before a death, or after its retry: not its wait
+    figures = TouchedFigures(touches=2, runs=1, next_attempt=spread([0.1, 3.5]), through_server_kill=1)
+    assert touched_line(figures).endswith("max 3.50 s · 1 of the 2 waited out a dev-server kill as well")
+    assert "dev-server" not in touched_line(TouchedFigures(touches=2, runs=1, next_attempt=spread([0.1, 3.5])))

@@ -39,7 +39,7 @@ from checkpoint_tui.proof.chaos.run_totals import totals
 from checkpoint_tui.proof.chaos.schedule import FORGE, PARTITION, PAUSES, ChaosEvent, execute, refuse_server_kills
 from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
 from checkpoint_tui.proof.chaos.targets import ChaosTarget, Handled, until
-from checkpoint_tui.proof.chaos.touched import Touch, spread
+from checkpoint_tui.proof.chaos.touched import Touch, spread, through_kills
 from checkpoint_tui.proof.chaos.workflow_checks import converter_check
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
@@ -326,6 +326,7 @@ class Chaos:
             runs=len({t.run_id for t in self.touched}),
             next_attempt=spread([t.next_attempt_s for t in self.touched]),
             resumed=spread(resumed) if resumed else {},
+            through_server_kill=through_kills(self.touched, [k.at for k in self.kills if k.kind == "temporal-server"]),
         )
 
     def _report(self, run_id: str, audits: list[Audit], wall: float) -> ChaosReport:

@@ -49,7 +49,9 @@ def touched_line(t: TouchedFigures) -> str:
         f"touched: {t.runs} run(s) by the worker deaths · next attempt p50 {na['p50_s']:.2f} s, "
         f"p99 {na['p99_s']:.2f} s, max {na['max_s']:.2f} s"
     )
-    return line + (f" · run resumed p50 {res['p50_s']:.2f} s, p99 {res['p99_s']:.2f} s" if res else "")
+    line += f" · run resumed p50 {res['p50_s']:.2f} s, p99 {res['p99_s']:.2f} s" if res else ""
+    n = t.through_server_kill
+    return line + (f" · {n} of the {t.touches} waited out a dev-server kill as well" if n else "")
 
 
 def totals_line(t: Totals) -> str:

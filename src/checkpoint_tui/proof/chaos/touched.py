@@ -53,3 +53,11 @@ def spread(values: list[float]) -> dict[str, float]:
     ranked = sorted(values)
     p99 = ranked[(99 * len(ranked) + 99) // 100 - 1]  # the ceil(0.99 n)-th, in whole numbers
     return {"p50_s": round(statistics.median(ranked), 3), "p99_s": round(p99, 3), "max_s": round(ranked[-1], 3)}
+
+
+def through_kills(touched: Iterable[Touch], server_kills: Iterable[float]) -> int:
+    """The touches whose wait for their next attempt took in a dev-server kill (a worker and the server
+    killed a moment apart, as a seed can place them): that attempt could start only once the server was
+    back, so part of its wait is the server's death, not the worker's."""
+    kills = list(server_kills)
+    return sum(any(t.at <= k < t.at + t.next_attempt_s for k in kills) for t in touched)

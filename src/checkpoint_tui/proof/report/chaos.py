@@ -268,6 +268,9 @@ class TouchedFigures:
     runs: int  # runs touched at least once
     next_attempt: dict[str, float]  # the death -> the interrupted activity's next attempt: p50_s, p99_s, max_s
     resumed: dict[str, float] = field(default_factory=dict)  # the death -> the run's next event: the same
+    # touches whose next attempt came after a dev-server kill that fell between the death and it: that
+    # attempt could start only once the server was back and the workers' polls had reconnected
+    through_server_kill: int = 0
 
 
 @dataclass(kw_only=True)
