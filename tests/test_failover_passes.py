@@ -49,6 +49,61 @@ async def test_deaths_during_a_pass_share_the_next_pass_and_each_gets_its_late_p
     assert passes[-1] == [1]
 
 
+async def test_a_failed_pass_keeps_its_late_pass_and_the_deaths_after_it_theirs(monkeypatch):
+    """The ledger away under a pass (locked, its server down): logged, its late pass still asks again,
+    the deaths seen meanwhile get their own pass, and a worker recorded twice is asked for once."""
+    passes: list[list[int]] = []
+    late: list[list[int]] = []
+    first_asked, go_on = asyncio.Event(), asyncio.Event()
+
+    async def failing_assist(settings, client, batch, late_pass=False):
+        passes.append([w.pid for w in batch])
+        if len(passes) == 1:
+            first_asked.set()
+            await go_on.wait()
+            raise RuntimeError("database is locked")
+
+    async def fake_late(settings, client, batch):
+        late.append([w.pid for w in batch])
+
+    monkeypatch.setattr(failover, "assist", failing_assist)
+    monkeypatch.setattr(failover, "assist_late", fake_late)
+    tasks = Background()
+    passing = failover.Failover(SimpleNamespace(), SimpleNamespace(), tasks)
+    w1, w2 = (SimpleNamespace(pid=pid, name=f"{pid}@h") for pid in (1, 2))
+    passing.dead(w1)
+    await asyncio.wait_for(first_asked.wait(), 5)
+    passing.dead(SimpleNamespace(pid=1, name="1@h"))  # the same process, recorded again: already asked for
+    passing.dead(w2)
+    passing.dead(SimpleNamespace(pid=2, name="2@h"))
+    go_on.set()
+    await tasks.drain(5.0)
+    assert passes == [[1], [2]] and late == [[1], [2]]
+
+
+async def test_a_drain_is_bounded_in_all_and_cancels_what_is_left():
+    """A stop waits `within_s` in all for what the supervisor started (work started by work that landed
+    included), not that per piece of work."""
+    tasks, ended = Background(), []
+
+    async def quick_then_more():
+        await asyncio.sleep(0.05)
+        tasks.start(slow())  # a first pass starting its late pass
+
+    async def slow():
+        try:
+            await asyncio.sleep(30)
+        finally:
+            ended.append("slow")
+
+    tasks.start(quick_then_more())
+    tasks.start(slow())
+    began = asyncio.get_running_loop().time()
+    await tasks.drain(0.5)
+    await asyncio.sleep(0)  # the cancellations land
+    assert asyncio.get_running_loop().time() - began < 2.0 and ended == ["slow", "slow"]
+
+
 def test_the_runs_with_a_tool_call_in_flight_are_asked_first(ledger_target):
     """A claim not stamped first, then a run with no effect yet, then the effects that moved last; runs
     that ended, or of another queue, are not asked."""

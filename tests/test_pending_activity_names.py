@@ -6,12 +6,14 @@ id. No server: the client is a stand-in that answers describe and records the re
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from temporalio.api.common.v1 import ActivityType
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
 
+from checkpoint_tui.ledger.rows import WorkerEvent
 from checkpoint_tui.proof.nemeses import activity_faults as activity_nemeses
 from checkpoint_tui.proof.nemeses import resets
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_RESET
@@ -78,7 +80,8 @@ async def test_an_assist_records_the_dead_worker_s_activities_bounded(tmp_path):
     from checkpoint_tui.ledger.store import connect
     from checkpoint_tui.ops import failover
 
-    client, failed_ids, failed, reset = FakeClient(), [], {4242: [], 7: []}, {4242: [], 7: []}
+    names = ("w-dead@host", "w-other@host")
+    client, failed_ids, failed, reset = FakeClient(), [], {n: [] for n in names}, {n: [] for n in names}
     pending = client.handle  # describe() names HOSTILE_ID, last run by the dead worker
     (info,) = (await pending.describe()).raw_description.pending_activities
     info.last_worker_identity = "w-dead@host"
@@ -99,6 +102,38 @@ async def test_an_assist_records_the_dead_worker_s_activities_bounded(tmp_path):
         SimpleNamespace(namespace="default"), client, conn, [other, dead], "run-1", failed, reset
     )
     assert failed_ids == [HOSTILE_ID]  # Temporal is asked about the real id
-    assert failed[7] == [] and reset == {4242: ["run-1"], 7: []}  # one reset, by the worker that held it
-    (entry,) = failed[4242]
+    assert failed["w-other@host"] == [] and reset == {"w-dead@host": ["run-1"], "w-other@host": []}  # by its holder
+    (entry,) = failed["w-dead@host"]
     assert len(entry) <= 400 and not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in entry), entry
+
+
+async def test_a_late_pass_says_it_reset_no_sticky_queue_and_names_the_pass_it_shared(tmp_path):
+    """The late pass fails what the dead workers still hold and resets nothing: its event says 0 resets
+    (the pane reads a missing key as a reset), and the pass's figures and the other worker of the pass."""
+    from checkpoint_tui.ledger.store import connect, create_run
+    from checkpoint_tui.ops import failover
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.tui.panes.worker_events import describe
+
+    settings = Settings(home=tmp_path)
+    settings.ensure_dirs()
+    conn = connect(settings.ledger)
+    create_run(conn, "run-1", 3, 0.0, "offline", settings.task_queue)
+    client = FakeClient()
+    (info,) = (await client.handle.describe()).raw_description.pending_activities
+    info.last_worker_identity = "w-dead@host"
+
+    async def fail(err):
+        return None
+
+    client.get_async_activity_handle = lambda **kw: SimpleNamespace(fail=fail)
+    dead = SimpleNamespace(name="w-dead@host", pid=4242, user_cmd=("worker",))
+    other = SimpleNamespace(name="w-other@host", pid=7, user_cmd=("worker",))
+    await failover.assist(settings, client, [dead, other, dead], late=True)
+    rows = conn.execute("SELECT * FROM worker_events WHERE event = 'assist'").fetchall()
+    assert [r["pid"] for r in rows] == [4242]  # once, and not for the worker it failed nothing of
+    detail = json.loads(rows[0]["detail"])
+    assert detail["late"] and detail["sticky_reset"] == [] and detail["with"] == [7]
+    assert detail["asked"] == detail["answered"] == 1 and detail["pass_s"] >= 0
+    line = describe(WorkerEvent.of(rows[0]))
+    assert "failed 1 pending activity attempt(s) by id, reset 0 run(s)' sticky queue" in line, line

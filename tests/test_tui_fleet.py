@@ -149,10 +149,10 @@ def test_fleet_events_of_a_run(ledger_target):
     ]
     record_worker_event(conn, "spawn", 101, "w-b", detail="active worker", at=now + 4)
     record_worker_event(conn, "chaos:worker-kill", 101, None, RUN, 2, "{}", now + 5)
-    found = iq.fleet_events(conn, RUN)
+    found = iq.fleet_page(conn, RUN)[0]
     assert [e.id for e in found] == ids
     assert found[0].detail == SIGTERM and found[0].identity == "w-a" and found[0].pid_label == "100"
-    assert [e.id for e in iq.fleet_events(conn, RUN, after_id=ids[1])] == ids[2:]
+    assert [e.id for e in iq.fleet_page(conn, RUN, after_id=ids[1])[0]] == ids[2:]
     feed = MarkFeed()  # what a poller delivers: each once
     assert [m.id for m in feed.new(conn, RUN, reset=True)[1]] == ids
     assert feed.new(conn, RUN, reset=False)[1] == []
@@ -171,13 +171,33 @@ def test_a_dev_server_kill_and_a_partition_mark_every_run_on_the_lab_s_queues(le
     killed = record_worker_event(conn, "chaos:temporal-server", 7, None, RUN, 2, json.dumps(lab), now + 1)
     cut = {**lab, "duration_s": 1.5}
     parted = record_worker_event(conn, "chaos:partition", None, None, RUN, 3, json.dumps(cut), now + 2)
-    assert [e.id for e in iq.fleet_events(conn, "run-other")] == [killed, parted]
-    assert iq.fleet_events(conn, "run-elsewhere") == []
-    texts = [marker_text(e) for e in iq.fleet_events(conn, RUN)]
+    assert [e.id for e in iq.fleet_page(conn, "run-other")[0]] == [killed, parted]
+    assert iq.fleet_page(conn, "run-elsewhere")[0] == []
+    texts = [marker_text(e) for e in iq.fleet_page(conn, RUN)[0]]
     assert texts == [
-        "── dev server SIGKILLed: Temporal down for every run ──",
+        "── dev server killed (SIGKILL): Temporal down for every run of the lab ──",
         "── partition: every worker cut off from Temporal for 1.5 s ──",
     ]
+    # filed without its queues, or with a hostile detail: it reaches no other run (as the audit reads it)
+    for detail in ("{}", json.dumps({"queues": "lab-q"}), "[" * 100_000):
+        record_worker_event(conn, "chaos:temporal-server", 7, None, RUN, 2, detail, now + 3)
+    assert [e.id for e in iq.fleet_page(conn, "run-other")[0]] == [killed, parted]
+    assert len(iq.fleet_page(conn, RUN)[0]) == 5  # its own run's: marked, with no words it cannot read
+
+
+def test_a_page_of_another_lab_s_events_moves_the_marks_on(ledger_target, monkeypatch):
+    """A full read of only another lab's lab-wide events (a shared ledger) is not the end: the feed pages
+    on past it to the run's own marks."""
+    monkeypatch.setattr(iq, "FLEET_MARKS_LIMIT", 5)
+    conn = connect(ledger_target)
+    create_run(conn, RUN, 4, 0.0, "offline", "lab-q")
+    now, theirs = time.time(), json.dumps({"queues": ["another-lab-q"], "duration_s": 1.0})
+    for i in range(12):
+        record_worker_event(conn, "chaos:partition", None, None, "their-run", 1, theirs, now + 1 + i / 100)
+    ours = record_worker_event(conn, "sigterm", 100, "w-a", detail=json.dumps(SIGTERM), at=now + 2)
+    page, through, full = iq.fleet_page(conn, RUN)
+    assert page == [] and full and through > 0  # read, none of them the run's
+    assert [m.id for m in MarkFeed().new(conn, RUN, reset=True)[1]] == [ours]
 
 
 def test_read_fleet_from_the_homes_files(tmp_path):

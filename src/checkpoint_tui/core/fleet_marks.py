@@ -68,7 +68,8 @@ def _chaos(kind: str, detail: Mapping, queue: str | None) -> str | None:
     if kind == "graceful-restart":
         return f"graceful restart of worker {_name(detail.get('identity')) or '?'}"
     if kind == "temporal-server":  # the supervisor restarts it; the worker events say when it was back
-        return "dev server SIGKILLed: Temporal down for every run"
+        how = _name(detail.get("signal"))
+        return f"dev server killed{f' ({how})' if how else ''}: Temporal down for every run of the lab"
     if kind == "partition":
         return f"partition: every worker cut off from Temporal{f' for{lasting}' if lasting else ''}"
     return None

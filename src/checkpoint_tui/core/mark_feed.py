@@ -49,12 +49,13 @@ class MarkFeed:
         """The run's fleet events after the newest delivered (and a few before it, in case one committed
         late), each once: one query per poll that saw a commit (a page more while a read comes back full)."""
         marks: list[FleetEvent] = []  # asked for our own worker too: a dev server's death reaches every run
+        after = max(0, self._mark_cursor - REREAD)  # the first read of a poll only: then page on
         for _ in range(PAGES):
-            found = inspect_queries.fleet_events(conn, run_id, max(0, self._mark_cursor - REREAD))
+            found, after, full = inspect_queries.fleet_page(conn, run_id, after)
             new = [m for m in found if m.id not in self._marks_sent]
             self._marks_sent.update(m.id for m in new)
-            self._mark_cursor = max((m.id for m in found), default=self._mark_cursor)
+            self._mark_cursor = max(after, self._mark_cursor)
             marks += new
-            if len(found) < inspect_queries.FLEET_MARKS_LIMIT:
+            if not full:
                 break
         return marks

@@ -203,7 +203,7 @@ def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:
 def _detail(text: str | None) -> dict:
     try:
         value = json.loads(text or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # the ledger is anyone's who can write the home: nested past reason
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -235,10 +235,12 @@ class FleetEvent:
         return worker_label(self.pid, self.host)
 
 
-def fleet_events(conn: Ledger, run_id: str, after_id: int = 0) -> list[FleetEvent]:
-    """The run's fleet events after `after_id`, oldest first: those filed under it, and those filed under
-    no run or another one while it was not over (a graceful stop is filed under none, and a fleet event
-    stops every run on the fleet, whichever run the lab filed it under)."""
+def fleet_page(conn: Ledger, run_id: str, after_id: int = 0) -> tuple[list[FleetEvent], int, bool]:
+    """One read of the run's fleet events after `after_id`, oldest first: those filed under it, and those
+    filed under no run or another one while it was not over (a graceful stop is filed under none, and a
+    fleet event stops every run on the fleet, whichever run the lab filed it under); a lab-wide one only
+    if its detail names the run's queue. With the newest id the read went through and whether it was a
+    full page: a page of only other labs' events still moves a reader on."""
     marks = ",".join("?" for _ in FLEET_MARKS)
     rows = conn.execute(
         f"SELECT w.*, r.task_queue AS run_queue FROM worker_events w JOIN runs r ON r.run_id = ? WHERE w.id > ? "
@@ -248,12 +250,17 @@ def fleet_events(conn: Ledger, run_id: str, after_id: int = 0) -> list[FleetEven
         (run_id, after_id, *FLEET_MARKS, FLEET_MARKS_LIMIT),
     ).fetchall()
     out = [
-        FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"])) for r in rows
+        FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
+        for r in rows
+        if _reached(r["event"], r["detail"], r["run_queue"], r["run_id"] == run_id)
     ]
-    return [ev for ev, r in zip(out, rows, strict=True) if _reached(ev, r["run_queue"], r["run_id"] == run_id)]
+    return out, max((r["id"] for r in rows), default=after_id), len(rows) >= FLEET_MARKS_LIMIT
 
 
-def _reached(ev: FleetEvent, run_queue: str | None, filed_here: bool) -> bool:
-    """A lab-wide event reached the run unless its detail names the queues it reached and not the run's."""
-    queues = ev.detail.get("queues")
-    return filed_here or ev.event not in LAB_WIDE_MARKS or not isinstance(queues, list) or run_queue in queues
+def _reached(event: str, detail: str | None, run_queue: str | None, filed_here: bool) -> bool:
+    """A lab-wide event reached the runs of the queues its detail names (one filed without them reaches
+    no other run: as the audit reads it, core/lost_work.py)."""
+    if filed_here or event not in LAB_WIDE_MARKS:
+        return True
+    queues = _detail(detail).get("queues")
+    return isinstance(queues, list) and run_queue in queues

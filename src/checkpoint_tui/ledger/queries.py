@@ -57,7 +57,7 @@ def latest_running_run(conn: Ledger) -> str | None:
 _LAST_MOVE = "(SELECT MAX(COALESCE(e.applied_at, e.claimed_at)) FROM effects e WHERE e.run_id = r.run_id)"
 _BUSIEST_FIRST = (
     " ORDER BY EXISTS (SELECT 1 FROM effects e WHERE e.run_id = r.run_id AND e.applied_at IS NULL) DESC,"
-    f" CASE WHEN {_LAST_MOVE} IS NULL THEN 1 ELSE 0 END DESC, {_LAST_MOVE} DESC"
+    f" CASE WHEN {_LAST_MOVE} IS NULL THEN 1 ELSE 0 END DESC, {_LAST_MOVE} DESC, r.run_id"
 )
 
 

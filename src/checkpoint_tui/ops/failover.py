@@ -62,19 +62,22 @@ async def assist(
     """Fail the dead workers' pending activity attempts by id; reset the sticky queue of the runs they
     were holding. Only runs of our task queue: a shared ledger also lists other labs' runs. Every running
     run is asked once for all of them, ASSIST_AT_ONCE at a time: a worker at load holds attempts of
-    hundreds. Each dead worker gets its own assist event, naming what was failed for it. `late`: the
-    second pass (assist_late), recorded only for a worker it failed an attempt of."""
-    workers = [dead] if isinstance(dead, WorkerProc) else list(dead)
+    hundreds. Each dead worker gets its own assist event: the attempts failed for it (by the identity
+    that ran them), the runs whose sticky queue was reset for it, and the pass's own figures (`asked`,
+    `answered`, `pass_s`, `with`: the other workers of the same pass). `late`: the second pass
+    (assist_late), recorded only for a worker it failed an attempt of."""
+    workers = list({w.name: w for w in ([dead] if isinstance(dead, WorkerProc) else dead)}.values())
     conn = connect(settings.ledger)
-    failed: dict[int, list[str]] = {w.pid: [] for w in workers}
-    reset: dict[int, list[str]] | None = None if late else {w.pid: [] for w in workers}
-    gate = asyncio.Semaphore(ASSIST_AT_ONCE)
+    failed: dict[str, list[str]] = {w.name: [] for w in workers}
+    reset: dict[str, list[str]] = {w.name: [] for w in workers}
+    gate, answered = asyncio.Semaphore(ASSIST_AT_ONCE), []
 
     async def one(run_id: str) -> None:
         async with gate:
             try:
                 async with asyncio.timeout(ASSIST_RUN_S):
-                    await _assist_run(settings, client, conn, workers, run_id, failed, reset)
+                    await _assist_run(settings, client, conn, workers, run_id, failed, None if late else reset)
+                answered.append(run_id)
             except Exception as err:  # the activity may have completed meanwhile, or the server is away: fine
                 log.info("assist for %s: %s", run_id, err)
 
@@ -83,31 +86,34 @@ async def assist(
     # that held one were among the first 30 asked so; in the ledger's order they were spread over all)
     began, runs = time.monotonic(), queries.running_runs(conn, settings.task_queue, busiest_first=True)
     await asyncio.gather(*(one(run_id) for run_id in runs))
-    took = {"asked": len(runs), "pass_s": round(time.monotonic() - began, 3)}  # what a pass costs at load
+    took = {"asked": len(runs), "answered": len(answered), "pass_s": round(time.monotonic() - began, 3)}
     for w in workers:
-        if late and not failed[w.pid]:
+        if late and not failed[w.name]:
             continue
-        sticky = {} if reset is None else {"sticky_reset": reset[w.pid]}
-        detail = json.dumps({"failed_activities": failed[w.pid], **sticky, **took, **({"late": True} if late else {})})
-        record_worker_event(conn, "assist", w.pid, w.name, detail=detail)
+        shared = {"with": [o.pid for o in workers if o is not w]} if len(workers) > 1 else {}
+        said = {"failed_activities": failed[w.name], "sticky_reset": reset[w.name], **took, **shared}
+        record_worker_event(conn, "assist", w.pid, w.name, detail=json.dumps({**said, "late": True} if late else said))
 
 
 class Failover:
     """Assisted failover for the supervisor, beside its loop, not in it: with the dev server dying under a
     pass (chaos kills both), the pass waits out its calls' bound, and the loop that restarts the server
-    must not wait with it (a 4 s restart, measured). One pass at a time, over every worker seen dead
-    since the last pass began, each followed by its late pass. A pass per death asked every running run
-    once per dead worker: at load, with the dev server killed beside a worker (chaos), the replacements
-    that died for want of it each sent 256 describes and sticky resets into the restarted server, and
-    the pass that mattered waited behind them (first pass 1.0 s, next attempt p99 1.2-2.0 s,
-    bench/chaos_load.py seed 2)."""
+    must not wait with it (a 4 s restart, measured). One first pass at a time, over every worker seen
+    dead since the last began, each followed by its late pass (which may overlap the next first pass).
+    A first pass per death asked every running run once per dead worker: at load, with the dev server
+    killed beside a worker (chaos), the replacements that died for want of it each sent 256 describes
+    and sticky resets into the restarted server, and the pass that mattered waited behind them (first
+    pass 1.0 s, next attempt p99 0.95-2.01 s over eight runs, bench/chaos_load.py seed 2)."""
 
     def __init__(self, settings: Settings, client: Client, tasks: Background) -> None:
         self.settings, self.client, self.tasks = settings, client, tasks
         self._waiting: list[WorkerProc] = []
+        self._batch: list[WorkerProc] = []  # the first pass in flight
         self._passing = False
 
     def dead(self, worker: WorkerProc) -> None:
+        if any(w.name == worker.name for w in (*self._waiting, *self._batch)):
+            return  # seen twice (a takeover's and a death's record of one process): asked for once
         self._waiting.append(worker)
         if not self._passing:
             self._passing = True
@@ -116,11 +122,14 @@ class Failover:
     async def _passes(self) -> None:
         try:
             while self._waiting:
-                batch, self._waiting = self._waiting, []
-                await assist(self.settings, self.client, batch)
-                self.tasks.start(assist_late(self.settings, self.client, batch))  # not holding the next pass
+                self._batch, self._waiting = self._waiting, []
+                try:
+                    await assist(self.settings, self.client, self._batch)
+                except Exception:  # the ledger away (locked, its server down): the late pass tries again
+                    log.exception("assisted failover: a pass failed")
+                self.tasks.start(assist_late(self.settings, self.client, self._batch))  # not holding the next
         finally:
-            self._passing = False
+            self._batch, self._passing = [], False
 
 
 async def assist_late(settings: Settings, client: Client, dead: Sequence[WorkerProc]) -> None:
@@ -128,7 +137,10 @@ async def assist_late(settings: Settings, client: Client, dead: Sequence[WorkerP
     them): a task handed to one starts an attempt nobody runs, after the first pass asked. Asked again
     once, LATE_ASSIST_S later, such an attempt is failed by id too instead of waiting out its timeout."""
     await asyncio.sleep(LATE_ASSIST_S)
-    await assist(settings, client, dead, late=True)
+    try:
+        await assist(settings, client, dead, late=True)
+    except Exception:
+        log.exception("assisted failover: a late pass failed")
 
 
 async def _assist_run(
@@ -137,8 +149,8 @@ async def _assist_run(
     conn: Ledger,
     dead: Sequence[WorkerProc],
     run_id: str,
-    failed: dict[int, list[str]],
-    reset: dict[int, list[str]] | None,
+    failed: dict[str, list[str]],
+    reset: dict[str, list[str]] | None,
 ) -> None:
     """One run: fail the dead workers' pending attempts, reset its sticky queue if one of them held the
     run (`reset` None: failing only)."""
@@ -152,7 +164,7 @@ async def _assist_run(
         await act.fail(ApplicationError(died, type="WorkerDied", next_retry_delay=RETRY_AT_ONCE))
         # the type and id are the workflow's to choose (a user's workflow: anything): stored cut, on one line
         name = scrub(f"{run_id}:{pa.activity_type.name[:MAX_NAME]}#{pa.activity_id[:MAX_NAME]}", 400)
-        failed[w.pid].append(" ".join(name.split()))
+        failed[w.name].append(" ".join(name.split()))
         held.append(w)
     if reset is None:
         return
@@ -166,7 +178,7 @@ async def _assist_run(
             execution=WorkflowExecution(workflow_id=run_id, run_id=desc.run_id),
         )
     )
-    reset[holder.pid].append(run_id)
+    reset[holder.name].append(run_id)
 
 
 async def record_latency(

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -77,9 +79,18 @@ class Background:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def drain(self, each_s: float) -> None:
-        """Let what is in flight land, each within `each_s` (cancelled past it)."""
-        for _ in range(3):  # what lands may start more (a failover pass its late pass): a bounded few rounds
-            for task in list(self._tasks):
-                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                    await asyncio.wait_for(task, each_s)
+    async def drain(self, within_s: float) -> None:
+        """Let what is in flight land within `within_s` in all; what is left then is cancelled, so a stop
+        is not held longer whatever it had started. What lands may start more (a failover pass its late
+        pass): waited for within the same time. A failure of one is logged; the others still land."""
+        deadline = time.monotonic() + within_s
+        while self._tasks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                for task in self._tasks:
+                    task.cancel()
+                return
+            done, _ = await asyncio.wait(set(self._tasks), timeout=left)
+            for task in done:
+                if not task.cancelled() and (err := task.exception()) is not None:
+                    log.error("background work failed: %r", err)

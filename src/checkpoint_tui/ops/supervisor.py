@@ -193,6 +193,7 @@ class Supervisor:
             self._failover = None if client is None else Failover(self.settings, client, self._tasks)
         await self.run()
         await self._tasks.drain(5.0)  # let latency measurements and late failover passes in flight land
+        self._failover = None  # its loop is ending: a death seen after (a kill() off the thread) starts nothing
 
     def _request_stop(self) -> None:
         self._stop_requested = True

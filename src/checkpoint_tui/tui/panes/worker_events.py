@@ -87,7 +87,7 @@ def describe(e: WorkerEvent) -> str:
     if e.detail and e.detail.startswith("{"):
         try:
             detail = json.loads(e.detail)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a ledger row nested past reason: shown as it is
             detail = {}
     at_step = f" · at step {e.step}" if e.step else ""
     latency = ""
