@@ -236,3 +236,31 @@ def test_a_kill_with_no_activity_in_flight_names_the_timer_or_workflow_task():
     assert classify(kill, timer[:1], []) == "between tasks"
     send = [HistoryEvent(5, 1.0, "ACTIVITY_TASK_SCHEDULED", "send_email task_queue=q")]
     assert classify(kill, send, []) == "activity send_email"
+
+
+async def test_the_loop_s_sentence_reads_the_ledger_again_once_the_run_has_ended(tmp_path):
+    """A poll reads the ledger, then Temporal's status: a run whose last step was stamped between the two
+    reads arrives as `completed` beside 3 of its 4 steps. The sentence, asked once for good, is of the
+    ledger read after that, not NOT exactly once."""
+    from checkpoint_tui.core.timeline import StepTimeline
+    from checkpoint_tui.ledger.store import connect, create_run, finish_run, upsert_step
+    from checkpoint_tui.settings import Settings
+
+    settings = Settings(home=tmp_path)
+    settings.ensure_dirs()
+    conn = connect(settings.ledger)
+    create_run(conn, RUN, 4, 0.0, "offline", settings.task_queue)
+    for n in (1, 2, 3):
+        upsert_step(conn, RUN, n, "completed", worker_pid=4121, worker_host=HOST)
+    seen = Snapshot(RUN, total_steps=4, run_status="running", workflow_status="COMPLETED", completed_steps=3)
+    assert "NOT exactly once" in (seen.completion_sentence(1) or "")  # what the poll's own figures would say
+    upsert_step(conn, RUN, 4, "completed", worker_pid=4121, worker_host=HOST)  # stamped before the status read
+    finish_run(conn, RUN, "completed")
+
+    async def db(fn):
+        return fn()
+
+    said = await StepTimeline().completion(settings, None, seen, db)
+    assert said == (
+        "run completed — 4 steps, 0 ledger rows, duplicates 0 · applied exactly once across 1 worker process"
+    ), said

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from temporalio.client import Client
 
 from checkpoint_tui.core.runs import LedgerCall
+from checkpoint_tui.core.snapshot import build_snapshot
 from checkpoint_tui.core.view import RunCounts, Snapshot, View
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
@@ -46,11 +47,21 @@ class StepTimeline(Timeline):
         """Nothing to add: the poll's snapshot holds the step rows."""
 
     async def completion(self, settings: Settings, client: Client, snap: Snapshot, db: LedgerCall) -> str | None:
-        """The figures of the poll that saw the run end, and the worker processes that completed a step
-        counted by one query."""
+        """The ledger's figures read again once the run is known to have ended, and the worker processes
+        that completed a step. Not the figures of the poll that saw it end: a poll reads the ledger
+        before Temporal's status, so a run whose last step was stamped between the two reads showed
+        `3 of 4 steps` beside `completed`, and the sentence said NOT exactly once, for good (seen in
+        tests/test_tui_workloads.py under a loaded suite). Each step is stamped before its activity
+        returns, so a read after the workflow ended holds every step it completed."""
         run_id = snap.run_id or ""
-        finishers = await db(lambda: inspect_queries.finisher_count(connect(settings.ledger), run_id))
-        return snap.completion_sentence(finishers)
+
+        def read() -> tuple[Snapshot, int]:
+            conn = connect(settings.ledger)
+            ended = build_snapshot(conn, settings, run_id, snap.workflow_status, with_events=0)
+            return ended, inspect_queries.finisher_count(conn, run_id)
+
+        ended, finishers = await db(read)
+        return ended.completion_sentence(finishers)
 
     def detail(self, conn: Ledger, run_id: str, unit: int) -> StepDetail | None:
         return inspect_queries.step_detail(conn, run_id, unit)
