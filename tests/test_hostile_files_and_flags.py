@@ -205,3 +205,35 @@ def test_save_schedule_refuses_what_running_would(tmp_path):
         out = run_cli("--home", str(tmp_path / "h"), *argv, "--save-schedule", str(saved), timeout=60)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (argv, out.stdout, out.stderr)
         assert not saved.exists() and not (tmp_path / "h" / "run").exists(), argv
+
+
+def test_two_writers_of_one_record_never_share_a_temp_file_nor_write_through_a_link(tmp_path):
+    """A chaos command and its supervisor both save the active worker (run/worker.pid): with one fixed
+    temp name, one's rename found the file the other had renamed (FileNotFoundError, a traceback). A
+    link planted at the record is replaced, the file it names untouched."""
+    import threading
+
+    from checkpoint_tui.ops.procs import write_text
+
+    record, errors = tmp_path / "run" / "worker.pid", []
+
+    def writer(pid: int) -> None:
+        try:
+            for _ in range(300):
+                write_text(record, f"{pid}\n")
+        except OSError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(pid,)) for pid in (41, 42)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and record.read_text() in ("41\n", "42\n")
+    assert [p.name for p in record.parent.iterdir()] == ["worker.pid"]  # no temp file left
+    target = tmp_path / "elsewhere"
+    target.write_text("theirs")
+    record.unlink()
+    record.symlink_to(target)
+    write_text(record, "43\n")
+    assert target.read_text() == "theirs" and not record.is_symlink() and record.read_text() == "43\n"

@@ -305,11 +305,18 @@ def stop_process(ident: ProcIdentity, grace: float = 5.0, group: bool = False) -
 
 def write_json(path: Path, data: dict) -> None:
     """Replace `path` atomically through a fresh temp file (O_EXCL|O_NOFOLLOW: never through a link)."""
+    write_text(path, json.dumps(data, indent=1))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` atomically through a temp file of this writer's own (O_EXCL|O_NOFOLLOW: never through
+    a link): two processes writing the same record (a chaos command and its supervisor) never rename one
+    temp file between them."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(data, indent=1))
+        fh.write(text)
     os.replace(tmp, path)
 
 

@@ -35,6 +35,7 @@ from checkpoint_tui.ops.procs import (
     started_with,
     stop_process,
     write_json,
+    write_text,
 )
 from checkpoint_tui.ops.user_worker import user_command
 from checkpoint_tui.settings import Settings
@@ -231,10 +232,8 @@ def save(settings: Settings, worker: WorkerProc) -> None:
         worker_groups.record_group(settings, worker.ident)
     if worker.user_cmd and worker.role == "active":
         _say_version(settings, worker)
-    if worker.role == "active" and worker.slot == 0:
-        tmp = settings.run_dir / "worker.pid.tmp"
-        tmp.write_text(f"{worker.pid}\n")
-        os.replace(tmp, settings.run_dir / "worker.pid")
+    if worker.role == "active" and worker.slot == 0:  # a fixed temp name raced a second writer (a crash)
+        write_text(settings.run_dir / "worker.pid", f"{worker.pid}\n")
 
 
 def _build_of(settings: Settings, worker: WorkerProc) -> str | None:
