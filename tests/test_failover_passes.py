@@ -14,71 +14,66 @@ from checkpoint_tui.ops.loop_thread import Background
 QUEUE = "q-failover"
 
 
+class Passes:
+    """The passes a Failover starts, recorded in place of the real ones: the first holds until `go_on`,
+    then ends (or raises `first_raises`)."""
+
+    def __init__(self, monkeypatch, first_raises: Exception | None = None) -> None:
+        self.first: list[list[int]] = []
+        self.late: list[list[int]] = []
+        self.first_asked, self.go_on = asyncio.Event(), asyncio.Event()
+        self.raises = first_raises
+        monkeypatch.setattr(failover, "assist", self._assist)
+        monkeypatch.setattr(failover, "assist_late", self._late)
+        self.tasks = Background()
+        self.failover = failover.Failover(SimpleNamespace(), SimpleNamespace(), self.tasks)
+
+    async def _assist(self, settings, client, batch, late=False):
+        self.first.append([w.pid for w in batch])
+        if len(self.first) == 1:
+            self.first_asked.set()
+            await self.go_on.wait()
+            if self.raises is not None:
+                raise self.raises
+
+    async def _late(self, settings, client, batch):
+        self.late.append([w.pid for w in batch])
+
+
+def worker(pid: int) -> SimpleNamespace:
+    return SimpleNamespace(pid=pid, name=f"{pid}@h")
+
+
 async def test_deaths_during_a_pass_share_the_next_pass_and_each_gets_its_late_pass(monkeypatch):
     """Three deaths: the first starts a pass; the two seen while it runs are asked together after it,
     not each in a pass of its own beside it (a replacement that died for want of a restarting dev
     server used to send every run's describe and sticky reset into it again)."""
-    passes: list[list[int]] = []
-    late: list[list[int]] = []
-    first_asked, go_on = asyncio.Event(), asyncio.Event()
-
-    async def fake_assist(settings, client, batch, late_pass=False):
-        passes.append([w.pid for w in batch])
-        if len(passes) == 1:
-            first_asked.set()
-            await go_on.wait()
-
-    async def fake_late(settings, client, batch):
-        late.append([w.pid for w in batch])
-
-    monkeypatch.setattr(failover, "assist", fake_assist)
-    monkeypatch.setattr(failover, "assist_late", fake_late)
-    tasks = Background()
-    passing = failover.Failover(SimpleNamespace(), SimpleNamespace(), tasks)
-    w1, w2, w3 = (SimpleNamespace(pid=pid, name=f"{pid}@h") for pid in (1, 2, 3))
-    passing.dead(w1)
-    await asyncio.wait_for(first_asked.wait(), 5)
-    passing.dead(w2)
-    passing.dead(w3)
-    assert passes == [[1]]  # the two wait for the pass in flight
-    go_on.set()
-    await tasks.drain(5.0)
-    assert passes == [[1], [2, 3]] and late == [[1], [2, 3]]
-    passing.dead(w1)  # a pass after the others ended starts at once
-    await tasks.drain(5.0)
-    assert passes[-1] == [1]
+    passes = Passes(monkeypatch)
+    passes.failover.dead(worker(1))
+    await asyncio.wait_for(passes.first_asked.wait(), 5)
+    passes.failover.dead(worker(2))
+    passes.failover.dead(worker(3))
+    assert passes.first == [[1]]  # the two wait for the pass in flight
+    passes.go_on.set()
+    await passes.tasks.drain(5.0)
+    assert passes.first == [[1], [2, 3]] and passes.late == [[1], [2, 3]]
+    passes.failover.dead(worker(1))  # a pass after the others ended starts at once
+    await passes.tasks.drain(5.0)
+    assert passes.first[-1] == [1]
 
 
 async def test_a_failed_pass_keeps_its_late_pass_and_the_deaths_after_it_theirs(monkeypatch):
     """The ledger away under a pass (locked, its server down): logged, its late pass still asks again,
     the deaths seen meanwhile get their own pass, and a worker recorded twice is asked for once."""
-    passes: list[list[int]] = []
-    late: list[list[int]] = []
-    first_asked, go_on = asyncio.Event(), asyncio.Event()
-
-    async def failing_assist(settings, client, batch, late_pass=False):
-        passes.append([w.pid for w in batch])
-        if len(passes) == 1:
-            first_asked.set()
-            await go_on.wait()
-            raise RuntimeError("database is locked")
-
-    async def fake_late(settings, client, batch):
-        late.append([w.pid for w in batch])
-
-    monkeypatch.setattr(failover, "assist", failing_assist)
-    monkeypatch.setattr(failover, "assist_late", fake_late)
-    tasks = Background()
-    passing = failover.Failover(SimpleNamespace(), SimpleNamespace(), tasks)
-    w1, w2 = (SimpleNamespace(pid=pid, name=f"{pid}@h") for pid in (1, 2))
-    passing.dead(w1)
-    await asyncio.wait_for(first_asked.wait(), 5)
-    passing.dead(SimpleNamespace(pid=1, name="1@h"))  # the same process, recorded again: already asked for
-    passing.dead(w2)
-    passing.dead(SimpleNamespace(pid=2, name="2@h"))
-    go_on.set()
-    await tasks.drain(5.0)
-    assert passes == [[1], [2]] and late == [[1], [2]]
+    passes = Passes(monkeypatch, first_raises=RuntimeError("database is locked"))
+    passes.failover.dead(worker(1))
+    await asyncio.wait_for(passes.first_asked.wait(), 5)
+    passes.failover.dead(worker(1))  # the same process, recorded again: already asked for
+    passes.failover.dead(worker(2))
+    passes.failover.dead(worker(2))
+    passes.go_on.set()
+    await passes.tasks.drain(5.0)
+    assert passes.first == [[1], [2]] and passes.late == [[1], [2]]
 
 
 async def test_a_drain_is_bounded_in_all_and_cancels_what_is_left():

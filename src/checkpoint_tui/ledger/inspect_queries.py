@@ -249,18 +249,18 @@ def fleet_page(conn: Ledger, run_id: str, after_id: int = 0) -> tuple[list[Fleet
         "ORDER BY w.id LIMIT ?",
         (run_id, after_id, *FLEET_MARKS, FLEET_MARKS_LIMIT),
     ).fetchall()
-    out = [
-        FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
-        for r in rows
-        if _reached(r["event"], r["detail"], r["run_queue"], r["run_id"] == run_id)
-    ]
+    out = []
+    for r in rows:
+        ev = FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
+        if _reached(ev, r["run_queue"], r["run_id"] == run_id):
+            out.append(ev)
     return out, max((r["id"] for r in rows), default=after_id), len(rows) >= FLEET_MARKS_LIMIT
 
 
-def _reached(event: str, detail: str | None, run_queue: str | None, filed_here: bool) -> bool:
+def _reached(ev: FleetEvent, run_queue: str | None, filed_here: bool) -> bool:
     """A lab-wide event reached the runs of the queues its detail names (one filed without them reaches
     no other run: as the audit reads it, core/lost_work.py)."""
-    if filed_here or event not in LAB_WIDE_MARKS:
+    if filed_here or ev.event not in LAB_WIDE_MARKS:
         return True
-    queues = _detail(detail).get("queues")
+    queues = ev.detail.get("queues")
     return isinstance(queues, list) and run_queue in queues

@@ -56,9 +56,7 @@ async def failover_client(settings: Settings, address: str) -> Client | None:
         return None
 
 
-async def assist(
-    settings: Settings, client: Client, dead: WorkerProc | Sequence[WorkerProc], late: bool = False
-) -> None:
+async def assist(settings: Settings, client: Client, dead: Sequence[WorkerProc], late: bool = False) -> None:
     """Fail the dead workers' pending activity attempts by id; reset the sticky queue of the runs they
     were holding. Only runs of our task queue: a shared ledger also lists other labs' runs. Every running
     run is asked once for all of them, ASSIST_AT_ONCE at a time: a worker at load holds attempts of
@@ -66,7 +64,7 @@ async def assist(
     that ran them), the runs whose sticky queue was reset for it, and the pass's own figures (`asked`,
     `answered`, `pass_s`, `with`: the other workers of the same pass). `late`: the second pass
     (assist_late), recorded only for a worker it failed an attempt of."""
-    workers = list({w.name: w for w in ([dead] if isinstance(dead, WorkerProc) else dead)}.values())
+    workers = list({w.name: w for w in dead}.values())  # a worker named twice is asked for once
     conn = connect(settings.ledger)
     failed: dict[str, list[str]] = {w.name: [] for w in workers}
     reset: dict[str, list[str]] = {w.name: [] for w in workers}

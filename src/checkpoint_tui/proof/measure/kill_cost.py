@@ -160,7 +160,7 @@ class Measurer:
         found = await self._next_attempt(progress, act.seq, attempt, at, cap, act.activity_type)
         # The figure is in (or the cap): what the dead worker still holds (its attempt at the cap, a
         # parallel activity's, its sticky queue) is failed by id and reset, so the run goes on.
-        await assist(self.settings, self.client, worker)
+        await assist(self.settings, self.client, [worker])
         if found == "missed":
             self.say(f"doctor: attempt {attempt} of {act.label} completed before the kill; aiming at the next one")
             return None
