@@ -4,6 +4,7 @@ of the home comes back afterwards; a SIGTERMed chaos (a CI timeout) runs its own
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import psutil
 
 from checkpoint_tui.ops.procs import read_json
 from checkpoint_tui.waiting import wait_until_sync
-from conftest import run_cli
+from conftest import queue_of, run_cli
 
 STEPS = "60"  # long enough to be killed mid-run (pace 0.3: ~25 s)
 
@@ -106,6 +107,34 @@ def test_a_sigtermed_chaos_stops_its_supervisor_and_says_so(session_root):
         assert not (home / "run" / "chaos-supervisor.json").exists()
     finally:
         stop_all(home, chaos)
+
+
+async def test_stop_ends_the_standby_before_the_supervisor_it_would_succeed(session_root, temporal_address):
+    """Where the schedule kills the supervisor, chaos keeps a standby beside it (`supervise --standby`,
+    waiting for the home's supervisor lock). `stop` ends it too, and first: left running, it takes the
+    lock as the supervisor goes and respawns the workers `stop` has just ended."""
+    from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
+    from checkpoint_tui.settings import Settings
+
+    home = session_root / "chaos-standby"
+    settings = Settings(home=home, temporal_address=temporal_address)
+    settings.ensure_dirs()
+    child = SupervisorChild()
+    flags = ["--temporal-address", temporal_address, "--task-queue", queue_of("standby", home)]
+    try:
+        await child.spawn(settings, flags, standby=True)
+        assert child.standby is not None and read_json(home / "run" / "chaos-supervisor.json")["standby"]
+        assert "--standby" in psutil.Process(child.standby.pid).cmdline()
+        out = run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
+        assert out.returncode == 0 and "chaos supervisor" in out.stdout, out.stdout + out.stderr
+        deadline = time.monotonic() + 6  # nothing of the home comes back: the standby never took over
+        while time.monotonic() < deadline:
+            left = home_processes(home)
+            assert not left, [" ".join(p.cmdline())[:120] for p in left]
+            await asyncio.sleep(0.5)
+    finally:
+        await child.stop(settings)
+        run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
 
 
 def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):

@@ -229,7 +229,26 @@ def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter | 
         from checkpoint_tui.ops.procs import bind_to_parent
 
         bind_to_parent(args.bound_to, signal.SIGTERM)  # SIGTERM: it stops as on a plain `kill`
+    if args.standby:
+        _stand_by(settings)
     return asyncio.run(_supervise(settings, pool=False))
+
+
+def _stand_by(settings: Settings) -> None:
+    """Import what a supervisor runs on, then wait until the home's supervisor lock is free (its holder
+    died: the kernel lets an flock go with the process) and let it go: taken again a moment later, as
+    any supervisor takes it. Until then it touches nothing of the home."""
+    import fcntl
+
+    from checkpoint_tui.ops import supervisor, temporal  # noqa: F401  (the imports a start would pay for)
+    from checkpoint_tui.ops.procs import open_lock
+
+    settings.ensure_dirs()
+    fd = open_lock(settings.run_dir / "supervisor.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
 
 
 def pool(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:

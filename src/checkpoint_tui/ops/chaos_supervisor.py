@@ -1,7 +1,9 @@
 """The supervisor process `chaos` runs beside itself (`supervise --bound-to PID`): recorded under run/
 with its identity, so `stop` can find it; bound to chaos (the kernel SIGTERMs it when chaos dies,
 however chaos dies), so a killed chaos never leaves a supervisor that respawns workers and the dev
-server behind `stop`'s back."""
+server behind `stop`'s back. Where chaos's schedule kills the supervisor, a standby (`supervise --standby`,
+its imports done, waiting for the home's supervisor lock) is recorded beside it: `stop` ends the
+standby first, so it never takes over from the one `stop` ends."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ def _path(settings: Settings) -> Path:
     return settings.run_dir / RECORD
 
 
-def record(settings: Settings, ident: ProcIdentity) -> None:
-    write_json(_path(settings), {"identity": ident.to_dict()})
+def record(settings: Settings, ident: ProcIdentity | None, standby: ProcIdentity | None = None) -> None:
+    write_json(
+        _path(settings),
+        {"identity": ident and ident.to_dict(), "standby": standby and standby.to_dict()},
+    )
 
 
 def forget(settings: Settings) -> None:
@@ -27,9 +32,11 @@ def forget(settings: Settings) -> None:
         _path(settings).unlink()
 
 
-def recorded(settings: Settings) -> ProcIdentity | None:
-    """The recorded supervisor if it is still that process and a `supervise` of this home."""
-    ident = ProcIdentity.from_record(read_json(_path(settings)))
+def recorded(settings: Settings, role: str = "identity") -> ProcIdentity | None:
+    """The recorded supervisor (`role` "standby": its standby) if it is still that process and a
+    `supervise` of this home."""
+    record = read_json(_path(settings)) or {}
+    ident = ProcIdentity.from_record({"identity": record.get(role)})
     if ident is None or not ident.matches_live():
         return None
     if not (ident.runs("supervise") and ident.runs("--home", str(settings.home))):
@@ -38,9 +45,12 @@ def recorded(settings: Settings) -> ProcIdentity | None:
 
 
 def stop(settings: Settings) -> int | None:
-    """Stop the recorded chaos supervisor (SIGTERM, then SIGKILL); its pid, or None if none ran."""
-    ident = recorded(settings)
+    """Stop the recorded chaos supervisor (SIGTERM, then SIGKILL), its standby first; the supervisor's
+    pid, or None if none ran."""
+    standby, ident = recorded(settings, "standby"), recorded(settings)
     forget(settings)
+    if standby is not None:
+        stop_process(standby, grace=5.0)
     if ident is None:
         return None
     stop_process(ident, grace=5.0)

@@ -141,7 +141,8 @@ class Chaos:
             self.settings = replace(self.settings, worker_address=await hop.start(), worker_plaintext=bool(hop.tls))
         if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
             await asyncio.to_thread(chaos_supervisor.replace_direct_workers, self.settings)
-        await self.supervisor.spawn(self.settings, self.supervise_flags())
+        kills = sum(ev.kind == "supervisor" for ev in self.schedule)
+        await self.supervisor.spawn(self.settings, self.supervise_flags(), standby=kills > 0)
         return address
 
     async def run(self) -> ChaosReport:
@@ -297,7 +298,8 @@ class Chaos:
 
     async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> None:
         self._record(ev, run_id, await self.supervisor.kill())  # before its successor's own events
-        await self.supervisor.spawn(self.settings, self.supervise_flags())  # a fresh supervisor adopts the worker
+        more = sum(e.kind == "supervisor" for e in self.schedule) > sum(k.kind == "supervisor" for k in self.kills)
+        await self.supervisor.succeed(self.settings, self.supervise_flags(), standby=more)  # it adopts the workers
 
     def _record(self, ev: ChaosEvent, run_id: str, hit: Hit) -> None:
         """The event as fired: in the ledger's worker events (the app's markers read them) and the report."""
