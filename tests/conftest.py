@@ -201,6 +201,18 @@ def _zygote() -> Zygote | None:
     return _ZYGOTE
 
 
+# bench/suite_cpu.py: each xdist worker says which test it runs, in a file named for it (worker id), so
+# the CPU of the processes it started can be put down to that test.
+_TRACE = os.environ.get("CHECKPOINT_TESTS_TRACE_DIR")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    if _TRACE:
+        name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(_TRACE, name).write_text(f"{os.getpid()} {nodeid}")
+
+
 def _leftovers(root: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):

@@ -157,3 +157,20 @@ def test_resume_bench_stops_its_dev_server_when_a_mode_fails(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match="a mode failed"):
         asyncio.run(bench.main())
     assert [home.home.name for home in stopped] == ["resume-server"]
+
+
+def test_suite_cpu_puts_a_test_file_s_cpu_down_to_it(tmp_path):
+    """bench/suite_cpu.py over one small test file on one xdist worker: the file is named with CPU of its
+    own (the worker's process, which runs it), and the machine's CPU is printed beside it."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "suite_cpu.py"), "--top", "3"]
+        + ["--", "-q", "-n", "1", "-p", "no:cacheprovider", "tests/test_keyed_table.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=BENCH.parent,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    files = proc.stdout.split("costliest 3 test files:")[1].split("costliest 3 tests:")[0]
+    line = next(line for line in files.splitlines() if "tests/test_keyed_table.py" in line)
+    assert float(line.split()[0]) > 0 and "the machine's CPU" in proc.stdout, proc.stdout
