@@ -109,10 +109,10 @@ def test_a_sigtermed_chaos_stops_its_supervisor_and_says_so(session_root):
         stop_all(home, chaos)
 
 
-async def test_stop_ends_the_standby_before_the_supervisor_it_would_succeed(session_root, temporal_address):
+async def test_stop_ends_the_standby_too(session_root, temporal_address):
     """Where the schedule kills the supervisor, chaos keeps a standby beside it (`supervise --standby`,
-    waiting for the home's supervisor lock). `stop` ends it too, and first: left running, it takes the
-    lock as the supervisor goes and respawns the workers `stop` has just ended."""
+    waiting for the home's supervisor lock). `stop` ends it too: left running, it takes the lock as the
+    supervisor goes and respawns the workers `stop` has just ended."""
     from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
     from checkpoint_tui.settings import Settings
 
@@ -137,6 +137,33 @@ async def test_stop_ends_the_standby_before_the_supervisor_it_would_succeed(sess
         run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
 
 
+async def test_a_supervisor_that_ended_on_its_own_is_not_counted_as_killed(session_root, temporal_address):
+    """The standby takes the lock however the supervisor ends. One that died before the schedule's kill
+    came is no kill of chaos's (None: the engine says not fired), and its standby, which has taken over,
+    is the one chaos goes on with."""
+    from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
+    from checkpoint_tui.settings import Settings
+
+    home = session_root / "chaos-own-end"
+    settings = Settings(home=home, temporal_address=temporal_address)
+    settings.ensure_dirs()
+    child = SupervisorChild()
+    flags = ["--temporal-address", temporal_address, "--task-queue", queue_of("own-end", home)]
+    try:
+        await child.spawn(settings, flags, standby=True)
+        first, standby = child.proc, child.standby
+        assert first is not None and standby is not None
+        first.kill()  # not chaos's kill: as if it had died of something else
+        await first.wait()
+        assert await child.kill() is None
+        await child.succeed(settings, flags, standby=False)
+        assert child.proc is standby and child.standby is None and standby.returncode is None
+        assert read_json(home / "run" / "chaos-supervisor.json")["identity"]["pid"] == standby.pid
+    finally:
+        await child.stop(settings)
+        run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
+
+
 def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):
     from checkpoint_tui.ops import chaos_supervisor
     from checkpoint_tui.ops.procs import ProcIdentity
@@ -149,6 +176,8 @@ def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):
         ident = ProcIdentity.of(sleeper.pid)
         assert ident is not None
         chaos_supervisor.record(settings, ident)  # a live process, but no `supervise` of this home
+        assert chaos_supervisor.stop(settings) is None
+        chaos_supervisor.record(settings, None, ident)  # nor named as the standby
         assert chaos_supervisor.stop(settings) is None
         assert sleeper.poll() is None, "a forged record got another process signalled"
     finally:

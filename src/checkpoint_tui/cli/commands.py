@@ -229,15 +229,14 @@ def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter | 
         from checkpoint_tui.ops.procs import bind_to_parent
 
         bind_to_parent(args.bound_to, signal.SIGTERM)  # SIGTERM: it stops as on a plain `kill`
-    if args.standby:
-        _stand_by(settings)
-    return asyncio.run(_supervise(settings, pool=False))
+    held = _stand_by(settings) if args.standby else None
+    return asyncio.run(_supervise(settings, pool=False, held=held))
 
 
-def _stand_by(settings: Settings) -> None:
-    """Import what a supervisor runs on, then wait until the home's supervisor lock is free (its holder
-    died: the kernel lets an flock go with the process) and let it go: taken again a moment later, as
-    any supervisor takes it. Until then it touches nothing of the home."""
+def _stand_by(settings: Settings) -> int:
+    """Import what a supervisor runs on, then wait for the home's supervisor lock (free once its holder
+    has gone: the kernel lets an flock go with the process, however it ended); the lock's descriptor,
+    held from then on. Until then it touches nothing of the home but run/supervisor.lock."""
     import fcntl
 
     from checkpoint_tui.ops import supervisor, temporal  # noqa: F401  (the imports a start would pay for)
@@ -245,10 +244,8 @@ def _stand_by(settings: Settings) -> None:
 
     settings.ensure_dirs()
     fd = open_lock(settings.run_dir / "supervisor.lock")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    finally:
-        os.close(fd)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def pool(args: argparse.Namespace, settings: Settings, workload: Adapter | None) -> int:
@@ -256,14 +253,14 @@ def pool(args: argparse.Namespace, settings: Settings, workload: Adapter | None)
     return asyncio.run(_supervise(settings, pool=True))
 
 
-async def _supervise(settings: Settings, pool: bool) -> int:
+async def _supervise(settings: Settings, pool: bool, held: int | None = None) -> int:
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import resolve_address
 
     settings.ensure_dirs()
     address, _ = resolve_address(settings)
     sup = Supervisor(settings, address)
-    if not sup.acquire():
+    if not sup.acquire(held):
         raise Failed(f"another supervisor already owns {settings.home}")
     sup.ensure_worker()
     pids = ", ".join(str(w.pid) for w in sup.pool_workers())

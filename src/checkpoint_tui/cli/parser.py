@@ -268,8 +268,8 @@ def _run_commands(sub) -> None:
     supervise.set_defaults(func=_command("supervise"))
     # chaos's own: die with that process (the kernel's parent-death signal); not for people
     supervise.add_argument("--bound-to", type=_bounded_int(2, 2**22), default=None, help=argparse.SUPPRESS)
-    # chaos's own too: imported and waiting for the home's supervisor lock, it takes over the moment the
-    # supervisor it stands by dies (a killed supervisor's successor, without an interpreter's start)
+    # chaos's own too: imported and waiting for the home's supervisor lock, it takes over once the lock is let
+    # go (the supervisor killed, or ended): a killed supervisor's successor without an interpreter's start
     supervise.add_argument("--standby", action="store_true", help=argparse.SUPPRESS)
     sub.add_parser(
         "worker",

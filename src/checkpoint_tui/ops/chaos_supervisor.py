@@ -39,8 +39,10 @@ def recorded(settings: Settings, role: str = "identity") -> ProcIdentity | None:
     ident = ProcIdentity.from_record({"identity": record.get(role)})
     if ident is None or not ident.matches_live():
         return None
-    if not (ident.runs("supervise") and ident.runs("--home", str(settings.home))):
-        return None  # a forged record naming another process: never signalled
+    if not (ident.runs("supervise") and ident.runs("--home", str(settings.home)) and ident.runs("--bound-to")):
+        return None  # a forged record naming another process (a user's own `supervise` too): never signalled
+    if role == "standby" and not ident.runs("--standby"):
+        return None
     return ident
 
 

@@ -88,10 +88,11 @@ class Supervisor:
 
     # --- ownership -------------------------------------------------------------------------------
 
-    def acquire(self) -> bool:
-        """Become the home's respawning supervisor; False if another live one holds it."""
+    def acquire(self, held: int | None = None) -> bool:
+        """Become the home's respawning supervisor; False if another live one holds it. `held`: the lock's
+        descriptor, locked already (a standby's: cli/commands.py)."""
         self.settings.ensure_dirs()
-        fd = open_lock(self.settings.run_dir / "supervisor.lock")
+        fd = open_lock(self.settings.run_dir / "supervisor.lock") if held is None else held
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

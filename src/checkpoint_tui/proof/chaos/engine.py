@@ -90,6 +90,7 @@ class Chaos:
         self.schedule = schedule
         self.target = target
         self.supervisor = SupervisorChild()  # the supervisor process beside chaos (supervisor_child.py)
+        self._supervisor_events = 0  # the schedule's supervisor kills met so far (the last needs no standby)
         self.kills: list[Fired] = []  # SIGKILLs
         self.pauses: list[Fired] = []  # pauses, hangs, partitions, forged writes, activity pauses and resets
         self.resets: list[Fired] = []  # workflow resets (proof/nemeses/resets.py)
@@ -266,8 +267,7 @@ class Chaos:
         if (fleet_hit := await self.fleet.strike(self.settings, ev)) is not None:
             return fleet_hit
         if ev.kind == "supervisor":
-            await self._kill_supervisor(ev, run_id)
-            return None
+            return await self._kill_supervisor(ev, run_id)
         if ev.kind == PARTITION and self.proxy is not None:
             return await self._partition(ev)
         if ev.kind in PAUSES:
@@ -296,10 +296,13 @@ class Chaos:
         killed_at, reason = nemeses.hang_kill_at(conn, ident.pid, at)
         return Hit(at, ident.pid, detail={"killed_at": killed_at, "watchdog": reason})
 
-    async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> None:
-        self._record(ev, run_id, await self.supervisor.kill())  # before its successor's own events
-        more = sum(e.kind == "supervisor" for e in self.schedule) > sum(k.kind == "supervisor" for k in self.kills)
+    async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> Miss | None:
+        self._supervisor_events += 1
+        more = sum(e.kind == "supervisor" for e in self.schedule) > self._supervisor_events
+        if (hit := await self.supervisor.kill()) is not None:
+            self._record(ev, run_id, hit)  # before its successor's own events
         await self.supervisor.succeed(self.settings, self.supervise_flags(), standby=more)  # it adopts the workers
+        return None if hit is not None else Miss("the supervisor had ended on its own; its standby took over")
 
     def _record(self, ev: ChaosEvent, run_id: str, hit: Hit) -> None:
         """The event as fired: in the ledger's worker events (the app's markers read them) and the report."""

@@ -3,9 +3,10 @@
 one adopts the workers), stopped with SIGTERM when chaos ends.
 
 Where the schedule kills it, a standby (`supervise --standby`) is started beside it: its interpreter
-and imports paid for while the run goes on, it waits for the home's supervisor lock and takes over as
-the kill lets it go. A successor started after the kill took 5.2 s to adopt the workers on a loaded
-machine (seven chaos labs on two cores), and the run ended before the schedule's next events fired."""
+and imports paid for while the run goes on, it waits for the home's supervisor lock and takes over
+once the lock is let go (the kill; any end of the supervisor). A successor started only after the kill
+took 4.9-6.1 s to adopt the workers on a loaded machine (five chaos labs on two cores), and the run
+ended before the schedule's next events fired."""
 
 from __future__ import annotations
 
@@ -68,11 +69,11 @@ class SupervisorChild:
             )
         finally:
             log.close()  # the child holds its own copy
-        self._idents[proc.pid] = await asyncio.to_thread(identity_after_exec, proc.pid, cmd)
-        if standby:
+        if standby:  # known before any await: a chaos cancelled in the next one still stops it
             self.standby = proc
         else:
             self.proc = proc
+        self._idents[proc.pid] = await asyncio.to_thread(identity_after_exec, proc.pid, cmd)
         self._record(settings)
         return proc
 
@@ -88,9 +89,12 @@ class SupervisorChild:
 
         chaos_supervisor.record(settings, ident(self.proc), ident(self.standby))
 
-    async def kill(self) -> Hit:
-        """SIGKILL it (our own child: no pid reuse before we reap it); the hit."""
+    async def kill(self) -> Hit | None:
+        """SIGKILL it (our own child: no pid reuse before we reap it); the hit. None: it had ended on its
+        own (its standby took the lock then)."""
         assert self.proc is not None
+        if self.proc.returncode is not None:
+            return None
         pid, at = self.proc.pid, time.time()
         self.proc.send_signal(signal.SIGKILL)
         await self.proc.wait()
