@@ -73,9 +73,7 @@ def kind(pid: int) -> str:
         return "preloader"
     if " supervise" in text:
         return "supervisor"
-    if "cli_zygote" in text:
-        return "CLI"
-    if "checkpoint_tui" in text:
+    if "cli_zygote" in text or "checkpoint_tui" in text:
         return "CLI"
     if "postgres" in text:
         return "postgres"

@@ -5,11 +5,13 @@ of the home comes back afterwards; a SIGTERMed chaos (a CI timeout) runs its own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
@@ -109,21 +111,33 @@ def test_a_sigtermed_chaos_stops_its_supervisor_and_says_so(session_root):
         stop_all(home, chaos)
 
 
+@contextlib.asynccontextmanager
+async def supervisor_and_standby(home: Path, address: str) -> AsyncIterator[tuple]:
+    """Chaos's supervisor of `home` (on the session's dev server, a queue of its own) with a standby beside
+    it: (settings, the SupervisorChild, its flags); both stopped afterwards, and the home's workers."""
+    from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
+    from checkpoint_tui.settings import Settings
+
+    settings = Settings(home=home, temporal_address=address)
+    settings.ensure_dirs()
+    child = SupervisorChild()
+    flags = ["--temporal-address", address, "--task-queue", queue_of(home.name, home)]
+    try:
+        await child.spawn(settings, flags, standby=True)
+        assert child.proc is not None and child.standby is not None
+        yield settings, child, flags
+    finally:
+        await child.stop(settings)
+        run_cli("--home", str(home), "--temporal-address", address, "stop", timeout=60)
+
+
 async def test_stop_ends_the_standby_too(session_root, temporal_address):
     """Where the schedule kills the supervisor, chaos keeps a standby beside it (`supervise --standby`,
     waiting for the home's supervisor lock). `stop` ends it too: left running, it takes the lock as the
     supervisor goes and respawns the workers `stop` has just ended."""
-    from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
-    from checkpoint_tui.settings import Settings
-
     home = session_root / "chaos-standby"
-    settings = Settings(home=home, temporal_address=temporal_address)
-    settings.ensure_dirs()
-    child = SupervisorChild()
-    flags = ["--temporal-address", temporal_address, "--task-queue", queue_of("standby", home)]
-    try:
-        await child.spawn(settings, flags, standby=True)
-        assert child.standby is not None and read_json(home / "run" / "chaos-supervisor.json")["standby"]
+    async with supervisor_and_standby(home, temporal_address) as (_, child, _):
+        assert read_json(home / "run" / "chaos-supervisor.json")["standby"]
         assert "--standby" in psutil.Process(child.standby.pid).cmdline()
         out = run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
         assert out.returncode == 0 and "chaos supervisor" in out.stdout, out.stdout + out.stderr
@@ -132,36 +146,21 @@ async def test_stop_ends_the_standby_too(session_root, temporal_address):
             left = home_processes(home)
             assert not left, [" ".join(p.cmdline())[:120] for p in left]
             await asyncio.sleep(0.5)
-    finally:
-        await child.stop(settings)
-        run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
 
 
 async def test_a_supervisor_that_ended_on_its_own_is_not_counted_as_killed(session_root, temporal_address):
-    """The standby takes the lock however the supervisor ends. One that died before the schedule's kill
-    came is no kill of chaos's (None: the engine says not fired), and its standby, which has taken over,
-    is the one chaos goes on with."""
-    from checkpoint_tui.proof.chaos.supervisor_child import SupervisorChild
-    from checkpoint_tui.settings import Settings
-
+    """The standby takes the lock however the supervisor ends. A supervisor that died before the
+    schedule's kill came is no kill of chaos's (`kill` gives no hit: the engine lists the event as not
+    fired), and its standby, which has taken over, is the one chaos goes on with."""
     home = session_root / "chaos-own-end"
-    settings = Settings(home=home, temporal_address=temporal_address)
-    settings.ensure_dirs()
-    child = SupervisorChild()
-    flags = ["--temporal-address", temporal_address, "--task-queue", queue_of("own-end", home)]
-    try:
-        await child.spawn(settings, flags, standby=True)
+    async with supervisor_and_standby(home, temporal_address) as (settings, child, flags):
         first, standby = child.proc, child.standby
-        assert first is not None and standby is not None
         first.kill()  # not chaos's kill: as if it had died of something else
         await first.wait()
         assert await child.kill() is None
         await child.succeed(settings, flags, standby=False)
         assert child.proc is standby and child.standby is None and standby.returncode is None
         assert read_json(home / "run" / "chaos-supervisor.json")["identity"]["pid"] == standby.pid
-    finally:
-        await child.stop(settings)
-        run_cli("--home", str(home), "--temporal-address", temporal_address, "stop", timeout=60)
 
 
 def test_a_forged_supervisor_record_gets_nobody_signalled(tmp_path):

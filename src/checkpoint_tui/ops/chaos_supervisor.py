@@ -2,8 +2,8 @@
 with its identity, so `stop` can find it; bound to chaos (the kernel SIGTERMs it when chaos dies,
 however chaos dies), so a killed chaos never leaves a supervisor that respawns workers and the dev
 server behind `stop`'s back. Where chaos's schedule kills the supervisor, a standby (`supervise --standby`,
-its imports done, waiting for the home's supervisor lock) is recorded beside it: `stop` ends the
-standby first, so it never takes over from the one `stop` ends."""
+which waits for the home's supervisor lock) is recorded beside it: `stop` ends the standby first, so
+it never takes over from the one `stop` ends."""
 
 from __future__ import annotations
 

@@ -90,7 +90,8 @@ class Chaos:
         self.schedule = schedule
         self.target = target
         self.supervisor = SupervisorChild()  # the supervisor process beside chaos (supervisor_child.py)
-        self._supervisor_events = 0  # the schedule's supervisor kills met so far (the last needs no standby)
+        self._supervisor_kills = sum(ev.kind == "supervisor" for ev in schedule)  # each but the last: a standby
+        self._supervisor_events = 0  # of those, met so far
         self.kills: list[Fired] = []  # SIGKILLs
         self.pauses: list[Fired] = []  # pauses, hangs, partitions, forged writes, activity pauses and resets
         self.resets: list[Fired] = []  # workflow resets (proof/nemeses/resets.py)
@@ -142,8 +143,7 @@ class Chaos:
             self.settings = replace(self.settings, worker_address=await hop.start(), worker_plaintext=bool(hop.tls))
         if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
             await asyncio.to_thread(chaos_supervisor.replace_direct_workers, self.settings)
-        kills = sum(ev.kind == "supervisor" for ev in self.schedule)
-        await self.supervisor.spawn(self.settings, self.supervise_flags(), standby=kills > 0)
+        await self.supervisor.spawn(self.settings, self.supervise_flags(), standby=self._supervisor_kills > 0)
         return address
 
     async def run(self) -> ChaosReport:
@@ -298,7 +298,7 @@ class Chaos:
 
     async def _kill_supervisor(self, ev: ChaosEvent, run_id: str) -> Miss | None:
         self._supervisor_events += 1
-        more = sum(e.kind == "supervisor" for e in self.schedule) > self._supervisor_events
+        more = self._supervisor_kills > self._supervisor_events
         if (hit := await self.supervisor.kill()) is not None:
             self._record(ev, run_id, hit)  # before its successor's own events
         await self.supervisor.succeed(self.settings, self.supervise_flags(), standby=more)  # it adopts the workers

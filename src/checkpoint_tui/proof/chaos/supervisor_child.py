@@ -5,8 +5,8 @@ one adopts the workers), stopped with SIGTERM when chaos ends.
 Where the schedule kills it, a standby (`supervise --standby`) is started beside it: its interpreter
 and imports paid for while the run goes on, it waits for the home's supervisor lock and takes over
 once the lock is let go (the kill; any end of the supervisor). A successor started only after the kill
-took 4.9-6.1 s to adopt the workers on a loaded machine (five chaos labs on two cores), and the run
-ended before the schedule's next events fired."""
+would start an interpreter first: seconds on a loaded machine, in which a short run can end before
+the schedule's next events."""
 
 from __future__ import annotations
 
