@@ -157,8 +157,9 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
     sql_threads, spawn_threads = record_threads(monkeypatch)
     session = LabSession(home, AgentLoopWorkload())
     # K must land while durable step 2 runs: at the app's pace (0.5) its model call thinks 0.27 s, which
-    # a loaded machine's test loop can sleep through; at 2.0 it thinks 1.08 s.
-    monkeypatch.setattr(session, "lesson", lambda steps=4, pace=0.5: LabSession.lesson(session, steps, 2.0))
+    # a loaded machine's test loop can sleep through, and 1.08 s (pace 2.0) is not enough beside a whole
+    # suite at its busiest; at 4.0 it thinks 2.17 s.
+    monkeypatch.setattr(session, "lesson", lambda steps=4, pace=0.5: LabSession.lesson(session, steps, 4.0))
     app = CheckpointApp(session, poll_interval=0.2)
     lesson = None
     try:
@@ -168,7 +169,7 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
             await wait_for(pilot, lambda: isinstance(app.screen, LessonScreen), what="lesson")
             screen: LessonScreen = app.screen
             lesson = app._lesson
-            assert lesson.pace == 2.0
+            assert lesson.pace == 4.0
 
             def side(name: str):
                 return getattr(screen.view, name) if screen.view else None
@@ -194,7 +195,7 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
             await wait_for(pilot, lambda: "durable" not in lesson._busy, what="durable idle")
             # Durable step 2 and, right behind it, K: the worker running it SIGKILLed (a Kill is never
             # refused as busy). Pressed together, the two are handled in order while step 2's model call
-            # thinks (1.08 s); a test loop that waited to see the step under way before pressing K could
+            # thinks (2.17 s); a test loop that waited to see the step under way before pressing K could
             # sleep through the whole step on a loaded machine.
             await pilot.press("N", "K")
             await wait_for(pilot, lambda: "SIGKILL worker" in " ".join(side("durable").log), what="durable kill")
@@ -210,10 +211,12 @@ async def test_next_kill_restart_naive_resends_durable_does_not(home, monkeypatc
             assert kill is not None and json.loads(kill["detail"])["confirmed"]  # the supervisor saw it gone
             finisher = (
                 connect(home.ledger)
-                .execute("SELECT worker_pid FROM steps WHERE run_id = ? AND step = 2", (durable_run,))
+                .execute("SELECT worker_pid, ended_at FROM steps WHERE run_id = ? AND step = 2", (durable_run,))
                 .fetchone()
             )
-            assert finisher["worker_pid"] != worker  # K landed before step 2 ended: another worker finished it
+            # K landed before step 2 ended: another worker finished it
+            when = f"step 2 ended at {finisher['ended_at']:.3f}, the kill landed at {kill['at']:.3f}"
+            assert finisher["worker_pid"] != worker, when
 
             naive_pid = lesson._sides["naive"].proc.pid
             naive_ident = lesson._sides["naive"].ident
