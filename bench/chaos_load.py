@@ -100,6 +100,7 @@ def one(runs: int, seed: int) -> dict:
     finally:
         subprocess.run([*lab, "stop"], capture_output=True, timeout=120)
         if (home / "out.txt").is_file():  # what it printed, kept beside the figures
+            OUT_DIR.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(home / "out.txt", OUT_DIR / f"chaos_load-{runs}.txt")
         if KEEP_FAILED and proc is not None and proc.returncode != 0:  # its ledger and server database, kept
             print(f"kept {home} (exit {proc.returncode})", flush=True)
@@ -109,7 +110,7 @@ def one(runs: int, seed: int) -> dict:
     return {
         "runs": runs,
         "exit": out.returncode,
-        "verdict": out.stdout.strip().splitlines()[-2].split("verdict: ")[-1] if "verdict: " in out.stdout else None,
+        "verdict": next((line.split("verdict: ")[-1] for line in out.stdout.splitlines() if "verdict: " in line), None),
         "completed": doc["totals"]["runs_completed"] if doc.get("totals") else None,
         "kills": len(doc["kills"]),
         "not_fired": [f"{n['nemesis']}: {n['why']}" for n in doc["not_fired"]],

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 
+import psutil
 import pytest
 
 from bundle_checks import assert_bundle, assert_junit_matches
@@ -67,6 +69,12 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, s
     finally:
         lab.stop(home)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    # what it left running is said, each process by pid, and `stop` ended every one of them
+    left = [line for line in out.stdout.splitlines() if line.startswith("left running for the next chaos")]
+    assert len(left) == 1 and f"--home {home} stop" in left[0], out.stdout[-2000:]
+    kept = {int(pid): role for role, pid in re.findall(r"(dev server|active|spare) (\d+)", left[0])}
+    assert "dev server" in kept.values() and ("active" in kept.values()) == (lab.kind == "agent-loop"), left
+    assert not [pid for pid in kept if _alive(pid)], left
     assert (report["workload"], report["unit"]) == (lab.kind, lab.unit)
     audit, checks = report["audit"], report["checks"]
     assert audit["ok"] and audit["workflow_status"] == "COMPLETED" and (audit["lost"], audit["duplicated"]) == (0, 0)
@@ -89,6 +97,13 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, s
         assert audit["interrupted"] >= 1 and audit["recovered"] >= 1  # the claim-window crash was finished
     if pg:  # the workers wrote to PostgreSQL, not to a SQLite file
         assert not (home / "run" / "checkpoint.db").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(lab, session_root):

@@ -4,6 +4,7 @@ JUnit written, a proof bundle emitted; said first when it takes over a lab runni
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,19 +34,32 @@ async def until_sigterm_said(run: Coroutine[Any, Any, T]) -> T:
     )
 
 
-def say_taken_over(settings: Settings) -> None:
-    """A lab left running in the home (the app's `q`, a `start`) is chaos's to kill now: said, not done
-    without a word."""
+def running_lab(settings: Settings) -> str | None:
+    """This home's live lab processes, as one phrase ("dev server 12, active 34"); None if none run."""
     server, _ = devserver.recorded(settings)
     workers = [f"{w.role} {w.pid}" for w in worker_proc.load_all(settings)]
     if server is None and not workers:
-        return
-    what = ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
-    print(
-        f"chaos: this home's lab is running ({what}): chaos takes it over (workers that would reach Temporal "
-        "around its hop or proxy are replaced); `stop` ends what is left afterwards",
-        flush=True,
-    )
+        return None
+    return ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
+
+
+def say_taken_over(settings: Settings) -> None:
+    """A lab left running in the home (the app's `q`, a `start`) is chaos's to kill now: said, not done
+    without a word."""
+    if (what := running_lab(settings)) is not None:
+        print(
+            f"chaos: this home's lab is running ({what}): chaos takes it over (workers that would reach Temporal "
+            "around its hop or proxy are replaced); `stop` ends what is left afterwards",
+            flush=True,
+        )
+
+
+def say_left_running(settings: Settings) -> None:
+    """What chaos leaves running (our loop's workers, which the next chaos or the app adopts, and the
+    home's dev server) is said with how to end it: a user who never opens the app would not know."""
+    if (what := running_lab(settings)) is not None:
+        stop = f"checkpoint-tui --home {shlex.quote(str(settings.home))} stop"
+        print(f"left running for the next chaos or the app: {what}; `{stop}` ends them", flush=True)
 
 
 async def run_schedule(
@@ -88,6 +102,7 @@ async def chaos_command(
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(encode(report), indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")
+    say_left_running(settings)
     if outputs is not None and outputs.wanted:
         figures = {
             "kills_fired": len(report.kills),
