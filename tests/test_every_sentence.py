@@ -184,3 +184,37 @@ def test_doctor_advises_a_node_worker_in_typescript():
     assert "proxyActivities" in _local_findings({"x": 1}, 10.0, ADVICE["typescript"])[0].fix
     py = {f.kind: f.fix for f in _findings(slow, None, ADVICE["python"])}
     assert py["kill-costs-timeout"] == PYTHON_HEARTBEAT_FIX
+
+
+def test_a_process_event_that_struck_steps_late_is_filed_under_the_step_it_struck(tmp_path):
+    """A supervisor or dev-server kill, a partition or a pause placed at step 2's model call, struck
+    by an engine that got there as step 3 ended: its marker and kill line say step 4, where it landed,
+    and that it was scheduled at step 2 (not step 2, where the run no longer was)."""
+    from types import SimpleNamespace
+
+    from checkpoint_tui.ledger.store import connect
+    from checkpoint_tui.proof.chaos.loop_target import StepTarget
+    from checkpoint_tui.proof.chaos.printing import fired_lines
+    from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+    from checkpoint_tui.proof.report.chaos import ChaosReport, Fired
+    from checkpoint_tui.settings import Settings
+    from checkpoint_tui.workloads import AgentLoopWorkload
+
+    settings = Settings(home=tmp_path)
+    settings.ensure_dirs()
+    conn = connect(settings.ledger)
+    for step in (1, 2, 3):
+        conn.execute("INSERT INTO steps (run_id, step, status) VALUES ('r', ?, 'completed')", (step,))
+    chaos = SimpleNamespace(settings=settings, steps=6)
+    target = StepTarget(AgentLoopWorkload(6), 0.1)
+    late, on_time, timer = (
+        ChaosEvent(2, "supervisor", 0),
+        ChaosEvent(4, "temporal-server", 0),
+        ChaosEvent(2, "worker-in-timer", 0),
+    )
+    for ev in (late, on_time, timer):
+        target.striking(chaos, ev, "r")  # type: ignore[arg-type] - what in_flight reads of a chaos run
+    assert target.landing(late) == {"step": 4, "aimed": 2}
+    assert target.landing(on_time) == {} and target.landing(timer) == {}  # the timer after step 2 is its place
+    report = ChaosReport(unit="step", kills=[Fired("supervisor", 4, 77, 1.0, {"aimed": 2})])
+    assert "step    4 (scheduled at step 2) pid      77" in fired_lines(report, None)[0]  # type: ignore[arg-type]

@@ -253,6 +253,7 @@ class Chaos:
         if not inside and self.run_ids and await self._all_closed():
             self.not_fired.append(NotFired(ev.to_json(), "the run closed before it fired"))
             return
+        self.target.striking(self, ev, run_id)
         done: Hit | Miss | Handled | None = await self.target.strike(self, ev, run_id)
         if done is Handled.NOT_MINE:
             done = await self._strike(ev, run_id)

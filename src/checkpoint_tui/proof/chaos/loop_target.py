@@ -6,6 +6,7 @@ artifact files and Temporal's status (core/step_audit.py, the workload's audit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from temporalio.client import Client
 
@@ -31,6 +32,9 @@ from checkpoint_tui.proof.report.audit import AuditRecord, StepAuditRecord, audi
 from checkpoint_tui.proof.report.chaos import ChaosReport, StepFigures
 from checkpoint_tui.proof.report.codec import JsonObject, ReportError
 
+# Process events placed at a step's model call (its `llm` activity logged, then the event's delay)
+AT_A_MODEL_CALL = ("supervisor", "temporal-server", PARTITION, *PAUSES)
+
 
 class StepTarget(ChaosTarget):
     def __init__(self, workload: Workload, pace: float) -> None:
@@ -38,6 +42,7 @@ class StepTarget(ChaosTarget):
         self.workload, self.pace = workload, pace
         self.resets: list[Fired] = []  # the run's resets, once figures() has read what they re-ran
         self.more: list[Check] = []  # the checks of its activity pauses and resets
+        self._struck: dict[int, int] = {}  # id of an event striking -> the step running as it struck
 
     def header(self, chaos: ChaosRun) -> str:
         return f"steps={chaos.steps}"
@@ -82,7 +87,7 @@ class StepTarget(ChaosTarget):
         if ev.kind in HOOK_CRASHES:
             await until(lambda: queries.count_completed(conn, run_id) >= step)  # the worker kills itself
             return None
-        if ev.kind in ("worker-in-activity", "supervisor", "temporal-server", PARTITION, *PAUSES, *ACTIVITY_NEMESES):
+        if ev.kind in ("worker-in-activity", *AT_A_MODEL_CALL, *ACTIVITY_NEMESES):
             await until(lambda: queries.activity_logged(conn, run_id, step, "llm"))
         elif ev.kind == "worker-between-activities":
             await until(lambda: queries.activity_logged(conn, run_id, step, "effect"))
@@ -106,6 +111,20 @@ class StepTarget(ChaosTarget):
                 return Miss("the execution had no step to go back to")
             return Hit(done.pop("at"), detail={**done, "step": ev.step})
         return Handled.NOT_MINE
+
+    def striking(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> None:
+        """A process event placed at a step's model call strikes where the run is by then: a loaded
+        machine's engine can get there after the step ended, and its marker and kill line would say the
+        schedule's step. The ledger says which step is running (a kill's worker death is placed from
+        history anyway; a pause's or a hang's record comes after it ended, too late to ask)."""
+        if ev.step is None or ev.at_s is not None or ev.kind not in AT_A_MODEL_CALL:
+            return
+        with contextlib.suppress(Unavailable):  # the ledger restarting: the schedule's step is said
+            self._struck[id(ev)] = self.in_flight(chaos, run_id)
+
+    def landing(self, ev: ChaosEvent) -> dict:
+        now = self._struck.pop(id(ev), None)
+        return {"step": now, "aimed": ev.step} if now is not None and ev.step is not None and now > ev.step else {}
 
     def in_flight(self, chaos: ChaosRun, run_id: str) -> int:
         """The step a time-placed event landed in: the first one not completed yet."""

@@ -115,7 +115,7 @@ def _where(fired: Fired, unit: str = "step") -> str:
     what = f" {fired.label}" if fired.label else ""
     aimed = fired.detail.get("aimed")
     if isinstance(aimed, int) and not isinstance(aimed, bool) and aimed != fired.step:  # the schedule's number
-        what += f" ({place_word(unit)} {aimed})"
+        what += f" ({place_word(unit)} {aimed})" if unit == "activity" else f" (scheduled at {unit} {aimed})"
     if isinstance(run := fired.detail.get("run"), str):  # the lead's aimed activity had closed: this run's
         what += f" in {run[:80]} (the lead's had closed)"
     return f"{unit} {fired.step:>4}{what}{at}"

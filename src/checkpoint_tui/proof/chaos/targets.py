@@ -112,9 +112,12 @@ class ChaosTarget:
     def in_flight(self, chaos: ChaosRun, run_id: str) -> int:
         raise NotImplementedError
 
+    def striking(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> None:
+        """Note where the run is as `ev` strikes, for landing() to say; nothing by default."""
+
     def landing(self, ev: ChaosEvent) -> dict:
         """Where the event about to be recorded landed (`step`: the unit; more for the report), as
-        its arrival saw it; {} when its place is the schedule's."""
+        its arrival or its strike saw it; {} when its place is the schedule's."""
         return {}
 
     async def audit(self, chaos: ChaosRun, run_id: str, status: str | None) -> Audit:
