@@ -41,7 +41,8 @@ ASSIST_RUN_S = 2.0
 RETRY_AT_ONCE = timedelta(milliseconds=1)
 MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 # Runs asked at once (describe, fail): a kill at load leaves hundreds to ask. bench/chaos_load.py at 256
-# runs, next attempt p99: 0.50-1.04 s over 5 runs at 16 at once, 0.52-0.80 s over 3 at 64.
+# runs, next attempt over 3 runs each: seed 3 p99 0.52-0.53 s at 64 at once, 0.61-0.99 s at 16; seed 2
+# p50 0.50-0.62 s at 16 against 0.96-1.52 s at 64, but its p99 over 1 s either way (1.10-1.40, 1.50-1.77).
 ASSIST_AT_ONCE = 64
 LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are surely closed at Temporal
 
