@@ -107,6 +107,7 @@ def _gameday(
     finally:
         _stop(home)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "left running" not in done.stdout  # a server it did not start; the fleet's commands stopped with it
     doc = json.loads((out / "gameday.json").read_text())
     assert doc["verdict"] == "PASS" and [e["scenario"] for e in doc["experiments"]] == [scenario]
     md = (out / "gameday.md").read_text()

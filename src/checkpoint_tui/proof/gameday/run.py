@@ -18,6 +18,7 @@ from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.ops.temporal import reach
+from checkpoint_tui.proof.chaos.command import say_left_running
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.gameday.report import Experiment, after_action, scenario_checks
@@ -75,6 +76,7 @@ async def gameday(
         f"{'PASS' if held else 'FAIL'}",
         flush=True,
     )
+    say_left_running(settings)
     return 0 if held else 1
 
 
