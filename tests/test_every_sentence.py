@@ -188,8 +188,9 @@ def test_doctor_advises_a_node_worker_in_typescript():
 
 def test_a_process_event_that_struck_steps_late_is_filed_under_the_step_it_struck(tmp_path):
     """A supervisor or dev-server kill, a partition or a pause placed at step 2's model call, struck
-    by an engine that got there as step 3 ended: its marker and kill line say step 4, where it landed,
-    and that it was scheduled at step 2 (not step 2, where the run no longer was)."""
+    by an engine that got there late: filed under the step a worker was in (4), or in the timer after
+    step 3 under step 3 (where a worker-in-timer kill is filed), with the schedule's step beside it;
+    on time, or after the last step, the schedule's own step stands."""
     from types import SimpleNamespace
 
     from checkpoint_tui.ledger.store import connect
@@ -203,18 +204,38 @@ def test_a_process_event_that_struck_steps_late_is_filed_under_the_step_it_struc
     settings = Settings(home=tmp_path)
     settings.ensure_dirs()
     conn = connect(settings.ledger)
-    for step in (1, 2, 3):
-        conn.execute("INSERT INTO steps (run_id, step, status) VALUES ('r', ?, 'completed')", (step,))
-    chaos = SimpleNamespace(settings=settings, steps=6)
-    target = StepTarget(AgentLoopWorkload(6), 0.1)
-    late, on_time, timer = (
-        ChaosEvent(2, "supervisor", 0),
-        ChaosEvent(4, "temporal-server", 0),
-        ChaosEvent(2, "worker-in-timer", 0),
-    )
-    for ev in (late, on_time, timer):
-        target.striking(chaos, ev, "r")  # type: ignore[arg-type] - what in_flight reads of a chaos run
-    assert target.landing(late) == {"step": 4, "aimed": 2}
-    assert target.landing(on_time) == {} and target.landing(timer) == {}  # the timer after step 2 is its place
+    chaos, target = SimpleNamespace(settings=settings, steps=6), StepTarget(AgentLoopWorkload(6), 0.1)
+
+    def struck(ev: ChaosEvent) -> dict:
+        target.striking(chaos, ev, "r")  # type: ignore[arg-type] - what striking reads of a chaos run
+        return target.landing(ev)
+
+    def step(n: int, status: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO steps (run_id, step, status) VALUES ('r', ?, ?)", (n, status))
+
+    for n in (1, 2, 3):
+        step(n, "completed")
+    assert struck(ChaosEvent(2, "supervisor", 0)) == {"step": 3, "aimed": 2}  # in the timer after step 3
+    step(4, "running")
+    assert struck(ChaosEvent(2, "pause", 0)) == {"step": 4, "aimed": 2}
+    assert struck(ChaosEvent(4, "temporal-server", 0)) == {}  # on time
+    assert struck(ChaosEvent(2, "worker-in-timer", 0)) == {}  # the timer after step 2 is its place
+    for n in (4, 5, 6):
+        step(n, "completed")
+    assert struck(ChaosEvent(4, "partition", 0)) == {}  # after the last step: nowhere to say
     report = ChaosReport(unit="step", kills=[Fired("supervisor", 4, 77, 1.0, {"aimed": 2})])
     assert "step    4 (scheduled at step 2) pid      77" in fired_lines(report, None)[0]  # type: ignore[arg-type]
+
+
+def test_the_app_s_chaos_screen_says_where_a_late_event_was_scheduled_too():
+    from rich.text import Text
+
+    from checkpoint_tui.proof.report.chaos import Fired
+    from checkpoint_tui.tui.chaos_screen import result_text
+
+    audit = {"ok": True, "workflow_status": "COMPLETED", "total_steps": 6, "step_gaps": [], "lost": 0}
+    audit |= dict.fromkeys(("claims_attempted", "applied", "skipped", "recovered", "interrupted", "duplicated"), 0)
+    late, on_time = Fired("supervisor", 4, 77, 1.0, {"aimed": 2}), Fired("temporal-server", 5, 78, 2.0, {})
+    t = Text()
+    result_text(t, {"audit": audit, "kills": [late.to_json(), on_time.to_json()]})
+    assert "step    4 (scheduled at step 2) pid      77" in t.plain and "step    5 pid      78" in t.plain, t.plain

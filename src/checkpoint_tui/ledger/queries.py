@@ -101,6 +101,11 @@ def completed_steps(conn: Ledger, run_id: str) -> list[int]:
     return [r[0] for r in rows]
 
 
+def running_step(conn: Ledger, run_id: str) -> int | None:
+    """The step a worker is in (its row marked running, not yet completed); None between steps."""
+    return conn.execute("SELECT MAX(step) FROM steps WHERE run_id = ? AND status = 'running'", (run_id,)).fetchone()[0]
+
+
 def count_completed(conn: Ledger, run_id: str) -> int:
     return conn.execute("SELECT COUNT(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,)).fetchone()[0]
 

@@ -117,8 +117,10 @@ def result_text(t: Text, report: dict) -> None:
     )
     for k in report.get("kills", []):
         r = "none" if k.get("restart_s") is None else f"{k['restart_s']:.2f} s"
+        aimed = k.get("aimed")  # the schedule's step, where it struck later (proof/chaos/loop_target.py)
+        late = f" (scheduled at step {aimed})" if type(aimed) is int and aimed != k.get("step") else ""
         t.append(
-            f"  kill {k.get('kind', '?'):<26} step {k.get('step', '?'):>4} pid {k.get('pid', '?'):>7} "
+            f"  kill {k.get('kind', '?'):<26} step {k.get('step', '?'):>4}{late} pid {k.get('pid', '?'):>7} "
             f"-> resumed after {r}\n"
         )
     median = report.get("median_restart_s")
