@@ -105,6 +105,8 @@ def test_a_sigtermed_chaos_stops_its_supervisor_and_says_so(session_root):
         assert chaos.wait(30) == 1
         out = (home / "chaos.out").read_text()
         assert "stopped by SIGTERM" in out and "Traceback" not in out, out[-2000:]
+        # what it leaves (the home's dev server, our loop's workers) is said on this way out too
+        assert "\nleft running for the next chaos or the app: dev server " in out, out[-2000:]
         assert not psutil.pid_exists(sup) or psutil.Process(sup).status() == "zombie"
         assert not (home / "run" / "chaos-supervisor.json").exists()
     finally:

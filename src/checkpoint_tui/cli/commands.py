@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,6 +114,19 @@ def lab(settings: Settings, name: str, exclusive: bool):
     from checkpoint_tui.ops import lab_lock
 
     return lab_lock.hold(settings, name, exclusive)
+
+
+@contextlib.contextmanager
+def experiment(settings: Settings, name: str) -> Iterator[None]:
+    """An experiment's hold on the home (lab(), alone) and, however it ends (a verdict, an error, a
+    SIGTERM), one line of what it leaves running and how to end it."""
+    from checkpoint_tui.proof.chaos.command import say_left_running
+
+    with lab(settings, name, exclusive=True):
+        try:
+            yield
+        finally:
+            say_left_running(settings)
 
 
 def verify(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
@@ -325,7 +340,7 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
     if args.chaos_shrink is not None:
         from checkpoint_tui.proof.chaos.shrink import shrink_command
 
-        with lab(settings, "chaos --shrink", exclusive=True):
+        with experiment(settings, "chaos --shrink"):
             return asyncio.run(shrink_command(settings, args.chaos_shrink, lambda: workload.chaos_target(seed), steps))
     json_out = Path(args.chaos_json) if args.chaos_json else None
     outputs = proof_outputs(args.chaos_junit, args.chaos_proof)
@@ -335,11 +350,11 @@ def chaos(args: argparse.Namespace, settings: Settings, workload: Adapter) -> in
         from checkpoint_tui.proof.chaos.every_window import every_window_command
 
         aim = "tool" if args.aim == "any" else args.aim  # every tool: model requests have no effect of their own
-        with lab(settings, "chaos", exclusive=True):
+        with experiment(settings, "chaos"):
             return asyncio.run(every_window_command(settings, seed, lambda: workload.chaos_target(seed, aim), json_out))
     target = workload.chaos_target(seed, args.aim, placed=args.chaos_schedule is None)
     target.allow_unexercised = args.allow_unexercised
-    with lab(settings, "chaos", exclusive=True):
+    with experiment(settings, "chaos"):
         return asyncio.run(
             chaos_command(
                 settings,

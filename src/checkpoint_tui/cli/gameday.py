@@ -72,7 +72,7 @@ def add_parser(sub, bounded_int, float_in) -> None:
 def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> int:
     import asyncio
 
-    from checkpoint_tui.cli.commands import lab
+    from checkpoint_tui.cli.commands import experiment
     from checkpoint_tui.cli.model_env import endpoints_from_environment
     from checkpoint_tui.proof.gameday.run import SUBDIRS
     from checkpoint_tui.proof.gameday.run import gameday as run_gameday
@@ -85,7 +85,7 @@ def gameday(args: argparse.Namespace, settings: Settings, workload: Adapter) -> 
     out = args.out or settings.run_dir / "gameday"
     check_output_dir(out, "--out", tuple(s.name for s in scenarios) + SUBDIRS)
     steps = getattr(workload, "steps", 0)  # our loop's; a user's workflow places events by time
-    with lab(settings, "gameday", exclusive=True):
+    with experiment(settings, "gameday"):
         return asyncio.run(
             run_gameday(
                 settings, workload, workload.chaos_target, scenarios, out, args.runs, args.seed, args.max_drain_s, steps

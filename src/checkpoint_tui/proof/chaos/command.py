@@ -35,12 +35,15 @@ async def until_sigterm_said(run: Coroutine[Any, Any, T]) -> T:
 
 
 def running_lab(settings: Settings) -> str | None:
-    """This home's live lab processes, as one phrase ("dev server 12, active 34"); None if none run."""
+    """This home's live lab processes, as one phrase ("dev server 12, active 34"); None if none run.
+    A worker whose record its supervisor died before saving is named too: `stop` ends it as well."""
     server, _ = devserver.recorded(settings)
-    workers = [f"{w.role} {w.pid}" for w in worker_proc.load_all(settings)]
+    recorded = worker_proc.load_all(settings)
+    workers = recorded + worker_proc.unrecorded(settings, {w.pid for w in recorded})
     if server is None and not workers:
         return None
-    return ", ".join(([f"dev server {server.pid}"] if server is not None else []) + workers)
+    named = [f"dev server {server.pid}"] if server is not None else []
+    return ", ".join(named + [f"{w.role} {w.pid}" for w in workers])
 
 
 def say_taken_over(settings: Settings) -> None:
@@ -55,9 +58,14 @@ def say_taken_over(settings: Settings) -> None:
 
 
 def say_left_running(settings: Settings) -> None:
-    """What chaos leaves running (our loop's workers, which the next chaos or the app adopts, and the
-    home's dev server) is said with how to end it: a user who never opens the app would not know."""
-    if (what := running_lab(settings)) is not None:
+    """What an experiment leaves running (our loop's workers, which the next chaos or the app adopts,
+    and the home's dev server) is said with how to end it, on every way out (the CLI's experiment()):
+    a user who never opens the app, or a CI job its timeout ended, would not know."""
+    try:
+        what = running_lab(settings)
+    except Exception:  # a courtesy line must not hide the error the command is ending with
+        return
+    if what is not None:
         stop = f"checkpoint-tui --home {shlex.quote(str(settings.home))} stop"
         print(f"left running for the next chaos or the app: {what}; `{stop}` ends them", flush=True)
 
@@ -102,7 +110,6 @@ async def chaos_command(
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"
     write_output(path, json.dumps(encode(report), indent=2), "--json")  # no link followed, atomic
     print(f"wrote {path}")
-    say_left_running(settings)
     if outputs is not None and outputs.wanted:
         figures = {
             "kills_fired": len(report.kills),

@@ -113,7 +113,7 @@ async def every_window_command(
 ) -> int:
     """Three chaos runs, one per crash point's window, each tool of the run killed once in it; then the table."""
     from checkpoint_tui.ops.temporal import reach
-    from checkpoint_tui.proof.chaos.command import say_left_running, say_taken_over, until_sigterm_said
+    from checkpoint_tui.proof.chaos.command import say_taken_over, until_sigterm_said
     from checkpoint_tui.proof.chaos.engine import Chaos
 
     settings.ensure_dirs()
@@ -147,5 +147,4 @@ async def every_window_command(
     write_output(path, json.dumps(encode(report), indent=2), "--json")
     print(f"wrote {path}")
     print(f"wall {report.wall_s:.1f} s · verdict: {'PASS' if not failed else 'FAIL'}")
-    say_left_running(settings)
     return 0 if not failed else 1

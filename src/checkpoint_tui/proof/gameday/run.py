@@ -18,7 +18,6 @@ from checkpoint_tui.ledger.fleet_queries import worker_events_between
 from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.ops.sigterm import until_sigterm
 from checkpoint_tui.ops.temporal import reach
-from checkpoint_tui.proof.chaos.command import say_left_running
 from checkpoint_tui.proof.chaos.engine import Chaos
 from checkpoint_tui.proof.chaos.printing import print_report
 from checkpoint_tui.proof.gameday.report import Experiment, after_action, scenario_checks
@@ -57,7 +56,9 @@ async def gameday(
             print(f"== {scenario.name}: {scenario.guide}", flush=True)
             chaos = Chaos(settings, seed, steps, scenario.events, target_of(seed), scenario.runs or runs, scenario.rate)
             exp.started_at = time.time()
-            stopped = f"gameday: stopped by SIGTERM during {scenario.name}; its supervisor and workers stopped"
+            stopped = (
+                f"gameday: stopped by SIGTERM during {scenario.name}; its supervisor (and your worker commands) stopped"
+            )
             exp.report = await until_sigterm(chaos.run(), stopped)
             exp.ended_at = time.time()
             print_report(exp.report, chaos.target)
@@ -76,7 +77,6 @@ async def gameday(
         f"{'PASS' if held else 'FAIL'}",
         flush=True,
     )
-    say_left_running(settings)
     return 0 if held else 1
 
 
