@@ -107,10 +107,11 @@ def one(runs: int, seed: int) -> dict:
         else:
             shutil.rmtree(home, ignore_errors=True)
     touched = doc.get("touched") or {}
+    verdicts = [line.split("verdict: ")[-1] for line in out.stdout.splitlines() if "verdict: " in line]
     return {
         "runs": runs,
         "exit": out.returncode,
-        "verdict": next((line.split("verdict: ")[-1] for line in out.stdout.splitlines() if "verdict: " in line), None),
+        "verdict": verdicts[-1] if verdicts else None,
         "completed": doc["totals"]["runs_completed"] if doc.get("totals") else None,
         "kills": len(doc["kills"]),
         "not_fired": [f"{n['nemesis']}: {n['why']}" for n in doc["not_fired"]],
