@@ -3,14 +3,13 @@ and of the Worker Deployment Version each worker ran (core/lost_work.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from checkpoint_tui.ledger.backend import Ledger
+from checkpoint_tui.ledger.rows import detail_of
 
 MAX_EVENTS = 100_000  # a long game day's worker events; more are not counted
-DETAIL_LIMIT = 4096  # characters of a worker event's detail parsed
 MAX_IDENTITIES = 256  # workers looked up at once (a run's failed workflow tasks name a few)
 
 
@@ -56,12 +55,5 @@ def worker_versions(conn: Ledger, identities: Iterable[str], before: float) -> d
 
 def detail_text(detail: str | None, name: str) -> str | None:
     """A text field of a worker event's JSON detail (a row is untrusted: bounded, any failure is None)."""
-    text = (detail or "")[:DETAIL_LIMIT]
-    if not text.startswith("{"):
-        return None
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    value = doc.get(name) if isinstance(doc, dict) else None
+    value = detail_of(detail).get(name)
     return value if isinstance(value, str) else None

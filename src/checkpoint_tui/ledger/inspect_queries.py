@@ -4,11 +4,10 @@ a keypress), never per refresh; all return plain dataclasses."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from checkpoint_tui.ledger.backend import Ledger
-from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, worker_label
+from checkpoint_tui.ledger.rows import ClaimAttempt, EffectRow, StepRow, detail_of, worker_label
 from checkpoint_tui.settings import HOST
 
 TRUNCATED = "truncated"  # how the model layer marks an answer it had to cut (steps.answer_note)
@@ -129,7 +128,7 @@ def kill_events(
                 r["host"],
                 r["identity"],
                 r["step"],
-                _detail(r["detail"]).get("signal"),
+                detail_of(r["detail"]).get("signal"),
                 attempt["activity"] if attempt else None,
                 attempt["attempt"] if attempt else None,
                 attempt["step"] if attempt else None,
@@ -200,14 +199,6 @@ def step_detail(conn: Ledger, run_id: str, step: int) -> StepDetail | None:
     return StepDetail(run_id, StepRow.of(row), row["answer_note"], effects, claims, attempts)
 
 
-def _detail(text: str | None) -> dict:
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):  # the ledger is anyone's who can write the home: nested past reason
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 # --- the lab's fleet events, marked in the history pane like kills (core/fleet_marks.py) ---------------
 
 # A graceful stop (SIGTERM) and the stopped worker's exit, and chaos's own record of the fleet nemeses
@@ -251,7 +242,7 @@ def fleet_page(conn: Ledger, run_id: str, after_id: int = 0) -> tuple[list[Fleet
     ).fetchall()
     out = []
     for r in rows:
-        ev = FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], _detail(r["detail"]))
+        ev = FleetEvent(r["id"], r["at"], r["event"], r["pid"], r["host"], r["identity"], detail_of(r["detail"]))
         if _reached(ev, r["run_queue"], r["run_id"] == run_id):
             out.append(ev)
     return out, max((r["id"] for r in rows), default=after_id), len(rows) >= FLEET_MARKS_LIMIT

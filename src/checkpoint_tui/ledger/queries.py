@@ -4,7 +4,6 @@ steps of a run" has one query, used by the snapshot, `start --wait`, verify and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from checkpoint_tui.ledger import plans
@@ -18,6 +17,7 @@ from checkpoint_tui.ledger.rows import (
     RunSummary,
     StepRow,
     WorkerEvent,
+    detail_of,
 )
 from checkpoint_tui.settings import HOST
 
@@ -290,15 +290,7 @@ def death_events(conn: Ledger, run_id: str, kinds: Sequence[str] = ("kill", "die
     rows = conn.execute(
         f"SELECT * FROM worker_events WHERE run_id = ? AND event IN ({marks}) ORDER BY id", (run_id, *kinds)
     ).fetchall()
-    return [{k: r[k] for k in r.keys()} | {"detail": _json(r["detail"])} for r in rows]  # noqa: SIM118 - a Row iterates values
-
-
-def _json(text: str | None) -> dict:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return [{k: r[k] for k in r.keys()} | {"detail": detail_of(r["detail"])} for r in rows]  # noqa: SIM118 - a Row iterates values
 
 
 # --- comparisons ---------------------------------------------------------------------------------
@@ -388,7 +380,7 @@ def lab_events(conn: Ledger, since: float, until: float, limit: int = 10_000) ->
             "host": r["host"],
             "identity": r["identity"],
             "run_id": r["run_id"],
-            "detail": _json(r["detail"]),
+            "detail": detail_of(r["detail"]),
         }
         for r in rows
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,23 @@ def worker_label(pid: int | None, host: str | None) -> str:
     if pid is None:
         return ""
     return str(pid) if host in (None, HOST) else f"{host}/{pid}"
+
+
+# A worker event's JSON detail read back: ours are a few KiB (an assist at 256 runs names each run once,
+# ~8 KiB); the ledger is anyone's who can write the home, so a longer one is not parsed at all.
+DETAIL_LIMIT = 256 * 1024
+
+
+def detail_of(text: str | None) -> dict[str, Any]:
+    """A worker event's detail as a dict: {} for none, one over DETAIL_LIMIT, one that is not a JSON
+    object, or one nested past the parser's reason (RecursionError: a row of 100k brackets)."""
+    if not text or len(text) > DETAIL_LIMIT or not text.lstrip().startswith("{"):
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 AGENT_LOOP, WORKFLOW = "agent-loop", "workflow"  # runs.kind: which workload a run is (workloads/)

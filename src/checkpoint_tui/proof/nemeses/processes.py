@@ -17,7 +17,6 @@ A partition is the proxy's (net_proxy.py), driven by chaos; its figures are comp
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import statistics
@@ -28,6 +27,7 @@ from checkpoint_tui.ledger import queries
 from checkpoint_tui.ledger.artifacts import outbox_line, outbox_path
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.effects import effect_id
+from checkpoint_tui.ledger.rows import detail_of
 from checkpoint_tui.ops import devserver, fleet, watchdog, worker_proc
 from checkpoint_tui.ops.procs import ProcIdentity, send_signal_if_ours
 from checkpoint_tui.proof.nemeses.records import Hit
@@ -176,8 +176,5 @@ def hang_kill_at(conn: Ledger, pid: int, since: float) -> tuple[float | None, st
     ev = queries.kill_event_of(conn, pid, since)
     if ev is None:
         return None, None
-    try:
-        detail = json.loads(ev.detail or "{}")
-    except ValueError:
-        detail = {}
-    return ev.at, detail.get("reason") if isinstance(detail, dict) else None
+    reason = detail_of(ev.detail).get("reason")
+    return ev.at, reason if isinstance(reason, str) else None

@@ -4,14 +4,13 @@ chaos's fleet events) from `worker_events`. With a user's workers, a line above 
 
 from __future__ import annotations
 
-import json
 import time
 
 from rich.text import Text
 
 from checkpoint_tui.core.fleet_marks import words
 from checkpoint_tui.core.view import Backlog, FleetCommand
-from checkpoint_tui.ledger.rows import WorkerEvent
+from checkpoint_tui.ledger.rows import WorkerEvent, detail_of
 from checkpoint_tui.tui.panes.keyed_table import KeyedTable
 from checkpoint_tui.tui.panes.pane_info import PaneInfo
 
@@ -83,12 +82,7 @@ def backlog_text(backlog: Backlog) -> Text:
 
 
 def describe(e: WorkerEvent) -> str:
-    detail: dict = {}
-    if e.detail and e.detail.startswith("{"):
-        try:
-            detail = json.loads(e.detail)
-        except (ValueError, RecursionError):  # a ledger row nested past reason: shown as it is
-            detail = {}
+    detail = detail_of(e.detail)
     at_step = f" · at step {e.step}" if e.step else ""
     latency = ""
     if e.restart_s is not None:
