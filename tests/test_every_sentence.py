@@ -212,6 +212,13 @@ def test_a_process_event_that_struck_steps_late_is_filed_under_the_step_it_struc
 
     def step(n: int, status: str) -> None:
         conn.execute("INSERT OR REPLACE INTO steps (run_id, step, status) VALUES ('r', ?, ?)", (n, status))
+        done = status == "completed"  # each attempt's activity row, as the worker's touches write it
+        activity = "mark_step_completed" if done else "mark_step_running"
+        conn.execute(
+            "INSERT INTO activity_log (run_id, step, activity, attempt, worker_pid, started_at) "
+            "VALUES ('r', ?, ?, 1, 9, 0)",
+            (n, activity),
+        )
 
     for n in (1, 2, 3):
         step(n, "completed")
@@ -220,6 +227,8 @@ def test_a_process_event_that_struck_steps_late_is_filed_under_the_step_it_struc
     assert struck(ChaosEvent(2, "pause", 0)) == {"step": 4, "aimed": 2}
     assert struck(ChaosEvent(4, "temporal-server", 0)) == {}  # on time
     assert struck(ChaosEvent(2, "worker-in-timer", 0)) == {}  # the timer after step 2 is its place
+    step(2, "completed")  # a reset re-runs step 2: step 4's row still says running, the log says 2
+    assert struck(ChaosEvent(2, "supervisor", 0)) == {}
     for n in (4, 5, 6):
         step(n, "completed")
     assert struck(ChaosEvent(4, "partition", 0)) == {}  # after the last step: nowhere to say

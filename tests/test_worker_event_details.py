@@ -50,3 +50,35 @@ def test_a_detail_of_ours_reads_whole(tmp_path):
     conn = connect(tmp_path / "checkpoint.db")
     record_worker_event(conn, "kill", 7, None, "r", 1, text, 1.0)
     assert hang_kill_at(conn, 7, 0.0) == (1.0, "no liveness beat") and detail_text(text, "signal") == "SIGKILL"
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [{"failed_activities": 5}, {"failed_activities": None, "sticky_reset": 7}, {"sticky_reset_count": "many"}],
+)
+def test_an_assist_of_the_wrong_shape_is_shown_not_raised(detail):
+    """A JSON object whose lists are not lists (a hostile row): the pane's line counts what it can."""
+    row = WorkerEvent(1, 1.0, "assist", 4242, None, None, json.dumps(detail), None, None)
+    assert describe(row).startswith("assist for 4242: failed 0 pending activity attempt(s) by id")
+
+
+def test_an_assist_at_load_names_a_thousand_runs_and_counts_them_all():
+    row = WorkerEvent(
+        1,
+        1.0,
+        "assist",
+        7,
+        None,
+        None,
+        json.dumps(
+            {
+                "failed_activities": ["a"] * 1000,
+                "failed_activities_count": 5000,
+                "sticky_reset": [],
+                "sticky_reset_count": 0,
+            }
+        ),
+        None,
+        None,
+    )
+    assert "failed 5000 pending activity attempt(s) by id, reset 0 run(s)' sticky queue" in describe(row)

@@ -101,9 +101,12 @@ def completed_steps(conn: Ledger, run_id: str) -> list[int]:
     return [r[0] for r in rows]
 
 
-def running_step(conn: Ledger, run_id: str) -> int | None:
-    """The step a worker is in (its row marked running, not yet completed); None between steps."""
-    return conn.execute("SELECT MAX(step) FROM steps WHERE run_id = ? AND status = 'running'", (run_id,)).fetchone()[0]
+def last_logged_step(conn: Ledger, run_id: str) -> int | None:
+    """The step of the run's latest activity: the one a worker is in, or whose timer runs once it
+    completed (every attempt logs, a reset's re-run too: a steps row left `running` by a reset does
+    not say where the run is); None before its first."""
+    row = conn.execute("SELECT step FROM activity_log WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,)).fetchone()
+    return None if row is None else row[0]
 
 
 def count_completed(conn: Ledger, run_id: str) -> int:

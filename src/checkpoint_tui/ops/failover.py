@@ -44,6 +44,7 @@ MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 # runs, next attempt over 3 runs each: seed 3 p99 0.52-0.53 s at 64 at once, 0.61-0.99 s at 16; seed 2
 # p50 0.50-0.62 s at 16 against 0.96-1.52 s at 64, but its p99 over 1 s either way (1.10-1.40, 1.50-1.77).
 ASSIST_AT_ONCE = 64
+LISTED = 1_000  # runs named per list of an assist event (its counts are whole): ~30 KiB at most
 LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are surely closed at Temporal
 
 
@@ -90,7 +91,9 @@ async def assist(settings: Settings, client: Client, dead: Sequence[WorkerProc],
         if late and not failed[w.name]:
             continue
         shared = {"with": [o.pid for o in workers if o is not w]} if len(workers) > 1 else {}
-        said = {"failed_activities": failed[w.name], "sticky_reset": reset[w.name], **took, **shared}
+        lists = {"failed_activities": failed[w.name], "sticky_reset": reset[w.name]}  # cut: a row stays readable
+        said = {**{k: v[:LISTED] for k, v in lists.items()}, **{f"{k}_count": len(v) for k, v in lists.items()}}
+        said |= {**took, **shared}
         record_worker_event(conn, "assist", w.pid, w.name, detail=json.dumps({**said, "late": True} if late else said))
 
 

@@ -3,6 +3,7 @@ JUnit written, a proof bundle emitted; said first when it takes over a lab runni
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from collections.abc import Coroutine
@@ -39,11 +40,12 @@ def running_lab(settings: Settings) -> str | None:
     A worker whose record its supervisor died before saving is named too: `stop` ends it as well."""
     server, _ = devserver.recorded(settings)
     recorded = worker_proc.load_all(settings)
-    workers = recorded + worker_proc.unrecorded(settings, {w.pid for w in recorded})
-    if server is None and not workers:
+    unrecorded = worker_proc.unrecorded(settings, {w.pid for w in recorded})
+    if server is None and not recorded and not unrecorded:
         return None
     named = [f"dev server {server.pid}"] if server is not None else []
-    return ", ".join(named + [f"{w.role} {w.pid}" for w in workers])
+    named += [f"{w.role} {w.pid}" for w in recorded] + [f"unrecorded worker {w.pid}" for w in unrecorded]
+    return ", ".join(named)
 
 
 def say_taken_over(settings: Settings) -> None:
@@ -67,7 +69,8 @@ def say_left_running(settings: Settings) -> None:
         return
     if what is not None:
         stop = f"checkpoint-tui --home {shlex.quote(str(settings.home))} stop"
-        print(f"left running for the next chaos or the app: {what}; `{stop}` ends them", flush=True)
+        with contextlib.suppress(OSError):  # a closed stdout (a pipe's reader gone) is not the command's error
+            print(f"left running for the next chaos or the app: {what}; `{stop}` ends them", flush=True)
 
 
 async def run_schedule(

@@ -115,17 +115,16 @@ class StepTarget(ChaosTarget):
     def striking(self, chaos: ChaosRun, ev: ChaosEvent, run_id: str) -> None:
         """A process event placed at a step's model call strikes where the run is by then: its delay, an
         earlier event (a hang waits for the watchdog) or a loaded machine can bring it there after the
-        step ended, and its marker and kill line would say the schedule's step. The ledger says where:
-        the step a worker is in, else the one whose timer runs (a worker-in-timer kill's place); after
-        the last step, nowhere to say. Noted before the strike: a pause's or a hang's record comes after
-        it ended, too late to ask."""
+        step ended, and its marker and kill line would say the schedule's step. The ledger's latest
+        activity says where: the step a worker is in, or the one whose timer runs once it completed (a
+        worker-in-timer kill's place); after the last step, nowhere to say. Noted before the strike: a
+        pause's or a hang's record comes after it ended, too late to ask."""
         if ev.step is None or ev.at_s is not None or ev.kind not in AT_A_MODEL_CALL:
             return
         with contextlib.suppress(Unavailable):  # the ledger restarting: the schedule's step is said
             conn = connect(chaos.settings.ledger)
-            done = queries.count_completed(conn, run_id)
-            now = queries.running_step(conn, run_id) or (done if done < chaos.steps else None)
-            if now is not None and now > ev.step:
+            now = queries.last_logged_step(conn, run_id)
+            if now is not None and now > ev.step and queries.count_completed(conn, run_id) < chaos.steps:
                 self._struck[id(ev)] = now
 
     def landing(self, ev: ChaosEvent) -> dict:

@@ -100,13 +100,21 @@ def describe(e: WorkerEvent) -> str:
         how = "warm spare promoted" if e.event == "promote" else "respawned"
         return f"replacement {e.pid_label} polling ({how}) · {e.detail}"
     if e.event == "assist":
-        failed = detail.get("failed_activities", [])
-        reset = detail.get("sticky_reset")
-        sticky = "reset sticky queue" if reset is None else f"reset {len(reset)} run(s)' sticky queue"
-        return f"assist for {e.pid_label}: failed {len(failed)} pending activity attempt(s) by id, {sticky}"
+        failed, reset = _count(detail, "failed_activities"), _count(detail, "sticky_reset")
+        sticky = "reset sticky queue" if reset is None else f"reset {reset} run(s)' sticky queue"
+        return f"assist for {e.pid_label}: failed {failed or 0} pending activity attempt(s) by id, {sticky}"
     if (said := words(e.event, detail, e.pid_label)) is not None:
         return f"chaos {said}" if e.event.startswith("chaos:") else said
     return f"{e.event} {e.pid_label} · {e.detail or ''}"
+
+
+def _count(detail: dict, name: str) -> int | None:
+    """How many an assist's list named: its `<name>_count` (the list is cut at the writer), else the
+    list's length; None when the detail says nothing of it (an older row, a hostile one)."""
+    count, items = detail.get(f"{name}_count"), detail.get(name)
+    if type(count) is int and count >= 0:
+        return count
+    return len(items) if isinstance(items, list) else None
 
 
 def _cells(e: WorkerEvent) -> tuple:
