@@ -31,7 +31,15 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 
 from checkpoint_tui.core.activity_audit import ActivityAudit, audit_of
 from checkpoint_tui.core.chain import Chain
-from checkpoint_tui.core.lost_work import DETAIL_LIMIT, LabEvent, attribute, lost_work, timeouts
+from checkpoint_tui.core.lost_work import (
+    DETAIL_LIMIT,
+    SLACK_S,
+    TIMER_LATE_S,
+    LabEvent,
+    attribute,
+    lost_work,
+    timeouts,
+)
 from checkpoint_tui.core.stuck import STUCK
 from checkpoint_tui.core.workflow_end import latency, outcome
 from checkpoint_tui.core.workflow_end import workflow_task_failures as task_failures
@@ -199,6 +207,20 @@ def test_a_crash_point_on_the_activity_caused_its_timeout_when_a_cold_replacemen
     for other in (lab(0.3, "kill", activity_id="2"), lab(0.3, "kill")):
         [t] = lost_work(chain, [other]).timeouts
         assert t.cause is None and t.lost
+
+
+def test_an_unassisted_kill_that_names_its_activity_caused_the_timeout_a_cold_replacement_made_late():
+    """--verify's unassisted kill (and doctor's) SIGKILLed the worker 0.4 s into attempt 1 of a 10 s
+    start-to-close; the only worker after it was a cold node replacement (10.6 s on a loaded machine), so
+    attempt 2 started at 13.8 s and the estimated window (a backoff and 10 s before it) began after the
+    kill: the supervisor's kill record names the activity it was aimed at, and that names the cause."""
+    chain = retried("START_TO_CLOSE", 13.8, start_to_close=10.0)
+    [t] = timeouts(chain)
+    assert t.lost_from - SLACK_S - TIMER_LATE_S > T0 + 0.4  # the estimate alone misses the kill
+    [t] = lost_work(chain, [lab(0.4, "kill", reason="verify: unassisted kill", activity_id="1")]).timeouts
+    assert t.cause is not None and t.cause["event"] == "kill" and not t.lost, t.line()
+    [t] = lost_work(chain, [lab(0.4, "kill", reason="verify: unassisted kill")]).timeouts  # as it was recorded
+    assert t.cause is None and t.lost
 
 
 def test_a_fleet_down_of_its_queue_caused_the_timeout_of_an_attempt_that_had_just_started():

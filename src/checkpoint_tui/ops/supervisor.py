@@ -285,12 +285,14 @@ class Supervisor:
                 return worker
         return self.primary
 
-    async def kill(self, reason: str = "user", worker: WorkerProc | None = None) -> KillReport:
-        """A real SIGKILL of one worker (default: kill_target()), after checking it is still ours; waits
-        for the exit. Runs on the supervisor's thread."""
-        return await self._on_thread(self._kill(reason, worker))
+    async def kill(
+        self, reason: str = "user", worker: WorkerProc | None = None, aimed: dict | None = None
+    ) -> KillReport:
+        """A real SIGKILL of one worker (default: kill_target()), after checking it is still ours; waits for the
+        exit; `aimed` (the activity's id) goes in its record: the audit's cause of that activity's timeout."""
+        return await self._on_thread(self._kill(reason, worker, aimed))
 
-    async def _kill(self, reason: str, worker: WorkerProc | None) -> KillReport:
+    async def _kill(self, reason: str, worker: WorkerProc | None, aimed: dict | None = None) -> KillReport:
         worker = worker or self.kill_target()
         if worker is None:
             raise Failed("no worker to kill")
@@ -305,9 +307,8 @@ class Supervisor:
         confirmed = not worker.alive()
         sig, code = worker.exit_status()
         report = KillReport(worker.pid, sig or "SIGKILL", code, confirmed, run_id, step, at, observed=sig is not None)
-        event_id = record_worker_event(
-            conn, "kill", worker.pid, worker.name, run_id, step, json.dumps({**asdict(report), "reason": reason}), at
-        )
+        detail = json.dumps({**asdict(report), "reason": reason, **(aimed or {})})
+        event_id = record_worker_event(conn, "kill", worker.pid, worker.name, run_id, step, detail, at)
         await self._on_death(worker, event_id, at, run_id, step)
         return report
 
