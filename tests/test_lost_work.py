@@ -221,6 +221,13 @@ def test_an_unassisted_kill_that_names_its_activity_caused_the_timeout_a_cold_re
     assert t.cause is not None and t.cause["event"] == "kill" and not t.lost, t.line()
     [t] = lost_work(chain, [lab(0.4, "kill", reason="verify: unassisted kill")]).timeouts  # as it was recorded
     assert t.cause is None and t.lost
+    # with many runs each has an activity "1": a kill aimed at another workflow's explains nothing here
+    for workflow, explained in (("wf-1", True), ("wf-other", False)):
+        aimed = lab(0.4, "chaos:worker-in-activity", activity_id="1", aimed_workflow=workflow)
+        [t] = lost_work(chain, [aimed]).timeouts
+        assert (t.cause is not None) is explained and t.lost is not explained, (workflow, t.line())
+    hop = lab(0.4, "chaos:worker-after-effect", activity_id="1", workflow_id="wf-other", nemesis="hop")
+    assert lost_work(chain, [hop]).timeouts[0].lost
 
 
 def test_a_fleet_down_of_its_queue_caused_the_timeout_of_an_attempt_that_had_just_started():

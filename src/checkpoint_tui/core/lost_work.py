@@ -253,13 +253,11 @@ def _final(ev, scheduled: dict, started: dict) -> TimedOut | None:
     )
 
 
-def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -> list[TimedOut]:
+def attribute(timeouts: Iterable[TimedOut], lab: Iterable[LabEvent], run: str | None = None) -> list[TimedOut]:
     """Each timeout with its cause: the latest lab event (kill, died, sigterm, exit, chaos:*) within its
-    lost attempt's window (SLACK_S either side), one of the timeout's own worker first when it knows
-    that worker, then a crash point's on that activity; None when there is none (the application's own)."""
-    events = sorted(
-        (e for e in worker_events if e.event in LAB_KINDS or e.event.startswith("chaos:")), key=lambda e: e.at
-    )
+    lost attempt's window (SLACK_S either side), one of the timeout's own worker first when it knows that
+    worker, then a kill aimed at that activity of no other workflow than `run`; None: the application's own."""
+    events = sorted((e for e in lab if e.event in LAB_KINDS or e.event.startswith("chaos:")), key=lambda e: e.at)
     times = [e.at for e in events]
     out = []
     for t in timeouts:
@@ -269,10 +267,11 @@ def attribute(timeouts: Iterable[TimedOut], worker_events: Iterable[LabEvent]) -
         )
         window = events[lo:hi]
         own = [e for e in window if t.identity is not None and e.who == t.identity]
-        # a crash point names the activity it killed (proof/nemeses/hop.py): that one's cause, whatever came
-        # after, from the attempt's earliest start (a cold replacement delays the retry past the estimate)
+        # a crash point or an aimed kill names the activity it killed, and its workflow (each of many runs has an
+        # activity "3"): the cause from the attempt's earliest start (a cold replacement makes the retry late)
         first = bisect.bisect_left(times, min(t.lost_from, t.earliest or t.lost_from) - SLACK_S)
-        aimed = [e for e in events[first:hi] if str(e.detail.get("activity_id", "")) == t.activity_id and t.activity_id]
+        named = [e for e in events[first:hi] if t.activity_id and str(e.detail.get("activity_id", "")) == t.activity_id]
+        aimed = [e for e in named if (e.detail.get("workflow_id") or e.detail.get("aimed_workflow")) in (None, run)]
         aimed += _swept(t, events[first:hi])
         aimed.sort(key=lambda e: e.at)
         window = sorted({id(e): e for e in [*window, *aimed]}.values(), key=lambda e: e.at)
@@ -341,8 +340,8 @@ class LostWork:
 
 
 def lost_work(chain: Chain, worker_events: Iterable[LabEvent] = (), now: float | None = None) -> LostWork:
-    failed = workflow_task_failures(chain, now)
-    return LostWork(attribute(timeouts(chain), worker_events), failed, outcome(chain), latency(chain), versions(chain))
+    lost, failed = attribute(timeouts(chain), worker_events, chain.workflow_id), workflow_task_failures(chain, now)
+    return LostWork(lost, failed, outcome(chain), latency(chain), versions(chain))
 
 
 # History's events that name the worker that ran a task (a worker this run used)

@@ -197,6 +197,8 @@ class ActivityTarget(ChaosTarget):
         self._landing, self._aimed_id = {"step": act.seq, "label": act.label, "class": act.cls}, act.activity_id
         if other is not None:  # said: the kill is aimed in that run, the lead's own activity had closed
             self._landing["run"] = progress.run_id
+        if ev.kind == "worker-in-activity":  # the audit's cause of that activity's timeout, however late its retry
+            self._landing |= {"activity_id": act.activity_id, "aimed_workflow": progress.run_id}
         if act.task_queue and act.task_queue != chaos.settings.task_queue:
             self._landing["queue"] = act.task_queue  # a fleet: the kill goes to that queue's worker
         inside = ev.kind in IN_ACTIVITY and act.started_at is not None and act.closed_at is None

@@ -75,7 +75,7 @@ async def _kill_in_activity(ctx: VerifyContext, run_id: str, k: int, reason: str
     worker = sup.primary
     if worker is None:
         return None
-    report = await sup.kill(reason, worker, {"activity_id": act.activity_id})
+    report = await sup.kill(reason, worker, {"activity_id": act.activity_id, "aimed_workflow": run_id})
     bound = act.unassisted_bound_s
     name = act.info.name if act.info is not None and act.cls in ("tool", "mcp") and act.info.name else None
     return {
