@@ -57,33 +57,32 @@ def environ_worker(pid: int) -> str | None:
     return None
 
 
+# What a process is, by the first of these its command line holds (after the dev server and node, which
+# its program names); a Python process that matches none is a user's worker or a helper
+KINDS = (
+    (("checkpoint_tui.worker", "loop_worker"), "our worker"),
+    (("preload",), "preloader"),
+    ((" supervise",), "supervisor"),
+    (("cli_zygote", "checkpoint_tui"), "CLI"),
+    (("postgres",), "postgres"),
+    (("nginx",), "nginx"),
+    (("execnet", "pytest", "xdist"), "pytest worker"),
+)
+
+
 def kind(pid: int) -> str:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "?"
-    text = b" ".join(cmd).decode(errors="replace")
-    if "temporal" in cmd[0].decode(errors="replace") and "start-dev" in text:
+    text, program = b" ".join(cmd).decode(errors="replace"), cmd[0].decode(errors="replace")
+    if "temporal" in program and "start-dev" in text:
         return "dev server"
-    if cmd[0].endswith(b"node") or cmd[0] == b"node":
+    if program.endswith("node"):
         return "node"
-    if "checkpoint_tui.worker" in text or "loop_worker" in text:
-        return "our worker"
-    if "preload" in text:
-        return "preloader"
-    if " supervise" in text:
-        return "supervisor"
-    if "cli_zygote" in text or "checkpoint_tui" in text:
-        return "CLI"
-    if "postgres" in text:
-        return "postgres"
-    if "nginx" in text:
-        return "nginx"
-    if "execnet" in text or "pytest" in text or "xdist" in text:
-        return "pytest worker"
-    if "python" in cmd[0].decode(errors="replace"):
-        return "user worker / other python"
-    return Path(cmd[0].decode(errors="replace")).name or "?"
+    if (found := next((name for needles, name in KINDS if any(n in text for n in needles)), None)) is not None:
+        return found
+    return "user worker / other python" if "python" in program else Path(program).name or "?"
 
 
 def main() -> int:

@@ -213,6 +213,14 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
         Path(_TRACE, name).write_text(f"{os.getpid()} {nodeid}")
 
 
+def alive(pid: int) -> bool:
+    """The process runs (a zombie, waiting for its parent to reap it, has ended)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _leftovers(root: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):

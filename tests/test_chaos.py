@@ -6,7 +6,6 @@ import json
 import re
 from dataclasses import asdict
 
-import psutil
 import pytest
 
 from bundle_checks import assert_bundle, assert_junit_matches
@@ -14,8 +13,9 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.proof.chaos.kill_windows import window_cases
 from checkpoint_tui.proof.chaos.schedule import REQUIRED
 from checkpoint_tui.settings import Settings
+from checkpoint_tui.waiting import wait_until_sync
 from checkpoint_tui.workloads import AgentLoopWorkload, Counts, UserWorkflow
-from conftest import run_cli
+from conftest import alive, run_cli
 
 
 def test_schedule_is_reproducible_and_covers_every_process(lab):
@@ -74,7 +74,7 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, s
     assert len(left) == 1 and f"--home {home} stop" in left[0], out.stdout[-2000:]
     kept = {int(pid): role for role, pid in re.findall(r"(dev server|active|spare) (\d+)", left[0])}
     assert "dev server" in kept.values() and ("active" in kept.values()) == (lab.kind == "agent-loop"), left
-    assert not [pid for pid in kept if _alive(pid)], left
+    assert wait_until_sync(lambda: not any(alive(pid) for pid in kept), 10), left
     assert (report["workload"], report["unit"]) == (lab.kind, lab.unit)
     audit, checks = report["audit"], report["checks"]
     assert audit["ok"] and audit["workflow_status"] == "COMPLETED" and (audit["lost"], audit["duplicated"]) == (0, 0)
@@ -97,13 +97,6 @@ def test_short_chaos_schedule_loses_and_duplicates_nothing(lab, ledger_target, s
         assert audit["interrupted"] >= 1 and audit["recovered"] >= 1  # the claim-window crash was finished
     if pg:  # the workers wrote to PostgreSQL, not to a SQLite file
         assert not (home / "run" / "checkpoint.db").exists()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_chaos_over_four_concurrent_runs_keeps_each_exactly_once(lab, session_root):

@@ -23,7 +23,7 @@ from checkpoint_tui.ops.preloader import top_level_imports
 from checkpoint_tui.ops.user_polling import wait_polling
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until, wait_until_sync
-from conftest import supervised
+from conftest import alive, supervised
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user_worker" / "worker.py"
 # A library that starts a thread when imported (a metrics exporter, a connection pool's reaper...)
@@ -201,13 +201,6 @@ def _settings(home: Settings, tmp_path: Path, cmd: tuple[str, ...]) -> Settings:
     return replace(home, worker_cmd=cmd, worker_cwd=tmp_path, task_queue_name=f"preload-{home.home.name}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def _events(settings: Settings, kind: str) -> list:
     return [e for e in queries.worker_events(connect(settings.ledger), None, 200) if e.event == kind]
 
@@ -236,7 +229,7 @@ async def test_a_killed_worker_is_replaced_by_a_fork_that_polls_and_stop_leaves_
         await wait_polling(client, settings, new, timeout=10)
         assert not _events(settings, "respawn")  # no cold start
     gone = [preloader.pid, new.pid]
-    assert wait_until_sync(lambda: not any(_alive(p) for p in gone), 10)
+    assert wait_until_sync(lambda: not any(alive(p) for p in gone), 10)
     assert not list(settings.run_dir.glob("preloader-*.json"))
 
 

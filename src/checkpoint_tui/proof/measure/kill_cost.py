@@ -145,7 +145,8 @@ class Measurer:
         if worker is None or worker.name != act.identity:
             return None
         t = self.aim.types[act.activity_type]
-        report = await self.sup.kill(f"doctor --measure: {act.activity_type}", worker, {"activity_id": act.activity_id})
+        aimed = {"activity_id": act.activity_id, "aimed_workflow": progress.run_id}  # the cause of its timeout
+        report = await self.sup.kill(f"doctor --measure: {act.activity_type}", worker, aimed)
         at, attempt = report.at, act.attempt
         into = None if act.started_at is None else round(at - act.started_at, 3)
         self.say(
