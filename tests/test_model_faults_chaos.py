@@ -86,7 +86,10 @@ def test_a_rate_limit_storm_and_an_outage_are_retried_through_and_each_is_costed
     assert audit["workflow_status"] == "COMPLETED" and audit["lost_work_count"] == 0 and audit["at_risk"] == []
     endpoint = report["fleet"]["models"]["OPENAI_BASE_URL"]
     storm, outage = endpoint["spells"]
-    assert 2 <= len(audit["model_reruns"]) <= storm["met"] + outage["met"]  # an attempt a fault failed, asked again
+    # each attempt a fault failed was asked again: counted in attempts, not activities (on a loaded machine the
+    # storm's retries can still be under way when the 500 comes, and meet it: one activity at attempt 4)
+    failed = sum(r["attempt"] - 1 for r in audit["model_reruns"])
+    assert audit["model_reruns"] and 2 <= failed <= storm["met"] + outage["met"], audit["model_reruns"]
     assert (storm["fault"], storm["met"], storm["statuses"]) == ("model-rate-limit", 2, {"429": 2}), storm
     assert outage["fault"] == "model-error" and outage["met"] >= 1 and set(outage["statuses"]) == {"500"}, outage
     for spell in (storm, outage):
