@@ -78,6 +78,9 @@ async def _route(
     detail["deployed_at"] = time.time()
     if rollback_after_s is not None:
         await asyncio.sleep(rollback_after_s)  # version 2 current this long: its length is the point
+        # the server may route by version 1 before its answer comes back (seconds under load): a task
+        # that completes in between is the rollback's, so the ask's time is kept beside the answer's
+        detail["rolling_back_at"] = time.time()
         await deployments.set_current(client, settings, old)
         detail["rolled_back_at"] = detail["held_until"] = time.time()
 
