@@ -141,8 +141,12 @@ def test_a_home_that_cannot_be_one_or_a_planted_link_for_its_reports_is_refused(
 
 
 INTERRUPTED = """
+import signal
 import sys
 from checkpoint_tui.lab import Lab
+# Ctrl-C as a terminal delivers it: a suite started in the background (`make test &`) hands its
+# children SIGINT ignored, and Python then installs no KeyboardInterrupt for it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 lab = Lab(sys.argv[1], cwd=sys.argv[2])
 lab.chaos(worker_cmd="python " + sys.argv[3], workflow="PydanticMailerGuarded", input={"turns": 40}, kills=3)
 """
