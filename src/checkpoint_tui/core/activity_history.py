@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import PendingActivityState, WorkflowTaskFailedCause
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionDescription
 from temporalio.service import RPCError
 
 # The chain reader lives in core/chain.py; callers of this module import it from here too.
@@ -257,15 +257,19 @@ def mark_resumed(acts: list[ActivityExec]) -> None:
         previous = act.identity or previous
 
 
-async def with_pending(client: Client, chain: Chain, acts: list[ActivityExec]) -> list[ActivityExec]:
-    """Open activities completed from the workflow's pending activities (current attempt, last worker)."""
+async def with_pending(
+    client: Client, chain: Chain, acts: list[ActivityExec], desc: WorkflowExecutionDescription | None = None
+) -> list[ActivityExec]:
+    """Open activities completed from the workflow's pending activities (current attempt, last worker);
+    `desc`: the latest execution's description, when the caller has just read it."""
     open_acts = {a.activity_id: a for a in acts if a.closed_at is None and a.segment == len(chain.executions) - 1}
     if not open_acts:
         return acts
-    try:
-        desc = await client.get_workflow_handle(chain.workflow_id, run_id=chain.executions[-1][0]).describe()
-    except RPCError:
-        return acts
+    if desc is None:
+        try:
+            desc = await client.get_workflow_handle(chain.workflow_id, run_id=chain.executions[-1][0]).describe()
+        except RPCError:
+            return acts
     for pa in desc.raw_description.pending_activities:
         act = open_acts.get(pa.activity_id)
         if act is None:

@@ -9,7 +9,7 @@ import fnmatch
 import statistics
 import time
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from checkpoint_tui.core.activity_history import (
@@ -57,9 +57,13 @@ class Progress:
         self._done: dict = {}  # child workflows seen closed (read once)
         self.acts: list[ActivityExec] = []
         self.closed = False
+        self.chain_reads = 0  # how many refreshes read the chain (the others found its history as read)
 
     async def refresh(self) -> None:
         try:
+            if await self._as_read():
+                return
+            self.chain_reads += 1
             chain = await read_chain(self.client, self.run_id)
             await read_children(self.client, chain, done=self._done)  # its children's work is the run's
             self.chain = chain
@@ -69,6 +73,24 @@ class Progress:
             self.closed = bool(last) and _closes(last[-1])
         except RPCError:  # the dev server restarting (a nemesis): look again
             pass
+
+    async def _as_read(self) -> bool:
+        """Whether the latest execution's history is the one last read (as long, still running, no
+        children): then only its pending activities are new, from one describe, instead of the whole
+        chain read and decoded again (a poll every POLL_S: history only grows, so its length says)."""
+        if self.closed or self.chain.children or not self.chain.executions:
+            return False
+        run, _ = self.chain.executions[-1]
+        read = next((events for execution, events in self.chain.as_read if execution == run), None)
+        if read is None:
+            return False
+        desc = await self.client.get_workflow_handle(self.chain.workflow_id, run_id=run).describe()
+        info = desc.raw_description.workflow_execution_info
+        if desc.status != WorkflowExecutionStatus.RUNNING or info.history_length != len(read):
+            return False
+        self.acts = await with_pending(self.client, self.chain, activities(self.chain), desc)
+        label(self.acts, self.framework)
+        return True
 
     def activity(self, k: int) -> ActivityExec | None:
         return self.acts[k - 1] if len(self.acts) >= k else None
