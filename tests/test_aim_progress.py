@@ -34,7 +34,7 @@ class TwoHeld:
 
 
 def _seen(progress: Progress) -> list[tuple]:
-    return [(a.seq, a.activity_type, a.status, a.identity, a.attempt, a.closed_at) for a in progress.acts]
+    return [(a.seq, a.activity_type, a.status, a.identity, a.attempt, a.started_at, a.closed_at) for a in progress.acts]
 
 
 async def _until(progress: Progress, condition, timeout: float = 30.0) -> None:
@@ -57,10 +57,11 @@ async def test_an_unchanged_history_is_not_read_again_and_a_grown_one_is(tempora
             # the first activity in flight on this worker: only a describe says so (history has no start yet)
             await _until(progress, lambda: progress.acts and progress.acts[0].status == "running")
             assert progress.acts[0].identity == identity
-            reads = progress.chain_reads
+            reads, hits = progress.chain_reads, progress.as_read_hits
             for _ in range(5):
                 await progress.refresh()
             assert progress.chain_reads == reads, "a history that did not grow was read again"
+            assert progress.as_read_hits == hits + 5  # each from one describe
             whole = Progress(client, handle.id)
             await whole.refresh()  # a first refresh always reads the chain
             assert whole.chain_reads == 1 and _seen(progress) == _seen(whole)

@@ -57,7 +57,8 @@ class Progress:
         self._done: dict = {}  # child workflows seen closed (read once)
         self.acts: list[ActivityExec] = []
         self.closed = False
-        self.chain_reads = 0  # how many refreshes read the chain (the others found its history as read)
+        self.chain_reads = 0  # refreshes that read the chain
+        self.as_read_hits = 0  # refreshes that found its history as read (one describe)
 
     async def refresh(self) -> None:
         try:
@@ -78,18 +79,28 @@ class Progress:
         """Whether the latest execution's history is the one last read (as long, still running, no
         children): then only its pending activities are new, from one describe, instead of the whole
         chain read and decoded again (a poll every POLL_S: history only grows, so its length says)."""
-        if self.closed or self.chain.children or not self.chain.executions:
+        chain = self.chain  # another task's refresh may replace it while the describe is out
+        if self.closed or chain.children or not chain.executions:
             return False
-        run, _ = self.chain.executions[-1]
-        read = next((events for execution, events in self.chain.as_read if execution == run), None)
+        run, _ = chain.executions[-1]
+        read = next((events for execution, events in chain.as_read if execution == run), None)
         if read is None:
             return False
-        desc = await self.client.get_workflow_handle(self.chain.workflow_id, run_id=run).describe()
-        info = desc.raw_description.workflow_execution_info
-        if desc.status != WorkflowExecutionStatus.RUNNING or info.history_length != len(read):
+        try:
+            desc = await self.client.get_workflow_handle(chain.workflow_id, run_id=run).describe()
+        except RPCError:  # the whole read says what it can (a closed run's history, say)
             return False
-        self.acts = await with_pending(self.client, self.chain, activities(self.chain), desc)
-        label(self.acts, self.framework)
+        info = desc.raw_description.workflow_execution_info
+        if (
+            self.chain is not chain
+            or desc.status != WorkflowExecutionStatus.RUNNING
+            or info.history_length != len(read)
+        ):
+            return False
+        acts = await with_pending(self.client, chain, activities(chain), desc)
+        label(acts, self.framework)
+        self.acts = acts
+        self.as_read_hits += 1
         return True
 
     def activity(self, k: int) -> ActivityExec | None:
