@@ -7,7 +7,7 @@ preloader and its forks, the dev server it starts, our workers, ...), the median
 
 A process is the command's when the command is its ancestor at some sample (the dev server, started
 in a session of its own, stays a child of the command that started it until that command exits); its
-its own CPU is read until it or the command ends (the last sample period of a process that ends is
+own CPU is read until it or the command ends (the last sample period of a process that ends is
 missed, and so is a process that lives less than one). The home is
 run/bench/lab-cpu-N, stopped after each run. Writes run/bench/lab_cpu.json."""
 

@@ -49,10 +49,10 @@ async def test_an_unchanged_history_is_not_read_again_and_a_grown_one_is(tempora
     client = await Client.connect(temporal_address)
     queue, key = f"aim-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     RELEASE[key] = asyncio.Event()
-    try:
-        identity = f"4242@aim-{key[:8]}"
-        async with Worker(client, task_queue=queue, workflows=[TwoHeld], activities=[held], identity=identity):
-            handle = await client.start_workflow(TwoHeld.run, key, id=f"aim-{key}", task_queue=queue)
+    identity = f"4242@aim-{key[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[TwoHeld], activities=[held], identity=identity):
+        handle = await client.start_workflow(TwoHeld.run, key, id=f"aim-{key}", task_queue=queue)
+        try:
             progress = Progress(client, handle.id)
             # the first activity in flight on this worker: only a describe says so (history has no start yet)
             await _until(progress, lambda: progress.acts and progress.acts[0].status == "running")
@@ -71,5 +71,7 @@ async def test_an_unchanged_history_is_not_read_again_and_a_grown_one_is(tempora
             assert progress.chain_reads > reads
             assert [a.status for a in progress.acts] == ["completed", "completed"]
             assert await handle.result() == "free"
-    finally:
-        RELEASE.pop(key, None)
+        finally:  # a failed assertion leaves no run waiting on the session's dev server
+            RELEASE[key].set()
+            await asyncio.wait_for(handle.result(), 30)
+            RELEASE.pop(key, None)

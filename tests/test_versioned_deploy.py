@@ -222,7 +222,6 @@ def test_auto_upgrade_meets_version_2_s_non_determinism_named_and_the_rollback_d
     failures = [f for r in report["runs"] for f in r["audit"]["lost_work"]["task_failures"]]
     assert failures and all(f["cause"] == "non-determinism" and f["version"] == new for f in failures), failures
     # stuck until the rollback (version 1 current again, from the moment it was asked), then through
-    assert deploy["rolling_back_at"] <= deploy["rolled_back_at"], deploy
     assert all(f["until"] is not None and f["until"] >= deploy["rolling_back_at"] for f in failures), (failures, deploy)
     assert f"of version {new}" in done.stdout
     assert report["totals"]["runs_completed"] == 3
