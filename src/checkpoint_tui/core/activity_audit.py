@@ -57,8 +57,10 @@ from checkpoint_tui.ledger.store import connect
 from checkpoint_tui.settings import Settings
 
 DETAIL_LIMIT = 200  # lines of detail kept per list (a long run's report stays readable)
-# How a dead worker's attempt fails: Temporal's timeouts, and ops/failover.py's assisted failure.
-WORKER_DEATHS = ("timeout", "died (seen by the supervisor)")
+# How a dead worker's attempt fails: Temporal's timeouts, ops/failover.py's assisted failure, and chaos's
+# hop's (proof/nemeses/handed.py).
+SEEN_BY_HOP = "died (seen by the lab's hop)"
+WORKER_DEATHS = ("timeout", "died (seen by the supervisor)", SEEN_BY_HOP)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
@@ -159,7 +160,9 @@ async def _assist_run(
     desc = await client.get_workflow_handle(run_id).describe()
     by_name, held = {w.name: w for w in dead}, []
     for pa in desc.raw_description.pending_activities:
-        if (w := by_name.get(pa.last_worker_identity)) is None:
+        # a retry waiting for a worker keeps its last attempt's identity: failed again, it would only add an attempt
+        started = pa.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        if (w := by_name.get(pa.last_worker_identity)) is None or not started:
             continue
         act = client.get_async_activity_handle(workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id)
         died = f"worker {w.pid} died (seen by the supervisor)"

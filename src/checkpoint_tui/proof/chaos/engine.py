@@ -43,6 +43,7 @@ from checkpoint_tui.proof.chaos.touched import Touch, spread, through_kills
 from checkpoint_tui.proof.chaos.workflow_checks import converter_check
 from checkpoint_tui.proof.nemeses import processes as nemeses
 from checkpoint_tui.proof.nemeses.activity_faults import ACTIVITY_NEMESES
+from checkpoint_tui.proof.nemeses.handed import Handed, by_token
 from checkpoint_tui.proof.nemeses.hop import HOP_KINDS, Hop
 from checkpoint_tui.proof.nemeses.model_faults import FAULTS as MODEL_FAULTS
 from checkpoint_tui.proof.nemeses.net_proxy import NetProxy
@@ -138,7 +139,8 @@ class Chaos:
             self.proxy = NetProxy(address)
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
         if (hop := self.target.hop(self, self.settings.worker_address or address)) is not None:
-            self.hop = hop  # crash points: the workers reach Temporal (or the proxy) through the hop
+            self.hop = hop  # the workers reach Temporal (or the proxy) through the hop, which sees who holds what
+            hop.handed = Handed(self.settings, by_token(lambda: self.client))
             # with TLS to the cluster the hop ends the workers' TLS and speaks it upstream: they reach it plain
             self.settings = replace(self.settings, worker_address=await hop.start(), worker_plaintext=bool(hop.tls))
         if self.hop or self.proxy:  # a running lab's workers reach Temporal around them: replaced
@@ -322,6 +324,8 @@ class Chaos:
         fired = Fired(ev.kind, step, hit.pid, hit.at, extra)
         self._events[id(fired)] = ev.to_json()
         (self.kills if sig == "SIGKILL" else self.resets if ev.kind == RESET else self.pauses).append(fired)
+        if sig == "SIGKILL" and self.hop is not None:  # a worker's: the attempts it held fail now (handed.py)
+            self.hop.killed(hit)
 
     def _touched(self) -> TouchedFigures | None:
         if not self.touched:

@@ -18,9 +18,9 @@ from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
 from checkpoint_tui.proof.chaos.coverage import Aims
-from checkpoint_tui.proof.chaos.schedule import ChaosEvent
+from checkpoint_tui.proof.chaos.schedule import ChaosEvent, kills_worker
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
-from checkpoint_tui.proof.nemeses.hop import Hop
+from checkpoint_tui.proof.nemeses.hop import Hop, watching_hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog
 from checkpoint_tui.proof.nemeses.records import Fired, Hit, Miss, NotFired
 from checkpoint_tui.proof.report import Check
@@ -37,7 +37,8 @@ class ChaosRun(Protocol):
     steps: int  # the units the schedule is placed over
     schedule: list[ChaosEvent]
     run_ids: list[str]  # the lead's first
-    hop: Hop | None  # the gRPC hop of the crash points, if the schedule has one
+    runs: int  # concurrent runs under the one schedule
+    hop: Hop | None  # the gRPC hop between the workers and Temporal, if the run has one
     kills: list[Fired]
     pauses: list[Fired]
     resets: list[Fired]
@@ -129,7 +130,10 @@ class ChaosTarget:
         return audit
 
     def hop(self, chaos: ChaosRun, upstream: str) -> Hop | None:
-        """The gRPC hop between the workers and Temporal for crash points (proof/nemeses/hop.py), if needed."""
+        """The gRPC hop between the workers and Temporal (proof/nemeses/hop.py), if the run needs one: at load
+        with workers killed, to fail the attempts each death held at once (handed.py); crash points too."""
+        if chaos.runs > 1 and any(kills_worker(ev.kind) for ev in chaos.schedule):
+            return watching_hop(chaos.settings, upstream)
         return None
 
     def http_logs(self, chaos: ChaosRun) -> dict[str, HttpLog]:

@@ -135,7 +135,7 @@ class ActivityTarget(ChaosTarget):
     def hop(self, chaos: ChaosRun, upstream: str) -> Hop | None:
         """The hop between the workers and Temporal, when an event needs a crash point of its (hop.py)."""
         if not any(ev.kind in HOP_KINDS for ev in chaos.schedule):
-            return None
+            return super().hop(chaos, upstream)
         settings = chaos.settings
         tls = upstream_tls(settings) if settings.connection.tls else None
         hop = Hop(upstream, self.aim, self.framework, lambda who: nemeses.kill_worker_of(settings, who), tls)

@@ -24,6 +24,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
@@ -31,6 +32,8 @@ from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
 from checkpoint_tui.core.activity_history import ActivityExec, decode_payload, label
 from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.proof.nemeses.aim import aimed
+from checkpoint_tui.proof.nemeses.handed import Handed, Held
+from checkpoint_tui.proof.nemeses.processes import kill_worker_of
 from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
 
@@ -42,9 +45,22 @@ WINDOWS = {
     RECORDED: "after Temporal recorded its completion",
 }
 _SERVICE = "/temporal.api.workflowservice.v1.WorkflowService/"
-_POLL, _EAGER, _DONE = (
-    _SERVICE + m for m in ("PollActivityTaskQueue", "RespondWorkflowTaskCompleted", "RespondActivityTaskCompleted")
+_POLL, _EAGER, _DONE, _FAILED, _CANCELED = (
+    _SERVICE + m
+    for m in (
+        "PollActivityTaskQueue",
+        "RespondWorkflowTaskCompleted",
+        "RespondActivityTaskCompleted",
+        "RespondActivityTaskFailed",
+        "RespondActivityTaskCanceled",
+    )
 )
+_POLLS = _SERVICE + "Poll"  # the long polls: PollWorkflowTaskQueue, PollActivityTaskQueue, PollNexusTaskQueue
+_ANSWERS: dict[str, Callable[[bytes], Any]] = {  # a worker's answer to an activity task: its reader
+    _DONE: rr.RespondActivityTaskCompletedRequest.FromString,
+    _FAILED: rr.RespondActivityTaskFailedRequest.FromString,
+    _CANCELED: rr.RespondActivityTaskCanceledRequest.FromString,
+}
 _DROP = {
     "grpc-timeout",
     "content-type",
@@ -108,6 +124,12 @@ def upstream_tls(settings: Settings) -> UpstreamTls:
     return UpstreamTls(config.server_root_ca_cert, config.client_cert, config.client_private_key, config.domain or host)
 
 
+def watching_hop(settings: Settings, upstream: str) -> Hop:
+    """A hop with no crash point: it records which worker holds which attempt (handed.py)."""
+    tls = upstream_tls(settings) if settings.connection.tls else None
+    return Hop(upstream, "", None, lambda who: kill_worker_of(settings, who), tls)
+
+
 class Hop(grpc.GenericRpcHandler):
     def __init__(
         self,
@@ -118,9 +140,11 @@ class Hop(grpc.GenericRpcHandler):
         tls: UpstreamTls | None = None,
     ) -> None:
         """`kill(identity)`: SIGKILL the worker of that identity if it is ours (a Hit), else None. `tls`:
-        the cluster wants TLS (the workers then speak plain to the hop, their API key riding on)."""
+        the cluster wants TLS (the workers then speak plain to the hop, their API key riding on). `aim`
+        empty: no crash point (a hop that only records who holds what, for `handed`)."""
         self.upstream, self.aim, self.framework, self.kill = upstream, aim, framework, kill
         self.tls = tls
+        self.handed: Handed | None = None  # who holds which attempt, failed when the lab kills it (handed.py)
         self.armed: list[Arming] = []
         self.tasks: dict[bytes, Task] = {}  # task token -> what it is
         self.ordinals: dict[tuple[str, str], tuple[int, int]] = {}  # (execution, activity id) -> its first attempt's
@@ -159,10 +183,17 @@ class Hop(grpc.GenericRpcHandler):
         return f"127.0.0.1:{port}"
 
     async def close(self) -> None:
+        if self.handed is not None:
+            await self.handed.close()
         if self._server is not None:
             await self._server.stop(grace=0)
         if self._channel is not None:
             await self._channel.close()
+
+    def killed(self, hit: Hit) -> None:
+        """The lab killed a worker beside the hop (a chaos event's SIGKILL): fail the attempts it held."""
+        if self.handed is not None and hit.identity is not None and hit.pid is not None:
+            self.handed.died(hit.identity, hit.pid)
 
     def arm(self, workflow_id: str | None, ordinal: int, kind: str, fresh: bool = False) -> Arming:
         arming = Arming(workflow_id, ordinal, kind, fresh=fresh)
@@ -186,6 +217,7 @@ class Hop(grpc.GenericRpcHandler):
         if method == _DONE and (held := self._take(request, AFTER)) is not None and self._fire(*held):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker before its completion")
         response = await self._call(method, request, context)
+        self._answered(method, request)
         if method == _DONE and (held := self._take(request, RECORDED)) is not None:
             self._fire(*held)  # Temporal has answered: the completion is recorded
         elif method in (_POLL, _EAGER) and (held := self._handed_out(method, request, response)) and self._fire(*held):
@@ -194,18 +226,46 @@ class Hop(grpc.GenericRpcHandler):
         return response
 
     async def _call(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        """Temporal's answer. A call whose worker is gone (killed) before the answer goes on all the same, as
+        what a worker has sent reaches Temporal without a hop; a long poll ends with its caller, as it does
+        at Temporal. A workflow task completion sent as its worker was killed can start activities eagerly
+        for it: the hop fails them at once (`handed`), nobody else would run them before their timeout."""
         assert self._channel is not None
         metadata = [(k, v) for k, v in context.invocation_metadata() or () if not k.startswith(":") and k not in _DROP]
         left = context.time_remaining()
+        timeout = None if left is None or left > 1e6 else left
+        call = asyncio.ensure_future(self._channel.unary_unary(method)(request, metadata=metadata, timeout=timeout))
         try:
-            return await self._channel.unary_unary(method)(
-                request, metadata=metadata, timeout=None if left is None or left > 1e6 else left
-            )
+            return await (call if method.startswith(_POLLS) else asyncio.shield(call))
+        except asyncio.CancelledError:
+            call.add_done_callback(lambda done: self._gone(method, request, done))
+            raise
         except grpc.aio.AioRpcError as err:  # Temporal's own answer, details (its -bin trailer) included
             trailer = [(k, v) for k, v in err.trailing_metadata() or () if k not in _DROP]
             context.set_trailing_metadata(trailer)
             await context.abort(err.code(), err.details() or "")
             raise  # abort raises; for the type checker
+
+    def _answered(self, method: str, request: bytes) -> None:
+        if self.handed is not None and method in _ANSWERS:
+            with contextlib.suppress(Exception):  # a message we cannot read is forwarded as it is
+                self.handed.answer(_ANSWERS[method](request).task_token)
+
+    def _gone(self, method: str, request: bytes, done: asyncio.Future) -> None:
+        """Temporal's answer to a call whose worker was gone: what it handed out is failed at once."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        self._answered(method, request)
+        if method != _EAGER or self.handed is None:
+            return
+        with contextlib.suppress(Exception):  # a message we cannot read: the supervisor's failover remains
+            answer = rr.RespondWorkflowTaskCompletedResponse.FromString(done.result())
+            if not (tasks := [t for t in answer.activity_tasks if t.task_token]):
+                return
+            if self.aim:  # counted as handed out: its retry is the same aimed task
+                for task in tasks:
+                    self._learn(task)
+            self._hand(tasks, rr.RespondWorkflowTaskCompletedRequest.FromString(request).identity, gone=True)
 
     def _handed_out(self, method: str, request: bytes, response: bytes) -> tuple[Arming, str] | None:
         """Learn the activity tasks a response hands out; the aimed one of an event armed before it comes."""
@@ -214,14 +274,24 @@ class Hop(grpc.GenericRpcHandler):
                 tasks = [rr.PollActivityTaskQueueResponse.FromString(response)]
             else:  # eager starts: the (large) request is read only when the response holds tasks
                 tasks = list(rr.RespondWorkflowTaskCompletedResponse.FromString(response).activity_tasks)
-            seen = [t for task in tasks if task.task_token and (t := self._learn(task)) is not None]  # every one
+            tasks = [task for task in tasks if task.task_token]
+            asked = rr.PollActivityTaskQueueRequest if method == _POLL else rr.RespondWorkflowTaskCompletedRequest
+            if tasks and self.handed is not None:
+                self._hand(tasks, asked.FromString(request).identity)
+            seen = [self._learn(task) for task in tasks] if self.aim else []  # every one
             due = next(((a, t) for t in seen if (a := self._due(t, BEFORE)) is not None), None)
             if due is not None:
-                asked = rr.PollActivityTaskQueueRequest if method == _POLL else rr.RespondWorkflowTaskCompletedRequest
                 return due[0], asked.FromString(request).identity
         return None
 
-    def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task | None:
+    def _hand(self, tasks: list[rr.PollActivityTaskQueueResponse], identity: str, gone: bool = False) -> None:
+        assert self.handed is not None
+        for task in tasks:
+            run = task.workflow_execution.workflow_id
+            held = Held(identity, run, task.activity_type.name, task.activity_id)
+            (self.handed.orphan if gone else self.handed.hand)(task.task_token, held)
+
+    def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task:
         act = ActivityExec(
             0,
             0,
@@ -306,5 +376,7 @@ class Hop(grpc.GenericRpcHandler):
         else:
             arming.hit = Hit(hit.at, hit.pid, hit.identity, detail)
             self.hit_keys.add(task.key)  # a tool a kill landed on (a miss leaves it to the next call)
+            if self.handed is not None and hit.pid is not None:
+                self.handed.died(identity, hit.pid)
         arming.fired.set()
         return hit is not None

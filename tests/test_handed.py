@@ -1,0 +1,187 @@
+"""Chaos's hop fails a killed worker's attempts by task token (proof/nemeses/handed.py): the attempts it
+was handed and had not answered, at once; a task handed to it afterwards, as it passes; nothing it
+answered. Then the whole path on a real dev server: a worker process SIGKILLed inside an activity whose
+timeouts are a minute long, its attempt retried on another worker within seconds, history saying the
+lab's hop failed it, and the ledger's assist event naming it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.proof.nemeses.handed import FAILED_BY, Handed, Held, by_token
+from checkpoint_tui.proof.nemeses.hop import Hop
+from checkpoint_tui.proof.nemeses.records import Hit
+from checkpoint_tui.settings import Settings
+
+
+def _held(identity: str, activity_id: str) -> Held:
+    return Held(identity, "run-1", "send_line", activity_id)
+
+
+async def test_a_death_fails_what_its_worker_held_and_unanswered_only(tmp_path: Path) -> None:
+    failed: list[tuple[bytes, str]] = []
+
+    async def fail(token: bytes, message: str) -> None:
+        failed.append((token, message))
+
+    handed = Handed(Settings(home=tmp_path), fail)
+    handed.hand(b"a", _held("11@vm", "1"))
+    handed.hand(b"b", _held("11@vm", "2"))
+    handed.hand(b"c", _held("12@vm", "3"))  # another worker's: alive
+    handed.answer(b"b")  # completed before the death
+    handed.died("11@vm", 11)
+    await handed.close()
+    assert failed == [(b"a", f"worker 11 {FAILED_BY}")]
+    handed.hand(b"d", _held("11@vm", "4"))  # a long poll that outlived it
+    handed.orphan(b"e", _held("13@vm", "5"))  # answered after its worker's call was gone
+    await handed.close()
+    assert [t for t, _ in failed] == [b"a", b"d", b"e"] and failed[2][1] == f"worker 13@vm {FAILED_BY}"
+    assert set(handed.held) == {b"c"}
+    rows = connect(Settings(home=tmp_path).ledger).execute(
+        "SELECT pid, identity, detail FROM worker_events WHERE event = 'assist' ORDER BY id"
+    )
+    said = [(pid, who, json.loads(detail)) for pid, who, detail in rows.fetchall()]
+    assert [(pid, who, d["failed_activities"], d.get("late", False)) for pid, who, d in said] == [
+        (11, "11@vm", ["run-1:send_line#1"], False),
+        (11, "11@vm", ["run-1:send_line#4"], True),
+        (None, "13@vm", ["run-1:send_line#5"], True),
+    ]
+    assert all(d["by"] == "hop" for _, _, d in said)
+
+
+async def test_a_failure_that_raises_is_not_counted(tmp_path: Path) -> None:
+    async def fail(token: bytes, message: str) -> None:
+        raise RuntimeError("not found: answered meanwhile")
+
+    handed = Handed(Settings(home=tmp_path), fail)
+    handed.hand(b"a", _held("11@vm", "1"))
+    handed.died("11@vm", 11)
+    await handed.close()
+    (detail,) = connect(Settings(home=tmp_path).ledger).execute("SELECT detail FROM worker_events").fetchone()
+    assert (json.loads(detail)["failed_activities_count"], json.loads(detail)["asked"]) == (0, 1)
+
+
+WORKER = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from datetime import timedelta
+    from temporalio import activity, workflow
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    @activity.defn(name="stuck")
+    async def stuck() -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    @workflow.defn(name="OneStuck", sandboxed=False)
+    class OneStuck:
+        @workflow.run
+        async def run(self) -> str:
+            return await workflow.execute_activity(stuck, start_to_close_timeout=timedelta(seconds=60))
+
+    async def main():
+        client = await Client.connect(sys.argv[1])
+        identity = f"{os.getpid()}@handed-test"
+        async with Worker(client, task_queue=sys.argv[2], workflows=[OneStuck], activities=[stuck], identity=identity):
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+    """
+)
+
+
+@activity.defn(name="stuck")
+async def unstuck() -> str:
+    return "done"
+
+
+@workflow.defn(name="OneStuck", sandboxed=False)
+class OneStuck:
+    @workflow.run
+    async def run(self) -> str:
+        from datetime import timedelta
+
+        return await workflow.execute_activity(unstuck, start_to_close_timeout=timedelta(seconds=60))
+
+
+async def _started_on(client: Client, workflow_id: str, deadline_s: float = 30.0) -> str:
+    """The identity of the worker the run's activity is started on."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        desc = await client.get_workflow_handle(workflow_id).describe()
+        started = [p for p in desc.raw_description.pending_activities if p.last_worker_identity]
+        if started:
+            return started[0].last_worker_identity
+        await asyncio.sleep(0.05)
+    raise AssertionError("the activity never started")
+
+
+async def test_a_killed_worker_s_attempt_is_retried_at_once_through_the_hop(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    settings = Settings(home=tmp_path)
+    client = await Client.connect(temporal_address)
+    hop = Hop(temporal_address, "", None, lambda who: None)
+    hop.handed = Handed(settings, by_token(lambda: client))
+    address = await hop.start()
+    queue = f"handed-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    proc = subprocess.Popen([sys.executable, str(script), address, queue])
+    handle = None
+    try:
+        handle = await client.start_workflow("OneStuck", id=f"handed-{queue}", task_queue=queue)
+        identity = await _started_on(client, handle.id)
+        assert identity == f"{proc.pid}@handed-test"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        killed = time.time()
+        hop.killed(Hit(killed, proc.pid, identity))
+        async with Worker(client, task_queue=queue, workflows=[OneStuck], activities=[unstuck]):
+            assert await asyncio.wait_for(handle.result(), 20) == "done"  # the timeout is 60 s
+        retries = [
+            e.activity_task_started_event_attributes
+            for e in (await handle.fetch_history()).events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        ]
+        assert [r.attempt for r in retries] == [2]
+        assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
+        await hop.handed.close()
+        rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")
+        ((pid, detail),) = rows.fetchall()
+        assert pid == proc.pid and json.loads(detail)["failed_activities"] == [f"{handle.id}:stuck#1"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if handle is not None:
+            with contextlib.suppress(Exception):  # completed already
+                await asyncio.wait_for(handle.terminate(), 10)
+        await hop.close()
+
+
+def test_the_audit_reads_the_hop_s_failure_as_a_death_not_the_activity_s_own() -> None:
+    from checkpoint_tui.core.activity_audit import _failing
+    from checkpoint_tui.core.activity_history import ActivityExec
+
+    act = ActivityExec(1, 0, "exec-1", "1", "send_line", 0.0, attempt=2, status="scheduled")
+    act.last_failure = f"worker 11 {FAILED_BY}"
+    assert not _failing(act)  # its retry mends it
+    act.last_failure = "ValueError: the tool raised"
+    assert _failing(act)
