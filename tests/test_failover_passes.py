@@ -18,18 +18,20 @@ class Passes:
     """The passes a Failover starts, recorded in place of the real ones: the first holds until `go_on`,
     then ends (or raises `first_raises`)."""
 
-    def __init__(self, monkeypatch, first_raises: Exception | None = None) -> None:
+    def __init__(self, monkeypatch, first_raises: Exception | None = None, assist: bool | str = True) -> None:
         self.first: list[list[int]] = []
+        self.failing: list[bool] = []  # each first pass's `fail`
         self.late: list[list[int]] = []
         self.first_asked, self.go_on = asyncio.Event(), asyncio.Event()
         self.raises = first_raises
         monkeypatch.setattr(failover, "assist", self._assist)
         monkeypatch.setattr(failover, "assist_late", self._late)
         self.tasks = Background()
-        self.failover = failover.Failover(SimpleNamespace(), SimpleNamespace(), self.tasks)
+        self.failover = failover.Failover(SimpleNamespace(), SimpleNamespace(), self.tasks, assist)
 
-    async def _assist(self, settings, client, batch, late=False):
+    async def _assist(self, settings, client, batch, late=False, fail=True):
         self.first.append([w.pid for w in batch])
+        self.failing.append(fail)
         if len(self.first) == 1:
             self.first_asked.set()
             await self.go_on.wait()
@@ -60,6 +62,18 @@ async def test_deaths_during_a_pass_share_the_next_pass_and_each_gets_its_late_p
     passes.failover.dead(worker(1))  # a pass after the others ended starts at once
     await passes.tasks.drain(5.0)
     assert passes.first[-1] == [1]
+
+
+async def test_with_chaos_s_hop_failing_the_attempts_a_pass_only_resets_sticky_queues(monkeypatch):
+    """`supervise --attempts-by-hop` (chaos with its hop, proof/nemeses/handed.py): the pass fails no attempt
+    by id (that would fail the retry the hop's failure started on a live worker) and has no late pass,
+    which only fails attempts."""
+    passes = Passes(monkeypatch, assist=failover.STICKY_ONLY)
+    passes.failover.dead(worker(1))
+    await asyncio.wait_for(passes.first_asked.wait(), 5)
+    passes.go_on.set()
+    await passes.tasks.drain(5.0)
+    assert passes.first == [[1]] and passes.failing == [False] and passes.late == []
 
 
 async def test_a_failed_pass_keeps_its_late_pass_and_the_deaths_after_it_theirs(monkeypatch):

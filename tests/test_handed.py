@@ -22,7 +22,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from checkpoint_tui.ledger.store import connect
+from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.proof.nemeses.handed import FAILED_BY, Handed, Held, by_token
 from checkpoint_tui.proof.nemeses.hop import Hop
 from checkpoint_tui.proof.nemeses.records import Hit
@@ -40,18 +40,21 @@ async def test_a_death_fails_what_its_worker_held_and_unanswered_only(tmp_path: 
         failed.append((token, message))
 
     handed = Handed(Settings(home=tmp_path), fail)
-    handed.hand(b"a", _held("11@vm", "1"))
-    handed.hand(b"b", _held("11@vm", "2"))
-    handed.hand(b"c", _held("12@vm", "3"))  # another worker's: alive
-    handed.answer(b"b")  # completed before the death
-    handed.died("11@vm", 11)
+    handed.hand(b"a", _held("11@vm", "1"), 100.0)
+    handed.hand(b"b", _held("11@vm", "2"), 100.0)
+    handed.hand(b"c", _held("12@vm", "3"), 100.0)  # another worker's: alive
+    handed.answer(b"b")  # its completion on its way before the death
+    handed.died("11@vm", 11, 101.0)
+    handed.died("11@vm", 11, 101.2)  # the supervisor's record of the same death: nothing more
     await handed.close()
     assert failed == [(b"a", f"worker 11 {FAILED_BY}")]
-    handed.hand(b"d", _held("11@vm", "4"))  # a long poll that outlived it
+    handed.hand(b"d", _held("11@vm", "4"), 100.5)  # a long poll it sent before it died, answered after
     handed.orphan(b"e", _held("13@vm", "5"))  # answered after its worker's call was gone
     await handed.close()
     assert [t for t, _ in failed] == [b"a", b"d", b"e"] and failed[2][1] == f"worker 13@vm {FAILED_BY}"
-    assert set(handed.held) == {b"c"}
+    handed.hand(b"f", _held("11@vm", "6"), 102.0)  # a new worker under that identity (a pid used again): alive
+    await handed.close()
+    assert len(failed) == 3 and set(handed.held) == {b"c", b"f"} and "11@vm" not in handed.dead
     rows = connect(Settings(home=tmp_path).ledger).execute(
         "SELECT pid, identity, detail FROM worker_events WHERE event = 'assist' ORDER BY id"
     )
@@ -64,13 +67,58 @@ async def test_a_death_fails_what_its_worker_held_and_unanswered_only(tmp_path: 
     assert all(d["by"] == "hop" for _, _, d in said)
 
 
+async def test_a_death_the_supervisor_records_fails_what_that_worker_held(tmp_path: Path) -> None:
+    """A death chaos did not cause itself (a hook crash, the watchdog's kill of a hung worker), read from
+    the ledger; one recorded before the hop began watching is not replayed."""
+    failed: list[bytes] = []
+
+    async def fail(token: bytes, message: str) -> None:
+        failed.append(token)
+
+    settings = Settings(home=tmp_path)
+    conn = connect(settings.ledger)
+    record_worker_event(conn, "died", 11, "11@vm")  # before: not this hop's
+    handed = Handed(settings, fail)
+    handed.watch()
+    handed.hand(b"a", _held("11@vm", "1"), time.time())
+    handed.hand(b"b", _held("12@vm", "2"), time.time())
+    await asyncio.sleep(0.2)
+    assert failed == []
+    record_worker_event(conn, "exit", 12, "12@vm")  # a graceful exit: its attempts are its own to end
+    record_worker_event(conn, "died", 11, "11@vm")
+    deadline = time.monotonic() + 5
+    while not failed and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    await handed.close()
+    assert failed == [b"a"] and set(handed.held) == {b"b"}
+
+
+async def test_a_failure_temporal_could_not_take_is_tried_again(tmp_path: Path) -> None:
+    """The dev server restarting under the failure (chaos kills it too): tried again until it answers."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    calls: list[bytes] = []
+
+    async def fail(token: bytes, message: str) -> None:
+        calls.append(token)
+        if len(calls) < 3:
+            raise RPCError("connection refused", RPCStatusCode.UNAVAILABLE, b"")
+
+    handed = Handed(Settings(home=tmp_path), fail)
+    handed.hand(b"a", _held("11@vm", "1"), 100.0)
+    handed.died("11@vm", 11, 101.0)
+    await handed.close()
+    (detail,) = connect(Settings(home=tmp_path).ledger).execute("SELECT detail FROM worker_events").fetchone()
+    assert calls == [b"a"] * 3 and json.loads(detail)["failed_activities_count"] == 1
+
+
 async def test_a_failure_that_raises_is_not_counted(tmp_path: Path) -> None:
     async def fail(token: bytes, message: str) -> None:
         raise RuntimeError("not found: answered meanwhile")
 
     handed = Handed(Settings(home=tmp_path), fail)
-    handed.hand(b"a", _held("11@vm", "1"))
-    handed.died("11@vm", 11)
+    handed.hand(b"a", _held("11@vm", "1"), 100.0)
+    handed.died("11@vm", 11, 101.0)
     await handed.close()
     (detail,) = connect(Settings(home=tmp_path).ledger).execute("SELECT detail FROM worker_events").fetchone()
     assert (json.loads(detail)["failed_activities_count"], json.loads(detail)["asked"]) == (0, 1)
@@ -98,7 +146,9 @@ WORKER = textwrap.dedent(
     async def main():
         client = await Client.connect(sys.argv[1])
         identity = f"{os.getpid()}@handed-test"
-        async with Worker(client, task_queue=sys.argv[2], workflows=[OneStuck], activities=[stuck], identity=identity):
+        # no sticky queue: the workflow's next task goes to the survivor at once, not after the dead one's 10 s
+        kw = dict(identity=identity, max_cached_workflows=0)
+        async with Worker(client, task_queue=sys.argv[2], workflows=[OneStuck], activities=[stuck], **kw):
             await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -152,15 +202,15 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once_through_the_hop(
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         killed = time.time()
-        hop.killed(Hit(killed, proc.pid, identity))
+        hop.killed(Hit(killed, proc.pid, identity))  # chaos's kill: at once
         async with Worker(client, task_queue=queue, workflows=[OneStuck], activities=[unstuck]):
-            assert await asyncio.wait_for(handle.result(), 20) == "done"  # the timeout is 60 s
-        retries = [
-            e.activity_task_started_event_attributes
-            for e in (await handle.fetch_history()).events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-        ]
+            assert await asyncio.wait_for(handle.result(), 50) == "done"
+        history = (await handle.fetch_history()).events
+        starts = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+        retries = [e.activity_task_started_event_attributes for e in starts]
         assert [r.attempt for r in retries] == [2]
+        started = starts[0].event_time.ToMilliseconds() / 1000
+        assert started - killed < 30  # its own timeout would have retried it after 60 s
         assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
         await hop.handed.close()
         rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")

@@ -245,7 +245,10 @@ def supervise(args: argparse.Namespace, settings: Settings, workload: Adapter | 
 
         bind_to_parent(args.bound_to, signal.SIGTERM)  # SIGTERM: it stops as on a plain `kill`
     held = _stand_by(settings) if args.standby else None
-    return asyncio.run(_supervise(settings, pool=False, held=held))
+    from checkpoint_tui.ops.failover import STICKY_ONLY
+
+    assist = STICKY_ONLY if args.attempts_by_hop else True
+    return asyncio.run(_supervise(settings, pool=False, held=held, assist=assist))
 
 
 def _stand_by(settings: Settings) -> int:
@@ -268,13 +271,13 @@ def pool(args: argparse.Namespace, settings: Settings, workload: Adapter | None)
     return asyncio.run(_supervise(settings, pool=True))
 
 
-async def _supervise(settings: Settings, pool: bool, held: int | None = None) -> int:
+async def _supervise(settings: Settings, pool: bool, held: int | None = None, assist: bool | str = True) -> int:
     from checkpoint_tui.ops.supervisor import Supervisor
     from checkpoint_tui.ops.temporal import resolve_address
 
     settings.ensure_dirs()
     address, _ = resolve_address(settings)
-    sup = Supervisor(settings, address)
+    sup = Supervisor(settings, address, assist=assist)
     if not sup.acquire(held):
         raise Failed(f"another supervisor already owns {settings.home}")
     sup.ensure_worker()

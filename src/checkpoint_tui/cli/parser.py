@@ -271,6 +271,8 @@ def _run_commands(sub) -> None:
     # chaos's own too: imported and waiting for the home's supervisor lock, it takes over once the lock is let
     # go (the supervisor killed, or ended): a killed supervisor's successor without an interpreter's start
     supervise.add_argument("--standby", action="store_true", help=argparse.SUPPRESS)
+    # chaos's own too: its hop fails a dead worker's attempts; the supervisor resets sticky queues only
+    supervise.add_argument("--attempts-by-hop", action="store_true", help=argparse.SUPPRESS)
     sub.add_parser(
         "worker",
         help="run a pool of --workers N on this host against a shared cluster and ledger until SIGTERM",

@@ -296,6 +296,12 @@ def death_events(conn: Ledger, run_id: str, kinds: Sequence[str] = ("kill", "die
     return [{k: r[k] for k in r.keys()} | {"detail": detail_of(r["detail"])} for r in rows]  # noqa: SIM118 - a Row iterates values
 
 
+def deaths_after(conn: Ledger, after: int) -> list[tuple[int, float, int, str]]:
+    """(id, at, pid, identity) of every worker death recorded after event `after` (killed, died), oldest first."""
+    sql = "SELECT id, at, pid, identity FROM worker_events WHERE id > ? AND event IN ('kill', 'died') ORDER BY id"
+    return [tuple(r) for r in conn.execute(sql + " LIMIT 1000", (after,)).fetchall() if r[2] and r[3]]
+
+
 # --- comparisons ---------------------------------------------------------------------------------
 
 

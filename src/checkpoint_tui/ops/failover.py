@@ -47,6 +47,14 @@ MAX_NAME = 128  # of an activity type or id recorded in an assist's detail
 ASSIST_AT_ONCE = 64
 LISTED = 1_000  # runs named per list of an assist event (its counts are whole): ~30 KiB at most
 LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are surely closed at Temporal
+# Chaos's hop fails a dead worker's attempts by task token (proof/nemeses/handed.py): the supervisor then
+# resets sticky queues only. Failing by id too would fail whatever attempt is current, and once the hop's
+# failure has started the retry on a live worker, that is the live one's.
+STICKY_ONLY = "sticky-only"
+_NOT_RUNNING = (
+    PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+    PendingActivityState.PENDING_ACTIVITY_STATE_PAUSED,
+)
 
 
 async def failover_client(settings: Settings, address: str) -> Client | None:
@@ -59,14 +67,16 @@ async def failover_client(settings: Settings, address: str) -> Client | None:
         return None
 
 
-async def assist(settings: Settings, client: Client, dead: Sequence[WorkerProc], late: bool = False) -> None:
+async def assist(
+    settings: Settings, client: Client, dead: Sequence[WorkerProc], late: bool = False, fail: bool = True
+) -> None:
     """Fail the dead workers' pending activity attempts by id; reset the sticky queue of the runs they
     were holding. Only runs of our task queue: a shared ledger also lists other labs' runs. Every running
     run is asked once for all of them, ASSIST_AT_ONCE at a time: a worker at load holds attempts of
     hundreds. Each dead worker gets its own assist event: the attempts failed for it (by the identity
     that ran them), the runs whose sticky queue was reset for it, and the pass's own figures (`asked`,
     `answered`, `pass_s`, `with`: the other workers of the same pass). `late`: the second pass
-    (assist_late), recorded only for a worker it failed an attempt of."""
+    (assist_late), recorded only for a worker it failed an attempt of. `fail` False: sticky queues only."""
     workers = list({w.name: w for w in dead}.values())  # a worker named twice is asked for once
     conn = connect(settings.ledger)
     failed: dict[str, list[str]] = {w.name: [] for w in workers}
@@ -77,7 +87,8 @@ async def assist(settings: Settings, client: Client, dead: Sequence[WorkerProc],
         async with gate:
             try:
                 async with asyncio.timeout(ASSIST_RUN_S):
-                    await _assist_run(settings, client, conn, workers, run_id, failed, None if late else reset)
+                    failing, resetting = failed if fail else None, None if late else reset
+                    await _assist_run(settings, client, conn, workers, run_id, failing, resetting)
                 answered.append(run_id)
             except Exception as err:  # the activity may have completed meanwhile, or the server is away: fine
                 log.info("assist for %s: %s", run_id, err)
@@ -108,8 +119,9 @@ class Failover:
     and sticky resets into the restarted server, and the pass that mattered waited behind them (first
     pass 1.0 s, next attempt p99 0.95-2.01 s over eight runs, bench/chaos_load.py seed 2)."""
 
-    def __init__(self, settings: Settings, client: Client, tasks: Background) -> None:
+    def __init__(self, settings: Settings, client: Client, tasks: Background, assist: bool | str = True) -> None:
         self.settings, self.client, self.tasks = settings, client, tasks
+        self.fail = assist is True  # STICKY_ONLY: the hop fails the attempts
         self._waiting: list[WorkerProc] = []
         self._batch: list[WorkerProc] = []  # the first pass in flight
         self._passing = False
@@ -127,10 +139,11 @@ class Failover:
             while self._waiting:
                 self._batch, self._waiting = self._waiting, []
                 try:
-                    await assist(self.settings, self.client, self._batch)
+                    await assist(self.settings, self.client, self._batch, fail=self.fail)
                 except Exception:  # the ledger away (locked, its server down): the late pass tries again
                     log.exception("assisted failover: a pass failed")
-                self.tasks.start(assist_late(self.settings, self.client, self._batch))  # not holding the next
+                if self.fail:  # the late pass only fails attempts
+                    self.tasks.start(assist_late(self.settings, self.client, self._batch))  # not holding the next
         finally:
             self._batch, self._passing = [], False
 
@@ -152,17 +165,17 @@ async def _assist_run(
     conn: Ledger,
     dead: Sequence[WorkerProc],
     run_id: str,
-    failed: dict[str, list[str]],
+    failed: dict[str, list[str]] | None,
     reset: dict[str, list[str]] | None,
 ) -> None:
-    """One run: fail the dead workers' pending attempts, reset its sticky queue if one of them held the
-    run (`reset` None: failing only)."""
+    """One run: fail the dead workers' pending attempts (`failed` None: none), reset its sticky queue if
+    one of them held the run (`reset` None: failing only)."""
     desc = await client.get_workflow_handle(run_id).describe()
     by_name, held = {w.name: w for w in dead}, []
     for pa in desc.raw_description.pending_activities:
-        # a retry waiting for a worker keeps its last attempt's identity: failed again, it would only add an attempt
-        started = pa.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-        if (w := by_name.get(pa.last_worker_identity)) is None or not started:
+        # a retry waiting for a worker (or a paused one) keeps its last attempt's identity: failed again, it
+        # would only add an attempt
+        if failed is None or (w := by_name.get(pa.last_worker_identity)) is None or pa.state in _NOT_RUNNING:
             continue
         act = client.get_async_activity_handle(workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id)
         died = f"worker {w.pid} died (seen by the supervisor)"

@@ -51,7 +51,7 @@ class Supervisor:
         address: str,
         *,
         spare: bool = True,
-        assist: bool = True,
+        assist: bool | str = True,  # failover.py: True, STICKY_ONLY, or False (none)
         respawn: bool = True,
         worker_args: tuple[str, ...] = (),
     ) -> None:
@@ -191,7 +191,7 @@ class Supervisor:
             self._stop.set()
         if self.assist:
             client = await failover_client(self.settings, self.address)
-            self._failover = None if client is None else Failover(self.settings, client, self._tasks)
+            self._failover = None if client is None else Failover(self.settings, client, self._tasks, self.assist)
         await self.run()
         await self._tasks.drain(5.0)  # let latency measurements and late failover passes in flight land
         self._failover = None  # its loop is ending: a death seen after (a kill() off the thread) starts nothing

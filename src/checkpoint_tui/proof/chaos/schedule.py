@@ -68,13 +68,6 @@ TARGETS = {
     **fleet_events.TARGETS,  # the game-day nemeses (proof/chaos/fleet_events.py)
 }
 
-
-def kills_worker(kind: str) -> bool:
-    """The event SIGKILLs a worker (at a moment, at a crash point, or by its own hook): not a pause, nor a
-    game day's graceful stop."""
-    return TARGETS.get(kind) == "worker" and kind not in PAUSES and kind not in fleet_events.TARGETS
-
-
 PAUSE_S = (0.5, 3.0)  # a pause lasts this long (seeded); longer than the 2 s heartbeat timeout at times
 PARTITION_S = (0.5, 4.0)  # a seeded partition lasts this long; past the 2 s heartbeat timeout at times
 MAX_PAUSE_S = 60.0

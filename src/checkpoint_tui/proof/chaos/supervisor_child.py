@@ -32,6 +32,7 @@ class SupervisorChild:
         self.proc: asyncio.subprocess.Process | None = None
         self.standby: asyncio.subprocess.Process | None = None
         self._idents: dict[int, ProcIdentity | None] = {}
+        self.attempts_by_hop = False  # chaos's hop fails a dead worker's attempts (proof/nemeses/handed.py)
 
     async def spawn(self, settings: Settings, flags: list[str], standby: bool = False) -> None:
         """`flags`: the global ones beyond --home (the workload's workers, queue, pool, server). Returns
@@ -58,6 +59,7 @@ class SupervisorChild:
         log = open_log(settings.run_dir, "chaos-supervisor.log")  # capped and rotated (ops/logcap.py)
         cmd = [sys.executable, "-m", "checkpoint_tui", "--home", str(settings.home), *flags]
         cmd += ["supervise", "--bound-to", str(os.getpid()), *(["--standby"] if standby else [])]
+        cmd += ["--attempts-by-hop"] if self.attempts_by_hop else []
         try:
             proc = await asyncio.create_subprocess_exec(
                 *cmd,

@@ -17,8 +17,9 @@ from checkpoint_tui.errors import Failed
 from checkpoint_tui.ledger import inspect_queries
 from checkpoint_tui.ledger.backend import Ledger
 from checkpoint_tui.ledger.inspect_queries import KillEvent
+from checkpoint_tui.proof.chaos import fleet_events
 from checkpoint_tui.proof.chaos.coverage import Aims
-from checkpoint_tui.proof.chaos.schedule import ChaosEvent, kills_worker
+from checkpoint_tui.proof.chaos.schedule import TARGETS, ChaosEvent
 from checkpoint_tui.proof.nemeses.aim import PROGRESS_TIMEOUT_S
 from checkpoint_tui.proof.nemeses.hop import Hop, watching_hop
 from checkpoint_tui.proof.nemeses.http_log import HttpLog
@@ -27,6 +28,12 @@ from checkpoint_tui.proof.report import Check
 from checkpoint_tui.proof.report.chaos import ChaosReport, TargetFigures
 from checkpoint_tui.settings import Settings
 from checkpoint_tui.waiting import wait_until
+
+
+def kills_worker(kind: str) -> bool:
+    """The event ends in a worker's SIGKILL (at a moment, at a crash point, by its own hook, by the watchdog
+    after a hang): not a pause, nor a game day's graceful stop."""
+    return TARGETS.get(kind) == "worker" and kind != "pause" and kind not in fleet_events.TARGETS
 
 
 class ChaosRun(Protocol):

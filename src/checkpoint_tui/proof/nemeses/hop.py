@@ -32,7 +32,7 @@ from temporalio.api.workflowservice.v1 import request_response_pb2 as rr
 from checkpoint_tui.core.activity_history import ActivityExec, decode_payload, label
 from checkpoint_tui.frameworks import Classifier
 from checkpoint_tui.proof.nemeses.aim import aimed
-from checkpoint_tui.proof.nemeses.handed import Handed, Held
+from checkpoint_tui.proof.nemeses.handed import Handed
 from checkpoint_tui.proof.nemeses.processes import kill_worker_of
 from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
@@ -55,7 +55,8 @@ _POLL, _EAGER, _DONE, _FAILED, _CANCELED = (
         "RespondActivityTaskCanceled",
     )
 )
-_POLLS = _SERVICE + "Poll"  # the long polls: PollWorkflowTaskQueue, PollActivityTaskQueue, PollNexusTaskQueue
+# A worker's answers to its tasks: Respond*TaskCompleted/Failed/Canceled, RecordActivityTaskHeartbeat
+_SENT = (_SERVICE + "Respond", _SERVICE + "RecordActivityTaskHeartbeat")
 _ANSWERS: dict[str, Callable[[bytes], Any]] = {  # a worker's answer to an activity task: its reader
     _DONE: rr.RespondActivityTaskCompletedRequest.FromString,
     _FAILED: rr.RespondActivityTaskFailedRequest.FromString,
@@ -180,20 +181,22 @@ class Hop(grpc.GenericRpcHandler):
         )
         port = self._server.add_insecure_port("127.0.0.1:0")
         await self._server.start()
+        if self.handed is not None:
+            self.handed.watch()
         return f"127.0.0.1:{port}"
 
     async def close(self) -> None:
-        if self.handed is not None:
-            await self.handed.close()
         if self._server is not None:
             await self._server.stop(grace=0)
         if self._channel is not None:
             await self._channel.close()
+        if self.handed is not None:  # after both: nothing is handed out any more
+            await self.handed.close()
 
     def killed(self, hit: Hit) -> None:
         """The lab killed a worker beside the hop (a chaos event's SIGKILL): fail the attempts it held."""
         if self.handed is not None and hit.identity is not None and hit.pid is not None:
-            self.handed.died(hit.identity, hit.pid)
+            self.handed.died(hit.identity, hit.pid, hit.at)
 
     def arm(self, workflow_id: str | None, ordinal: int, kind: str, fresh: bool = False) -> Arming:
         arming = Arming(workflow_id, ordinal, kind, fresh=fresh)
@@ -216,27 +219,34 @@ class Hop(grpc.GenericRpcHandler):
         # A call is dropped only when its worker was killed: one that could not be (not ours) goes on as it came.
         if method == _DONE and (held := self._take(request, AFTER)) is not None and self._fire(*held):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker before its completion")
+        asked_at = time.time()
+        self._answered(method, request)  # on its way: a death from now on must not fail it over it
         response = await self._call(method, request, context)
-        self._answered(method, request)
         if method == _DONE and (held := self._take(request, RECORDED)) is not None:
             self._fire(*held)  # Temporal has answered: the completion is recorded
-        elif method in (_POLL, _EAGER) and (held := self._handed_out(method, request, response)) and self._fire(*held):
+        elif (
+            method in (_POLL, _EAGER)
+            and (held := self._handed_out(method, request, response, asked_at))
+            and self._fire(*held)
+        ):
             # the task goes nowhere: its attempt started, its body never ran
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker as its task came")
         return response
 
     async def _call(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        """Temporal's answer. A call whose worker is gone (killed) before the answer goes on all the same, as
-        what a worker has sent reaches Temporal without a hop; a long poll ends with its caller, as it does
-        at Temporal. A workflow task completion sent as its worker was killed can start activities eagerly
-        for it: the hop fails them at once (`handed`), nobody else would run them before their timeout."""
+        """Temporal's answer. A worker's answer (a task's completion, failure, heartbeat) whose worker is gone
+        (killed) before Temporal's reply goes on all the same, as what a worker has sent reaches Temporal
+        without a hop; any other call (a long poll) ends with its caller, as it does at Temporal. What
+        Temporal hands out in reply to a caller gone (a workflow task completion's eager activities, a
+        poll answered as it was cancelled) is failed at once (`handed`): nobody would run it before its
+        timeout."""
         assert self._channel is not None
         metadata = [(k, v) for k, v in context.invocation_metadata() or () if not k.startswith(":") and k not in _DROP]
         left = context.time_remaining()
         timeout = None if left is None or left > 1e6 else left
         call = asyncio.ensure_future(self._channel.unary_unary(method)(request, metadata=metadata, timeout=timeout))
         try:
-            return await (call if method.startswith(_POLLS) else asyncio.shield(call))
+            return await (asyncio.shield(call) if method.startswith(_SENT) else call)
         except asyncio.CancelledError:
             call.add_done_callback(lambda done: self._gone(method, request, done))
             raise
@@ -253,21 +263,25 @@ class Hop(grpc.GenericRpcHandler):
 
     def _gone(self, method: str, request: bytes, done: asyncio.Future) -> None:
         """Temporal's answer to a call whose worker was gone: what it handed out is failed at once."""
-        if done.cancelled() or done.exception() is not None:
+        if done.cancelled() or done.exception() is not None or method not in (_POLL, _EAGER) or self.handed is None:
             return
-        self._answered(method, request)
-        if method != _EAGER or self.handed is None:
-            return
-        with contextlib.suppress(Exception):  # a message we cannot read: the supervisor's failover remains
-            answer = rr.RespondWorkflowTaskCompletedResponse.FromString(done.result())
-            if not (tasks := [t for t in answer.activity_tasks if t.task_token]):
+        with contextlib.suppress(Exception):  # a message we cannot read: its attempt's timeout remains
+            if method == _POLL:
+                tasks = [rr.PollActivityTaskQueueResponse.FromString(done.result())]
+                identity = rr.PollActivityTaskQueueRequest.FromString(request).identity
+            else:
+                tasks = list(rr.RespondWorkflowTaskCompletedResponse.FromString(done.result()).activity_tasks)
+                identity = rr.RespondWorkflowTaskCompletedRequest.FromString(request).identity
+            if not (tasks := [t for t in tasks if t.task_token]):
                 return
             if self.aim:  # counted as handed out: its retry is the same aimed task
                 for task in tasks:
                     self._learn(task)
-            self._hand(tasks, rr.RespondWorkflowTaskCompletedRequest.FromString(request).identity, gone=True)
+            self.handed.handed(tasks, identity, time.time(), gone=True)
 
-    def _handed_out(self, method: str, request: bytes, response: bytes) -> tuple[Arming, str] | None:
+    def _handed_out(
+        self, method: str, request: bytes, response: bytes, asked_at: float | None = None
+    ) -> tuple[Arming, str] | None:
         """Learn the activity tasks a response hands out; the aimed one of an event armed before it comes."""
         with contextlib.suppress(Exception):  # a message we cannot read is forwarded as it is
             if method == _POLL:
@@ -277,19 +291,12 @@ class Hop(grpc.GenericRpcHandler):
             tasks = [task for task in tasks if task.task_token]
             asked = rr.PollActivityTaskQueueRequest if method == _POLL else rr.RespondWorkflowTaskCompletedRequest
             if tasks and self.handed is not None:
-                self._hand(tasks, asked.FromString(request).identity)
+                self.handed.handed(tasks, asked.FromString(request).identity, asked_at or time.time(), gone=False)
             seen = [self._learn(task) for task in tasks] if self.aim else []  # every one
             due = next(((a, t) for t in seen if (a := self._due(t, BEFORE)) is not None), None)
             if due is not None:
                 return due[0], asked.FromString(request).identity
         return None
-
-    def _hand(self, tasks: list[rr.PollActivityTaskQueueResponse], identity: str, gone: bool = False) -> None:
-        assert self.handed is not None
-        for task in tasks:
-            run = task.workflow_execution.workflow_id
-            held = Held(identity, run, task.activity_type.name, task.activity_id)
-            (self.handed.orphan if gone else self.handed.hand)(task.task_token, held)
 
     def _learn(self, task: rr.PollActivityTaskQueueResponse) -> Task:
         act = ActivityExec(
@@ -377,6 +384,6 @@ class Hop(grpc.GenericRpcHandler):
             arming.hit = Hit(hit.at, hit.pid, hit.identity, detail)
             self.hit_keys.add(task.key)  # a tool a kill landed on (a miss leaves it to the next call)
             if self.handed is not None and hit.pid is not None:
-                self.handed.died(identity, hit.pid)
+                self.handed.died(identity, hit.pid, hit.at)
         arming.fired.set()
         return hit is not None
