@@ -17,13 +17,14 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from checkpoint_tui.ledger.store import connect, record_worker_event
-from checkpoint_tui.proof.nemeses.handed import FAILED_BY, Handed, Held, by_token
+from checkpoint_tui.ledger.store import connect, create_run, record_worker_event
+from checkpoint_tui.proof.nemeses.handed import FAILED_BY, LATE_S, Handed, Held, by_token
 from checkpoint_tui.proof.nemeses.hop import Hop
 from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
@@ -59,12 +60,44 @@ async def test_a_death_fails_what_its_worker_held_and_unanswered_only(tmp_path: 
         "SELECT pid, identity, detail FROM worker_events WHERE event = 'assist' ORDER BY id"
     )
     said = [(pid, who, json.loads(detail)) for pid, who, detail in rows.fetchall()]
-    assert [(pid, who, d["failed_activities"], d.get("late", False)) for pid, who, d in said] == [
-        (11, "11@vm", ["run-1:send_line#1"], False),
-        (11, "11@vm", ["run-1:send_line#4"], True),
-        (None, "13@vm", ["run-1:send_line#5"], True),
+    assert sorted((d["failed_activities"], pid, who, d.get("late", False)) for pid, who, d in said) == [
+        (["run-1:send_line#1"], 11, "11@vm", False),
+        (["run-1:send_line#4"], 11, "11@vm", True),
+        (["run-1:send_line#5"], None, "13@vm", True),  # events written as each pass ends: any order
     ]
     assert all(d["by"] == "hop" for _, _, d in said)
+
+
+async def test_an_answer_temporal_did_not_take_is_its_worker_s_again(tmp_path: Path) -> None:
+    """An answer on its way is not failed by a death; once Temporal refused it (away), the attempt is the
+    dead worker's to fail; one Temporal no longer has (NOT_FOUND: timed out, failed) is over."""
+    import grpc
+
+    failed: list[bytes] = []
+
+    async def fail(token: bytes, message: str) -> None:
+        failed.append(token)
+
+    def ended(code: grpc.StatusCode | None) -> asyncio.Future:
+        done = asyncio.get_running_loop().create_future()
+        if code is None:
+            done.set_result(b"")
+        else:
+            done.set_exception(grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata()))
+        return done
+
+    handed = Handed(Settings(home=tmp_path), fail)
+    for token in (b"a", b"b", b"c"):
+        handed.hand(token, _held("11@vm", token.decode()), 100.0)
+        handed.answer(token)
+    handed.died("11@vm", 11, 101.0)
+    await handed.close()
+    assert failed == []  # all three on their way
+    handed.settle(b"a", ended(None))
+    handed.settle(b"b", ended(grpc.StatusCode.NOT_FOUND))
+    handed.settle(b"c", ended(grpc.StatusCode.UNAVAILABLE))
+    await handed.close()
+    assert failed == [b"c"]
 
 
 async def test_a_death_the_supervisor_records_fails_what_that_worker_held(tmp_path: Path) -> None:
@@ -182,21 +215,23 @@ async def _started_on(client: Client, workflow_id: str, deadline_s: float = 30.0
     raise AssertionError("the activity never started")
 
 
-async def test_a_killed_worker_s_attempt_is_retried_at_once_through_the_hop(
-    temporal_address: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("through_hop", [True, False], ids=["through-the-hop", "around-it"])
+async def test_a_killed_worker_s_attempt_is_retried_at_once(temporal_address: str, tmp_path: Path, through_hop) -> None:
+    """Through the hop, its attempt is failed by token as chaos kills it. A worker that reaches Temporal
+    around the hop (or an attempt Temporal started as its poll was cancelled): the late pass fails it by id."""
     settings = Settings(home=tmp_path)
     client = await Client.connect(temporal_address)
     hop = Hop(temporal_address, "", None, lambda who: None)
-    hop.handed = Handed(settings, by_token(lambda: client))
+    hop.handed = Handed(settings, by_token(lambda: client), lambda: client)
     address = await hop.start()
-    queue = f"handed-{uuid.uuid4().hex[:8]}"
+    queue = settings.task_queue
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    proc = subprocess.Popen([sys.executable, str(script), address, queue])
+    proc = subprocess.Popen([sys.executable, str(script), address if through_hop else temporal_address, queue])
     handle = None
     try:
-        handle = await client.start_workflow("OneStuck", id=f"handed-{queue}", task_queue=queue)
+        handle = await client.start_workflow("OneStuck", id=f"handed-{uuid.uuid4().hex[:8]}", task_queue=queue)
+        create_run(connect(settings.ledger), handle.id, 1, 0.0, "offline", queue)  # the late pass asks the lab's runs
         identity = await _started_on(client, handle.id)
         assert identity == f"{proc.pid}@handed-test"
         proc.send_signal(signal.SIGKILL)
@@ -212,10 +247,13 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once_through_the_hop(
         started = starts[0].event_time.ToMilliseconds() / 1000
         assert started - killed < 30  # its own timeout would have retried it after 60 s
         assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
+        await asyncio.sleep(LATE_S + 0.5)  # the late pass has asked (and found nothing more, through the hop)
         await hop.handed.close()
         rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")
-        ((pid, detail),) = rows.fetchall()
-        assert pid == proc.pid and json.loads(detail)["failed_activities"] == [f"{handle.id}:stuck#1"]
+        ((pid, detail),) = rows.fetchall()  # one failure: the late pass leaves what the hop saw handed out
+        said = json.loads(detail)
+        assert pid == proc.pid and said["failed_activities"] == [f"{handle.id}:stuck#1"]
+        assert said.get("by_id", False) is not through_hop
     finally:
         if proc.poll() is None:
             proc.kill()

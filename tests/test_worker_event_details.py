@@ -82,3 +82,13 @@ def test_an_assist_at_load_names_a_thousand_runs_and_counts_them_all():
         None,
     )
     assert "failed 5000 pending activity attempt(s) by id, reset 0 run(s)' sticky queue" in describe(row)
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [({}, "by task token (chaos's hop)"), ({"by_id": True, "late": True}, "by id (the hop's late pass)")],
+)
+def test_the_hop_s_assist_says_how_it_failed_and_claims_no_sticky_reset(extra, said):
+    detail = {"failed_activities": ["r:send_line#1"], "failed_activities_count": 1, "by": "hop", **extra}
+    row = WorkerEvent(1, 1.0, "assist", 7, None, None, json.dumps(detail), None, None)
+    assert describe(row) == f"assist for 7: failed 1 pending activity attempt(s) {said}"

@@ -296,10 +296,14 @@ def death_events(conn: Ledger, run_id: str, kinds: Sequence[str] = ("kill", "die
     return [{k: r[k] for k in r.keys()} | {"detail": detail_of(r["detail"])} for r in rows]  # noqa: SIM118 - a Row iterates values
 
 
-def deaths_after(conn: Ledger, after: int) -> list[tuple[int, float, int, str]]:
-    """(id, at, pid, identity) of every worker death recorded after event `after` (killed, died), oldest first."""
-    sql = "SELECT id, at, pid, identity FROM worker_events WHERE id > ? AND event IN ('kill', 'died') ORDER BY id"
-    return [tuple(r) for r in conn.execute(sql + " LIMIT 1000", (after,)).fetchall() if r[2] and r[3]]
+def deaths_after(conn: Ledger, after: int, host: str) -> list[tuple[int, float, int, str, str | None]]:
+    """(id, at, pid, identity, queue) of each worker death on `host` recorded after event `after`, oldest first."""
+    sql = "SELECT * FROM worker_events WHERE id > ? AND event IN ('kill', 'died') AND host = ? ORDER BY id LIMIT 1000"
+    out = []
+    for r in conn.execute(sql, (after, host)).fetchall():
+        queue = detail_of(r["detail"]).get("queue")
+        out.append((r["id"], r["at"], r["pid"], r["identity"], queue if isinstance(queue, str) else None))
+    return [d for d in out if d[2] and d[3]]
 
 
 # --- comparisons ---------------------------------------------------------------------------------

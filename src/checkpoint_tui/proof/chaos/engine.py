@@ -140,7 +140,7 @@ class Chaos:
             self.settings = replace(self.settings, worker_address=await self.proxy.start())
         if (hop := self.target.hop(self, self.settings.worker_address or address)) is not None:
             self.hop = hop  # the workers reach Temporal (or the proxy) through the hop, which sees who holds what
-            hop.handed = Handed(self.settings, by_token(lambda: self.client))
+            hop.handed = Handed(self.settings, by_token(lambda: self.client), lambda: self.client)
             self.supervisor.attempts_by_hop = True  # the hop fails them: the supervisor resets sticky queues only
             # with TLS to the cluster the hop ends the workers' TLS and speaks it upstream: they reach it plain
             self.settings = replace(self.settings, worker_address=await hop.start(), worker_plaintext=bool(hop.tls))

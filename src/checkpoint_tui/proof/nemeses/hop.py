@@ -220,8 +220,8 @@ class Hop(grpc.GenericRpcHandler):
         if method == _DONE and (held := self._take(request, AFTER)) is not None and self._fire(*held):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker before its completion")
         asked_at = time.time()
-        self._answered(method, request)  # on its way: a death from now on must not fail it over it
-        response = await self._call(method, request, context)
+        token = self._answering(method, request)  # on its way: a death from now on must not fail it over it
+        response = await self._call(method, request, context, token)
         if method == _DONE and (held := self._take(request, RECORDED)) is not None:
             self._fire(*held)  # Temporal has answered: the completion is recorded
         elif (
@@ -233,7 +233,9 @@ class Hop(grpc.GenericRpcHandler):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the lab killed this worker as its task came")
         return response
 
-    async def _call(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    async def _call(
+        self, method: str, request: bytes, context: grpc.aio.ServicerContext, token: bytes | None = None
+    ) -> bytes:
         """Temporal's answer. A worker's answer (a task's completion, failure, heartbeat) whose worker is gone
         (killed) before Temporal's reply goes on all the same, as what a worker has sent reaches Temporal
         without a hop; any other call (a long poll) ends with its caller, as it does at Temporal. What
@@ -245,6 +247,8 @@ class Hop(grpc.GenericRpcHandler):
         left = context.time_remaining()
         timeout = None if left is None or left > 1e6 else left
         call = asyncio.ensure_future(self._channel.unary_unary(method)(request, metadata=metadata, timeout=timeout))
+        if token is not None:  # an answer: the attempt is the lab's to fail again if Temporal did not take it
+            call.add_done_callback(lambda done: self.handed.settle(token, done) if self.handed else None)
         try:
             return await (asyncio.shield(call) if method.startswith(_SENT) else call)
         except asyncio.CancelledError:
@@ -256,10 +260,14 @@ class Hop(grpc.GenericRpcHandler):
             await context.abort(err.code(), err.details() or "")
             raise  # abort raises; for the type checker
 
-    def _answered(self, method: str, request: bytes) -> None:
+    def _answering(self, method: str, request: bytes) -> bytes | None:
+        """The task token of a worker's answer to its activity task, now on its way."""
         if self.handed is not None and method in _ANSWERS:
             with contextlib.suppress(Exception):  # a message we cannot read is forwarded as it is
-                self.handed.answer(_ANSWERS[method](request).task_token)
+                token: bytes = _ANSWERS[method](request).task_token
+                self.handed.answer(token)
+                return token
+        return None
 
     def _gone(self, method: str, request: bytes, done: asyncio.Future) -> None:
         """Temporal's answer to a call whose worker was gone: what it handed out is failed at once."""

@@ -102,6 +102,9 @@ def describe(e: WorkerEvent) -> str:
     if e.event == "assist":
         failed, reset = _count(detail, "failed_activities"), _count(detail, "sticky_reset")
         sticky = "reset sticky queue" if reset is None else f"reset {reset} run(s)' sticky queue"
+        if detail.get("by") == "hop":  # chaos's hop (proof/nemeses/handed.py): it resets no sticky queue
+            how = "by id (the hop's late pass)" if detail.get("by_id") else "by task token (chaos's hop)"
+            return f"assist for {e.pid_label}: failed {failed or 0} pending activity attempt(s) {how}"
         return f"assist for {e.pid_label}: failed {failed or 0} pending activity attempt(s) by id, {sticky}"
     if (said := words(e.event, detail, e.pid_label)) is not None:
         return f"chaos {said}" if e.event.startswith("chaos:") else said
