@@ -54,6 +54,7 @@ async def test_a_death_fails_what_its_worker_held_and_unanswered_only(tmp_path: 
     await handed.close()
     assert [t for t, _ in failed] == [b"a", b"d", b"e"] and failed[2][1] == f"worker 13@vm {FAILED_BY}"
     handed.hand(b"f", _held("11@vm", "6"), 102.0)  # a new worker under that identity (a pid used again): alive
+    handed.died("11@vm", 11, 101.0)  # the old death's record, read after the new worker polled: not its death
     await handed.close()
     assert len(failed) == 3 and set(handed.held) == {b"c", b"f"} and "11@vm" not in handed.dead
     rows = connect(Settings(home=tmp_path).ledger).execute(

@@ -34,6 +34,7 @@ from typing import Any
 from grpc import StatusCode
 from grpc.aio import AioRpcError
 from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import PollActivityTaskQueueResponse
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
@@ -56,7 +57,11 @@ FAIL_S = 2.0  # each failure's bound: with the dev server down too, Temporal's t
 AT_ONCE = 64  # failures in flight at once
 LISTED = 1_000  # attempts named in a death's assist event (its count is whole)
 MAX_NAME = 128
-_STARTED = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+# a retry waiting for a worker, or a paused one, keeps its last attempt's identity: not a dead worker's to fail
+_NOT_RUNNING = (
+    PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
+    PendingActivityState.PENDING_ACTIVITY_STATE_PAUSED,
+)
 NOT_FOUND = StatusCode.NOT_FOUND  # Temporal has no such attempt: answered, failed or timed out already
 WATCH_S = 0.05  # how often the ledger is read for deaths chaos did not cause itself
 AWAY_S, AWAY_EVERY_S = 10.0, 0.2  # a failure Temporal could not take (away, restarting) is tried again so long
@@ -65,6 +70,7 @@ LATE_S = 1.0  # the late pass, once the dead worker's last calls are surely over
 # Past a proxy that does not pass a cancel on, a dead worker's polls live at Temporal until their long poll
 # ends, each taking a task: a late pass that failed one is followed by another, LATE_ROUNDS in all at most.
 LATE_ROUNDS = 5
+LATE_AT_ONCE = 32  # the late pass's describes at once
 
 Fail = Callable[[bytes, str], Awaitable[None]]  # (task token, the failure's message)
 
@@ -90,6 +96,10 @@ class Held:
     activity_type: str
     activity_id: str
     attempt: int = 1
+    execution: str = ""  # Temporal's run id of the workflow's execution (activity ids repeat across a chain)
+
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.identity, self.execution, self.activity_id, self.attempt)
 
     def name(self) -> str:
         """As the supervisor's assist events name an attempt: run:type#id, cut, on one line."""
@@ -104,7 +114,10 @@ class Handed:
         self.settings, self._fail, self._client_of = settings, fail, client_of
         self.held: dict[bytes, Held] = {}  # task token -> whose it is (insertion order: oldest first)
         self._answering: dict[bytes, Held] = {}  # an answer on its way to Temporal
-        self._given: dict[tuple[str, str, str, int], None] = {}  # (identity, workflow id, activity id, attempt)
+        self._given: dict[tuple[str, str, str, int], None] = {}  # Held.key() of every attempt the hop saw handed
+        self._back: dict[str, float] = {}  # identity -> when a worker polled under it again after its death
+        self._late_gate = asyncio.Semaphore(LATE_AT_ONCE)  # the late pass's own: failures by token never wait on it
+        self._closing = False
         self._late_due: dict[str, int] = {}  # identity -> pid: dead, its late pass to come
         self._late_passing = False
         self.dead: dict[str, tuple[int, float]] = {}  # identity -> (pid, when) of a worker that died
@@ -118,7 +131,9 @@ class Handed:
         caller had gone by the reply."""
         for task in tasks:
             run = task.workflow_execution.workflow_id
-            held = Held(identity, run, task.activity_type.name, task.activity_id, task.attempt)
+            held = Held(
+                identity, run, task.activity_type.name, task.activity_id, task.attempt, task.workflow_execution.run_id
+            )
             if gone:
                 self.orphan(task.task_token, held)
             else:
@@ -129,9 +144,11 @@ class Handed:
         died is failed as it passes (a worker started since under the same identity is alive)."""
         if (death := self.dead.get(held.identity)) is not None:
             if asked_at <= death[1]:
+                self._gave(held)
                 self._start(death[0], {token: held}, late=True)
                 return
             del self.dead[held.identity]
+            self._back[held.identity] = asked_at  # a record of that death read later is not this worker's
         if len(self.held) >= MAX_HELD:
             self.held.pop(next(iter(self.held)))
         self.held[token] = held
@@ -140,7 +157,7 @@ class Handed:
     def _gave(self, held: Held) -> None:
         if len(self._given) >= MAX_HELD:
             self._given.pop(next(iter(self._given)))
-        self._given[(held.identity, held.workflow_id, held.activity_id, held.attempt)] = None
+        self._given[held.key()] = None
 
     def orphan(self, token: bytes, held: Held) -> None:
         """A task handed out in answer to a call whose worker was gone by then: nobody will run it."""
@@ -167,8 +184,8 @@ class Handed:
 
     def died(self, identity: str, pid: int, at: float) -> None:
         """The worker of `identity` died at `at`: fail every attempt it held, in the background."""
-        if identity in self.dead:
-            return  # seen already (chaos's kill, then the supervisor's record of it)
+        if identity in self.dead or at <= self._back.get(identity, 0.0):
+            return  # seen already (chaos's kill, then the supervisor's record of it), or a new worker polls under it
         if len(self.dead) >= MAX_DEAD:
             self.dead.pop(next(iter(self.dead)))
         self.dead[identity] = (pid, at)
@@ -188,7 +205,9 @@ class Handed:
         self._watch = asyncio.get_running_loop().create_task(self._watching())
 
     async def close(self) -> None:
-        """Stop watching; let the failures in flight end (each is bounded), so their assist events are written."""
+        """Stop watching and the late passes to come; let the failures in flight end (each is bounded), so their
+        assist events are written."""
+        self._closing = True
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -222,20 +241,26 @@ class Handed:
         return queries.running_runs(connect(self.settings.ledger), self.settings.task_queue)
 
     async def _late_passes(self) -> None:
+        rounds: dict[str, int] = {}
         try:
-            rounds = 0
-            while self._late_due:
+            while self._late_due and not self._closing:
                 await asyncio.sleep(LATE_S)
                 # the failures by token first: an attempt one of them is failing is current until it lands
                 await asyncio.gather(*self._failing, return_exceptions=True)
                 due, self._late_due = self._late_due, {}
-                rounds += 1
-                if await self._late_pass(due) and rounds < LATE_ROUNDS:
-                    self._late_due = {**due, **self._late_due}  # its polls still take tasks: ask again
+                try:
+                    found = await self._late_pass(due)
+                except Exception:  # the ledger or the client away: the deaths' own timeouts remain
+                    log.exception("hop: a late pass failed")
+                    continue
+                for who in found:  # its polls may still take tasks: asked again, LATE_ROUNDS in all at most
+                    rounds[who] = rounds.get(who, 1) + 1
+                    if rounds[who] <= LATE_ROUNDS and who in self.dead:
+                        self._late_due.setdefault(who, due[who])
         finally:
             self._late_passing = False
 
-    async def _late_pass(self, dead: dict[str, int]) -> bool:
+    async def _late_pass(self, dead: dict[str, int]) -> set[str]:
         """Fail by id what the dead workers started and the hop never saw handed to them: every running run
         described once for all of them (a burst of deaths, the replacements of a killed dev server's lab:
         one pass, not one each)."""
@@ -245,27 +270,33 @@ class Handed:
         runs = await asyncio.to_thread(self._running)
 
         async def one(run_id: str) -> None:
-            async with self._gate:
+            async with self._late_gate:
                 with contextlib.suppress(Exception):  # completed meanwhile, or the server away: its timeout remains
                     async with asyncio.timeout(FAIL_S):
                         desc = await client.get_workflow_handle(run_id).describe()
-                        for pa in desc.raw_description.pending_activities:
-                            who = pa.last_worker_identity
-                            seen = (who, run_id, pa.activity_id, pa.attempt) in self._given  # failed by token
-                            if who not in dead or pa.state != _STARTED or seen:
-                                continue
-                            act = client.get_async_activity_handle(
-                                workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id
-                            )
-                            died = f"worker {dead[who]} {FAILED_BY}"
-                            await act.fail(ApplicationError(died, type="WorkerDied", next_retry_delay=RETRY_AT_ONCE))
-                            failed[who].append(Held(who, run_id, pa.activity_type.name, pa.activity_id).name())
+                    for pa in desc.raw_description.pending_activities:
+                        await fail(run_id, desc.run_id, pa)
+
+        async def fail(run_id: str, execution: str, pa: PendingActivityInfo) -> None:
+            who, key = pa.last_worker_identity, (pa.last_worker_identity, execution, pa.activity_id, pa.attempt)
+            if who not in dead or who not in self.dead or pa.state in _NOT_RUNNING or key in self._given:
+                return  # not a dead worker's (any more), or one it saw handed out: failed by token
+            act = client.get_async_activity_handle(workflow_id=run_id, run_id=execution, activity_id=pa.activity_id)
+            died = ApplicationError(
+                f"worker {dead[who]} {FAILED_BY}", type="WorkerDied", next_retry_delay=RETRY_AT_ONCE
+            )
+            try:
+                async with asyncio.timeout(FAIL_S):
+                    await act.fail(died)
+                failed[who].append(Held(who, run_id, pa.activity_type.name, pa.activity_id).name())
+            except Exception as err:  # answered meanwhile: nothing to fail
+                log.info("hop late pass for %s: %s", run_id, err)
 
         await asyncio.gather(*(one(r) for r in runs))
         for who, names in failed.items():
             if names:
                 await self._record(dead[who], who, names, {"asked": len(runs), "by_id": True}, began, late=True)
-        return any(failed.values())
+        return {who for who, names in failed.items() if names}
 
     def _start(self, pid: int | None, attempts: dict[bytes, Held], late: bool) -> None:
         task = self._track(self._failover(pid, attempts, late))
@@ -297,6 +328,8 @@ class Handed:
                         away = isinstance(err, TimeoutError) or err.status in _AWAY
                         if not away or time.monotonic() > until:
                             log.info("hop failover for %s: %s", held.name(), err)
+                            if away:  # not landed: the late pass may fail it by id
+                                self._given.pop(held.key(), None)
                             return
                     except Exception as err:  # its timeout covers it
                         log.info("hop failover for %s: %s", held.name(), err)
