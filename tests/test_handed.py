@@ -24,7 +24,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from checkpoint_tui.ledger.store import connect, create_run, record_worker_event
-from checkpoint_tui.proof.nemeses.handed import FAILED_BY, LATE_S, Handed, Held, by_token
+from checkpoint_tui.proof.nemeses.handed import FAILED_BY, Handed, Held, by_token
 from checkpoint_tui.proof.nemeses.hop import Hop
 from checkpoint_tui.proof.nemeses.records import Hit
 from checkpoint_tui.settings import Settings
@@ -161,8 +161,7 @@ async def test_a_failure_that_raises_is_not_counted(tmp_path: Path) -> None:
 WORKER = textwrap.dedent(
     """
     import asyncio, os, sys
-    from datetime import timedelta
-    from temporalio import activity, workflow
+    from temporalio import activity
     from temporalio.client import Client
     from temporalio.worker import Worker
 
@@ -171,18 +170,10 @@ WORKER = textwrap.dedent(
         await asyncio.sleep(3600)
         return "never"
 
-    @workflow.defn(name="OneStuck", sandboxed=False)
-    class OneStuck:
-        @workflow.run
-        async def run(self) -> str:
-            return await workflow.execute_activity(stuck, start_to_close_timeout=timedelta(seconds=60))
-
-    async def main():
+    async def main():  # the activity only: the test's own worker runs the workflow
         client = await Client.connect(sys.argv[1])
         identity = f"{os.getpid()}@handed-test"
-        # no sticky queue: the workflow's next task goes to the survivor at once, not after the dead one's 10 s
-        kw = dict(identity=identity, max_cached_workflows=0)
-        async with Worker(client, task_queue=sys.argv[2], workflows=[OneStuck], activities=[stuck], **kw):
+        async with Worker(client, task_queue=sys.argv[2], activities=[stuck], identity=identity):
             await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -231,30 +222,35 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once(temporal_address: st
     proc = subprocess.Popen([sys.executable, str(script), address if through_hop else temporal_address, queue])
     handle = None
     try:
-        handle = await client.start_workflow("OneStuck", id=f"handed-{uuid.uuid4().hex[:8]}", task_queue=queue)
-        create_run(connect(settings.ledger), handle.id, 1, 0.0, "offline", queue)  # the late pass asks the lab's runs
-        identity = await _started_on(client, handle.id)
-        assert identity == f"{proc.pid}@handed-test"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        killed = time.time()
-        hop.killed(Hit(killed, proc.pid, identity))  # chaos's kill: at once
-        async with Worker(client, task_queue=queue, workflows=[OneStuck], activities=[unstuck]):
-            assert await asyncio.wait_for(handle.result(), 50) == "done"
-        history = (await handle.fetch_history()).events
-        starts = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
-        retries = [e.activity_task_started_event_attributes for e in starts]
-        assert [r.attempt for r in retries] == [2]
-        started = starts[0].event_time.ToMilliseconds() / 1000
-        assert started - killed < 30  # its own timeout would have retried it after 60 s
-        assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
-        await asyncio.sleep(LATE_S + 0.5)  # the late pass has asked (and found nothing more, through the hop)
-        await hop.handed.close()
-        rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")
-        ((pid, detail),) = rows.fetchall()  # one failure: the late pass leaves what the hop saw handed out
-        said = json.loads(detail)
-        assert pid == proc.pid and said["failed_activities"] == [f"{handle.id}:stuck#1"]
-        assert said.get("by_id", False) is not through_hop
+        # the workflow's worker, alive throughout: the run's sticky queue is never a dead worker's
+        async with Worker(client, task_queue=queue, workflows=[OneStuck]):
+            handle = await client.start_workflow("OneStuck", id=f"handed-{uuid.uuid4().hex[:8]}", task_queue=queue)
+            create_run(connect(settings.ledger), handle.id, 1, 0.0, "offline", queue)  # the late pass asks these
+            identity = await _started_on(client, handle.id)
+            assert identity == f"{proc.pid}@handed-test"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            killed = time.time()
+            hop.killed(Hit(killed, proc.pid, identity))  # chaos's kill: at once
+            async with Worker(client, task_queue=queue, activities=[unstuck]):
+                assert await asyncio.wait_for(handle.result(), 50) == "done"
+            history = (await handle.fetch_history()).events
+            starts = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+            retries = [e.activity_task_started_event_attributes for e in starts]
+            assert [r.attempt for r in retries] == [2]
+            started = starts[0].event_time.ToMilliseconds() / 1000
+            assert started - killed < 30  # its own timeout would have retried it after 60 s
+            assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
+            deadline = time.monotonic() + 30  # the late pass has asked (and found nothing more, through the hop)
+            while hop.handed.late_passing and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert not hop.handed.late_passing
+            await hop.handed.close()
+            rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")
+            ((pid, detail),) = rows.fetchall()  # one failure: the late pass leaves what the hop saw handed out
+            said = json.loads(detail)
+            assert pid == proc.pid and said["failed_activities"] == [f"{handle.id}:stuck#1"]
+            assert said.get("by_id", False) is not through_hop
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -51,7 +51,8 @@ LATE_ASSIST_S = 1.5  # the second pass, once a dead worker's last polls are sure
 # resets sticky queues only. Failing by id too would fail whatever attempt is current, and once the hop's
 # failure has started the retry on a live worker, that is the live one's.
 STICKY_ONLY = "sticky-only"
-_NOT_RUNNING = (
+# a retry waiting for a worker, or a paused one, keeps its last attempt's identity: not a dead worker's to fail
+NOT_RUNNING = (
     PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
     PendingActivityState.PENDING_ACTIVITY_STATE_PAUSED,
 )
@@ -175,7 +176,7 @@ async def _assist_run(
     for pa in desc.raw_description.pending_activities:
         # a retry waiting for a worker (or a paused one) keeps its last attempt's identity: failed again, it
         # would only add an attempt
-        if failed is None or (w := by_name.get(pa.last_worker_identity)) is None or pa.state in _NOT_RUNNING:
+        if failed is None or (w := by_name.get(pa.last_worker_identity)) is None or pa.state in NOT_RUNNING:
             continue
         act = client.get_async_activity_handle(workflow_id=run_id, run_id=desc.run_id, activity_id=pa.activity_id)
         died = f"worker {w.pid} died (seen by the supervisor)"

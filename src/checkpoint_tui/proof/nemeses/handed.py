@@ -33,7 +33,6 @@ from typing import Any
 
 from grpc import StatusCode
 from grpc.aio import AioRpcError
-from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.api.workflowservice.v1 import PollActivityTaskQueueResponse
 from temporalio.client import Client
@@ -46,7 +45,7 @@ from checkpoint_tui.ledger.inspect_queries import last_event_id
 from checkpoint_tui.ledger.store import connect, record_worker_event
 from checkpoint_tui.model.decision import scrub
 from checkpoint_tui.ops import fleet
-from checkpoint_tui.ops.failover import RETRY_AT_ONCE
+from checkpoint_tui.ops.failover import NOT_RUNNING, RETRY_AT_ONCE
 from checkpoint_tui.settings import HOST, Settings
 
 log = logging.getLogger(__name__)
@@ -57,11 +56,6 @@ FAIL_S = 2.0  # each failure's bound: with the dev server down too, Temporal's t
 AT_ONCE = 64  # failures in flight at once
 LISTED = 1_000  # attempts named in a death's assist event (its count is whole)
 MAX_NAME = 128
-# a retry waiting for a worker, or a paused one, keeps its last attempt's identity: not a dead worker's to fail
-_NOT_RUNNING = (
-    PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
-    PendingActivityState.PENDING_ACTIVITY_STATE_PAUSED,
-)
 NOT_FOUND = StatusCode.NOT_FOUND  # Temporal has no such attempt: answered, failed or timed out already
 WATCH_S = 0.05  # how often the ledger is read for deaths chaos did not cause itself
 AWAY_S, AWAY_EVERY_S = 10.0, 0.2  # a failure Temporal could not take (away, restarting) is tried again so long
@@ -200,6 +194,11 @@ class Handed:
                 self._late_passing = True
                 self._track(self._late_passes())
 
+    @property
+    def late_passing(self) -> bool:
+        """A late pass is to come or under way."""
+        return self._late_passing
+
     def watch(self) -> None:
         """Read the ledger for the deaths chaos did not cause itself, from now on."""
         self._watch = asyncio.get_running_loop().create_task(self._watching())
@@ -279,7 +278,7 @@ class Handed:
 
         async def fail(run_id: str, execution: str, pa: PendingActivityInfo) -> None:
             who, key = pa.last_worker_identity, (pa.last_worker_identity, execution, pa.activity_id, pa.attempt)
-            if who not in dead or who not in self.dead or pa.state in _NOT_RUNNING or key in self._given:
+            if who not in dead or who not in self.dead or pa.state in NOT_RUNNING or key in self._given:
                 return  # not a dead worker's (any more), or one it saw handed out: failed by token
             act = client.get_async_activity_handle(workflow_id=run_id, run_id=execution, activity_id=pa.activity_id)
             died = ApplicationError(
