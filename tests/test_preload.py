@@ -119,6 +119,37 @@ def test_a_fork_runs_the_script_as_main_in_a_session_of_its_own(tmp_path: Path):
         proc.wait(timeout=10)
 
 
+def test_a_fork_asked_for_the_moment_ready_is_said_is_not_the_preloaders_end(tmp_path: Path):
+    """The preloader paused right after its ready file appears (a loaded machine's preemption there,
+    made certain by a sitecustomize that sleeps after that rename): a SIGUSR1 sent then waits for it,
+    rather than meeting the default action that ends the process."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import os, time\n_replace = os.replace\n"
+        "def replace(src, dst, *a, **k):\n    _replace(src, dst, *a, **k)\n"
+        "    if str(dst).endswith('p.ready'):\n        time.sleep(1.0)\n"
+        "os.replace = replace\n"
+    )
+    script = tmp_path / "worker.py"
+    script.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    ready = tmp_path / "p.ready"
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--ready", str(ready), "--", sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until_sync(ready.exists, 30)
+        proc.send_signal(signal.SIGUSR1)  # inside the second the preloader sleeps after saying ready
+        assert wait_until_sync(lambda: (tmp_path / "ran").exists(), 30), proc.poll()
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def test_a_folder_the_script_puts_on_sys_path_is_where_its_imports_are_preloaded_from(tmp_path: Path):
     (tmp_path / "shared").mkdir()
     marker = tmp_path / "imported"

@@ -265,10 +265,9 @@ def reap(exits: str) -> None:
                 f.write(json.dumps({"pid": pid, "signal": sig, "code": code}) + "\n")
 
 
-def serve(script: str | None, module: str | None, argv: list[str], ready: str, said: dict) -> None:
+def serve(script: str | None, module: str | None, argv: list[str], ready: str, said: dict, mask: set[int]) -> None:
     """Wait for SIGUSR1 (fork a child), SIGCHLD (reap), or an end signal (exit: the children are the
-    pool's workers now and stay)."""
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    pool's workers now and stay); `mask`: the signal mask a fork gets back."""
     while True:
         sig = signal.sigwaitinfo(SIGNALS).si_signo
         if sig == signal.SIGCHLD:
@@ -305,8 +304,11 @@ def main() -> None:
         say(ready, {"ok": False, "reason": reason})
         return
     said = {"ok": True, "modules": modules, "seconds": round(time.monotonic() - started, 3)}
+    # Blocked before "ready" is said: a SIGUSR1 sent the moment the file appears would otherwise meet
+    # its default action and end the preloader (seen once in a loaded suite: no fork within 30 s).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     say(ready, said)
-    serve(script, module, argv, ready, said)
+    serve(script, module, argv, ready, said, mask)
 
 
 if __name__ == "__main__":
