@@ -4,9 +4,9 @@ worker was running (tests/conftest.py names it in CHECKPOINT_TESTS_TRACE_DIR). A
 when that worker is its ancestor or its environment names it (PYTEST_XDIST_WORKER: daemons the kernel
 re-parented). A child's CPU is counted while it lives and, once reaped, through its parent's children
 times less what was already seen of it (its own and its reaped children's). Prints the machine's CPU
-beside it, the CPU by kind of process (dev servers, our workers, node, the CLI...), and the costliest
-test files (each with its costliest kinds) and tests. The sampling costs CPU of its own: the suite's
-wall time under it is not the suite's. Run it on an otherwise idle machine:
+beside it, the CPU by kind of process (dev servers, our workers, node, the CLI...) with how many of
+each ran, and the costliest test files (each with its costliest kinds) and tests. The sampling costs
+CPU of its own: the suite's wall time under it is not the suite's. Run it on an otherwise idle machine:
 
     .venv/bin/python bench/suite_cpu.py [--top 30] [-- pytest args...]
 """
@@ -98,6 +98,7 @@ def main() -> int:
     seen: dict[int, tuple[str, str, float, float, int]] = {}  # pid -> (owner, kind, own, kids, ppid)
     by_test: collections.Counter[str] = collections.Counter()
     by_kind: collections.Counter[str] = collections.Counter()
+    procs_by_kind: collections.Counter[str] = collections.Counter()  # processes seen (alive at a sample)
     by_file_kind: collections.Counter[tuple[str, str]] = collections.Counter()
     workers: dict[int, str] = {}  # xdist worker pid -> its id
     while suite.poll() is None:
@@ -126,6 +127,8 @@ def main() -> int:
                     walk = now[walk][0]
                 owner = owner or environ_worker(pid) or ""
                 seen[pid] = (owner, kind(pid), 0.0, 0.0, ppid)
+                if owner:
+                    procs_by_kind[seen[pid][1]] += 1
             owner, what, own0, kids0, _ = seen[pid]
             start_up = not owner and pid in workers
             if start_up:  # an xdist worker seen before it named its first test: what it spent until now
@@ -147,9 +150,10 @@ def main() -> int:
         f"\nwall {wall:.0f} s · the machine's CPU {machine:.0f} s ({machine / wall:.2f} cores) · put down to tests"
         f" {total:.0f} s"
     )
-    print("\nby kind of process:")
+    print("\nby kind of process (processes seen at a sample; one that lived under 0.25 s may be missed):")
     for what, cpu in by_kind.most_common():
-        print(f"  {cpu:7.1f} s  {what}")
+        n = procs_by_kind[what]
+        print(f"  {cpu:7.1f} s  {what}" + (f"  ({n} processes, {cpu / n:.2f} s each)" if n else ""))
     print(f"\ncostliest {args.top} test files:")
     for f, cpu in files.most_common(args.top):
         kinds = sorted(((c, k) for (ff, k), c in by_file_kind.items() if ff == f and c >= 1), reverse=True)

@@ -236,21 +236,25 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once(temporal_address: st
                 assert await asyncio.wait_for(handle.result(), 50) == "done"
             history = (await handle.fetch_history()).events
             starts = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
-            retries = [e.activity_task_started_event_attributes for e in starts]
-            assert [r.attempt for r in retries] == [2]
+            (retry,) = [e.activity_task_started_event_attributes for e in starts]  # the attempt that ran
+            assert retry.attempt >= 2
             started = starts[0].event_time.ToMilliseconds() / 1000
             assert started - killed < 30  # its own timeout would have retried it after 60 s
-            assert retries[0].last_failure.message == f"worker {proc.pid} {FAILED_BY}"
+            assert retry.last_failure.message == f"worker {proc.pid} {FAILED_BY}"
             deadline = time.monotonic() + 30  # the late pass has asked (and found nothing more, through the hop)
             while hop.handed.late_passing and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             assert not hop.handed.late_passing
             await hop.handed.close()
             rows = connect(settings.ledger).execute("SELECT pid, detail FROM worker_events WHERE event = 'assist'")
-            ((pid, detail),) = rows.fetchall()  # one failure: the late pass leaves what the hop saw handed out
-            said = json.loads(detail)
-            assert pid == proc.pid and said["failed_activities"] == [f"{handle.id}:stuck#1"]
-            assert said.get("by_id", False) is not through_hop
+            said = [(pid, json.loads(detail)) for pid, detail in rows.fetchall()]
+            # Attempt 1 failed as the kill came; on a loaded machine Temporal may hand the retry to one of
+            # the dead worker's polls still open at it (its closed connection not yet seen), and that attempt
+            # is failed as it passes, again naming the dead worker. Nothing else is failed: the late pass
+            # leaves what the hop saw handed out, and the attempt that ran was the live worker's.
+            failed = [a for _, d in said for a in d["failed_activities"]]
+            assert failed == [f"{handle.id}:stuck#{n}" for n in range(1, retry.attempt)], said
+            assert all(pid == proc.pid and d.get("by_id", False) is not through_hop for pid, d in said), said
     finally:
         if proc.poll() is None:
             proc.kill()

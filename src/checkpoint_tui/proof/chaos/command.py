@@ -102,12 +102,17 @@ async def chaos_command(
     report = await until_sigterm_said(chaos.run())
     print_report(report, chaos.target)
     if max_kills is not None:
+        last = [chaos]  # the run the next round's aims are measured on
 
         def aimed_round(steps: int, aimed: list[ChaosEvent]) -> Coroutine[Any, Any, ChaosReport]:
-            return Chaos(settings, seed, steps, aimed, chaos.target.round_target()).run()
+            last[0] = Chaos(settings, seed, steps, aimed, chaos.target.round_target())
+            return last[0].run()
+
+        def again() -> coverage.Aims:
+            return last[0].target.coverage_aims(last[0])
 
         aims = chaos.target.coverage_aims(chaos)
-        report = await until_sigterm_said(coverage.cover(seed, report, max_kills, aimed_round, aims))
+        report = await until_sigterm_said(coverage.cover(seed, report, max_kills, aimed_round, aims, again))
         coverage.print_coverage(report)
     checks = report.checks + kill_windows.window_cases(report)
     path = json_path or settings.run_dir / f"chaos-seed{seed}.json"

@@ -140,12 +140,34 @@ def draw(found: list[Spot], missing: list[str], seed: int, round_no: int, budget
     rng = random.Random(f"coverage-{seed}-{round_no}")
     events: list[ChaosEvent] = []
     wanted, last = set(missing), 0
+    after_close = _after_close(found)
     for spot in sorted(found, key=lambda s: s.seq):
         if spot.window not in wanted or spot.seq < max(2, last + 2) or len(events) >= budget:
             continue
-        delay = spot.offset_s + rng.uniform(*MIDDLE) * spot.span_s
+        offset, span = (
+            after_close.get(spot.window, (spot.offset_s, spot.span_s))
+            if spot.anchor == "close"
+            else (spot.offset_s, spot.span_s)
+        )
+        delay = offset + rng.uniform(*MIDDLE) * span
         kind = "worker-in-activity" if spot.anchor == "start" else "worker-between-activities"
         events.append(ChaosEvent(spot.seq, kind, round(max(0.0, delay) * 1000)))
         wanted.discard(spot.window)
         last = spot.seq
     return events, max([e.step or 0 for e in events], default=0) + 1
+
+
+def _after_close(found: list[Spot]) -> dict[str, tuple[float, float]]:
+    """Where a workflow task or a timer begins after the close of the activity before it, and how long it
+    lasts: the median over the run's spots of that window. How soon a task follows a close is the
+    server's dispatch, the same throughout a run but for a loaded moment's (a task dispatched 0.5 s
+    late), and a kill timed from that one spot's figures every round lands in the next activity every
+    round (seen on a loaded machine: six rounds, the workflow task never hit)."""
+    closing = [s for s in found if s.anchor == "close"]
+    return {
+        w: (
+            statistics.median(s.offset_s for s in closing if s.window == w),
+            statistics.median(s.span_s for s in closing if s.window == w),
+        )
+        for w in {s.window for s in closing}
+    }
