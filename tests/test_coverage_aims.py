@@ -1,14 +1,14 @@
 """What `chaos --until-covered` aims at on a user's workflow between rounds (proof/chaos/coverage.py,
 coverage_activities.py): a kill after an activity's close is timed by the run's typical workflow task,
-not by one loaded moment's, and a window the latest round showed too short for timing is reported as
-such instead of being aimed at until the bound runs out."""
+not by one loaded moment's, and a task window the latest round showed too short for timing is reported
+as such instead of being aimed at until the bound runs out; an activity's own windows stay wanted."""
 
 from __future__ import annotations
 
-from checkpoint_tui.core.windows import MODEL, WORKFLOW_TASK
+from checkpoint_tui.core.windows import MODEL, TIMER, WORKFLOW_TASK, WRITE_STAMP
 from checkpoint_tui.proof.chaos import coverage_activities
 from checkpoint_tui.proof.chaos.coverage import Aims, cover, remeasured
-from checkpoint_tui.proof.chaos.coverage_activities import Spot, aims, draw
+from checkpoint_tui.proof.chaos.coverage_activities import Spot, aims
 from checkpoint_tui.proof.report.chaos import ChaosReport, Placement
 
 
@@ -19,15 +19,18 @@ def _tasks(first_offset: float, first_span: float) -> list[Spot]:
 
 
 def test_a_kill_after_a_close_is_timed_by_the_runs_typical_task_not_its_loaded_one():
-    (event,), _ = draw(_tasks(0.45, 0.3), [WORKFLOW_TASK], seed=3, round_no=1, budget=10)
+    (event,), _ = aims(_tasks(0.45, 0.3)).draw([WORKFLOW_TASK], 3, 1, 10)
     assert event.step == 2 and event.kind == "worker-between-activities"
     # the median task: 10 ms after the close, 120 ms long; its middle (30-70 %) is 46-94 ms in
     assert 46 <= event.delay_ms <= 94, event.delay_ms
 
 
-def test_a_kill_inside_an_activity_keeps_that_activitys_own_place():
+def test_a_timer_keeps_its_own_length_and_an_activity_its_own_place():
+    timers = [Spot(TIMER, 2, "close", 0.01, 2.0)] + [Spot(TIMER, seq, "close", 0.01, 0.2) for seq in range(4, 8)]
+    (event,), _ = aims(timers).draw([TIMER], 3, 1, 10)
+    assert event.step == 2 and 610 <= event.delay_ms <= 1410  # the 2 s timer's own middle
     found = [Spot(MODEL, 2, "start", 0.0, 1.0), Spot(MODEL, 4, "start", 0.0, 0.1)]
-    (event,), _ = draw(found, [MODEL], seed=3, round_no=1, budget=10)
+    (event,), _ = aims(found).draw([MODEL], 3, 1, 10)
     assert event.step == 2 and 300 <= event.delay_ms <= 700  # activity 2's own second, not the median
 
 
@@ -37,11 +40,11 @@ def _report(run_id: str = "run-seeded") -> ChaosReport:
     return ChaosReport(seed=3, steps=8, run_id=run_id, windows={MODEL: 1}, kill_windows=[death])
 
 
-async def test_a_window_the_latest_round_showed_too_short_is_reported_not_aimed_at_again():
+async def test_a_task_window_the_latest_round_showed_too_short_is_reported_not_aimed_at_again():
     seeded = aims(_tasks(0.45, 0.3) + [Spot(MODEL, 2, "start", 0.0, 1.0)])
     assert WORKFLOW_TASK in seeded.wanted
     quiet = aims([Spot(WORKFLOW_TASK, seq, "close", 0.005, 0.018) for seq in range(2, 8)])
-    assert WORKFLOW_TASK in quiet.unreachable  # 18 ms: under REACHABLE_S
+    assert WORKFLOW_TASK in quiet.unreachable and WORKFLOW_TASK in quiet.recheck  # 18 ms, six of them
     rounds = []
 
     async def run_round(steps: int, events: list) -> ChaosReport:
@@ -56,10 +59,30 @@ async def test_a_window_the_latest_round_showed_too_short_is_reported_not_aimed_
     assert report.checks[-1].ok and "not reachable by timing here: " in report.checks[-1].observed
 
 
+def test_an_activity_window_a_round_showed_short_stays_wanted():
+    """A round measures only the activities it did not kill: the aimed one's long write is not among
+    them, so a short median there says nothing of the window, which stays a FAIL until hit."""
+    seeded = aims([Spot(WRITE_STAMP, 2, "start", 0.01, 0.2), Spot(WRITE_STAMP, 4, "start", 0.01, 0.03)])
+    assert WRITE_STAMP in seeded.wanted
+    latest = aims([Spot(WRITE_STAMP, 4, "start", 0.01, 0.03)])
+    assert WRITE_STAMP in latest.unreachable
+    after = remeasured(seeded, latest, 1, [WRITE_STAMP])
+    assert after.wanted == seeded.wanted and WRITE_STAMP not in after.unreachable
+
+
+def test_a_window_already_hit_or_seen_in_too_few_tasks_is_not_moved():
+    seeded = aims(_tasks(0.45, 0.3))
+    few = aims([Spot(WORKFLOW_TASK, seq, "close", 0.005, 0.018) for seq in (2, 4)])
+    assert WORKFLOW_TASK in few.unreachable and WORKFLOW_TASK not in few.recheck
+    assert remeasured(seeded, few, 1, [WORKFLOW_TASK]).wanted == (WORKFLOW_TASK,)
+    many = aims([Spot(WORKFLOW_TASK, seq, "close", 0.005, 0.018) for seq in range(2, 8)])
+    assert remeasured(seeded, many, 1, []).wanted == (WORKFLOW_TASK,)  # hit already: it stays as hit
+
+
 def test_the_next_round_is_timed_by_the_latest_run_where_it_shows_every_window_still_wanted():
     seeded = Aims((WORKFLOW_TASK, MODEL), lambda *a: ([], 0))
     latest = aims(_tasks(0.01, 0.2) + [Spot(MODEL, 2, "start", 0.0, 1.0)])
-    assert remeasured(seeded, latest, 1).draw is latest.draw
+    assert remeasured(seeded, latest, 1, [MODEL]).draw is latest.draw
     partial_run = aims([Spot(MODEL, 2, "start", 0.0, 1.0)])  # no workflow task spot in it
-    assert remeasured(seeded, partial_run, 1).draw is seeded.draw
+    assert remeasured(seeded, partial_run, 1, [MODEL]).draw is seeded.draw
     assert coverage_activities.REACHABLE_S == 0.08  # the figure the 18 ms above is under

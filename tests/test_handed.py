@@ -181,8 +181,12 @@ WORKER = textwrap.dedent(
 )
 
 
+LIVE_ATTEMPTS: list[int] = []  # the attempts the test's live worker started
+
+
 @activity.defn(name="stuck")
 async def unstuck() -> str:
+    LIVE_ATTEMPTS.append(activity.info().attempt)
     return "done"
 
 
@@ -219,6 +223,7 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once(temporal_address: st
     queue = settings.task_queue
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
+    LIVE_ATTEMPTS.clear()
     proc = subprocess.Popen([sys.executable, str(script), address if through_hop else temporal_address, queue])
     handle = None
     try:
@@ -237,7 +242,7 @@ async def test_a_killed_worker_s_attempt_is_retried_at_once(temporal_address: st
             history = (await handle.fetch_history()).events
             starts = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
             (retry,) = [e.activity_task_started_event_attributes for e in starts]  # the attempt that ran
-            assert retry.attempt >= 2
+            assert retry.attempt >= 2 and [retry.attempt] == LIVE_ATTEMPTS  # no live worker's attempt failed
             started = starts[0].event_time.ToMilliseconds() / 1000
             assert started - killed < 30  # its own timeout would have retried it after 60 s
             assert retry.last_failure.message == f"worker {proc.pid} {FAILED_BY}"

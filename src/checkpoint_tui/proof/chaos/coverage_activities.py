@@ -46,6 +46,7 @@ from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 
 REACHABLE_S = 0.08  # a window shorter than this (median) is shown, not aimed at
 MIDDLE = (0.3, 0.7)  # an aimed kill lands at this fraction of its window (seeded)
+MIN_SAMPLES = 3  # a round's tasks or timers that say the window is out of reach: no fewer
 CLASS_WINDOWS = {"model": MODEL, "tool": TOOL, "mcp": TOOL}
 
 
@@ -92,13 +93,16 @@ def _activity_spots(act: ActivityExec, claims: list[ClaimAttempt], probe: list[P
 
 
 def _task_spots(acts: list[ActivityExec], chain: Chain) -> list[Spot]:
-    """Workflow tasks and timers, each measured from the close of the activity that closed last before it."""
+    """The first workflow task and the first timer after each activity's close, measured from that close
+    (a later one follows a timer or a signal, not the close: its offset is theirs)."""
     found = []
     closed = sorted((a for a in acts if a.closed_at), key=lambda a: a.closed_at or 0.0)
+    taken: set[tuple[str, int]] = set()
     for window, began, ended in _spans(chain):
         before = [a for a in closed if (a.closed_at or 0.0) <= began]
-        if before:
+        if before and (window, before[-1].seq) not in taken:
             last = before[-1]
+            taken.add((window, last.seq))
             found.append(Spot(window, last.seq, "close", began - (last.closed_at or 0.0), ended - began))
     return found
 
@@ -130,25 +134,34 @@ def aims(found: list[Spot]) -> Aims:
     short = {w: f"median {lengths[w] * 1000:.0f} ms" for w in order if lengths[w] < REACHABLE_S}
     if WRITE_STAMP in lengths:  # the library's write begins right after its claim
         short[CLAIM_WRITE] = "the library enters the write right after its claim"
-    return Aims(wanted, partial(draw, [s for s in found if s.span_s >= REACHABLE_S]), short)
+    aimable = [s for s in found if s.span_s >= REACHABLE_S]
+    # what a later round may show out of reach: a task or timer, timed from a close, seen often enough here
+    counts = {w: sum(1 for s in found if s.window == w and s.anchor == "close") for w in lengths}
+    recheck = frozenset(w for w, n in counts.items() if n >= MIN_SAMPLES)
+    return Aims(wanted, partial(draw, aimable, typical=_after_close(found)), short, recheck)
 
 
-def draw(found: list[Spot], missing: list[str], seed: int, round_no: int, budget: int) -> tuple[list[ChaosEvent], int]:
+def draw(
+    found: list[Spot],
+    missing: list[str],
+    seed: int,
+    round_no: int,
+    budget: int,
+    typical: dict[str, tuple[float, float]] | None = None,
+) -> tuple[list[ChaosEvent], int]:
     """One kill per missing window (at most `budget`), each at a place the seeded run had it, taken in
     the run's order, two activities or more after the one before (the replacement worker is polling
-    by then); (events, span)."""
+    by then); (events, span). `typical`: a close-anchored window's median offset and span in the run."""
     rng = random.Random(f"coverage-{seed}-{round_no}")
     events: list[ChaosEvent] = []
     wanted, last = set(missing), 0
-    after_close = _after_close(found)
     for spot in sorted(found, key=lambda s: s.seq):
         if spot.window not in wanted or spot.seq < max(2, last + 2) or len(events) >= budget:
             continue
-        offset, span = (
-            after_close.get(spot.window, (spot.offset_s, spot.span_s))
-            if spot.anchor == "close"
-            else (spot.offset_s, spot.span_s)
-        )
+        offset, span = spot.offset_s, spot.span_s
+        if spot.anchor == "close" and typical and spot.window in typical:
+            offset = typical[spot.window][0]
+            span = typical[spot.window][1] if spot.window == WORKFLOW_TASK else span  # a timer: its own length
         delay = offset + rng.uniform(*MIDDLE) * span
         kind = "worker-in-activity" if spot.anchor == "start" else "worker-between-activities"
         events.append(ChaosEvent(spot.seq, kind, round(max(0.0, delay) * 1000)))
@@ -159,7 +172,7 @@ def draw(found: list[Spot], missing: list[str], seed: int, round_no: int, budget
 
 def _after_close(found: list[Spot]) -> dict[str, tuple[float, float]]:
     """Where a workflow task or a timer begins after the close of the activity before it, and how long it
-    lasts: the median over the run's spots of that window. How soon a task follows a close is the
+    lasts: the median over all the run's spots of that window. How soon a task follows a close is the
     server's dispatch, the same throughout a run but for a loaded moment's (a task dispatched 0.5 s
     late), and a kill timed from that one spot's figures every round lands in the next activity every
     round (seen on a loaded machine: six rounds, the workflow task never hit)."""
