@@ -86,3 +86,45 @@ def test_the_next_round_is_timed_by_the_latest_run_where_it_shows_every_window_s
     partial_run = aims([Spot(MODEL, 2, "start", 0.0, 1.0)])  # no workflow task spot in it
     assert remeasured(seeded, partial_run, 1, [MODEL]).draw is seeded.draw
     assert coverage_activities.REACHABLE_S == 0.08  # the figure the 18 ms above is under
+
+
+def _event(event_id: int, at: float, **attrs: object):
+    from google.protobuf.timestamp_pb2 import Timestamp
+    from temporalio.api.history.v1 import HistoryEvent
+
+    ev = HistoryEvent(event_id=event_id, event_time=Timestamp(seconds=int(at), nanos=int(at % 1 * 1e9)))
+    for name, value in attrs.items():
+        getattr(ev, name).CopyFrom(value)
+    return ev
+
+
+def test_only_the_first_task_after_a_close_is_a_spot_and_a_task_after_a_timer_is_not():
+    """Activity 1 closes at 100.0; a task 10 ms later starts a 2 s timer; the task after the timer
+    fires is not measured from activity 1's close (its offset would be the timer's 2 s)."""
+    from temporalio.api.history import v1 as h
+
+    from checkpoint_tui.core.activity_history import ActivityExec
+    from checkpoint_tui.core.chain import Chain
+
+    events = [
+        _event(1, 100.01, workflow_task_started_event_attributes=h.WorkflowTaskStartedEventAttributes()),
+        _event(
+            2,
+            100.03,
+            workflow_task_completed_event_attributes=h.WorkflowTaskCompletedEventAttributes(started_event_id=1),
+        ),
+        _event(3, 100.03, timer_started_event_attributes=h.TimerStartedEventAttributes()),
+        _event(4, 102.03, timer_fired_event_attributes=h.TimerFiredEventAttributes(started_event_id=3)),
+        _event(5, 102.04, workflow_task_started_event_attributes=h.WorkflowTaskStartedEventAttributes()),
+        _event(
+            6,
+            102.06,
+            workflow_task_completed_event_attributes=h.WorkflowTaskCompletedEventAttributes(started_event_id=5),
+        ),
+    ]
+    act = ActivityExec(1, 0, "e", "1", "a", 99.0, started_at=99.5, closed_at=100.0, status="completed")
+    found = coverage_activities._task_spots([act], Chain("wf", executions=[("e", events)]))
+    assert [(s.window, s.seq, round(s.offset_s, 3), round(s.span_s, 3)) for s in found] == [
+        (WORKFLOW_TASK, 1, 0.01, 0.02),
+        (TIMER, 1, 0.03, 2.0),
+    ]
