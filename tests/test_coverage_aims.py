@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from checkpoint_tui.core.windows import MODEL, TIMER, WORKFLOW_TASK, WRITE_STAMP
 from checkpoint_tui.proof.chaos import coverage_activities
-from checkpoint_tui.proof.chaos.coverage import Aims, cover, remeasured
+from checkpoint_tui.proof.chaos.coverage import cover, remeasured
 from checkpoint_tui.proof.chaos.coverage_activities import Spot, aims
 from checkpoint_tui.proof.report.chaos import ChaosReport, Placement
 
@@ -79,12 +79,16 @@ def test_a_window_already_hit_or_seen_in_too_few_tasks_is_not_moved():
     assert remeasured(seeded, many, 1, []).wanted == (WORKFLOW_TASK,)  # hit already: it stays as hit
 
 
-def test_the_next_round_is_timed_by_the_latest_run_where_it_shows_every_window_still_wanted():
-    seeded = Aims((WORKFLOW_TASK, MODEL), lambda *a: ([], 0))
-    latest = aims(_tasks(0.01, 0.2) + [Spot(MODEL, 2, "start", 0.0, 1.0)])
-    assert remeasured(seeded, latest, 1, [MODEL]).draw is latest.draw
-    partial_run = aims([Spot(MODEL, 2, "start", 0.0, 1.0)])  # no workflow task spot in it
-    assert remeasured(seeded, partial_run, 1, [MODEL]).draw is seeded.draw
+def test_the_rounds_stay_timed_by_the_seeded_run_and_a_long_timer_is_there_to_be_hit():
+    """A round's run holds tasks that waited out a dead worker's sticky queue, seconds after their close:
+    its figures would time the next kill into the next activity. One 2 s timer among 20 ms ones is
+    wanted (its longest), not unreachable by a median."""
+    seeded = aims(_tasks(0.45, 0.3) + [Spot(MODEL, 2, "start", 0.0, 1.0)])
+    waited = aims([Spot(WORKFLOW_TASK, 2, "close", 5.0, 0.3)] + _tasks(0.01, 0.02)[1:])
+    assert remeasured(seeded, waited, 1, [MODEL, WORKFLOW_TASK]).draw is seeded.draw
+    timers = aims([Spot(TIMER, 2, "close", 0.01, 2.0)] + [Spot(TIMER, s, "close", 0.01, 0.02) for s in range(3, 8)])
+    assert timers.wanted == (TIMER,) and TIMER not in timers.unreachable
+    assert aims([Spot(TIMER, s, "close", 0.01, 0.02) for s in range(2, 8)]).unreachable[TIMER] == "longest 20 ms"
     assert coverage_activities.REACHABLE_S == 0.08  # the figure the 18 ms above is under
 
 

@@ -100,15 +100,16 @@ def remeasured(aims: Aims, latest: Aims, round_no: int, missing: list[str]) -> A
     """The aims after a round: a window not yet hit that the round's run showed, in enough tasks or timers
     (`latest.recheck`), too short for timing to reach is reported as such rather than aimed at again (the
     seeded run may have been timed on a loaded machine, its workflow tasks long, and a quieter round's
-    18 ms ones are out of reach: six rounds missed one); the next round is timed by the latest run's
-    figures where it shows every window still wanted. An activity's own windows are never dropped: a
-    round measures only the activities it did not kill, the aimed one's long write among them not."""
+    18 ms ones are out of reach: six rounds missed one). An activity's own windows are never dropped: a
+    round measures only the activities it did not kill, the aimed one's long write among them not. The
+    kills stay timed by the seeded run: a round's run holds the tasks that waited out a dead worker's
+    sticky queue, seconds after their close, and one that showed a window only at the activity it
+    killed would leave nothing to aim with."""
     short = {
         w: f"{why} in round {round_no}" for w, why in latest.unreachable.items() if w in missing and w in latest.recheck
     }
     wanted = tuple(w for w in aims.wanted if w not in short)
-    draw = latest.draw if set(wanted) <= set(latest.wanted) else aims.draw
-    return Aims(wanted, draw, {**aims.unreachable, **short}, aims.recheck)
+    return Aims(wanted, aims.draw, {**aims.unreachable, **short}, aims.recheck)
 
 
 def _lengths(unreachable: dict[str, str]) -> str:

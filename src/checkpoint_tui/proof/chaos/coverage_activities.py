@@ -13,9 +13,9 @@ where that run had it:
 - `workflow task` (a workflow task's start to its completion) and `timer` (a timer's start to its
   firing), measured from the close of the activity before them.
 
-Each is measured on the activities that ran once. A window whose median length is under
-REACHABLE_S cannot be hit by timing (a poll, a signal and a scheduler on a loaded machine are not
-that precise): it is reported with its length, not aimed at. An aimed round runs the workflow again
+Each is measured on the activities that ran once. A window whose median length (a timer: its
+longest) is under REACHABLE_S cannot be hit by timing (a poll, a signal and a scheduler on a loaded
+machine are not that precise): it is reported with its length, not aimed at. An aimed round runs the workflow again
 with the same input and kills at the middle of the window (seeded), measured from Temporal's start
 of the same activity (or its close): a deterministic workflow schedules the same activities again."""
 
@@ -128,10 +128,20 @@ def _spans(chain: Chain) -> list[tuple[str, float, float]]:
 def aims(found: list[Spot]) -> Aims:
     """The windows to aim at (median length at least REACHABLE_S), in a step's order, then a user's
     activity windows; the others with why not."""
-    lengths = {w: statistics.median(s.span_s for s in found if s.window == w) for w in {s.window for s in found}}
+    # A timer is as long as the workflow says (one 2 s sleep among 20 ms ones is there to be hit, in its
+    # own middle): its longest; any other window by its median.
+    measure = {TIMER: (max, "longest")}
+    lengths = {
+        w: measure.get(w, (statistics.median, "median"))[0](s.span_s for s in found if s.window == w)
+        for w in {s.window for s in found}
+    }
     order = sorted(lengths, key=lambda w: (WINDOWS.index(w) if w in WINDOWS else len(WINDOWS), w))
     wanted = tuple(w for w in order if lengths[w] >= REACHABLE_S)
-    short = {w: f"median {lengths[w] * 1000:.0f} ms" for w in order if lengths[w] < REACHABLE_S}
+    short = {
+        w: f"{measure.get(w, (None, 'median'))[1]} {lengths[w] * 1000:.0f} ms"
+        for w in order
+        if lengths[w] < REACHABLE_S
+    }
     if WRITE_STAMP in lengths:  # the library's write begins right after its claim
         short[CLAIM_WRITE] = "the library enters the write right after its claim"
     aimable = [s for s in found if s.span_s >= REACHABLE_S]
