@@ -15,9 +15,10 @@ where that run had it:
 
 Each is measured on the activities that ran once. A window whose median length (a timer: its
 longest) is under REACHABLE_S cannot be hit by timing (a poll, a signal and a scheduler on a loaded
-machine are not that precise): it is reported with its length, not aimed at. An aimed round runs the workflow again
-with the same input and kills at the middle of the window (seeded), measured from Temporal's start
-of the same activity (or its close): a deterministic workflow schedules the same activities again."""
+machine are not that precise): it is reported with its length, not aimed at. An aimed round runs the
+workflow again with the same input and kills at the middle of the window (seeded), measured from
+Temporal's start of the same activity (or its close): a deterministic workflow schedules the same
+activities again."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from checkpoint_tui.ledger.rows import ClaimAttempt
 from checkpoint_tui.proof.chaos.coverage import Aims
 from checkpoint_tui.proof.chaos.schedule import ChaosEvent
 
-REACHABLE_S = 0.08  # a window shorter than this (median) is shown, not aimed at
+REACHABLE_S = 0.08  # a window shorter than this (median; a timer: its longest) is shown, not aimed at
 MIDDLE = (0.3, 0.7)  # an aimed kill lands at this fraction of its window (seeded)
 MIN_SAMPLES = 3  # a round's tasks or timers that say the window is out of reach: no fewer
 CLASS_WINDOWS = {"model": MODEL, "tool": TOOL, "mcp": TOOL}
@@ -130,18 +131,14 @@ def aims(found: list[Spot]) -> Aims:
     activity windows; the others with why not."""
     # A timer is as long as the workflow says (one 2 s sleep among 20 ms ones is there to be hit, in its
     # own middle): its longest; any other window by its median.
-    measure = {TIMER: (max, "longest")}
+    windows = {s.window for s in found}
+    label = {w: "longest" if w == TIMER else "median" for w in windows}
     lengths = {
-        w: measure.get(w, (statistics.median, "median"))[0](s.span_s for s in found if s.window == w)
-        for w in {s.window for s in found}
+        w: (max if w == TIMER else statistics.median)([s.span_s for s in found if s.window == w]) for w in windows
     }
     order = sorted(lengths, key=lambda w: (WINDOWS.index(w) if w in WINDOWS else len(WINDOWS), w))
     wanted = tuple(w for w in order if lengths[w] >= REACHABLE_S)
-    short = {
-        w: f"{measure.get(w, (None, 'median'))[1]} {lengths[w] * 1000:.0f} ms"
-        for w in order
-        if lengths[w] < REACHABLE_S
-    }
+    short = {w: f"{label[w]} {lengths[w] * 1000:.0f} ms" for w in order if lengths[w] < REACHABLE_S}
     if WRITE_STAMP in lengths:  # the library's write begins right after its claim
         short[CLAIM_WRITE] = "the library enters the write right after its claim"
     aimable = [s for s in found if s.span_s >= REACHABLE_S]
